@@ -1,0 +1,360 @@
+"""Trace events → Fingerprint.  Pure: plain data in, plain data out, no torch.
+
+One path serves ``attnscope run`` (a trace of one profiled call, marked by the
+``attnscope::call`` annotation) and ``attnscope analyze`` (any trace, whole).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from attnscope.analysis import kernels as K
+from attnscope.analysis.occupancy import ArchLimits, arch_limits, theoretical_occupancy
+from attnscope.trace import CpuOp, GpuEvent, Trace
+from attnscope.types import Fingerprint, HiddenCopy, KernelRecord, Upcast
+
+CALL_ANNOTATION = "attnscope::call"
+
+# Kineto's "Input type" strings → bytes per element.
+TYPE_BYTES: dict[str, int] = {
+    "float": 4,
+    "double": 8,
+    "c10::BFloat16": 2,
+    "c10::Half": 2,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+}
+HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
+# Ops that only carry a copy out for somebody else; the cause is the first op above them.
+COPY_WRAPPERS = frozenset(
+    {"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"}
+)
+MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
+
+
+@dataclass
+class OpTree:
+    """CPU ops of one window with parent links (nesting by time on the same thread)."""
+
+    ops: list[CpuOp]
+    parent: list[int]  # -1 for roots
+    children: list[list[int]]
+    by_ext_id: dict[int, int]
+
+    def ancestors(self, i: int) -> Iterable[int]:
+        p = self.parent[i]
+        while p >= 0:
+            yield p
+            p = self.parent[p]
+
+
+def build_op_tree(ops: list[CpuOp]) -> OpTree:
+    order = sorted(range(len(ops)), key=lambda i: (str(ops[i].tid), ops[i].ts, -ops[i].dur))
+    sorted_ops = [ops[i] for i in order]
+    parent = [-1] * len(sorted_ops)
+    children: list[list[int]] = [[] for _ in sorted_ops]
+    stack: list[int] = []
+    last_tid: object = object()
+    for i, op in enumerate(sorted_ops):
+        if op.tid != last_tid:
+            stack = []
+            last_tid = op.tid
+        while stack and sorted_ops[stack[-1]].end < op.end - 1e-3:
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+            children[stack[-1]].append(i)
+        stack.append(i)
+    by_ext = {op.ext_id: i for i, op in enumerate(sorted_ops) if op.ext_id is not None}
+    return OpTree(sorted_ops, parent, children, by_ext)
+
+
+def _numel(dims: object) -> int | None:
+    if not isinstance(dims, list) or not dims:
+        return None
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    return math.prod(dims)
+
+
+def _limits_for(trace: Trace) -> tuple[ArchLimits | None, tuple[int, int] | None, str | None]:
+    if not trace.device_properties:
+        return None, None, None
+    p = trace.device_properties[0]
+    cc = (int(p.get("computeMajor", 0)), int(p.get("computeMinor", 0)))
+    lim = arch_limits(cc)
+    if lim is not None:
+        # The trace's own device properties beat the table where it has them.
+        over = {}
+        if p.get("regsPerMultiprocessor"):
+            over["registers_per_sm"] = int(p["regsPerMultiprocessor"])
+        if p.get("sharedMemPerMultiprocessor"):
+            over["shared_memory_per_sm"] = int(p["sharedMemPerMultiprocessor"])
+        if p.get("maxThreadsPerMultiprocessor"):
+            over["max_warps_per_sm"] = int(p["maxThreadsPerMultiprocessor"]) // 32
+        lim = replace(lim, **over)
+    return lim, cc, p.get("name")
+
+
+def _window(trace: Trace) -> tuple[float, float, object] | None:
+    calls = [a for a in trace.annotations if a.name == CALL_ANNOTATION and a.cat == "user_annotation"]
+    if not calls:
+        return None
+    a = calls[-1]
+    return a.ts, a.ts + a.dur, a.tid
+
+
+def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], float | None]:
+    """The ops and GPU events of the profiled call, or of the whole trace."""
+    win = _window(trace)
+    if win is None:
+        return list(trace.cpu_ops), list(trace.gpu), None
+    t0, t1, tid = win
+    ops = [o for o in trace.cpu_ops if o.tid == tid and o.ts >= t0 and o.end <= t1 + 1e-3]
+    corr = {r.correlation for r in trace.runtime if t0 <= r.ts <= t1 and r.correlation is not None}
+    ext = {o.ext_id for o in ops if o.ext_id is not None}
+    gpu = [
+        g
+        for g in trace.gpu
+        if (g.correlation is not None and g.correlation in corr)
+        or (g.correlation is None and g.ext_id in ext)
+    ]
+    return ops, gpu, t1 - t0
+
+
+def _launcher(tree: OpTree, trace: Trace, ev: GpuEvent, rt_ext: dict[int, int]) -> int | None:
+    ext = rt_ext.get(ev.correlation) if ev.correlation is not None else None
+    if ext is None:
+        ext = ev.ext_id
+    if ext is None:
+        return None
+    return tree.by_ext_id.get(ext)
+
+
+def _cause(tree: OpTree, i: int) -> str:
+    last = tree.ops[i].name
+    for a in tree.ancestors(i):
+        name = tree.ops[a].name
+        if name not in COPY_WRAPPERS:
+            return name
+        last = name
+    return last
+
+
+def gpu_kernel_records(
+    tree: OpTree, trace: Trace, gpu: list[GpuEvent], limits: ArchLimits | None
+) -> list[KernelRecord]:
+    rt_ext = {r.correlation: r.ext_id for r in trace.runtime if r.correlation is not None and r.ext_id is not None}
+    out: list[KernelRecord] = []
+    for g in sorted(gpu, key=lambda e: e.ts):
+        cat = K.classify_gpu(g.name, g.kind)
+        li = _launcher(tree, trace, g, rt_ext)
+        occ = None
+        if limits is not None and g.kind == "kernel" and g.block is not None:
+            occ = theoretical_occupancy(
+                g.registers_per_thread or 0,
+                g.shared_memory_bytes or 0,
+                g.block[0] * g.block[1] * g.block[2],
+                limits,
+            )
+        out.append(
+            KernelRecord(
+                name=g.name,
+                category=cat,
+                duration_us=g.dur,
+                device="gpu",
+                launched_by=tree.ops[li].name if li is not None else None,
+                tensor_cores=K.tensor_cores(g.name, cat),
+                grid=g.grid,
+                block=g.block,
+                registers_per_thread=g.registers_per_thread,
+                shared_memory_bytes=g.shared_memory_bytes,
+                theoretical_occupancy_pct=round(occ.pct, 2) if occ else None,
+                occupancy_limiter=occ.limiter if occ else None,
+                kineto_occupancy_pct=g.kineto_occupancy_pct,
+                bytes=g.bytes,
+                stream=g.stream,
+            )
+        )
+    return out
+
+
+def _is_scalar_op(op: CpuOp) -> bool:
+    dims = op.input_dims or []
+    return not any(isinstance(d, list) and len(d) > 0 for d in dims)
+
+
+def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
+    """On CPU the unit of work is a leaf compute aten op (no device kernels exist)."""
+    n = len(tree.ops)
+    counted = [False] * n
+
+    def candidate(i: int) -> bool:
+        op = tree.ops[i]
+        return op.name not in K.CPU_METADATA_OPS and not _is_scalar_op(op)
+
+    def visit(i: int, inside_atomic: bool) -> bool:
+        op = tree.ops[i]
+        atomic = op.name in K.CPU_ATOMIC_OPS
+        below = False
+        for c in tree.children[i]:
+            below |= visit(c, inside_atomic or (atomic and candidate(i)))
+        if inside_atomic or not candidate(i):
+            return below
+        if atomic or not below:
+            counted[i] = True
+            return True
+        return below
+
+    for i in range(n):
+        if tree.parent[i] == -1:
+            visit(i, False)
+    return [
+        KernelRecord(
+            name=tree.ops[i].name,
+            category=K.classify_cpu(tree.ops[i].name),
+            duration_us=tree.ops[i].dur,
+            device="cpu",
+            launched_by=tree.ops[tree.parent[i]].name if tree.parent[i] >= 0 else None,
+        )
+        for i in range(n)
+        if counted[i]
+    ]
+
+
+def copies_and_upcasts(
+    tree: OpTree, records_by_op: dict[int, list[GpuEvent]]
+) -> tuple[list[HiddenCopy], list[Upcast]]:
+    copies: list[HiddenCopy] = []
+    upcasts: list[Upcast] = []
+    for i, op in enumerate(tree.ops):
+        if op.name != "aten::copy_" or not op.input_types or len(op.input_types) < 2:
+            continue
+        dims = op.input_dims[0] if op.input_dims else None
+        numel = _numel(dims)
+        if numel is None:
+            continue  # 0-dim: the scalar wrapping every `x * float` does
+        dst, src = op.input_types[0], op.input_types[1]
+        devs = records_by_op.get(i, [])
+        if dst == "float" and src in HALF_TYPES:
+            upcasts.append(Upcast(_cause(tree, i), src, dst, tuple(dims), numel * 4))  # type: ignore[arg-type]
+        elif dst == src:
+            if any(g.kind == "memcpy" and "DtoD" not in g.name for g in devs):
+                continue  # a host<->device transfer, not a hidden copy
+            dev = devs[0] if devs else None
+            copies.append(
+                HiddenCopy(
+                    op=_cause(tree, i),
+                    copy_op=op.name,
+                    bytes=numel * TYPE_BYTES.get(dst, 0),
+                    dims=tuple(dims),  # type: ignore[arg-type]
+                    device_event=dev.name if dev else None,
+                    duration_us=sum(g.dur for g in devs) if devs else None,
+                )
+            )
+    return copies, upcasts
+
+
+def _orphan_dtod(gpu: list[GpuEvent], linked: set[int], tree: OpTree, trace: Trace) -> list[HiddenCopy]:
+    """DtoD memcpys no typed copy_ op accounts for (e.g. traces without record_shapes)."""
+    rt_ext = {r.correlation: r.ext_id for r in trace.runtime if r.correlation is not None and r.ext_id is not None}
+    out = []
+    for g in gpu:
+        if g.kind != "memcpy" or "DtoD" not in g.name or id(g) in linked:
+            continue
+        li = _launcher(tree, trace, g, rt_ext)
+        out.append(
+            HiddenCopy(
+                op=_cause(tree, li) if li is not None else "unknown",
+                copy_op=tree.ops[li].name if li is not None else "unknown",
+                bytes=g.bytes or 0,
+                dims=(),
+                device_event=g.name,
+                duration_us=g.dur,
+            )
+        )
+    return out
+
+
+def _peak_memory(trace: Trace, ops: list[CpuOp], gpu_side: bool) -> int | None:
+    if not trace.memory or not ops:
+        return None
+    t0 = min(o.ts for o in ops)
+    t1 = max(o.end for o in ops)
+    dev = 1 if gpu_side else 0
+    evs = sorted((m for m in trace.memory if m.device_type == dev), key=lambda m: m.ts)
+    if not evs:
+        return None
+    base = None
+    peak = None
+    for m in evs:
+        if m.ts < t0:
+            base = m.total_allocated
+        elif m.ts <= t1:
+            if base is None:
+                base = m.total_allocated - m.bytes
+            peak = m.total_allocated if peak is None else max(peak, m.total_allocated)
+    if peak is None or base is None:
+        return 0 if base is not None else None
+    return max(0, peak - base)
+
+
+def fingerprint(trace: Trace) -> Fingerprint:
+    """Analyse one trace (or the ``attnscope::call`` window inside it)."""
+    ops, gpu, window_us = select_window(trace)
+    tree = build_op_tree(ops)
+    limits, cc, dev_name = _limits_for(trace)
+    gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
+    notes: list[str] = []
+    if trace.num_skipped:
+        notes.append(f"{trace.num_skipped} malformed trace events skipped")
+    if gpu_side and limits is None and cc is not None:
+        notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
+
+    rt_ext = {r.correlation: r.ext_id for r in trace.runtime if r.correlation is not None and r.ext_id is not None}
+    by_op: dict[int, list[GpuEvent]] = {}
+    for g in gpu:
+        li = _launcher(tree, trace, g, rt_ext)
+        if li is not None:
+            by_op.setdefault(li, []).append(g)
+
+    if gpu_side:
+        records = gpu_kernel_records(tree, trace, gpu, limits)
+    else:
+        records = cpu_kernel_records(tree)
+    copies, upcasts = copies_and_upcasts(tree, by_op)
+    if gpu_side:
+        linked = {id(g) for i, evs in by_op.items() if tree.ops[i].name == "aten::copy_" for g in evs}
+        copies += _orphan_dtod(gpu, linked, tree, trace)
+    mask_ops = sorted({o.name for o in ops if o.name in MASK_OPS})
+    if not mask_ops and any("triu_tril" in r.name for r in records):
+        mask_ops = ["triu_tril_kernel"]
+    backend = next((K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS), None)
+    if window_us is None and ops:
+        window_us = max(o.end for o in ops) - min(o.ts for o in ops)
+    return Fingerprint(
+        kernels=tuple(records),
+        num_kernels=sum(1 for r in records if r.category not in ("memcpy", "memset")),
+        num_memcpy=sum(1 for r in records if r.category == "memcpy"),
+        num_memset=sum(1 for r in records if r.category == "memset"),
+        hidden_copies=tuple(copies),
+        upcasts=tuple(upcasts),
+        mask_rebuilt=bool(mask_ops),
+        mask_ops=tuple(mask_ops),
+        sdpa_backend=backend,
+        device_kind="gpu" if gpu_side else "cpu",
+        device_name=dev_name,
+        compute_capability=cc,
+        trace_gpu_time_us=sum(g.dur for g in gpu) if gpu_side else None,
+        trace_cpu_time_us=window_us,
+        trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,212 @@
+"""The one place that classifies kernels and CPU ops: category, attention family, tensor cores.
+
+Every rule is a row in an ordered table (first match wins) so the README can quote it
+and a test can pin each row.  Names were read off real H200 traces (torch 2.11, CUDA 13).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from attnscope.types import Category
+
+_I = re.IGNORECASE
+
+# (pattern, category) for GPU kernel names. Order matters: copy kernels are launched
+# through the elementwise templates, so they are matched first.
+GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
+    (re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv", _I), "communication"),
+    (
+        re.compile(
+            r"flash_fwd|flash_bwd|flash::|pytorch_flash|fmha|attention|_sdpa_|"
+            r"cudnn_generated_fort_native_sdpa|flex_attention|mha_fwd|mha_bwd",
+            _I,
+        ),
+        "attention",
+    ),
+    (
+        re.compile(
+            r"nvjet|gemm|xmma|cutlass|cublas|gemv|sgemm|hgemm|matmul|triton_mm|"
+            r"triton_tem_fused_mm|triton_tem_fused_addmm|triton_tem_fused_bmm|Kernel2",
+            _I,
+        ),
+        "gemm",
+    ),
+    (re.compile(r"softmax", _I), "softmax"),
+    (
+        re.compile(
+            r"copy_kernel|direct_copy|_copy_kernel|CatArrayBatchedCopy|transpose|"
+            r"contiguous|to_copy|convert",
+            _I,
+        ),
+        "copy",
+    ),
+    (
+        re.compile(
+            r"reduce|norm|triton_red_|triton_per_|cub::|scan|argmax|argmin|"
+            r"cross_entropy|nll_loss|sum_kernel",
+            _I,
+        ),
+        "reduction",
+    ),
+    (
+        re.compile(
+            r"elementwise|triton_poi_|fill|triu_tril|index|where|masked|scatter|gather|"
+            r"embedding|dropout|arange|rand|cat_|unary|binary",
+            _I,
+        ),
+        "elementwise",
+    ),
+)
+
+# aten ops whose time on CPU is matrix work / attention / etc.
+CPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
+    (
+        re.compile(
+            r"flash_attention|efficient_attention|cudnn_attention|flex_attention|"
+            r"scaled_dot_product"
+        ),
+        "attention",
+    ),
+    (re.compile(r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$"), "gemm"),
+    (re.compile(r"softmax"), "softmax"),
+    (re.compile(r"^aten::(copy_|clone|_to_copy|contiguous|to)$"), "copy"),
+    (
+        re.compile(r"^aten::(sum|mean|all|any|amax|amin|max|min|norm|argmax|argmin|logsumexp)"),
+        "reduction",
+    ),
+)
+
+# Ops that allocate or reshape metadata only: never counted as CPU "kernels".
+CPU_METADATA_OPS = frozenset(
+    {
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::as_strided",
+        "aten::expand",
+        "aten::reshape",
+        "aten::_reshape_alias",
+        "aten::transpose",
+        "aten::t",
+        "aten::permute",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::slice",
+        "aten::select",
+        "aten::detach",
+        "aten::alias",
+        "aten::resize_",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::result_type",
+        "aten::lift_fresh",
+        "aten::scalar_tensor",
+        "aten::item",
+        "aten::_local_scalar_dense",
+        "aten::set_",
+        "aten::split",
+        "aten::chunk",
+        "aten::unbind",
+        "aten::narrow",
+        "aten::flatten",
+        "aten::unflatten",
+        "aten::view_as",
+        "aten::expand_as",
+        "aten::contiguous",
+        "aten::_has_compatible_shallow_copy_type",
+        "aten::record_stream",
+    }
+)
+
+# Fused ops treated as one CPU "kernel" even when they call other aten ops inside.
+CPU_ATOMIC_OPS = frozenset(
+    {
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_flash_attention_forward",
+        "aten::_efficient_attention_forward",
+        "aten::mm",
+        "aten::bmm",
+        "aten::addmm",
+        "aten::baddbmm",
+        "aten::_softmax",
+        "aten::copy_",
+    }
+)
+
+
+# Tensor cores, by kernel name: (pattern, uses tensor cores, why). First match wins.
+# Names that match no row are "unknown" (None): we never guess.
+TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
+    (re.compile(r"ffma|sgemm|gemv|_simt_|fmha_cutlass[FB]_f32", _I), False,
+     "fp32 FMA on CUDA cores (ffma / sgemm / gemv / SIMT)"),
+    (re.compile(r"wgmma|hgmma|gmma|hmma|imma|tensorop|_tf32|bf16|f16|s16816|h16816|h1688", _I), True,
+     "MMA instruction or 16-bit/TF32 operand type in the kernel name"),
+    (re.compile(r"nvjet", _I), True, "cuBLAS nvjet kernels on sm90 issue wgmma"),
+    (re.compile(r"flash_fwd|flash_bwd|pytorch_flash|flash::", _I), True,
+     "FlashAttention kernels are built on mma/wgmma"),
+    (re.compile(r"cudnn_generated_fort_native_sdpa", _I), True,
+     "cuDNN fused SDPA (name carries wgmma/hmma on sm90/sm80)"),
+)
+
+
+def classify_gpu(name: str, kind: str = "kernel") -> Category:
+    if kind == "memcpy":
+        return "memcpy"
+    if kind == "memset":
+        return "memset"
+    for pat, cat in GPU_CATEGORY_RULES:
+        if pat.search(name):
+            return cat
+    return "other"
+
+
+def classify_cpu(op_name: str) -> Category:
+    for pat, cat in CPU_CATEGORY_RULES:
+        if pat.search(op_name):
+            return cat
+    return "elementwise"
+
+
+def tensor_cores(name: str, category: Category) -> bool | None:
+    """Whether a GPU kernel ran on tensor cores, from the name table; None if unknown."""
+    for pat, uses, _why in TENSOR_CORE_RULES:
+        if pat.search(name):
+            return uses
+    if category in ("elementwise", "softmax", "reduction", "copy", "memcpy", "memset"):
+        return False  # not matrix work
+    return None
+
+
+AttentionFamily = Literal["flash", "efficient", "cudnn", "flex", "math"]
+
+_FAMILY_RULES: tuple[tuple[re.Pattern[str], AttentionFamily], ...] = (
+    (re.compile(r"cudnn_generated_fort_native_sdpa|cudnn.*sdpa", _I), "cudnn"),
+    (re.compile(r"flex_attention", _I), "flex"),
+    (re.compile(r"fmha_cutlass|mem_?eff|AttentionKernel", _I), "efficient"),
+    (re.compile(r"flash", _I), "flash"),
+)
+
+
+def attention_family(name: str) -> AttentionFamily | None:
+    for pat, fam in _FAMILY_RULES:
+        if pat.search(name):
+            return fam
+    return None
+
+
+# aten entry points of each SDPA backend (what PyTorch actually dispatched to).
+SDPA_BACKEND_OPS: dict[str, str] = {
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_flash_attention_forward": "flash",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash",
+    "aten::_scaled_dot_product_efficient_attention": "efficient",
+    "aten::_efficient_attention_forward": "efficient",
+    "aten::_scaled_dot_product_cudnn_attention": "cudnn",
+    "aten::_cudnn_attention_forward": "cudnn",
+    "aten::_scaled_dot_product_attention_math": "math",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "overrideable",
+}

@@ -1,0 +1,190 @@
+"""Thin command line: parse → call → render.  torch is imported only by commands that run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=max(160, Console().width))
+
+
+def _add_case_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("case (defaults depend on the device)")
+    g.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
+    g.add_argument("--batch", type=int)
+    g.add_argument("--heads", type=int)
+    g.add_argument("--kv-heads", type=int, help="KV heads for GQA (default: = heads)")
+    g.add_argument("--seq", type=int, help="query sequence length")
+    g.add_argument("--seq-kv", type=int, help="key/value sequence length (default: = seq)")
+    g.add_argument("--head-dim", type=int)
+    g.add_argument("--dtype", help="bf16, fp16 or fp32")
+    m = g.add_mutually_exclusive_group()
+    m.add_argument("--causal", dest="causal", action="store_true", default=None)
+    m.add_argument("--no-causal", dest="causal", action="store_false")
+
+
+def _case_from(args: argparse.Namespace) -> Any:
+    from attnscope.cases import make_case
+
+    return make_case(
+        args.device,
+        batch=args.batch,
+        heads=args.heads,
+        kv_heads=args.kv_heads,
+        seq_q=args.seq,
+        seq_kv=args.seq_kv,
+        head_dim=args.head_dim,
+        dtype=args.dtype,
+        causal=args.causal,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attnscope.report.json import document, write_atomic
+    from attnscope.report.table import render
+    from attnscope.runner import Options, run
+    from attnscope.types import Result
+    from attnscope.variants import resolve
+
+    case = _case_from(args)
+    resolve(args.variants)  # unknown names fail before torch work starts
+    console = _console()
+    done: list[Result] = []
+
+    def save(r: Result) -> None:
+        done.append(r)
+        if args.json:  # rewrite after every variant: a crash never loses finished results
+            write_atomic(args.json, document(None, done, case=case.to_dict(), partial=True))
+
+    opts = Options(
+        flush_l2=args.flush_l2,
+        timing_budget_s=args.budget,
+        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        measure_peak=not args.no_peak,
+    )
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as prog:
+        task = prog.add_task(f"attnscope run: {case.label()}")
+
+        def start(name: str) -> None:
+            prog.update(task, description=f"{case.label()}: {name}")
+
+        rep = run(case, args.variants, opts, on_result=save, on_start=start)
+    doc = document(
+        rep.env,
+        rep.results,
+        case=case.to_dict(),
+        peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+    )
+    if args.json:
+        write_atomic(args.json, doc)
+    env = rep.env
+    title = (f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}"
+             + (f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""))
+    render(doc, console, kernels=args.kernels, title=title)
+    if args.json:
+        console.print(f"  JSON written to {args.json}")
+    if args.trace_dir:
+        console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
+    return EXIT_OK
+
+
+def cmd_variants(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from attnscope.runner import make_inputs
+    from attnscope.variants import REGISTRY, Unsupported
+
+    case = _case_from(args)
+    x = make_inputs(case, 0)
+    t = Table(title=f"variants on {case.label()}", header_style="bold")
+    for col in ("variant", "runs here", "what it is", "reason if not"):
+        t.add_column(col, overflow="fold")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    for v in REGISTRY.values():
+        reason = v.check(case)
+        state = "no" if reason else "yes"
+        if not reason and dev in v.opt_in_on:
+            state, reason = "opt-in", v.opt_in_reason
+        elif not reason and not (v.name == "flex_compiled"):
+            try:
+                v.prepare(case, x)
+            except Unsupported as e:
+                state, reason = "no", str(e)
+        t.add_row(v.name, state, v.description, reason or "")
+    _console().print(t)
+    return EXIT_OK
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from attnscope.api import analyze
+    from attnscope.report.json import document, write_atomic
+    from attnscope.report.table import render
+
+    results = [analyze(p) for p in args.traces]
+    doc = document(None, results)
+    if args.json:
+        write_atomic(args.json, doc)
+    render(doc, _console(), kernels=args.kernels, title="attnscope analyze")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="attnscope", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run and fingerprint every attention variant on one case")
+    _add_case_args(r)
+    r.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
+    r.add_argument("--kernels", action="store_true", help="also list each variant's kernels")
+    r.add_argument("--json", help="write the versioned JSON document here")
+    r.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
+    r.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
+    r.add_argument("--budget", type=float, default=0.5, help="seconds per timer per variant (default 0.5)")
+    r.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("variants", help="list every variant and whether it can run here")
+    _add_case_args(v)
+    v.set_defaults(func=cmd_variants)
+
+    a = sub.add_parser("analyze", help="fingerprint Kineto trace files captured anywhere")
+    a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces")
+    a.add_argument("--json", help="write the versioned JSON document here")
+    a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
+    a.set_defaults(func=cmd_analyze)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # silence Kineto's stderr chatter
+    args = build_parser().parse_args(argv)
+    from attnscope.report.json import DocumentError
+    from attnscope.trace import TraceError
+
+    try:
+        return int(args.func(args))
+    except (TraceError, DocumentError) as e:
+        print(f"attnscope: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as e:
+        print(f"attnscope: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("attnscope: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Timing, peak memory and numerical error of one prepared call.  Needs torch."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from attnscope.types import Timing
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current L2 (H200: 60 MB)
+
+TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 2e-2}
+
+
+def summarise(samples_us: list[float], method: str) -> Timing:
+    s = sorted(samples_us)
+    q = statistics.quantiles(s, n=4, method="inclusive") if len(s) >= 2 else [s[0]] * 3
+    return Timing(
+        median_us=statistics.median(s),
+        p25_us=q[0],
+        p75_us=q[2],
+        min_us=s[0],
+        num_samples=len(s),
+        method=method,
+    )
+
+
+def _iterations(one_call_s: float, budget_s: float, lo: int, hi: int) -> int:
+    if one_call_s <= 0:
+        return hi
+    return max(lo, min(hi, int(budget_s / one_call_s)))
+
+
+def time_gpu(fn: Callable[[], Any], *, budget_s: float, flush_l2: bool, lo: int = 10, hi: int = 200) -> Timing:
+    """CUDA events around each call, after warm-up; median of many calls."""
+    import torch
+
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") if flush_l2 else None
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    n = _iterations(time.perf_counter() - t0, budget_s, lo, hi)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        if flush is not None:
+            flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
+    method = f"CUDA events around each call, median of {n}" + (", L2 flushed between calls" if flush_l2 else "")
+    return summarise(samples, method)
+
+
+def time_host(fn: Callable[[], Any], *, cuda: bool, budget_s: float, lo: int = 5, hi: int = 200) -> Timing:
+    """Host time per call.  On CUDA: the dispatch cost, with the device drained outside
+    the timed region so a full launch queue never blocks the call.  On CPU: wall time."""
+    sync: Callable[[], None]
+    if cuda:
+        import torch
+
+        sync = torch.cuda.synchronize
+    else:
+
+        def sync() -> None:
+            return None
+
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    n = _iterations(time.perf_counter() - t0, budget_s, lo, hi)
+    samples = []
+    for _ in range(n):
+        sync()
+        a = time.perf_counter()
+        fn()
+        b = time.perf_counter()
+        samples.append((b - a) * 1e6)
+    sync()
+    what = "host time per call, no synchronize inside" if cuda else "wall time per call"
+    return summarise(samples, f"{what}, median of {n}")
+
+
+def cuda_peak_extra_bytes(fn: Callable[[], Any]) -> int:
+    """Peak allocated during one call minus what was allocated before it."""
+    import torch
+
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    del out
+    return max(0, peak - base)
+
+
+def relative_error(out: Any, ref: Any) -> tuple[float, bool]:
+    """max over (batch, head) of ‖out − ref‖ / ‖ref‖, and whether out has NaN/Inf."""
+    import torch
+
+    o = out.detach().to(torch.float64)
+    nonfinite = not bool(torch.isfinite(o).all())
+    if nonfinite:
+        return float("inf"), True
+    num = (o - ref).flatten(2).norm(dim=-1)
+    den = ref.flatten(2).norm(dim=-1).clamp_min(torch.finfo(torch.float64).tiny)
+    return float((num / den).max()), False

@@ -1,0 +1,159 @@
+"""The versioned JSON document: one schema for `run` and `analyze`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from attnscope.flops import FLOP_FORMULA
+from attnscope.types import Env, Fingerprint, Result, Timing
+
+SCHEMA_VERSION = 1
+
+
+def _timing(t: Timing | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {
+        "median_us": t.median_us,
+        "p25_us": t.p25_us,
+        "p75_us": t.p75_us,
+        "min_us": t.min_us,
+        "num_samples": t.num_samples,
+        "iqr_rel": t.iqr_rel,
+        "noisy": t.noisy,
+        "method": t.method,
+    }
+
+
+def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
+    if fp is None:
+        return {
+            "num_kernels": None, "num_memcpy": None, "num_memset": None, "kernels": [],
+            "hidden_copies": [], "upcast_fp32": None, "upcasts": [], "mask_rebuilt": None,
+            "mask_ops": [], "tensor_cores": None, "sdpa_backend": None, "device_kind": None,
+            "device_name": None, "compute_capability": None, "trace_gpu_time_us": None,
+            "trace_cpu_time_us": None, "notes": [],
+        }
+    return {
+        "num_kernels": fp.num_kernels,
+        "num_memcpy": fp.num_memcpy,
+        "num_memset": fp.num_memset,
+        "kernels": [dataclasses.asdict(k) for k in fp.kernels],
+        "hidden_copies": [dataclasses.asdict(c) for c in fp.hidden_copies],
+        "upcast_fp32": fp.upcast_fp32,
+        "upcasts": [dataclasses.asdict(u) for u in fp.upcasts],
+        "mask_rebuilt": fp.mask_rebuilt,
+        "mask_ops": list(fp.mask_ops),
+        "tensor_cores": fp.tensor_cores,
+        "sdpa_backend": fp.sdpa_backend,
+        "device_kind": fp.device_kind,
+        "device_name": fp.device_name,
+        "compute_capability": list(fp.compute_capability) if fp.compute_capability else None,
+        "trace_gpu_time_us": fp.trace_gpu_time_us,
+        "trace_cpu_time_us": fp.trace_cpu_time_us,
+        "notes": list(fp.notes),
+    }
+
+
+def result_to_dict(r: Result) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "variant": r.variant,
+        "case": r.case.to_dict() if r.case else None,
+        "status": r.status,
+        "reason": r.reason,
+        "source": r.source,
+    }
+    d.update(_fp_fields(r.fingerprint))
+    d.update(
+        {
+            "gpu_time_us": r.gpu_time.median_us if r.gpu_time else None,
+            "gpu_time": _timing(r.gpu_time),
+            "cpu_time_us": r.cpu_time.median_us if r.cpu_time else None,
+            "cpu_time": _timing(r.cpu_time),
+            "peak_memory_bytes": r.peak_memory_bytes,
+            "peak_memory_source": r.peak_memory_source,
+            "flops": r.flops,
+            "flop_formula": FLOP_FORMULA if r.flops is not None else None,
+            "tflops": r.tflops,
+            "pct_of_peak": r.pct_of_peak,
+            "max_rel_error": r.max_rel_error,
+            "error_tolerance": r.error_tolerance,
+            "nonfinite": r.nonfinite,
+            "numerics_ok": r.numerics_ok,
+            "compile_time_s": r.compile_time_s,
+            "trace_path": r.trace_path,
+        }
+    )
+    d.update(r.extra)
+    return d
+
+
+def document(env: Env | None, results: list[Result], **top: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": "attnscope",
+        "env": dataclasses.asdict(env) if env else None,
+    }
+    doc.update(top)
+    doc["results"] = [result_to_dict(r) for r in results]
+    return doc
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, tuple):
+        return list(o)
+    if isinstance(o, float) and (o != o or o in (float("inf"), float("-inf"))):
+        return None
+    return str(o)
+
+
+def _clean(o: Any) -> Any:
+    """JSON has no NaN/Inf: write them as null (the flags beside them say what happened)."""
+    if isinstance(o, float) and (o != o or o in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_clean(v) for v in o]
+    return o
+
+
+def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
+    """Write via a temp file and rename, so a crash never leaves half a document."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(_clean(doc), f, indent=1, default=_default, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class DocumentError(ValueError):
+    pass
+
+
+def load_document(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise DocumentError(f"{p}: no such file") from None
+    except ValueError as e:
+        raise DocumentError(f"{p}: not valid JSON ({e})") from None
+    if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
+        raise DocumentError(f"{p}: not an attnscope result document (no schema_version/results)")
+    if doc["schema_version"] > SCHEMA_VERSION:
+        raise DocumentError(
+            f"{p}: schema_version {doc['schema_version']} is newer than this attnscope ({SCHEMA_VERSION})"
+        )
+    return doc

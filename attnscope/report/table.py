@@ -1,0 +1,169 @@
+"""Terminal tables (rich).  Reads the JSON-shaped result dicts, so `run` and `analyze` share it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+MIB = 1024 * 1024
+
+
+def _fmt_us(t: dict[str, Any] | None) -> Text:
+    if not t:
+        return Text("—", style="dim")
+    s = f"{t['median_us']:,.1f}"
+    if t.get("noisy"):
+        return Text(s + " ~", style="yellow")
+    return Text(s)
+
+
+def _main_kernel(r: dict[str, Any]) -> dict[str, Any] | None:
+    ks = [k for k in r.get("kernels", []) if k["category"] not in ("memcpy", "memset")]
+    return max(ks, key=lambda k: k["duration_us"]) if ks else None
+
+
+def _occ(r: dict[str, Any]) -> str:
+    k = _main_kernel(r)
+    if not k or k.get("theoretical_occupancy_pct") is None:
+        return "—"
+    lim = (k.get("occupancy_limiter") or "").replace("registers", "regs").replace("shared_memory", "smem")
+    return f"{k['theoretical_occupancy_pct']:.1f}% {lim}"
+
+
+def _yn(v: Any, yes: str = "yes", no: str = "no") -> Text:
+    if v is None:
+        return Text("?", style="dim")
+    return Text(yes, style="bold") if v else Text(no)
+
+
+def _err(r: dict[str, Any]) -> Text:
+    if r.get("nonfinite"):
+        return Text("NaN/Inf ✗", style="bold red")
+    e = r.get("max_rel_error")
+    if e is None:
+        return Text("—", style="dim")
+    ok = r.get("numerics_ok")
+    return Text(f"{e:.1e} {'✓' if ok else '✗'}", style="" if ok else "bold red")
+
+
+def _status(r: dict[str, Any]) -> Text:
+    st = r["status"]
+    style = {"ok": "green", "skipped": "yellow", "oom": "red", "error": "bold red"}.get(st, "")
+    return Text(st, style=style)
+
+
+def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
+    results = doc["results"]
+    cpu_only = all((r.get("device_kind") or "cpu") == "cpu" for r in results if r["status"] == "ok")
+    t = Table(title=title, header_style="bold", show_lines=False)
+    t.add_column("variant")
+    t.add_column("status")
+    t.add_column("ops" if cpu_only else "kernels", justify="right")
+    t.add_column("memcpy/set", justify="right")
+    t.add_column("hidden copy")
+    t.add_column("upcast")
+    t.add_column("TC")
+    t.add_column("occupancy")
+    t.add_column("CPU µs", justify="right")
+    t.add_column("GPU µs", justify="right")
+    t.add_column("TFLOP/s", justify="right")
+    t.add_column("%peak", justify="right")
+    t.add_column("mem MiB", justify="right")
+    t.add_column("error")
+    for r in results:
+        if r["status"] != "ok":
+            t.add_row(r["variant"], _status(r), *(["—"] * 12))
+            continue
+        copies = r.get("hidden_copies") or []
+        t.add_row(
+            r["variant"],
+            _status(r),
+            str(r["num_kernels"]),
+            f"{r['num_memcpy']}/{r['num_memset']}",
+            _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
+            _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
+            _yn(r.get("tensor_cores")) if not cpu_only else Text("n/a", style="dim"),
+            _occ(r),
+            _fmt_us(r.get("cpu_time")),
+            _fmt_us(r.get("gpu_time")),
+            f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
+            f"{r['pct_of_peak']:.1f}" if r.get("pct_of_peak") is not None else "—",
+            f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
+            _err(r),
+        )
+    return t
+
+
+def footnotes(doc: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for r in doc["results"]:
+        if r["status"] != "ok":
+            lines.append(f"{r['variant']} {r['status']}: {r.get('reason')}")
+    for r in doc["results"]:
+        for c in r.get("hidden_copies") or []:
+            ev = f", {c['device_event']} {c['duration_us']:.1f} µs" if c.get("device_event") else ""
+            lines.append(
+                f"{r['variant']}: hidden copy of {c['bytes'] / MIB:,.1f} MiB by {c['copy_op']}, caused by {c['op']}{ev}"
+            )
+        ups = r.get("upcasts") or []
+        if ups:
+            ops = sorted({u["op"] for u in ups})
+            lines.append(
+                f"{r['variant']}: {len(ups)} fp32 upcast(s) of {ups[0]['src_dtype']} inputs inside {', '.join(ops)}"
+            )
+        if r.get("mask_rebuilt"):
+            lines.append(f"{r['variant']}: causal mask rebuilt inside the call ({', '.join(r['mask_ops'])})")
+        if r.get("sdpa_backend") and r["variant"] == "sdpa_default":
+            lines.append(f"sdpa_default: PyTorch ran the {r['sdpa_backend']} backend")
+        if r.get("compile_time_s") is not None:
+            lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
+        for n in r.get("notes") or []:
+            lines.append(f"{r['variant']}: {n}")
+    ok = [r for r in doc["results"] if r["status"] == "ok"]
+    if any(r.get("flops") for r in ok):
+        lines.append(f"FLOPs: {ok[0]['flop_formula']} = {ok[0]['flops']:,}")
+    peak = doc.get("peak")
+    if peak:
+        lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
+    if ok:
+        lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
+    if any(r.get("device_kind") == "cpu" for r in ok):
+        lines.append("on CPU 'ops' counts leaf compute aten ops (no device kernels exist); GPU µs does not apply")
+    return lines
+
+
+def kernels_table(r: dict[str, Any]) -> Table:
+    t = Table(title=f"{r['variant']}: kernels", header_style="bold")
+    for col in ("#", "name", "category", "µs", "TC", "grid", "block", "regs", "smem B", "occ. theor.", "limiter", "occ. kineto", "launched by"):
+        t.add_column(col, overflow="fold")
+    for i, k in enumerate(r.get("kernels") or []):
+        name = k["name"] if len(k["name"]) <= 70 else k["name"][:67] + "..."
+        t.add_row(
+            str(i),
+            name,
+            k["category"],
+            f"{k['duration_us']:.1f}",
+            {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
+            "×".join(map(str, k["grid"])) if k.get("grid") else "",
+            "×".join(map(str, k["block"])) if k.get("block") else "",
+            str(k.get("registers_per_thread") or ""),
+            str(k.get("shared_memory_bytes") if k.get("shared_memory_bytes") is not None else ""),
+            f"{k['theoretical_occupancy_pct']:.1f}%" if k.get("theoretical_occupancy_pct") is not None else "",
+            k.get("occupancy_limiter") or "",
+            f"{k['kineto_occupancy_pct']:.0f}%" if k.get("kineto_occupancy_pct") is not None else "",
+            k.get("launched_by") or "",
+        )
+    return t
+
+
+def render(doc: dict[str, Any], console: Console, *, kernels: bool = False, title: str | None = None) -> None:
+    console.print(results_table(doc, title))
+    for line in footnotes(doc):
+        console.print(f"  • {line}", highlight=False, soft_wrap=True)
+    if kernels:
+        for r in doc["results"]:
+            if r["status"] == "ok" and r.get("kernels"):
+                console.print(kernels_table(r))

@@ -1,0 +1,204 @@
+"""Run variants on one case: prepare, measure, capture, fingerprint.  Needs torch."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnscope import env as env_mod
+from attnscope import measure
+from attnscope.analysis.fingerprint import fingerprint
+from attnscope.flops import attention_flops, tflops
+from attnscope.trace import load_trace
+from attnscope.types import Case, Env, Result
+from attnscope.variants import Inputs, Unsupported, Variant, resolve
+
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+@dataclass(frozen=True)
+class Options:
+    flush_l2: bool = False
+    timing_budget_s: float = 0.5  # per variant, per timer
+    seed: int = 0
+    trace_dir: Path | None = None
+    measure_peak: bool = True
+
+
+@dataclass(frozen=True)
+class PeakRate:
+    tflops: float
+    source: str
+
+
+@dataclass
+class RunReport:
+    env: Env
+    case: Case
+    results: list[Result]
+    peak: PeakRate | None
+
+
+def make_inputs(case: Case, seed: int) -> Inputs:
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    dt = getattr(torch, TORCH_DTYPES[case.dtype])
+
+    def rnd(h: int, s: int) -> torch.Tensor:
+        t = torch.randn(case.batch, h, s, case.head_dim, generator=g, dtype=torch.float32)
+        return t.to(device=case.device, dtype=dt)
+
+    q = rnd(case.heads, case.seq_q)
+    k = rnd(case.num_kv_heads, case.num_seq_kv)
+    v = rnd(case.num_kv_heads, case.num_seq_kv)
+    return Inputs(q=q, k=k, v=v, scale=case.head_dim**-0.5)
+
+
+def reference(case: Case, x: Inputs) -> Any:
+    """torch's math backend on fp64 copies of the same inputs."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = (t.to(torch.float64) for t in (x.q, x.k, x.v))
+    groups = case.heads // case.num_kv_heads
+    if groups > 1:
+        k = k.repeat_interleave(groups, dim=1)
+        v = v.repeat_interleave(groups, dim=1)
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=case.causal, scale=x.scale)
+
+
+def measure_peak(case: Case) -> PeakRate:
+    """The matmul rate of this device in the case dtype, measured now: the % of peak baseline."""
+    import torch
+
+    cuda = case.device.startswith("cuda")
+    n = 8192 if cuda else 1024
+    dt = getattr(torch, TORCH_DTYPES[case.dtype])
+    a = torch.randn(n, n, device=case.device, dtype=torch.float32).to(dt)
+    b = torch.randn(n, n, device=case.device, dtype=torch.float32).to(dt)
+    t = (measure.time_gpu(lambda: a @ b, budget_s=0.3, flush_l2=False, lo=5, hi=20) if cuda
+         else measure.time_host(lambda: a @ b, cuda=False, budget_s=0.5, lo=3, hi=10))
+    rate = 2 * n**3 / (t.median_us * 1e-6) / 1e12
+    return PeakRate(rate, f"measured in this run: {n}×{n}×{n} {case.dtype} torch.matmul, median of {t.num_samples}")
+
+
+def _skip(v: Variant, case: Case, reason: str, status: str = "skipped") -> Result:
+    return Result(variant=v.name, case=case, status=status, reason=reason)  # type: ignore[arg-type]
+
+
+def run_variant(v: Variant, case: Case, x: Inputs, ref: Any, opts: Options,
+                peak: PeakRate | None, trace_dir: Path) -> Result:
+    import torch
+
+    cuda = case.device.startswith("cuda")
+    reason = v.check(case)
+    if reason:
+        return _skip(v, case, reason)
+    try:
+        prep = v.prepare(case, x)
+    except Unsupported as e:
+        return _skip(v, case, str(e))
+    except torch.cuda.OutOfMemoryError as e:
+        return _skip(v, case, f"out of memory while preparing: {str(e).splitlines()[0]}", "oom")
+    try:
+        with prep.context():
+            for _ in range(3):  # warm-up: caches, autotuning, lazy inits
+                out = prep.fn()
+            if cuda:
+                torch.cuda.synchronize()
+            err, nonfinite = measure.relative_error(out, ref)
+            del out
+            gpu_t = measure.time_gpu(prep.fn, budget_s=opts.timing_budget_s, flush_l2=opts.flush_l2) if cuda else None
+            cpu_t = measure.time_host(prep.fn, cuda=cuda, budget_s=opts.timing_budget_s)
+            peak_mem = measure.cuda_peak_extra_bytes(prep.fn) if cuda else None
+            path = trace_dir / f"{v.name}.json"
+            from attnscope.capture import capture
+
+            capture(prep.fn, path, cuda=cuda)
+    except torch.cuda.OutOfMemoryError as e:
+        return _skip(v, case, f"out of memory: {str(e).splitlines()[0]}", "oom")
+    except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
+        return _skip(v, case, f"{type(e).__name__}: {' '.join(str(e).split())[:400]}", "error")
+    fp = fingerprint(load_trace(path))
+    mem_src = "torch.cuda.max_memory_allocated over one call, minus allocated before it"
+    if not cuda:
+        peak_mem = fp.trace_peak_memory_bytes
+        mem_src = "profiler [memory] events of the profiled call (peak minus start)"
+    flops = attention_flops(case)
+    t_us = gpu_t.median_us if gpu_t else cpu_t.median_us
+    rate = tflops(flops, t_us)
+    return Result(
+        variant=v.name,
+        case=case,
+        status="ok",
+        fingerprint=fp,
+        gpu_time=gpu_t,
+        cpu_time=cpu_t,
+        peak_memory_bytes=peak_mem,
+        peak_memory_source=mem_src,
+        flops=flops,
+        tflops=rate,
+        pct_of_peak=(100.0 * rate / peak.tflops) if (rate is not None and peak) else None,
+        max_rel_error=err,
+        error_tolerance=measure.TOLERANCE[case.dtype],
+        nonfinite=nonfinite,
+        compile_time_s=prep.compile_time_s,
+        trace_path=str(path) if opts.trace_dir else None,
+        extra={"notes": prep.notes} if prep.notes else {},
+    )
+
+
+def run(
+    case: Case,
+    variants: str | list[str] | None = None,
+    options: Options | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+) -> RunReport:
+    """Run each variant on ``case``; ``variants=None`` is the device's default set."""
+    import torch
+
+    opts = options or Options()
+    if case.device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA GPU (use --device cpu)")
+    explicit = variants is not None
+    chosen = resolve(variants)
+    torch.manual_seed(opts.seed)
+    x = make_inputs(case, opts.seed)
+    ref = reference(case, x)
+    peak = measure_peak(case) if opts.measure_peak else None
+    tmp = None
+    if opts.trace_dir is not None:
+        trace_dir = Path(opts.trace_dir)
+        trace_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.mkdtemp(prefix="attnscope-")
+        trace_dir = Path(tmp)
+    results: list[Result] = []
+    try:
+        for v in chosen:
+            if on_start:
+                on_start(v.name)
+            dev = "cuda" if case.device.startswith("cuda") else "cpu"
+            if not explicit and dev in v.opt_in_on:
+                r = _skip(v, case, v.opt_in_reason)
+            else:
+                r = run_variant(v, case, x, ref, opts, peak, trace_dir)
+            results.append(r)
+            if on_result:
+                on_result(r)
+            gc.collect()
+            if case.device.startswith("cuda"):
+                torch.cuda.empty_cache()
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return RunReport(env=env_mod.collect(case.device), case=case, results=results, peak=peak)

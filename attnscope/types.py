@@ -1,0 +1,234 @@
+"""Plain, frozen data that flows through attnscope.
+
+What was asked for (`Case`) is kept apart from what was observed (`KernelRecord`,
+`Fingerprint`, `Timing`).  Units live in field names (`_us`, `_bytes`, `_pct`);
+``None`` always means "not measured / not knowable from this evidence".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "skipped", "oom", "error"]
+Category = Literal[
+    "gemm",
+    "attention",
+    "softmax",
+    "elementwise",
+    "reduction",
+    "copy",
+    "memcpy",
+    "memset",
+    "communication",
+    "other",
+]
+DType = Literal["fp32", "fp16", "bf16"]
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One attention problem: shapes, dtype, masking, device."""
+
+    batch: int
+    heads: int
+    seq_q: int
+    head_dim: int
+    dtype: DType = "bf16"
+    causal: bool = True
+    kv_heads: int | None = None  # None: same as heads (no GQA)
+    seq_kv: int | None = None  # None: same as seq_q
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "heads", "seq_q", "head_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.kv_heads is not None and (
+            self.kv_heads < 1 or self.heads % self.kv_heads != 0
+        ):
+            raise ValueError(
+                f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)"
+            )
+        if self.seq_kv is not None and self.seq_kv < 1:
+            raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def num_seq_kv(self) -> int:
+        return self.seq_kv if self.seq_kv is not None else self.seq_q
+
+    @property
+    def is_gqa(self) -> bool:
+        return self.num_kv_heads != self.heads
+
+    def label(self) -> str:
+        kv = f" KV={self.num_kv_heads}" if self.is_gqa else ""
+        sk = f"x{self.num_seq_kv}" if self.num_seq_kv != self.seq_q else ""
+        mask = " causal" if self.causal else ""
+        return (
+            f"B={self.batch} H={self.heads}{kv} S={self.seq_q}{sk} D={self.head_dim} "
+            f"{self.dtype}{mask} on {self.device}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Case:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """One unit of device work: a GPU kernel, memcpy or memset, or on CPU a leaf aten op."""
+
+    name: str
+    category: Category
+    duration_us: float
+    device: Literal["gpu", "cpu"] = "gpu"
+    launched_by: str | None = None  # innermost aten op, through the correlation id
+    tensor_cores: bool | None = None  # None: unknown from the evidence
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    shared_memory_bytes: int | None = None
+    theoretical_occupancy_pct: float | None = None
+    occupancy_limiter: str | None = None
+    kineto_occupancy_pct: float | None = None
+    bytes: int | None = None  # memcpy / memset only
+    stream: int | None = None
+
+
+@dataclass(frozen=True)
+class HiddenCopy:
+    """A same-dtype full tensor copy inside the call, and the op that caused it."""
+
+    op: str  # the op that asked for the copy, e.g. aten::masked_fill
+    copy_op: str  # the op that did it, e.g. aten::copy_
+    bytes: int
+    dims: tuple[int, ...]
+    device_event: str | None = None  # e.g. "Memcpy DtoD (Device -> Device)"
+    duration_us: float | None = None
+
+
+@dataclass(frozen=True)
+class Upcast:
+    """A cast of a 16-bit tensor to fp32, read from the dtypes in recorded shapes."""
+
+    op: str  # the op that asked for the cast
+    src_dtype: str
+    dst_dtype: str
+    dims: tuple[int, ...]
+    bytes: int  # bytes written (fp32 side)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call samples summarised.  All values in microseconds."""
+
+    median_us: float
+    p25_us: float
+    p75_us: float
+    min_us: float
+    num_samples: int
+    method: str  # how it was measured, in words
+
+    @property
+    def iqr_rel(self) -> float:
+        return (self.p75_us - self.p25_us) / self.median_us if self.median_us > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        # torch.utils.benchmark flags IQR/median above 10% the same way.
+        return self.iqr_rel > 0.10
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What one call did, read from its trace alone (pure analysis output)."""
+
+    kernels: tuple[KernelRecord, ...]
+    num_kernels: int  # compute kernels (GPU) or compute leaf ops (CPU)
+    num_memcpy: int
+    num_memset: int
+    hidden_copies: tuple[HiddenCopy, ...]
+    upcasts: tuple[Upcast, ...]
+    mask_rebuilt: bool
+    mask_ops: tuple[str, ...]
+    sdpa_backend: str | None  # backend that actually ran, from the aten ops / kernels
+    device_kind: Literal["gpu", "cpu"]
+    device_name: str | None
+    compute_capability: tuple[int, int] | None
+    trace_gpu_time_us: float | None  # sum of device event durations in the window
+    trace_cpu_time_us: float | None  # wall time of the window on the host
+    trace_peak_memory_bytes: int | None  # from profiler [memory] events, if recorded
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def upcast_fp32(self) -> bool:
+        return bool(self.upcasts)
+
+    @property
+    def tensor_cores(self) -> bool | None:
+        """True if any matrix kernel used tensor cores, False if matrix work ran without."""
+        matrix = [k for k in self.kernels if k.category in ("gemm", "attention")]
+        known = [k.tensor_cores for k in matrix if k.tensor_cores is not None]
+        if not known:
+            return None
+        return any(known)
+
+
+@dataclass(frozen=True)
+class Env:
+    torch: str | None
+    cuda: str | None
+    cudnn: str | None
+    device_name: str | None
+    driver: str | None
+    python: str
+    date: str
+    platform: str
+    host_cores: int | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """One variant on one case: the spec, the status, and everything observed."""
+
+    variant: str
+    case: Case | None  # None when analysing a trace of unknown shape
+    status: Status
+    reason: str | None = None
+    fingerprint: Fingerprint | None = None
+    gpu_time: Timing | None = None
+    cpu_time: Timing | None = None
+    peak_memory_bytes: int | None = None
+    peak_memory_source: str | None = None
+    flops: int | None = None
+    tflops: float | None = None
+    pct_of_peak: float | None = None
+    max_rel_error: float | None = None
+    error_tolerance: float | None = None
+    nonfinite: bool | None = None  # NaN/Inf in the output: a wrong result
+    compile_time_s: float | None = None
+    trace_path: str | None = None
+    source: Literal["run", "trace"] = "run"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def numerics_ok(self) -> bool | None:
+        if self.nonfinite:
+            return False
+        if self.max_rel_error is None or self.error_tolerance is None:
+            return None
+        return self.max_rel_error <= self.error_tolerance

@@ -1,0 +1,104 @@
+"""F.scaled_dot_product_attention, each backend forced, and PyTorch's own default choice."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from attnscope.types import Case
+from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
+
+BACKENDS = {
+    "sdpa_math": "MATH",
+    "sdpa_efficient": "EFFICIENT_ATTENTION",
+    "sdpa_flash": "FLASH_ATTENTION",
+    "sdpa_cudnn": "CUDNN_ATTENTION",
+}
+
+
+def _call_for(case: Case, x: Inputs) -> Callable[[], Any]:
+    import torch.nn.functional as F
+
+    kw: dict[str, Any] = {"is_causal": case.causal, "scale": x.scale}
+    if case.is_gqa:
+        kw["enable_gqa"] = True
+    q, k, v = x.q, x.k, x.v
+    return lambda: F.scaled_dot_product_attention(q, k, v, **kw)
+
+
+def _reason_from(err: BaseException, caught: list[warnings.WarningMessage], backend: str) -> str:
+    """torch's own words: the warnings its checks emit, then the error."""
+    seen: list[str] = []
+    for w in caught:
+        msg = " ".join(str(w.message).split())
+        if msg and msg not in seen and "flex_attention called without" not in msg:
+            seen.append(msg)
+    err_msg = " ".join(str(err).split()) or type(err).__name__
+    if not seen:
+        seen.append(err_msg)
+    reason = f"{backend} refused: " + "; ".join(seen)
+    return reason[:600]
+
+
+def trial(fn: Callable[[], Any], ctx: Callable[[], contextlib.AbstractContextManager[Any]], backend: str) -> None:
+    """One call with torch's checks speaking; raise Unsupported with their reason."""
+    import torch
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with ctx():
+                fn()
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except (RuntimeError, NotImplementedError, ValueError) as e:
+            raise Unsupported(_reason_from(e, caught, backend)) from e
+
+
+def _forced(name: str, backend_attr: str) -> Variant:
+    def prepare(case: Case, x: Inputs) -> Prepared:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, backend_attr)
+
+        def ctx() -> contextlib.AbstractContextManager[Any]:
+            return sdpa_kernel(backend)
+
+        fn = _call_for(case, x)
+        trial(fn, ctx, backend_attr)
+        return Prepared(fn=fn, context=ctx)
+
+    def check(case: Case) -> str | None:
+        if case.device == "cpu" and backend_attr in ("EFFICIENT_ATTENTION", "CUDNN_ATTENTION"):
+            return (
+                f"{backend_attr} has no CPU kernel in torch (SDPA on CPU has MATH and "
+                "FLASH_ATTENTION only): 'No viable backend for scaled_dot_product_attention'"
+            )
+        return None
+
+    return Variant(
+        name=name,
+        family="sdpa",
+        description=f"F.scaled_dot_product_attention under sdpa_kernel(SDPBackend.{backend_attr})",
+        check=check,
+        prepare=prepare,
+    )
+
+
+def _prepare_default(case: Case, x: Inputs) -> Prepared:
+    fn = _call_for(case, x)
+    trial(fn, contextlib.nullcontext, "default")
+    return Prepared(fn=fn)
+
+
+SDPA_VARIANTS = [_forced(n, b) for n, b in BACKENDS.items()] + [
+    Variant(
+        name="sdpa_default",
+        family="sdpa",
+        description="F.scaled_dot_product_attention with no context manager: PyTorch picks",
+        check=lambda c: None,
+        prepare=_prepare_default,
+    )
+]
