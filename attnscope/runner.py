@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import shutil
 import tempfile
@@ -127,6 +128,19 @@ def run_variant(v: Variant, case: Case, x: Inputs, ref: Any, opts: Options,
         return _skip(v, case, f"out of memory: {str(e).splitlines()[0]}", "oom")
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
         return _skip(v, case, f"{type(e).__name__}: {' '.join(str(e).split())[:400]}", "error")
+    extra: dict[str, Any] = {"notes": list(prep.notes)} if prep.notes else {}
+    if prep.context is not contextlib.nullcontext:
+        ctx = prep.context
+
+        def enter_exit() -> None:
+            with ctx():
+                pass
+
+        c = measure.time_host(enter_exit, cuda=False, budget_s=0.05, lo=20, hi=200)
+        extra["context_overhead_us"] = c.median_us
+        extra.setdefault("notes", []).append(
+            f"entering+leaving its context manager costs {c.median_us:.1f} µs per use (kept out of CPU µs)"
+        )
     fp = fingerprint(load_trace(path))
     mem_src = "torch.cuda.max_memory_allocated over one call, minus allocated before it"
     if not cuda:
@@ -152,7 +166,7 @@ def run_variant(v: Variant, case: Case, x: Inputs, ref: Any, opts: Options,
         nonfinite=nonfinite,
         compile_time_s=prep.compile_time_s,
         trace_path=str(path) if opts.trace_dir else None,
-        extra={"notes": prep.notes} if prep.notes else {},
+        extra=extra,
     )
 
 

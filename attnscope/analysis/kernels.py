@@ -150,6 +150,8 @@ TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
      "FlashAttention kernels are built on mma/wgmma"),
     (re.compile(r"cudnn_generated_fort_native_sdpa", _I), True,
      "cuDNN fused SDPA (name carries wgmma/hmma on sm90/sm80)"),
+    (re.compile(r"triton_tem_fused_flex_attention", _I), True,
+     "its PTX holds wgmma.mma_async (read on an H200, bf16; docs/results/raw/h200_probes.txt)"),
 )
 
 

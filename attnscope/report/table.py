@@ -138,9 +138,12 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
 def kernels_table(r: dict[str, Any]) -> Table:
     t = Table(title=f"{r['variant']}: kernels", header_style="bold")
     for col in ("#", "name", "category", "µs", "TC", "grid", "block", "regs", "smem B", "occ. theor.", "limiter", "occ. kineto", "launched by"):
-        t.add_column(col, overflow="fold")
+        if col == "name":
+            t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=48)
+        else:
+            t.add_column(col, overflow="fold")
     for i, k in enumerate(r.get("kernels") or []):
-        name = k["name"] if len(k["name"]) <= 70 else k["name"][:67] + "..."
+        name = k["name"].removeprefix("void ")
         t.add_row(
             str(i),
             name,
