@@ -15,6 +15,7 @@ other layout goes through one ``orjson.loads`` of the whole document.
 from __future__ import annotations
 
 import gc
+import itertools
 import re
 import zlib
 from collections.abc import Iterator
@@ -239,8 +240,7 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes]) -
     """``head`` ends with ``[`` of traceEvents; ``buf`` starts at the first event's ``{``."""
     tr = Trace(path=str(p), device_properties=[])
     names: dict[str, str] = {}
-    pending: list[bytes] = [b""]
-    for c in _chain(pending, chunks):
+    for c in itertools.chain((b"",), chunks):  # b"": first cut the events read with the head
         buf += c
         cut = buf.rfind(_SEP)
         if cut < 0:
@@ -260,11 +260,6 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes]) -
     top.pop("traceEvents", None)
     tr.meta = top
     return tr
-
-
-def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield from first  # an empty chunk: the events already read with the head are cut first
-    yield from rest
 
 
 def _scan(tr: Trace, buf: bytes, stop: int, names: dict[str, str]) -> None:
