@@ -6,4 +6,4 @@ from attnscope.api import analyze, run
 from attnscope.types import Case, Fingerprint, KernelRecord, Result
 
 __version__ = "0.1.0"
-__all__ = ["Case", "Fingerprint", "KernelRecord", "Result", "analyze", "run", "__version__"]
+__all__ = ["Case", "Fingerprint", "KernelRecord", "Result", "__version__", "analyze", "run"]

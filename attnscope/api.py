@@ -15,14 +15,28 @@ def analyze(path: str | Path, variant: str | None = None) -> Result:
     tr = load_trace(path)
     fp = fingerprint(tr)
     gpu_t = (
-        Timing(fp.trace_gpu_time_us, fp.trace_gpu_time_us, fp.trace_gpu_time_us, fp.trace_gpu_time_us, 1,
-               "sum of GPU event durations in the trace (one sample)")
-        if fp.trace_gpu_time_us is not None else None
+        Timing(
+            fp.trace_gpu_time_us,
+            fp.trace_gpu_time_us,
+            fp.trace_gpu_time_us,
+            fp.trace_gpu_time_us,
+            1,
+            "sum of GPU event durations in the trace (one sample)",
+        )
+        if fp.trace_gpu_time_us is not None
+        else None
     )
     cpu_t = (
-        Timing(fp.trace_cpu_time_us, fp.trace_cpu_time_us, fp.trace_cpu_time_us, fp.trace_cpu_time_us, 1,
-               "host span of the traced region (one sample, profiler overhead included)")
-        if fp.trace_cpu_time_us is not None else None
+        Timing(
+            fp.trace_cpu_time_us,
+            fp.trace_cpu_time_us,
+            fp.trace_cpu_time_us,
+            fp.trace_cpu_time_us,
+            1,
+            "host span of the traced region (one sample, profiler overhead included)",
+        )
+        if fp.trace_cpu_time_us is not None
+        else None
     )
     name = variant or Path(path).name.removesuffix(".gz").removesuffix(".json")
     return Result(

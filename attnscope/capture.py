@@ -10,10 +10,10 @@ from attnscope.analysis.fingerprint import CALL_ANNOTATION
 
 
 def capture(fn: Callable[[], Any], path: Path, *, cuda: bool) -> Path:
+    import warnings
+
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
-
-    import warnings
 
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

@@ -13,9 +13,14 @@ CPU_DEFAULT = Case(batch=1, heads=8, seq_q=512, head_dim=64, dtype="bf16", causa
 GPU_DEFAULT = Case(batch=4, heads=16, seq_q=2048, head_dim=64, dtype="bf16", causal=True, device="cuda")
 
 DTYPE_ALIASES = {
-    "bf16": "bf16", "bfloat16": "bf16",
-    "fp16": "fp16", "float16": "fp16", "half": "fp16",
-    "fp32": "fp32", "float32": "fp32", "float": "fp32",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "fp32": "fp32",
+    "float32": "fp32",
+    "float": "fp32",
 }
 
 

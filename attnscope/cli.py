@@ -73,8 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
         measure_peak=not args.no_peak,
     )
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as prog:
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
+    ) as prog:
         task = prog.add_task(f"attnscope run: {case.label()}")
 
         def start(name: str) -> None:
@@ -90,8 +91,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         write_atomic(args.json, doc)
     env = rep.env
-    title = (f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}"
-             + (f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""))
+    title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
+        f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
+    )
     render(doc, console, kernels=args.kernels, title=title)
     if args.json:
         console.print(f"  JSON written to {args.json}")

@@ -15,7 +15,10 @@ def _driver() -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -38,7 +41,7 @@ def collect(device: str) -> Env:
         device_name=name,
         driver=_driver() if cuda else None,
         python=platform.python_version(),
-        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         platform=f"{sys.platform} {platform.machine()}",
         host_cores=os.cpu_count(),
     )

@@ -85,8 +85,11 @@ def measure_peak(case: Case) -> PeakRate:
     dt = getattr(torch, TORCH_DTYPES[case.dtype])
     a = torch.randn(n, n, device=case.device, dtype=torch.float32).to(dt)
     b = torch.randn(n, n, device=case.device, dtype=torch.float32).to(dt)
-    t = (measure.time_gpu(lambda: a @ b, budget_s=0.3, flush_l2=False, lo=5, hi=20) if cuda
-         else measure.time_host(lambda: a @ b, cuda=False, budget_s=0.5, lo=3, hi=10))
+    t = (
+        measure.time_gpu(lambda: a @ b, budget_s=0.3, flush_l2=False, lo=5, hi=20)
+        if cuda
+        else measure.time_host(lambda: a @ b, cuda=False, budget_s=0.5, lo=3, hi=10)
+    )
     rate = 2 * n**3 / (t.median_us * 1e-6) / 1e12
     return PeakRate(rate, f"measured in this run: {n}×{n}×{n} {case.dtype} torch.matmul, median of {t.num_samples}")
 
@@ -95,8 +98,9 @@ def _skip(v: Variant, case: Case, reason: str, status: str = "skipped") -> Resul
     return Result(variant=v.name, case=case, status=status, reason=reason)  # type: ignore[arg-type]
 
 
-def run_variant(v: Variant, case: Case, x: Inputs, ref: Any, opts: Options,
-                peak: PeakRate | None, trace_dir: Path) -> Result:
+def run_variant(
+    v: Variant, case: Case, x: Inputs, ref: Any, opts: Options, peak: PeakRate | None, trace_dir: Path
+) -> Result:
     import torch
 
     cuda = case.device.startswith("cuda")
@@ -109,6 +113,8 @@ def run_variant(v: Variant, case: Case, x: Inputs, ref: Any, opts: Options,
         return _skip(v, case, str(e))
     except torch.cuda.OutOfMemoryError as e:
         return _skip(v, case, f"out of memory while preparing: {str(e).splitlines()[0]}", "oom")
+    except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
+        return _skip(v, case, f"{type(e).__name__} while preparing: {' '.join(str(e).split())[:400]}", "error")
     try:
         with prep.context():
             for _ in range(3):  # warm-up: caches, autotuning, lazy inits

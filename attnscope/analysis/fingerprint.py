@@ -34,9 +34,7 @@ TYPE_BYTES: dict[str, int] = {
 }
 HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
 # Ops that only carry a copy out for somebody else; the cause is the first op above them.
-COPY_WRAPPERS = frozenset(
-    {"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"}
-)
+COPY_WRAPPERS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"})
 MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
 
 
@@ -93,14 +91,14 @@ def _limits_for(trace: Trace) -> tuple[ArchLimits | None, tuple[int, int] | None
     lim = arch_limits(cc)
     if lim is not None:
         # The trace's own device properties beat the table where it has them.
-        over = {}
+        over: dict[str, int] = {}
         if p.get("regsPerMultiprocessor"):
             over["registers_per_sm"] = int(p["regsPerMultiprocessor"])
         if p.get("sharedMemPerMultiprocessor"):
             over["shared_memory_per_sm"] = int(p["sharedMemPerMultiprocessor"])
         if p.get("maxThreadsPerMultiprocessor"):
             over["max_warps_per_sm"] = int(p["maxThreadsPerMultiprocessor"]) // 32
-        lim = replace(lim, **over)
+        lim = replace(lim, **over)  # type: ignore[arg-type]
     return lim, cc, p.get("name")
 
 
@@ -124,8 +122,7 @@ def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], float | No
     gpu = [
         g
         for g in trace.gpu
-        if (g.correlation is not None and g.correlation in corr)
-        or (g.correlation is None and g.ext_id in ext)
+        if (g.correlation is not None and g.correlation in corr) or (g.correlation is None and g.ext_id in ext)
     ]
     return ops, gpu, t1 - t0
 
@@ -230,9 +227,7 @@ def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
     ]
 
 
-def copies_and_upcasts(
-    tree: OpTree, records_by_op: dict[int, list[GpuEvent]]
-) -> tuple[list[HiddenCopy], list[Upcast]]:
+def copies_and_upcasts(tree: OpTree, records_by_op: dict[int, list[GpuEvent]]) -> tuple[list[HiddenCopy], list[Upcast]]:
     copies: list[HiddenCopy] = []
     upcasts: list[Upcast] = []
     for i, op in enumerate(tree.ops):

@@ -33,11 +33,23 @@ def _timing(t: Timing | None) -> dict[str, Any] | None:
 def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
     if fp is None:
         return {
-            "num_kernels": None, "num_memcpy": None, "num_memset": None, "kernels": [],
-            "hidden_copies": [], "upcast_fp32": None, "upcasts": [], "mask_rebuilt": None,
-            "mask_ops": [], "tensor_cores": None, "sdpa_backend": None, "device_kind": None,
-            "device_name": None, "compute_capability": None, "trace_gpu_time_us": None,
-            "trace_cpu_time_us": None, "notes": [],
+            "num_kernels": None,
+            "num_memcpy": None,
+            "num_memset": None,
+            "kernels": [],
+            "hidden_copies": [],
+            "upcast_fp32": None,
+            "upcasts": [],
+            "mask_rebuilt": None,
+            "mask_ops": [],
+            "tensor_cores": None,
+            "sdpa_backend": None,
+            "device_kind": None,
+            "device_name": None,
+            "compute_capability": None,
+            "trace_gpu_time_us": None,
+            "trace_cpu_time_us": None,
+            "notes": [],
         }
     return {
         "num_kernels": fp.num_kernels,

@@ -137,7 +137,21 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
 
 def kernels_table(r: dict[str, Any]) -> Table:
     t = Table(title=f"{r['variant']}: kernels", header_style="bold")
-    for col in ("#", "name", "category", "µs", "TC", "grid", "block", "regs", "smem B", "occ. theor.", "limiter", "occ. kineto", "launched by"):
+    for col in (
+        "#",
+        "name",
+        "category",
+        "µs",
+        "TC",
+        "grid",
+        "block",
+        "regs",
+        "smem B",
+        "occ. theor.",
+        "limiter",
+        "occ. kineto",
+        "launched by",
+    ):
         if col == "name":
             t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=48)
         else:

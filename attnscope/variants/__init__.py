@@ -7,9 +7,7 @@ from attnscope.variants.flex import FLEX, FLEX_COMPILED
 from attnscope.variants.naive import NAIVE, NAIVE_INPLACE
 from attnscope.variants.sdpa import SDPA_VARIANTS
 
-REGISTRY: dict[str, Variant] = {
-    v.name: v for v in [NAIVE, NAIVE_INPLACE, *SDPA_VARIANTS, FLEX, FLEX_COMPILED]
-}
+REGISTRY: dict[str, Variant] = {v.name: v for v in [NAIVE, NAIVE_INPLACE, *SDPA_VARIANTS, FLEX, FLEX_COMPILED]}
 
 
 def resolve(names: str | list[str] | None) -> list[Variant]:
@@ -22,9 +20,7 @@ def resolve(names: str | list[str] | None) -> list[Variant]:
         return list(REGISTRY.values())
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
-        raise ValueError(
-            f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}"
-        )
+        raise ValueError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
     return [REGISTRY[n] for n in names]
 
 

@@ -13,11 +13,7 @@ def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
     groups = case.heads // case.num_kv_heads
     # The mask is built once, outside the call: the study times attention, not mask setup.
     # True marks positions to hide (top-left aligned, as SDPA's is_causal).
-    hide = (
-        torch.ones(case.seq_q, case.num_seq_kv, dtype=torch.bool, device=q.device).triu(1)
-        if case.causal
-        else None
-    )
+    hide = torch.ones(case.seq_q, case.num_seq_kv, dtype=torch.bool, device=q.device).triu(1) if case.causal else None
 
     def call() -> torch.Tensor:
         kk, vv = k, v

@@ -1,0 +1,47 @@
+"""Raw-trace helpers for tests: read the Kineto JSON directly, independent of attnscope."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).parent / "data"
+H200 = DATA / "h200"
+H200_BIG = H200 / "b1h32s4096d128"
+VARIANTS = [
+    "naive",
+    "naive_inplace",
+    "sdpa_math",
+    "sdpa_efficient",
+    "sdpa_flash",
+    "sdpa_cudnn",
+    "sdpa_default",
+    "flex",
+    "flex_compiled",
+]
+
+
+def raw_events(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text())["traceEvents"]
+
+
+def raw_call_window(events: list[dict[str, Any]]) -> tuple[float, float]:
+    ann = [e for e in events if e.get("cat") == "user_annotation" and e["name"] == "attnscope::call"]
+    assert len(ann) == 1
+    return ann[0]["ts"], ann[0]["ts"] + ann[0]["dur"]
+
+
+def raw_gpu_events_in_call(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GPU events whose launch (runtime call) lies inside the attnscope::call window."""
+    t0, t1 = raw_call_window(events)
+    corr = {
+        e["args"]["correlation"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and t0 <= e["ts"] <= t1
+    }
+    return [
+        e
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in corr
+    ]

@@ -1,0 +1,195 @@
+"""Every variant's run path on CPU (real torch work on a tiny case), skip reasons, JSON schema."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attnscope.cases import make_case  # noqa: E402
+from attnscope.report.json import SCHEMA_VERSION, document, load_document, write_atomic  # noqa: E402
+from attnscope.runner import Options, make_inputs, reference, run  # noqa: E402
+from attnscope.types import Case  # noqa: E402
+from attnscope.variants import REGISTRY, Unsupported, resolve  # noqa: E402
+from attnscope.variants.sdpa import trial  # noqa: E402
+
+TINY = Case(batch=1, heads=2, seq_q=64, head_dim=16, dtype="bf16", causal=True, device="cpu")
+FAST = Options(timing_budget_s=0.02, measure_peak=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_report(tmp_path_factory):
+    d = tmp_path_factory.mktemp("traces")
+    # variants=None: the CPU default set, where flex_compiled is a visible opt-in skip row
+    return run(TINY, None, Options(timing_budget_s=0.02, measure_peak=True, trace_dir=d))
+
+
+def _by_name(rep):
+    return {r.variant: r for r in rep.results}
+
+
+def test_every_variant_has_a_row(tiny_report):
+    rows = _by_name(tiny_report)
+    assert set(rows) == set(REGISTRY)
+    for name in ("naive", "naive_inplace", "sdpa_math", "sdpa_flash", "sdpa_default", "flex"):
+        r = rows[name]
+        assert r.status == "ok", (name, r.reason)
+        assert r.cpu_time is not None and r.cpu_time.median_us > 0
+        assert r.gpu_time is None  # no GPU: never invented
+        assert r.numerics_ok, (name, r.max_rel_error)
+        assert r.fingerprint is not None and r.fingerprint.device_kind == "cpu"
+        assert r.flops == 4 * 1 * 2 * 64 * 64 * 16 // 2
+        assert r.tflops == pytest.approx(r.flops / (r.cpu_time.median_us * 1e-6) / 1e12)
+        assert r.pct_of_peak is not None and r.pct_of_peak > 0
+
+
+def test_cpu_skip_reasons(tiny_report):
+    rows = _by_name(tiny_report)
+    for name in ("sdpa_efficient", "sdpa_cudnn"):
+        assert rows[name].status == "skipped"
+        assert "no CPU kernel" in rows[name].reason
+        assert "No viable backend" in rows[name].reason
+
+
+def test_cpu_fingerprints_tell_variants_apart(tiny_report):
+    rows = _by_name(tiny_report)
+    naive, inplace, math_ = rows["naive"].fingerprint, rows["naive_inplace"].fingerprint, rows["sdpa_math"].fingerprint
+    # out-of-place masked_fill copies the full B·H·S·S bf16 score tensor
+    assert [(c.op, c.bytes) for c in naive.hidden_copies] == [("aten::masked_fill", 1 * 2 * 64 * 64 * 2)]
+    assert inplace.hidden_copies == ()
+    assert naive.num_kernels == inplace.num_kernels + 1  # the copy_ itself
+    assert naive.upcasts == () and inplace.upcasts == ()  # scalar `* scale` wraps are not upcasts
+    assert len(math_.upcasts) == 3 and math_.mask_rebuilt and math_.sdpa_backend == "math"
+    assert rows["sdpa_flash"].fingerprint.sdpa_backend == "flash"
+    assert rows["sdpa_default"].fingerprint.sdpa_backend == "flash"  # CPU default is flash-for-cpu
+    assert rows["sdpa_flash"].fingerprint.num_kernels == 1
+    assert rows["naive"].peak_memory_bytes and rows["naive"].peak_memory_bytes > 0
+
+
+def test_trace_dir_keeps_one_loadable_trace_per_ok_variant(tiny_report):
+    for r in tiny_report.results:
+        if r.status == "ok":
+            doc = json.loads(open(r.trace_path).read())
+            assert any(e.get("name") == "attnscope::call" for e in doc["traceEvents"])
+
+
+def test_flex_compiled_runs_and_reports_compile_time():
+    rep = run(TINY, ["flex_compiled"], FAST)
+    (r,) = rep.results
+    assert r.status == "ok", r.reason
+    assert r.compile_time_s is not None and r.compile_time_s > 0
+    assert r.numerics_ok
+
+
+def test_flex_compiled_is_opt_in_on_cpu_and_says_so(tiny_report):
+    r = _by_name(tiny_report)["flex_compiled"]
+    assert r.status == "skipped" and "--variants flex_compiled" in r.reason
+
+
+def test_error_is_relative_norm_against_fp64_math():
+    x = make_inputs(TINY, 0)
+    ref = reference(TINY, x)
+    assert ref.dtype == torch.float64
+    from attnscope.measure import relative_error
+
+    err, nonfinite = relative_error(ref.clone(), ref)
+    assert err == 0.0 and not nonfinite
+    bad = ref.clone()
+    bad[0, 1] *= 1.01  # 1 % off in one head only: the max over heads must see it
+    err, _ = relative_error(bad, ref)
+    assert err == pytest.approx(0.01, rel=1e-6)
+    bad[0, 0, 0, 0] = math.nan
+    err, nonfinite = relative_error(bad, ref)
+    assert nonfinite and err == math.inf
+
+
+def test_gqa_case_runs_every_cpu_variant():
+    case = Case(batch=1, heads=4, kv_heads=2, seq_q=32, head_dim=16, dtype="fp32", causal=False, device="cpu")
+    rep = run(case, ["naive", "sdpa_math", "sdpa_flash", "flex"], FAST)
+    for r in rep.results:
+        assert r.status == "ok", (r.variant, r.reason)
+        assert r.numerics_ok, (r.variant, r.max_rel_error)
+        assert r.flops == 4 * 1 * 4 * 32 * 32 * 16  # not causal: no halving
+
+
+def test_trial_turns_torch_refusal_into_reason_with_its_warnings():
+    def refuse():
+        warnings.warn("Flash attention requires head_dim <= 256. Got 512", UserWarning, stacklevel=1)
+        raise RuntimeError("No available kernel. Aborting execution.")
+
+    import contextlib
+
+    with pytest.raises(Unsupported) as e:
+        trial(refuse, contextlib.nullcontext, "FLASH_ATTENTION")
+    assert "FLASH_ATTENTION refused" in str(e.value) and "head_dim <= 256" in str(e.value)
+
+
+def test_unknown_variant_and_bad_case_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown variant"):
+        resolve("naive,bogus")
+    with pytest.raises(ValueError, match="kv_heads"):
+        Case(batch=1, heads=6, kv_heads=4, seq_q=8, head_dim=8)
+    with pytest.raises(ValueError, match="dtype"):
+        make_case("cpu", dtype="int8")
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        if torch.cuda.is_available():
+            pytest.skip("has a GPU")
+        run(make_case("cuda"), ["naive"], FAST)
+
+
+REQUIRED = {
+    "variant",
+    "case",
+    "status",
+    "reason",
+    "num_kernels",
+    "num_memcpy",
+    "num_memset",
+    "kernels",
+    "hidden_copies",
+    "upcast_fp32",
+    "mask_rebuilt",
+    "gpu_time_us",
+    "cpu_time_us",
+    "peak_memory_bytes",
+    "flops",
+    "tflops",
+    "max_rel_error",
+}
+KERNEL_KEYS = {
+    "name",
+    "category",
+    "duration_us",
+    "tensor_cores",
+    "registers_per_thread",
+    "shared_memory_bytes",
+    "block",
+    "grid",
+    "theoretical_occupancy_pct",
+    "occupancy_limiter",
+    "kineto_occupancy_pct",
+}
+
+
+def test_json_document_schema(tiny_report, tmp_path):
+    p = tmp_path / "out.json"
+    write_atomic(p, document(tiny_report.env, tiny_report.results, case=TINY.to_dict()))
+    doc = load_document(p)
+    assert doc["schema_version"] == SCHEMA_VERSION
+    for k in ("torch", "cuda", "cudnn", "device_name", "driver", "python", "date"):
+        assert k in doc["env"]
+    assert doc["env"]["torch"] == torch.__version__
+    for r in doc["results"]:
+        assert REQUIRED <= set(r), REQUIRED - set(r)
+        assert r["status"] in ("ok", "skipped", "oom", "error")
+        for k in r["kernels"]:
+            assert KERNEL_KEYS <= set(k)
+        for c in r["hidden_copies"]:
+            assert {"op", "bytes"} <= set(c)
+        if r["status"] == "skipped":
+            assert r["reason"] and r["num_kernels"] is None
+    json.dumps(doc, allow_nan=False)  # strict JSON: no NaN/Inf
