@@ -135,6 +135,7 @@ def run_variant(
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
         return _skip(v, case, f"{type(e).__name__}: {' '.join(str(e).split())[:400]}", "error")
     extra: dict[str, Any] = {"notes": list(prep.notes)} if prep.notes else {}
+    extra.update(prep.extra)
     if prep.context is not contextlib.nullcontext:
         ctx = prep.context
 

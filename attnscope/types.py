@@ -232,3 +232,70 @@ class Result:
         if self.max_rel_error is None or self.error_tolerance is None:
             return None
         return self.max_rel_error <= self.error_tolerance
+
+
+Severity = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Insight:
+    """One explained observation about one variant, with the evidence it rests on.
+
+    Every number in ``message`` is one of the values in ``evidence`` (units in the keys);
+    ``kernels`` and ``ops`` name the device work and the aten ops it points at.
+    """
+
+    id: str  # stable name, e.g. "hidden_copy"
+    variant: str
+    severity: Severity
+    message: str
+    advice: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    kernels: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    """An insight rule that could not be evaluated on this result, and why."""
+
+    id: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One guess written before running: ``kind`` names the quantity, ``expected`` the value.
+
+    ``expected`` is plain data: a number, a bool, a string, a ``[lo, hi]`` range, or for
+    comparisons ``{"variant": name, "by": ratio or [lo, hi]}``.
+    """
+
+    variant: str
+    kind: str
+    expected: Any
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    prediction: Prediction
+    outcome: Literal["hit", "miss", "unknown"]  # unknown: nothing measured to compare with
+    measured: Any
+    text: str  # one line: what was predicted, what was measured
+    explanation: str | None = None  # for a miss or unknown: why, from the insights
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The best variant for one case, its margin over the next, and whether that is noise."""
+
+    best: str
+    best_us: float
+    runner_up: str | None
+    runner_up_us: float | None
+    margin: float | None  # runner_up_us / best_us
+    within_noise: bool | None
+    basis: str  # which time was compared, in words
+    excluded: tuple[str, ...]  # variants left out (numerically off), with the reason
+    text: str

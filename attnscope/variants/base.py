@@ -34,6 +34,7 @@ class Prepared:
     context: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
     compile_time_s: float | None = None
     notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # plain data for the Result (e.g. sdpa_why)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,10 @@ def _forced(name: str, backend_attr: str) -> Variant:
             return sdpa_kernel(backend)
 
         fn = _call_for(case, x)
-        trial(fn, ctx, backend_attr)
+        try:
+            trial(fn, ctx, backend_attr)
+        except Unsupported as e:
+            raise _refusal(case, x, backend_attr, e) from e
         return Prepared(fn=fn, context=ctx)
 
     def check(case: Case) -> str | None:
@@ -87,10 +90,31 @@ def _forced(name: str, backend_attr: str) -> Variant:
     )
 
 
+def _why(case: Case, x: Inputs) -> dict[str, Any]:
+    from attnscope.variants.sdpa_why import explain
+
+    return explain(x.q, x.k, x.v, is_causal=case.causal, scale=x.scale, enable_gqa=case.is_gqa)
+
+
+def _refusal(case: Case, x: Inputs, backend_attr: str, err: Unsupported) -> Unsupported:
+    """The forced backend's own check, asked outside sdpa_kernel so only its reasons speak."""
+    from attnscope.variants.sdpa_why import BACKEND_OF_FORCED, reasons_for
+
+    why = _why(case, x)
+    name = BACKEND_OF_FORCED[backend_attr]
+    reasons = reasons_for(why, name)
+    if not reasons:
+        return err
+    msgs: list[str] = next((c["torch_messages"] for c in why["checks"] if c["backend"] == name), [])
+    detail = f" (torch: {'; '.join(msgs)})" if msgs else ""
+    return Unsupported(f"{backend_attr} refused: {name}: {'; '.join(reasons)}{detail}"[:600])
+
+
 def _prepare_default(case: Case, x: Inputs) -> Prepared:
     fn = _call_for(case, x)
     trial(fn, contextlib.nullcontext, "default")
-    return Prepared(fn=fn)
+    # After the trial: torch initialises its backend priority order on the first SDPA call.
+    return Prepared(fn=fn, extra={"sdpa_why": _why(case, x)})
 
 
 SDPA_VARIANTS = [_forced(n, b) for n, b in BACKENDS.items()] + [

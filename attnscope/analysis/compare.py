@@ -1,0 +1,196 @@
+"""Insights that compare variants of one case, and SDPA's default choice explained.  Pure.
+
+Results are compared only when they carry the same case: a trace alone does not say its
+shape, so ``analyze`` results (case unknown) are never ranked against each other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from attnscope.analysis.insights import compute_kernels, r1, result_insights, short
+from attnscope.analysis.kernels import attention_family
+from attnscope.types import Insight, NotChecked, Severity
+
+SLOWER_MIN_RATIO = 1.10  # below this a variant is "about as fast" as the best
+
+
+def case_key(r: dict[str, Any]) -> str | None:
+    c = r.get("case")
+    return json.dumps(c, sort_keys=True) if c else None
+
+
+def timing_of(r: dict[str, Any]) -> tuple[float, dict[str, Any] | None, str] | None:
+    """The time a variant is judged by: GPU median on a GPU, wall time per call on a CPU."""
+    if r.get("status") != "ok":
+        return None
+    if r.get("device_kind") == "gpu" and r.get("gpu_time_us"):
+        return float(r["gpu_time_us"]), r.get("gpu_time"), "GPU time per call (median)"
+    if r.get("device_kind") == "cpu" and r.get("cpu_time_us"):
+        return float(r["cpu_time_us"]), r.get("cpu_time"), "wall time per call on the CPU (median)"
+    return None
+
+
+def overlaps(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two timings' interquartile ranges overlap: a difference inside the noise."""
+    if not a or not b:
+        return False
+    return a["p75_us"] >= b["p25_us"] and b["p75_us"] >= a["p25_us"]
+
+
+def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, dict[str, Any] | None, str]]:
+    """Ok, numerically sound results of one case, fastest first."""
+    rows = []
+    for r in results:
+        t = timing_of(r)
+        if t is not None and r.get("numerics_ok") is not False:
+            rows.append((r, *t))
+    return sorted(rows, key=lambda x: x[1])
+
+
+def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight] | NotChecked:
+    if case_key(r) is None:
+        return NotChecked(
+            "slower_than_best",
+            "needs each result's case, to know the variants solve the same "
+            "problem; a trace alone does not carry its shape",
+        )
+    rows = ranked(peers)
+    mine = timing_of(r)
+    if not rows or mine is None or rows[0][0]["variant"] == r["variant"]:
+        return []
+    best, best_us, best_t, basis = rows[0]
+    us, t, _ = mine
+    ratio = us / best_us
+    if ratio < SLOWER_MIN_RATIO or overlaps(t, best_t):
+        return []
+    ev = {
+        "best": best["variant"],
+        "best_us": r1(best_us),
+        "this_us": r1(us),
+        "ratio": round(ratio, 2),
+        "lost_us": r1(us - best_us),
+        "basis": basis,
+    }
+    msg = (
+        f"{ev['ratio']:.2f}× slower than {best['variant']}, the best for this case "
+        f"({ev['this_us']:,.1f} µs vs {ev['best_us']:,.1f} µs, {basis}): {ev['lost_us']:,.1f} µs lost per call"
+    )
+    return [
+        Insight(
+            id="slower_than_best",
+            variant=r["variant"],
+            severity="warning" if ratio >= 1.5 else "info",
+            message=msg,
+            advice=f"use {best['variant']} for this shape and dtype (see the recommendation)",
+            evidence=ev,
+        )
+    ]
+
+
+def ran_backend(r: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(backend, evidence): from the attention kernel's name, else from the aten op."""
+    for k in compute_kernels(r):
+        if k["category"] == "attention":
+            fam = attention_family(k["name"])
+            if fam:
+                return fam, k["name"]
+    return r.get("sdpa_backend"), "aten op" if r.get("sdpa_backend") else None
+
+
+def _rejections(why: dict[str, Any], chosen: str | None) -> list[str]:
+    out = []
+    for c in why.get("checks") or []:
+        if c["backend"] == chosen:
+            break
+        if not c.get("usable"):
+            out.append(f"{c['backend']}: {'; '.join(c.get('reasons') or ['rejected (torch gave no reason)'])}")
+    return out
+
+
+def _fastest_forced(r: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, float] | None:
+    forced = [
+        p
+        for p in peers
+        if p["variant"].startswith("sdpa_")
+        and p["variant"] != "sdpa_default"
+        and case_key(p) == case_key(r)
+        and case_key(r) is not None
+    ]
+    rows = ranked(forced)
+    return (rows[0][0]["variant"], rows[0][1]) if rows else None
+
+
+def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight] | NotChecked:
+    if r["variant"] != "sdpa_default":
+        return []
+    backend, seen_in = ran_backend(r)
+    why = r.get("sdpa_why")
+    ev: dict[str, Any] = {"ran": backend, "seen_in": seen_in}
+    msg = f"default SDPA ran the {backend} backend (seen in {short(seen_in or '?', 60)})"
+    sev: Severity = "info"
+    if why:
+        order = why.get("order") or []
+        rejected = _rejections(why, backend)
+        ev.update(order=order, rejected=rejected, predicted=why.get("chosen"))
+        msg += f"; torch's order here: {', '.join(order)}"
+        if rejected:
+            msg += "; rejected first: " + " | ".join(rejected)
+        if why.get("chosen") and backend and why["chosen"] != backend:
+            msg += f"; torch's checks predicted {why['chosen']}, yet {backend} ran"
+            sev = "warning"
+    fastest = _fastest_forced(r, peers)
+    mine = timing_of(r)
+    if fastest and mine and fastest[1] * SLOWER_MIN_RATIO < mine[0]:
+        ev.update(
+            fastest_forced=fastest[0],
+            fastest_forced_us=r1(fastest[1]),
+            default_us=r1(mine[0]),
+            default_over_fastest=round(mine[0] / fastest[1], 2),
+        )
+        msg += (
+            f"; but {fastest[0]} was {ev['default_over_fastest']:.2f}× faster here "
+            f"({ev['fastest_forced_us']:,.1f} µs vs {ev['default_us']:,.1f} µs)"
+        )
+        sev = "warning"
+    out: list[Insight] = [
+        Insight(
+            id="sdpa_choice",
+            variant=r["variant"],
+            severity=sev,
+            message=msg,  # type: ignore[arg-type]
+            advice="force the faster backend with torch.nn.attention.sdpa_kernel(...) for this shape, or leave the "
+            "default where it is already the fastest",
+            evidence=ev,
+            kernels=(seen_in,) if seen_in and seen_in != "aten op" else (),
+        )
+    ]
+    return out
+
+
+def explain_results(results: list[dict[str, Any]]) -> list[tuple[list[Insight], list[NotChecked]]]:
+    """Insights and not-checked rules for each result, in order (skipped rows get none)."""
+    out = []
+    for r in results:
+        found, missing = result_insights(r)
+        if r.get("status") == "ok":
+            peers = [p for p in results if case_key(p) == case_key(r)]
+            for rule in (slower_than_best, sdpa_choice):
+                res = rule(r, peers)
+                if isinstance(res, NotChecked):
+                    missing.append(res)
+                else:
+                    found.extend(res)
+            if r["variant"] == "sdpa_default" and not r.get("sdpa_why"):
+                missing.append(
+                    NotChecked(
+                        "sdpa_why",
+                        "why the other backends were rejected needs torch's checks "
+                        "on the inputs, which a trace does not hold",
+                    )
+                )
+        order = {"error": 0, "warning": 1, "info": 2}
+        found.sort(key=lambda i: order[i.severity])
+        out.append((found, missing))
+    return out

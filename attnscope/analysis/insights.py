@@ -1,0 +1,524 @@
+"""Insights: each fingerprint explained in words, with the evidence it rests on.  Pure.
+
+Every rule reads one JSON-shaped result dict (what ``report.json.result_to_dict`` writes,
+the same for ``attnscope run`` and ``attnscope analyze``) and returns insights, or a
+``NotChecked`` that says which evidence was missing.  Every number a message shows is a
+value in the insight's ``evidence``; kernels and ops are named in ``kernels``/``ops``.
+Rules that compare variants live in :mod:`attnscope.analysis.compare`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from attnscope.types import DTYPE_BYTES, Insight, NotChecked
+
+MIB = 1024 * 1024
+LOW_OCCUPANCY_PCT = 25.0  # at or below: "low" (flash on Hopper sits at 12.5% by design)
+HIGH_RATE_PCT = 20.0  # % of the measured matmul peak above which a low occupancy is paying off
+MATRIX = ("gemm", "attention")
+SAFE_SOFTMAX_OPS = ("aten::isneginf", "aten::all", "aten::where", "aten::fill_", "aten::_safe_softmax")
+DTYPE_NAMES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64"}
+
+Out = list[Insight] | NotChecked
+Rule = Callable[[dict[str, Any]], Out]
+
+
+def r1(x: float) -> float:
+    return round(x, 1)
+
+
+def short(name: str, n: int = 60) -> str:
+    name = name.removeprefix("void ")
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def compute_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
+    return [k for k in r.get("kernels") or [] if k["category"] not in ("memcpy", "memset")]
+
+
+def gpu_total_us(r: dict[str, Any]) -> float | None:
+    """Sum of device event durations in the traced call: the base of every GPU share."""
+    t = r.get("trace_gpu_time_us")
+    return t if t else None
+
+
+def share_pct(us: float, r: dict[str, Any]) -> float | None:
+    total = gpu_total_us(r)
+    return r1(100.0 * us / total) if total else None
+
+
+def _gpu(r: dict[str, Any]) -> bool:
+    return r.get("device_kind") == "gpu"
+
+
+def _share_text(us: float, pct: float | None) -> str:
+    return f"{us:.1f} µs, {pct:.1f}% of GPU time" if pct is not None else f"{us:.1f} µs"
+
+
+# ---- hidden copy -------------------------------------------------------------------------
+
+
+def _copy_advice(op: str) -> str:
+    if op.startswith("aten::masked_fill"):
+        return (
+            "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
+            "(flash, cuDNN, efficient) that never materialises them"
+        )
+    if "repeat_interleave" in op:
+        return (
+            "GQA: pass enable_gqa=True to SDPA (or use expand(), a view) instead of repeat_interleave, "
+            "so K and V are not copied once per query head"
+        )
+    base = op.removeprefix("aten::")
+    return (
+        f"use the in-place form ({base}_) where the input is not needed afterwards, "
+        "or a fused variant that does the step inside one kernel"
+    )
+
+
+def hidden_copy(r: dict[str, Any]) -> Out:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in r.get("hidden_copies") or []:
+        groups.setdefault((c["op"], c["copy_op"]), []).append(c)
+    out = []
+    for (op, copy_op), cs in groups.items():
+        total = sum(int(c["bytes"]) for c in cs)
+        us = sum(c.get("duration_us") or 0.0 for c in cs)
+        events = sorted({c["device_event"] for c in cs if c.get("device_event")})
+        ev: dict[str, Any] = {
+            "op": op,
+            "copy_op": copy_op,
+            "num_copies": len(cs),
+            "bytes": total,
+            "mib": r1(total / MIB),
+            "dims": [list(c.get("dims") or []) for c in cs],
+        }
+        msg = f"{op} copies a full tensor: {len(cs)}× via {copy_op}, {ev['mib']:.1f} MiB in all"
+        if events and us > 0:
+            ev.update(device_event=events[0], copy_us=r1(us), gpu_share_pct=share_pct(us, r))
+            msg += f" ({events[0]}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
+        out.append(
+            Insight(
+                id="hidden_copy",
+                variant=r["variant"],
+                severity="warning" if total >= MIB else "info",
+                message=msg,
+                advice=_copy_advice(op),
+                evidence=ev,
+                kernels=tuple(events),
+                ops=(op, copy_op),
+            )
+        )
+    return out
+
+
+# ---- fp32 upcast / no tensor cores ---------------------------------------------------------
+
+
+def fp32_cuda_core_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
+    return [k for k in compute_kernels(r) if k["category"] in MATRIX and k.get("tensor_cores") is False]
+
+
+def _fp32_gpu_part(r: dict[str, Any], ev: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    ks = fp32_cuda_core_kernels(r)
+    if not ks:
+        return "", ()
+    us = sum(k["duration_us"] for k in ks)
+    ev.update(num_fp32_matrix_kernels=len(ks), fp32_matrix_us=r1(us), fp32_matrix_share_pct=share_pct(us, r))
+    conv = [k for k in compute_kernels(r) if k["category"] == "copy"]
+    ev["num_conversion_kernels"] = len(conv)
+    text = (
+        f"{len(ks)} matrix kernel(s) run in fp32 on CUDA cores, not tensor cores: "
+        f"{_share_text(ev['fp32_matrix_us'], ev['fp32_matrix_share_pct'])}"
+    )
+    return text, tuple(k["name"] for k in ks + conv)
+
+
+def fp32_upcast(r: dict[str, Any]) -> Out:
+    ups = r.get("upcasts") or []
+    if not ups:
+        return []
+    ops = sorted({u["op"] for u in ups})
+    src = DTYPE_NAMES.get(ups[0]["src_dtype"], ups[0]["src_dtype"])
+    written = sum(int(u["bytes"]) for u in ups)
+    ev: dict[str, Any] = {
+        "num_upcasts": len(ups),
+        "src_dtype": src,
+        "dst_dtype": "fp32",
+        "ops": ops,
+        "fp32_bytes": written,
+        "fp32_mib": r1(written / MIB),
+    }
+    msg = f"{len(ups)} {src}→fp32 upcast(s) inside {', '.join(ops)} ({ev['fp32_mib']:.1f} MiB written in fp32)"
+    gpu_text, kernels = _fp32_gpu_part(r, ev) if _gpu(r) else ("", ())
+    if gpu_text:
+        msg += f"; {gpu_text}"
+    math = any("math" in o for o in ops)
+    advice = (
+        "the math backend upcasts to fp32 by design (it is the reference implementation): use a fused "
+        "backend (flash, cuDNN, efficient) that stays in 16-bit on tensor cores"
+        if math
+        else f"keep the computation in {src}: a fused kernel or a 16-bit op avoids the upcast and the casts back"
+    )
+    return [
+        Insight(
+            id="fp32_upcast",
+            variant=r["variant"],
+            severity="warning",
+            message=msg,
+            advice=advice,
+            evidence=ev,
+            kernels=kernels,
+            ops=tuple(ops),
+        )
+    ]
+
+
+def no_tensor_cores(r: dict[str, Any]) -> Out:
+    if not _gpu(r) or r.get("upcasts"):
+        return []  # an upcast already explains it (fp32_upcast)
+    ev: dict[str, Any] = {}
+    text, kernels = _fp32_gpu_part(r, ev)
+    if not text:
+        return []
+    return [
+        Insight(
+            id="no_tensor_cores",
+            variant=r["variant"],
+            severity="warning",
+            message=text,
+            advice="fp32 inputs: allow TF32 (torch.set_float32_matmul_precision('high')) or run in "
+            "bf16/fp16 so the matrix work lands on tensor cores",
+            evidence=ev,
+            kernels=kernels,
+        )
+    ]
+
+
+# ---- mask rebuilt, safe softmax -------------------------------------------------------------
+
+
+def mask_rebuilt(r: dict[str, Any]) -> Out:
+    if not r.get("mask_rebuilt"):
+        return []
+    ops = list(r.get("mask_ops") or [])
+    ks = [
+        k
+        for k in compute_kernels(r)
+        if k.get("launched_by") in ops
+        or "triu_tril" in k["name"]
+        or (r.get("device_kind") == "cpu" and k["name"] in ops)
+    ]
+    us = sum(k["duration_us"] for k in ks)
+    ev: dict[str, Any] = {"mask_ops": ops, "num_mask_kernels": len(ks), "mask_us": r1(us)}
+    msg = f"the causal mask is rebuilt on every call by {', '.join(ops)} ({len(ks)} kernel(s)"
+    if _gpu(r):
+        ev["mask_share_pct"] = share_pct(us, r)
+        msg += f", {_share_text(ev['mask_us'], ev['mask_share_pct'])}"
+    msg += ")"
+    return [
+        Insight(
+            id="mask_rebuilt",
+            variant=r["variant"],
+            severity="info",
+            message=msg,
+            advice="pass is_causal=True to a fused backend, which masks inside the kernel; or build the "
+            "mask once outside the call and reuse it",
+            evidence=ev,
+            kernels=tuple(k["name"] for k in ks),
+            ops=tuple(ops),
+        )
+    ]
+
+
+def safe_softmax_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The guard passes after the softmax: isneginf, all, where (the math backend's _safe_softmax)."""
+    ks = compute_kernels(r)
+
+    def tag(k: dict[str, Any]) -> str:
+        return f"{k['name']} {k.get('launched_by') or ''}"
+
+    start = next((i for i, k in enumerate(ks) if "isneginf" in tag(k)), None)
+    if start is None:
+        return []
+    out = []
+    for k in ks[start:]:
+        if k["category"] in MATRIX or k["category"] == "copy":
+            break
+        if any(op in tag(k) for op in SAFE_SOFTMAX_OPS):
+            out.append(k)
+    return out
+
+
+def safe_softmax(r: dict[str, Any]) -> Out:
+    ks = safe_softmax_kernels(r)
+    if not ks:
+        return []
+    us = sum(k["duration_us"] for k in ks)
+    ops = sorted({o for k in ks for o in SAFE_SOFTMAX_OPS if o in f"{k['name']} {k.get('launched_by')}"})
+    ev: dict[str, Any] = {"num_guard_kernels": len(ks), "guard_us": r1(us), "ops": ops}
+    msg = f'"safe" softmax: {len(ks)} extra pass(es) over the scores ({", ".join(ops)})'
+    if _gpu(r):
+        ev["guard_share_pct"] = share_pct(us, r)
+        msg += f", {_share_text(ev['guard_us'], ev['guard_share_pct'])}"
+    return [
+        Insight(
+            id="safe_softmax",
+            variant=r["variant"],
+            severity="info",
+            message=msg,
+            advice="the guard keeps fully masked rows at 0 instead of NaN; fused backends do it inside "
+            "the kernel at no extra pass",
+            evidence=ev,
+            kernels=tuple(k["name"] for k in ks),
+            ops=tuple(ops),
+        )
+    ]
+
+
+# ---- memory --------------------------------------------------------------------------------
+
+
+def score_matrix(r: dict[str, Any]) -> Out:
+    case, peak = r.get("case"), r.get("peak_memory_bytes")
+    if not case:
+        return NotChecked("score_matrix", "needs the case shape (B, H, S, D), which a trace alone does not carry")
+    if peak is None:
+        return NotChecked("score_matrix", "peak memory was not measured for this result")
+    elem = DTYPE_BYTES[case["dtype"]]
+    sq, sk = case["seq_q"], case.get("seq_kv") or case["seq_q"]
+    score = case["batch"] * case["heads"] * sq * sk * elem
+    minimum = case["batch"] * case["heads"] * sq * case["head_dim"] * elem
+    if peak < score:
+        return []
+    ev = {
+        "peak_memory_bytes": peak,
+        "peak_mib": r1(peak / MIB),
+        "score_matrix_bytes": score,
+        "score_mib": r1(score / MIB),
+        "peak_over_score": r1(peak / score),
+        "minimum_bytes": minimum,
+        "minimum_mib": r1(minimum / MIB),
+        "peak_over_minimum": round(peak / minimum),
+        "formula": "score = B·H·Sq·Sk·bytes(dtype); minimum (the output) = B·H·Sq·D·bytes(dtype)",
+    }
+    msg = (
+        f"the S×S score matrix is materialised: peak extra memory {ev['peak_mib']:.1f} MiB = "
+        f"{ev['peak_over_score']:.1f}× one {case['dtype']} score matrix ({ev['score_mib']:.1f} MiB, grows with S²) "
+        f"against the O(S·D) minimum of {ev['minimum_mib']:.1f} MiB ({ev['peak_over_minimum']}×)"
+    )
+    return [
+        Insight(
+            id="score_matrix",
+            variant=r["variant"],
+            severity="warning",
+            message=msg,
+            advice="a fused backend (flash, cuDNN, efficient, compiled flex) keeps the scores on chip: "
+            "its peak memory stays O(S·D), so long sequences fit",
+            evidence=ev,
+        )
+    ]
+
+
+# ---- occupancy -----------------------------------------------------------------------------
+
+
+def main_kernel(r: dict[str, Any]) -> dict[str, Any] | None:
+    ks = compute_kernels(r)
+    return max(ks, key=lambda k: k["duration_us"]) if ks else None
+
+
+def low_occupancy(r: dict[str, Any]) -> Out:
+    k = main_kernel(r) if _gpu(r) else None
+    if k is None or k.get("theoretical_occupancy_pct") is None or k.get("tensor_cores") is False:
+        return []  # fp32 CUDA-core kernels: fp32_upcast / no_tensor_cores tell the real story
+    occ, lim = k["theoretical_occupancy_pct"], k.get("occupancy_limiter") or "?"
+    if occ > LOW_OCCUPANCY_PCT:
+        return []
+    ev: dict[str, Any] = {
+        "kernel": k["name"],
+        "theoretical_occupancy_pct": r1(occ),
+        "limiter": lim,
+        "registers_per_thread": k.get("registers_per_thread"),
+        "shared_memory_bytes": k.get("shared_memory_bytes"),
+        "kernel_us": r1(k["duration_us"]),
+    }
+    head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
+    pct, rate = r.get("pct_of_peak"), r.get("tflops")
+    on_chip = "registers" in lim or "shared_memory" in lim
+    if pct is None or rate is None:
+        ev["by_design"] = None
+        return [
+            Insight(
+                id="low_occupancy",
+                variant=r["variant"],
+                severity="info",
+                message=head + "; by design or hurting cannot be told without the rate (needs the case's FLOPs)",
+                advice="run it through attnscope run for the rate, or Nsight Compute for achieved occupancy",
+                evidence=ev,
+                kernels=(k["name"],),
+            )
+        ]
+    ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
+    if on_chip and pct >= HIGH_RATE_PCT:
+        ev["by_design"] = True
+        return [
+            Insight(
+                id="low_occupancy_by_design",
+                variant=r["variant"],
+                severity="info",
+                message=f"{head}, yet {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak): low "
+                f"occupancy by design, big tiles kept on chip in {lim}",
+                advice="nothing to fix: more resident blocks would mean smaller tiles and more memory traffic",
+                evidence=ev,
+                kernels=(k["name"],),
+            )
+        ]
+    ev["by_design"] = False
+    return [
+        Insight(
+            id="low_occupancy",
+            variant=r["variant"],
+            severity="warning",
+            message=f"{head}, at only {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak, below "
+            f"{ev['high_rate_pct']:.1f}%): low occupancy that is not paying off",
+            advice="too few warps to hide latency at this rate: compare a backend with another tiling "
+            "(flash, cuDNN), and check achieved occupancy and stall reasons in Nsight Compute",
+            evidence=ev,
+            kernels=(k["name"],),
+        )
+    ]
+
+
+# ---- host cost, libraries, numerics ----------------------------------------------------------
+
+
+def cpu_bound(r: dict[str, Any]) -> Out:
+    if not _gpu(r):
+        return []
+    if r.get("source") == "trace":
+        return NotChecked(
+            "cpu_bound",
+            "needs host and GPU time per call measured without the profiler; "
+            "a traced host span includes profiler overhead",
+        )
+    cpu, gpu = r.get("cpu_time_us"), r.get("gpu_time_us")
+    if cpu is None or gpu is None or gpu <= 0:
+        return NotChecked("cpu_bound", "host or GPU time per call was not measured")
+    ratio = cpu / gpu
+    if ratio < 0.5:
+        return []
+    ev = {"cpu_us": r1(cpu), "gpu_us": r1(gpu), "cpu_over_gpu_pct": round(100 * ratio)}
+    bound = ratio >= 1.0
+    msg = (
+        f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time "
+        f"{ev['gpu_us']:.1f} µs: "
+        + ("CPU-bound, the GPU waits for launches" if bound else "close to CPU-bound; a smaller case would be")
+    )
+    return [
+        Insight(
+            id="cpu_bound" if bound else "near_cpu_bound",
+            variant=r["variant"],
+            severity="warning" if bound else "info",
+            message=msg,
+            advice="capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or "
+            "torch.cuda.CUDAGraph), or give each call more work (larger batch, fewer smaller calls)",
+            evidence=ev,
+        )
+    ]
+
+
+def opaque_library(r: dict[str, Any]) -> Out:
+    ks = [k for k in compute_kernels(r) if "cudnn_generated" in k["name"] or "cudnn" in k["name"].lower()]
+    if not ks:
+        return []
+    k = max(ks, key=lambda x: x["duration_us"])
+    ev = {
+        "kernel": k["name"],
+        "kernel_us": r1(k["duration_us"]),
+        "launched_by": k.get("launched_by"),
+        "num_memset": r.get("num_memset"),
+    }
+    msg = (
+        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, launched by "
+        f"{ev['launched_by']}) does the whole attention: the work moved into a library, out of the profiler's "
+        "view (no aten steps, no transposes to see)"
+    )
+    return [
+        Insight(
+            id="opaque_library",
+            variant=r["variant"],
+            severity="info",
+            message=msg,
+            advice="a clean trace is not less work: look inside with Nsight Compute on this kernel, and "
+            "weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
+            evidence=ev,
+            kernels=(k["name"],),
+            ops=(str(ev["launched_by"]),),
+        )
+    ]
+
+
+def numerics_off(r: dict[str, Any]) -> Out:
+    if r.get("source") == "trace":
+        return NotChecked("numerics_off", "needs the output and an fp64 reference, which a trace does not hold")
+    if r.get("nonfinite"):
+        return [
+            Insight(
+                id="numerics_off",
+                variant=r["variant"],
+                severity="error",
+                message="the output holds NaN or Inf: a wrong result, whatever its speed",
+                advice="check masking of fully masked rows and the dtype's range; do not use this variant",
+                evidence={"nonfinite": True},
+            )
+        ]
+    err, tol = r.get("max_rel_error"), r.get("error_tolerance")
+    if err is None or tol is None:
+        return NotChecked("numerics_off", "the error against the fp64 reference was not measured")
+    if err <= tol:
+        return []
+    dtype = (r.get("case") or {}).get("dtype")
+    ev = {"max_rel_error": float(f"{err:.2e}"), "tolerance": tol, "dtype": dtype, "over_tolerance": r1(err / tol)}
+    return [
+        Insight(
+            id="numerics_off",
+            variant=r["variant"],
+            severity="error",
+            message=f"max relative error {ev['max_rel_error']:.2e} against the fp64 reference is "
+            f"{ev['over_tolerance']:.1f}× the {dtype} tolerance {tol:g}",
+            advice="treat its timings as meaningless until the numerics are fixed",
+            evidence=ev,
+        )
+    ]
+
+
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("numerics_off", numerics_off),
+    ("hidden_copy", hidden_copy),
+    ("fp32_upcast", fp32_upcast),
+    ("no_tensor_cores", no_tensor_cores),
+    ("mask_rebuilt", mask_rebuilt),
+    ("safe_softmax", safe_softmax),
+    ("score_matrix", score_matrix),
+    ("low_occupancy", low_occupancy),
+    ("cpu_bound", cpu_bound),
+    ("opaque_library", opaque_library),
+)
+
+
+def result_insights(r: dict[str, Any]) -> tuple[list[Insight], list[NotChecked]]:
+    """Every single-result rule on one ok result."""
+    found: list[Insight] = []
+    missing: list[NotChecked] = []
+    if r.get("status") != "ok":
+        return found, missing
+    for _id, rule in RULES:
+        out = rule(r)
+        if isinstance(out, NotChecked):
+            missing.append(out)
+        else:
+            found.extend(out)
+    return found, missing

@@ -1,0 +1,187 @@
+"""Why F.scaled_dot_product_attention picks the backend it picks, in torch's own words.  Needs torch.
+
+On CUDA, torch tries its backends in a priority order (``torch._C._get_sdp_priority_order``,
+cuDNN first on Hopper with recent cuDNN) and takes the first whose ``can_use_*`` check
+passes.  We ask the same checks with ``debug=True`` and keep the warnings they emit.
+On CPU the order is flash (``_scaled_dot_product_flash_attention_for_cpu``) then math;
+the flash check speaks only when flash is forced, so we force it around
+``torch._fused_sdp_choice`` (which selects without running attention).
+
+The output is plain data (JSON-ready), stored on the Result as ``extra["sdpa_why"]``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+BACKEND_BY_INDEX = {0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
+CUDA_CHECKS = {
+    "flash": "can_use_flash_attention",
+    "efficient": "can_use_efficient_attention",
+    "cudnn": "can_use_cudnn_attention",
+}
+# Before torch exposed the order (and before the first SDPA call initialises it).
+DEFAULT_CUDA_ORDER = ["flash", "efficient", "math", "cudnn"]
+CPU_ORDER = ["flash", "math"]
+
+_HEADERS = re.compile(r"kernel not used because:?\s*$", re.IGNORECASE)
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?\s*$")
+
+# torch's debug message → a short reason.  First match wins; unknown messages are kept as torch wrote them.
+_SHORT: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"less than or equal to (\d+)\. Got Query\.size\(-1\): (\d+), Key\.size\(-1\): (\d+), "
+                r"Value\.size\(-1\): (\d+)"),
+     lambda m: (f"head_dim {m[2]} > {m[1]}" if m[2] == m[3] == m[4]
+                else f"head dims differ or exceed {m[1]} (q {m[2]}, k {m[3]}, v {m[4]})")),
+    (re.compile(r"same last dimension\. Got Query\.size\(-1\): (\d+), Key\.size\(-1\): (\d+), "
+                r"Value\.size\(-1\): (\d+)"),
+     lambda m: f"head dims differ (q {m[1]}, k {m[2]}, v {m[3]})"),
+    (re.compile(r"divisible by (\d+)\. Got Query\.size\(-1\): (\d+)"),
+     lambda m: f"head_dim {m[2]} not a multiple of {m[1]}"),
+    (re.compile(r"head_dim should be no more than (\d+)"), lambda m: f"head_dim > {m[1]}"),
+    (re.compile(r"head_dim should be a multiple of (\d+)"), lambda m: f"head_dim not a multiple of {m[1]}"),
+    (re.compile(r"Expected query, key and value to all be of dtype: \{([^}]*)\}\. Got Query dtype: ([\w:.]+)"),
+     lambda m: f"dtype {m[2]} not in {{{m[1].strip()}}}"),
+    (re.compile(r"seqlen_q != seqlen_k\. Got seqlen_q: (\d+) seqlen_k: (\d+)"),
+     lambda m: f"is_causal with seq_q {m[1]} != seq_kv {m[2]}"),
+    (re.compile(r"runtime disabled", re.IGNORECASE),
+     lambda m: "disabled at runtime (enable_*_sdp(False) / sdpa_kernel)"),
+    (re.compile(r"non-zero dropout", re.IGNORECASE), lambda m: "dropout > 0"),
+    (re.compile(r"not compiled with", re.IGNORECASE), lambda m: "not built into this torch"),
+    (re.compile(r"same num_heads", re.IGNORECASE), lambda m: "q and k/v head counts differ (GQA) without enable_gqa"),
+    (re.compile(r"requires a CUDA device", re.IGNORECASE), lambda m: "no CUDA device"),
+    (re.compile(r"only supports gpu architectures in the range \[(\w+), (\w+)\]\. Attempting to run on a sm "
+                r"([\d.]+)"),
+     lambda m: f"sm {m[3]} outside [{m[1]}, {m[2]}]"),
+)
+
+
+def shorten(message: str) -> str:
+    for pat, fn in _SHORT:
+        m = pat.search(message)
+        if m:
+            return str(fn(m))
+    return message if len(message) <= 160 else message[:159] + "…"
+
+
+def torch_messages(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The reasons in the warnings torch's checks emitted, cleaned, in order, once each."""
+    out: list[str] = []
+    for w in caught:
+        msg = _TRIGGERED.sub("", " ".join(str(w.message).split()))
+        if not msg or _HEADERS.search(msg) or msg in out:
+            continue
+        out.append(msg)
+    return out
+
+
+def sdpa_params(q: Any, k: Any, v: Any, is_causal: bool, enable_gqa: bool) -> Any:
+    """``SDPAParams`` across torch versions: enable_gqa joined the signature in 2.5."""
+    import torch
+
+    cls: Any = torch.backends.cuda.SDPAParams
+    try:
+        return cls(q, k, v, None, 0.0, is_causal, enable_gqa)
+    except TypeError:
+        return cls(q, k, v, None, 0.0, is_causal)
+
+
+def _check(name: str, fn: Any) -> dict[str, Any]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            usable = bool(fn())
+        except RuntimeError as e:  # a forced backend that cannot run raises "No available kernel"
+            usable = False
+            caught.append(warnings.WarningMessage(str(e), RuntimeWarning, "", 0))
+    msgs = [] if usable else [m for m in torch_messages(caught) if "No available kernel" not in m]
+    return {"backend": name, "usable": usable, "reasons": [shorten(m) for m in msgs], "torch_messages": msgs}
+
+
+def _choice(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> str | None:
+    try:
+        return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa)
+    except (RuntimeError, TypeError):
+        return None
+
+
+def _cuda_order() -> tuple[list[str], str]:
+    import torch
+
+    get = getattr(torch._C, "_get_sdp_priority_order", None)
+    if get is None:
+        return list(DEFAULT_CUDA_ORDER), "torch's default order (this torch does not expose its priority order)"
+    order = [BACKEND_BY_INDEX.get(int(i), str(i)) for i in get()]
+    return [b for b in order if b != "overrideable"], "torch._C._get_sdp_priority_order()"
+
+
+def explain_cuda(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> dict[str, Any]:
+    import torch
+
+    chosen = _choice(q, k, v, is_causal, scale, enable_gqa)  # also initialises torch's priority order
+    order, source = _cuda_order()
+    params = sdpa_params(q, k, v, is_causal, enable_gqa)
+    checks = []
+    for b in order:
+        if b == "math":
+            on = torch.backends.cuda.math_sdp_enabled()
+            checks.append({"backend": "math", "usable": on, "reasons": [] if on else ["disabled at runtime"],
+                           "torch_messages": []})
+        elif b in CUDA_CHECKS:
+            fn = getattr(torch.backends.cuda, CUDA_CHECKS[b])
+            checks.append(_check(b, lambda fn=fn: fn(params, True)))
+    return {"chosen": chosen, "order": order, "order_source": source, "checks": checks,
+            "method": "torch.backends.cuda.can_use_<backend>(SDPAParams(q, k, v, ...), debug=True) in priority "
+                      "order; chosen = torch._fused_sdp_choice", "torch": torch.__version__}
+
+
+def explain_cpu(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> dict[str, Any]:
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    chosen = _choice(q, k, v, is_causal, scale, enable_gqa)
+
+    def forced_flash() -> bool:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa) == "flash"
+
+    on = torch.backends.cuda.math_sdp_enabled()
+    checks = [_check("flash", forced_flash),
+              {"backend": "math", "usable": on, "reasons": [] if on else ["disabled at runtime"], "torch_messages": []}]
+    method = ("torch._fused_sdp_choice under sdpa_kernel(FLASH_ATTENTION), its debug warnings kept; "
+              "chosen = torch._fused_sdp_choice")
+    return {"chosen": chosen, "order": list(CPU_ORDER), "checks": checks, "method": method,
+            "order_source": "torch's CPU order (sdp_utils_cpp: flash, math)", "torch": torch.__version__}
+
+
+def _choice_or_raise(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> str | None:
+    import torch
+
+    kw: dict[str, Any] = {"is_causal": is_causal, "scale": scale}
+    if enable_gqa:
+        kw["enable_gqa"] = True
+    return BACKEND_BY_INDEX.get(int(torch._fused_sdp_choice(q, k, v, **kw)))
+
+
+def explain(q: Any, k: Any, v: Any, *, is_causal: bool, scale: float | None = None,
+            enable_gqa: bool = False) -> dict[str, Any]:
+    """Torch's choice for these inputs and, for every backend in priority order, why it was or was not usable."""
+    fn = explain_cuda if q.is_cuda else explain_cpu
+    try:
+        return fn(q, k, v, is_causal, scale, enable_gqa)
+    except Exception as e:  # noqa: BLE001 - an explanation must never cost the measurement
+        return {"chosen": None, "order": [], "checks": [], "error": f"{type(e).__name__}: {e}"[:300]}
+
+
+def reasons_for(why: dict[str, Any], backend: str) -> list[str]:
+    """The short reasons one backend was rejected, from :func:`explain`'s output."""
+    for c in why.get("checks") or []:
+        if c["backend"] == backend and not c["usable"]:
+            return list(c["reasons"]) or ["rejected (torch gave no reason)"]
+    return []
+
+
+BACKEND_OF_FORCED = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "CUDNN_ATTENTION": "cudnn",
+                     "MATH": "math"}
