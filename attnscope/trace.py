@@ -124,8 +124,17 @@ _RUNTIME_CATS = {"cuda_runtime", "cuda_driver"}
 # Categories the analysis reads; everything else (ac2g/fwdbwd flows, python_function,
 # overhead, metadata) is counted and passed over without being parsed.
 _WANTED = frozenset(
-    {b"cpu_op", b"kernel", b"gpu_memcpy", b"gpu_memset", b"cuda_runtime", b"cuda_driver",
-     b"user_annotation", b"gpu_user_annotation", b"cpu_instant_event"}
+    {
+        b"cpu_op",
+        b"kernel",
+        b"gpu_memcpy",
+        b"gpu_memset",
+        b"cuda_runtime",
+        b"cuda_driver",
+        b"user_annotation",
+        b"gpu_user_annotation",
+        b"cpu_instant_event",
+    }
 )
 _SEP = b"\n  },\n  {"
 _CAT = re.compile(rb'"cat":\s*"([^"]*)"')

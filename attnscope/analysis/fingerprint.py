@@ -7,10 +7,11 @@ One path serves ``attnscope run`` (a trace of one profiled call, marked by the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from attnscope.analysis import kernels as K
+from attnscope.analysis.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.occupancy import ArchLimits, arch_limits, theoretical_occupancy
 from attnscope.trace import CpuOp, GpuEvent, Trace
 from attnscope.types import Fingerprint, HiddenCopy, KernelRecord, Upcast
@@ -36,43 +37,6 @@ HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
 # Ops that only carry a copy out for somebody else; the cause is the first op above them.
 COPY_WRAPPERS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"})
 MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
-
-
-@dataclass
-class OpTree:
-    """CPU ops of one window with parent links (nesting by time on the same thread)."""
-
-    ops: list[CpuOp]
-    parent: list[int]  # -1 for roots
-    children: list[list[int]]
-    by_ext_id: dict[int, int]
-
-    def ancestors(self, i: int) -> Iterable[int]:
-        p = self.parent[i]
-        while p >= 0:
-            yield p
-            p = self.parent[p]
-
-
-def build_op_tree(ops: list[CpuOp]) -> OpTree:
-    order = sorted(range(len(ops)), key=lambda i: (str(ops[i].tid), ops[i].ts, -ops[i].dur))
-    sorted_ops = [ops[i] for i in order]
-    parent = [-1] * len(sorted_ops)
-    children: list[list[int]] = [[] for _ in sorted_ops]
-    stack: list[int] = []
-    last_tid: object = object()
-    for i, op in enumerate(sorted_ops):
-        if op.tid != last_tid:
-            stack = []
-            last_tid = op.tid
-        while stack and sorted_ops[stack[-1]].end < op.end - 1e-3:
-            stack.pop()
-        if stack:
-            parent[i] = stack[-1]
-            children[stack[-1]].append(i)
-        stack.append(i)
-    by_ext = {op.ext_id: i for i, op in enumerate(sorted_ops) if op.ext_id is not None}
-    return OpTree(sorted_ops, parent, children, by_ext)
 
 
 def _numel(dims: object) -> int | None:
@@ -127,15 +91,6 @@ def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], float | No
     return ops, gpu, t1 - t0
 
 
-def _launcher(tree: OpTree, trace: Trace, ev: GpuEvent, rt_ext: dict[int, int]) -> int | None:
-    ext = rt_ext.get(ev.correlation) if ev.correlation is not None else None
-    if ext is None:
-        ext = ev.ext_id
-    if ext is None:
-        return None
-    return tree.by_ext_id.get(ext)
-
-
 def _cause(tree: OpTree, i: int) -> str:
     last = tree.ops[i].name
     for a in tree.ancestors(i):
@@ -146,36 +101,36 @@ def _cause(tree: OpTree, i: int) -> str:
     return last
 
 
-def gpu_kernel_records(
-    tree: OpTree, trace: Trace, gpu: list[GpuEvent], limits: ArchLimits | None
-) -> list[KernelRecord]:
-    rt_ext = {r.correlation: r.ext_id for r in trace.runtime if r.correlation is not None and r.ext_id is not None}
+@lru_cache(maxsize=4096)
+def _occupancy(regs: int, smem: int, threads: int, limits: ArchLimits) -> tuple[float, str] | None:
+    occ = theoretical_occupancy(regs, smem, threads, limits)
+    return (round(occ.pct, 2), occ.limiter) if occ else None
+
+
+def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[KernelRecord]:
+    """One record per GPU event, in start order, with the op that launched it."""
     out: list[KernelRecord] = []
-    for g in sorted(gpu, key=lambda e: e.ts):
+    ops = att.tree.ops
+    for g, li in zip(att.gpu, att.launcher, strict=True):
         cat = K.classify_gpu(g.name, g.kind)
-        li = _launcher(tree, trace, g, rt_ext)
         occ = None
         if limits is not None and g.kind == "kernel" and g.block is not None:
-            occ = theoretical_occupancy(
-                g.registers_per_thread or 0,
-                g.shared_memory_bytes or 0,
-                g.block[0] * g.block[1] * g.block[2],
-                limits,
-            )
+            b = g.block
+            occ = _occupancy(g.registers_per_thread or 0, g.shared_memory_bytes or 0, b[0] * b[1] * b[2], limits)
         out.append(
             KernelRecord(
                 name=g.name,
                 category=cat,
                 duration_us=g.dur,
                 device="gpu",
-                launched_by=tree.ops[li].name if li is not None else None,
+                launched_by=ops[li].name if li >= 0 else None,
                 tensor_cores=K.tensor_cores(g.name, cat),
                 grid=g.grid,
                 block=g.block,
                 registers_per_thread=g.registers_per_thread,
                 shared_memory_bytes=g.shared_memory_bytes,
-                theoretical_occupancy_pct=round(occ.pct, 2) if occ else None,
-                occupancy_limiter=occ.limiter if occ else None,
+                theoretical_occupancy_pct=occ[0] if occ else None,
+                occupancy_limiter=occ[1] if occ else None,
                 kineto_occupancy_pct=g.kineto_occupancy_pct,
                 bytes=g.bytes,
                 stream=g.stream,
@@ -228,8 +183,17 @@ def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
 
 
 def copies_and_upcasts(tree: OpTree, records_by_op: dict[int, list[GpuEvent]]) -> tuple[list[HiddenCopy], list[Upcast]]:
+    copies, upcasts, _ = copies_and_upcasts_at(tree, records_by_op)
+    return copies, upcasts
+
+
+def copies_and_upcasts_at(
+    tree: OpTree, records_by_op: dict[int, list[GpuEvent]]
+) -> tuple[list[HiddenCopy], list[Upcast], list[int]]:
+    """Hidden copies, upcasts, and the index in ``tree.ops`` of each upcast's copy_ op."""
     copies: list[HiddenCopy] = []
     upcasts: list[Upcast] = []
+    upcast_at: list[int] = []
     for i, op in enumerate(tree.ops):
         if op.name != "aten::copy_" or not op.input_types or len(op.input_types) < 2:
             continue
@@ -241,6 +205,7 @@ def copies_and_upcasts(tree: OpTree, records_by_op: dict[int, list[GpuEvent]]) -
         devs = records_by_op.get(i, [])
         if dst == "float" and src in HALF_TYPES:
             upcasts.append(Upcast(_cause(tree, i), src, dst, tuple(dims), numel * 4))  # type: ignore[arg-type]
+            upcast_at.append(i)
         elif dst == src:
             if any(g.kind == "memcpy" and "DtoD" not in g.name for g in devs):
                 continue  # a host<->device transfer, not a hidden copy
@@ -255,21 +220,20 @@ def copies_and_upcasts(tree: OpTree, records_by_op: dict[int, list[GpuEvent]]) -
                     duration_us=sum(g.dur for g in devs) if devs else None,
                 )
             )
-    return copies, upcasts
+    return copies, upcasts, upcast_at
 
 
-def _orphan_dtod(gpu: list[GpuEvent], linked: set[int], tree: OpTree, trace: Trace) -> list[HiddenCopy]:
+def _orphan_dtod(att: Attribution, linked: set[int]) -> list[HiddenCopy]:
     """DtoD memcpys no typed copy_ op accounts for (e.g. traces without record_shapes)."""
-    rt_ext = {r.correlation: r.ext_id for r in trace.runtime if r.correlation is not None and r.ext_id is not None}
     out = []
-    for g in gpu:
+    tree = att.tree
+    for g, li in zip(att.gpu, att.launcher, strict=True):
         if g.kind != "memcpy" or "DtoD" not in g.name or id(g) in linked:
             continue
-        li = _launcher(tree, trace, g, rt_ext)
         out.append(
             HiddenCopy(
-                op=_cause(tree, li) if li is not None else "unknown",
-                copy_op=tree.ops[li].name if li is not None else "unknown",
+                op=_cause(tree, li) if li >= 0 else "unknown",
+                copy_op=tree.ops[li].name if li >= 0 else "unknown",
                 bytes=g.bytes or 0,
                 dims=(),
                 device_event=g.name,
@@ -302,10 +266,25 @@ def _peak_memory(trace: Trace, ops: list[CpuOp], gpu_side: bool) -> int | None:
     return max(0, peak - base)
 
 
+@dataclass
+class Analysis:
+    """A fingerprint with the structures it was computed from, for model-scale summaries."""
+
+    fingerprint: Fingerprint
+    attribution: Attribution
+    upcast_us: list[float | None]  # device time of each upcast's copy_ op, beside fp.upcasts
+
+
 def fingerprint(trace: Trace) -> Fingerprint:
     """Analyse one trace (or the ``attnscope::call`` window inside it)."""
+    return analyse(trace).fingerprint
+
+
+def analyse(trace: Trace) -> Analysis:
+    """One pass: op tree, attribution, records, copies and upcasts."""
     ops, gpu, window_us = select_window(trace)
     tree = build_op_tree(ops)
+    att = attribute(tree, trace.runtime, gpu)
     limits, cc, dev_name = _limits_for(trace)
     gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
     notes: list[str] = []
@@ -314,28 +293,19 @@ def fingerprint(trace: Trace) -> Fingerprint:
     if gpu_side and limits is None and cc is not None:
         notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
 
-    rt_ext = {r.correlation: r.ext_id for r in trace.runtime if r.correlation is not None and r.ext_id is not None}
-    by_op: dict[int, list[GpuEvent]] = {}
-    for g in gpu:
-        li = _launcher(tree, trace, g, rt_ext)
-        if li is not None:
-            by_op.setdefault(li, []).append(g)
-
-    if gpu_side:
-        records = gpu_kernel_records(tree, trace, gpu, limits)
-    else:
-        records = cpu_kernel_records(tree)
-    copies, upcasts = copies_and_upcasts(tree, by_op)
+    by_op = att.by_op()
+    records = gpu_kernel_records(att, limits) if gpu_side else cpu_kernel_records(tree)
+    copies, upcasts, upcast_at = copies_and_upcasts_at(tree, by_op)
     if gpu_side:
         linked = {id(g) for i, evs in by_op.items() if tree.ops[i].name == "aten::copy_" for g in evs}
-        copies += _orphan_dtod(gpu, linked, tree, trace)
+        copies += _orphan_dtod(att, linked)
     mask_ops = sorted({o.name for o in ops if o.name in MASK_OPS})
     if not mask_ops and any("triu_tril" in r.name for r in records):
         mask_ops = ["triu_tril_kernel"]
     backend = next((K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS), None)
     if window_us is None and ops:
         window_us = max(o.end for o in ops) - min(o.ts for o in ops)
-    return Fingerprint(
+    fp = Fingerprint(
         kernels=tuple(records),
         num_kernels=sum(1 for r in records if r.category not in ("memcpy", "memset")),
         num_memcpy=sum(1 for r in records if r.category == "memcpy"),
@@ -353,3 +323,5 @@ def fingerprint(trace: Trace) -> Fingerprint:
         trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
         notes=tuple(notes),
     )
+    upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
+    return Analysis(fp, att, upcast_us)

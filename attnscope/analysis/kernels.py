@@ -6,6 +6,7 @@ and a test can pin each row.  Names were read off real H200 traces (torch 2.11, 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -20,7 +21,8 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     (
         re.compile(
             r"flash_fwd|flash_bwd|flash::|pytorch_flash|fmha|attention|_sdpa_|"
-            r"cudnn_generated_fort_native_sdpa|flex_attention|mha_fwd|mha_bwd",
+            r"cudnn_generated_fort_native_sdpa|flex_attention|flex_decoding|mha_fwd|mha_bwd|"
+            r"cudnn::fusion::|_attn_fwd|_attn_bwd|FlashAttn|BatchDecodeWith|BatchPrefillWith",
             _I,
         ),
         "attention",
@@ -52,7 +54,7 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     ),
     (
         re.compile(
-            r"elementwise|triton_poi_|fill|triu_tril|index|where|masked|scatter|gather|"
+            r"elementwise|triton_poi_|fill|triu_tril|index|where|masked|scatter|gather|multi_tensor_apply|"
             r"embedding|dropout|arange|rand|cat_|unary|binary",
             _I,
         ),
@@ -141,20 +143,36 @@ CPU_ATOMIC_OPS = frozenset(
 # Tensor cores, by kernel name: (pattern, uses tensor cores, why). First match wins.
 # Names that match no row are "unknown" (None): we never guess.
 TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
-    (re.compile(r"ffma|sgemm|gemv|_simt_|fmha_cutlass[FB]_f32", _I), False,
-     "fp32 FMA on CUDA cores (ffma / sgemm / gemv / SIMT)"),
-    (re.compile(r"wgmma|hgmma|gmma|hmma|imma|tensorop|_tf32|bf16|f16|s16816|h16816|h1688", _I), True,
-     "MMA instruction or 16-bit/TF32 operand type in the kernel name"),
+    (
+        re.compile(r"ffma|sgemm|gemv|_simt_|fmha_cutlass[FB]_f32", _I),
+        False,
+        "fp32 FMA on CUDA cores (ffma / sgemm / gemv / SIMT)",
+    ),
+    (
+        re.compile(r"wgmma|hgmma|gmma|hmma|imma|tensorop|_tf32|bf16|f16|s16816|h16816|h1688", _I),
+        True,
+        "MMA instruction or 16-bit/TF32 operand type in the kernel name",
+    ),
     (re.compile(r"nvjet", _I), True, "cuBLAS nvjet kernels on sm90 issue wgmma"),
-    (re.compile(r"flash_fwd|flash_bwd|pytorch_flash|flash::", _I), True,
-     "FlashAttention kernels are built on mma/wgmma"),
-    (re.compile(r"cudnn_generated_fort_native_sdpa", _I), True,
-     "cuDNN fused SDPA (name carries wgmma/hmma on sm90/sm80)"),
-    (re.compile(r"triton_tem_fused_flex_attention", _I), True,
-     "its PTX holds wgmma.mma_async (read on an H200, bf16; docs/results/raw/h200_probes.txt)"),
+    (
+        re.compile(r"flash_fwd|flash_bwd|pytorch_flash|flash::", _I),
+        True,
+        "FlashAttention kernels are built on mma/wgmma",
+    ),
+    (
+        re.compile(r"cudnn_generated_fort_native_sdpa", _I),
+        True,
+        "cuDNN fused SDPA (name carries wgmma/hmma on sm90/sm80)",
+    ),
+    (
+        re.compile(r"triton_tem_fused_flex_attention", _I),
+        True,
+        "its PTX holds wgmma.mma_async (read on an H200, bf16; docs/results/raw/h200_probes.txt)",
+    ),
 )
 
 
+@functools.cache
 def classify_gpu(name: str, kind: str = "kernel") -> Category:
     if kind == "memcpy":
         return "memcpy"
@@ -173,6 +191,7 @@ def classify_cpu(op_name: str) -> Category:
     return "elementwise"
 
 
+@functools.cache
 def tensor_cores(name: str, category: Category) -> bool | None:
     """Whether a GPU kernel ran on tensor cores, from the name table; None if unknown."""
     for pat, uses, _why in TENSOR_CORE_RULES:
@@ -183,19 +202,64 @@ def tensor_cores(name: str, category: Category) -> bool | None:
     return None
 
 
-AttentionFamily = Literal["flash", "efficient", "cudnn", "flex", "math"]
+AttentionFamily = Literal["flash", "efficient", "cudnn", "flex", "math", "other"]
 
-_FAMILY_RULES: tuple[tuple[re.Pattern[str], AttentionFamily], ...] = (
-    (re.compile(r"cudnn_generated_fort_native_sdpa|cudnn.*sdpa", _I), "cudnn"),
-    (re.compile(r"flex_attention", _I), "flex"),
-    (re.compile(r"fmha_cutlass|mem_?eff|AttentionKernel", _I), "efficient"),
-    (re.compile(r"flash", _I), "flash"),
+# (pattern, family, implementation) for attention kernel names; first match wins.
+ATTENTION_IMPL_RULES: tuple[tuple[re.Pattern[str], AttentionFamily, str], ...] = (
+    (re.compile(r"cudnn_generated_fort_native_sdpa|cudnn.*sdpa|cudnn::fusion::", _I), "cudnn", "cuDNN generated SDPA"),
+    (re.compile(r"flex_attention|flex_decoding", _I), "flex", "FlexAttention (Triton template)"),
+    (re.compile(r"_attn_fwd|_attn_bwd|triton.*attn", _I), "flex", "Triton attention kernel"),
+    (
+        re.compile(r"FlashAttn\w*Sm(90|100)|flash::\w*Sm90|flash_fwd\w*sm90|hopper::", _I),
+        "flash",
+        "FA3 (flash-attn, Hopper)",
+    ),
+    (re.compile(r"pytorch_flash::", _I), "flash", "FA2 (PyTorch bundled)"),
+    (
+        re.compile(r"fmha_cutlass|mem_?eff|AttentionKernel|AttentionBackwardKernel|efficient_attention", _I),
+        "efficient",
+        "cutlass memory-efficient (PyTorch / xformers)",
+    ),
+    (re.compile(r"flash_fwd|flash_bwd|flash::|Flash_fwd|Flash_bwd", _I), "flash", "FA2 (flash-attn package)"),
+    (re.compile(r"fmha_(fprop|dgrad)|fmha_fwd|fmha_bwd", _I), "flash", "FA1 (flash-attn 1.x)"),
+    (
+        re.compile(r"paged_attention|BatchDecodeWith|BatchPrefillWith|flashinfer", _I),
+        "other",
+        "paged / decode attention (vLLM, FlashInfer)",
+    ),
+    (re.compile(r"flash", _I), "flash", "flash (unrecognised build)"),
+)
+
+# aten / autograd ops that own every kernel launched beneath them (math decomposes
+# attention into many generic kernels: only the op above them says they are attention).
+ATTENTION_OP_RULES: tuple[tuple[re.Pattern[str], AttentionFamily], ...] = (
+    (re.compile(r"_scaled_dot_product_attention_math|_scaled_dot_product_flash_attention_for_cpu"), "math"),
+    (re.compile(r"_cudnn_attention|_scaled_dot_product_cudnn_attention"), "cudnn"),
+    (re.compile(r"_efficient_attention|_scaled_dot_product_efficient_attention"), "efficient"),
+    (re.compile(r"_flash_attention|_scaled_dot_product_flash_attention|flash_attn"), "flash"),
+    (re.compile(r"FlexAttention|flex_attention"), "flex"),
 )
 
 
-def attention_family(name: str) -> AttentionFamily | None:
-    for pat, fam in _FAMILY_RULES:
+@functools.cache
+def attention_impl(name: str) -> tuple[AttentionFamily, str] | None:
+    """(family, implementation) of an attention kernel, from its name; None if not one."""
+    for pat, fam, impl in ATTENTION_IMPL_RULES:
         if pat.search(name):
+            return fam, impl
+    return None
+
+
+def attention_family(name: str) -> AttentionFamily | None:
+    hit = attention_impl(name)
+    return hit[0] if hit else None
+
+
+@functools.cache
+def attention_op_family(op_name: str) -> AttentionFamily | None:
+    """The attention family an aten op belongs to (SDPA backends, flash-attn, flex), or None."""
+    for pat, fam in ATTENTION_OP_RULES:
+        if pat.search(op_name):
             return fam
     return None
 
