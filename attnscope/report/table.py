@@ -59,41 +59,41 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
     results = doc["results"]
     cpu_only = all((r.get("device_kind") or "cpu") == "cpu" for r in results if r["status"] == "ok")
     t = Table(title=title, header_style="bold", show_lines=False)
-    t.add_column("variant")
-    t.add_column("status")
-    t.add_column("ops" if cpu_only else "kernels", justify="right")
-    t.add_column("memcpy/set", justify="right")
-    t.add_column("hidden copy")
-    t.add_column("upcast")
-    t.add_column("TC")
-    t.add_column("occupancy")
-    t.add_column("CPU µs", justify="right")
-    t.add_column("GPU µs", justify="right")
-    t.add_column("TFLOP/s", justify="right")
-    t.add_column("%peak", justify="right")
-    t.add_column("mem MiB", justify="right")
-    t.add_column("error")
+    # (header, justify, gpu-only): GPU-only columns are left out of an all-CPU table.
+    columns = [
+        ("variant", "left", False), ("status", "left", False),
+        ("ops" if cpu_only else "kernels", "right", False), ("memcpy/set", "right", True),
+        ("hidden copy", "left", False), ("upcast", "left", False), ("TC", "left", True),
+        ("occupancy", "left", True), ("CPU µs", "right", False), ("GPU µs", "right", True),
+        ("TFLOP/s", "right", False), ("%peak", "right", False), ("mem MiB", "right", False),
+        ("error", "left", False),
+    ]
+    keep = [not (gpu_only and cpu_only) for _, _, gpu_only in columns]
+    for (name, justify, _), k in zip(columns, keep, strict=True):
+        if k:
+            t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in results:
         if r["status"] != "ok":
-            t.add_row(r["variant"], _status(r), *(["—"] * 12))
-            continue
-        copies = r.get("hidden_copies") or []
-        t.add_row(
-            r["variant"],
-            _status(r),
-            str(r["num_kernels"]),
-            f"{r['num_memcpy']}/{r['num_memset']}",
-            _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
-            _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
-            _yn(r.get("tensor_cores")) if not cpu_only else Text("n/a", style="dim"),
-            _occ(r),
-            _fmt_us(r.get("cpu_time")),
-            _fmt_us(r.get("gpu_time")),
-            f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
-            f"{r['pct_of_peak']:.1f}" if r.get("pct_of_peak") is not None else "—",
-            f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
-            _err(r),
-        )
+            cells: list[Any] = [r["variant"], _status(r), *(["—"] * 12)]
+        else:
+            copies = r.get("hidden_copies") or []
+            cells = [
+                r["variant"],
+                _status(r),
+                str(r["num_kernels"]),
+                f"{r['num_memcpy']}/{r['num_memset']}",
+                _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
+                _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
+                _yn(r.get("tensor_cores")),
+                _occ(r),
+                _fmt_us(r.get("cpu_time")),
+                _fmt_us(r.get("gpu_time")),
+                f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
+                f"{r['pct_of_peak']:.1f}" if r.get("pct_of_peak") is not None else "—",
+                f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
+                _err(r),
+            ]
+        t.add_row(*(c for c, k in zip(cells, keep, strict=True) if k))
     return t
 
 
@@ -128,10 +128,15 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
     peak = doc.get("peak")
     if peak:
         lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
-    if ok:
+    if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
+    if any(r.get("source") == "trace" for r in ok):
+        lines.append(
+            "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
+            "(one sample, profiler overhead included); error and FLOPs need a run"
+        )
     if any(r.get("device_kind") == "cpu" for r in ok):
-        lines.append("on CPU 'ops' counts leaf compute aten ops (no device kernels exist); GPU µs does not apply")
+        lines.append("on CPU 'ops' counts leaf compute aten ops (no device kernels exist); CPU µs is wall time per call")
     return lines
 
 
