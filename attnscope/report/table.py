@@ -136,7 +136,7 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
             "(one sample, profiler overhead included); error and FLOPs need a run"
         )
     if any(r.get("device_kind") == "cpu" for r in ok):
-        lines.append("on CPU 'ops' counts leaf compute aten ops (no device kernels exist); CPU µs is wall time per call")
+        lines.append("on CPU 'ops' counts leaf compute aten ops (no device kernels exist); CPU µs is wall time")
     return lines
 
 
