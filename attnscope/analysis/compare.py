@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attnscope.analysis.insights import compute_kernels, r1, result_insights, short
+from attnscope.analysis.insights import compute_kernels, r1, short
+from attnscope.analysis.insights_exec import result_insights
 from attnscope.analysis.kernels import attention_family
 from attnscope.types import Insight, NotChecked, Severity
 
@@ -160,8 +161,11 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
             variant=r["variant"],
             severity=sev,
             message=msg,  # type: ignore[arg-type]
-            advice="force the faster backend with torch.nn.attention.sdpa_kernel(...) for this shape, or leave the "
-            "default where it is already the fastest",
+            advice=(
+                f"force {ev['fastest_forced']} with torch.nn.attention.sdpa_kernel(...) for this shape"
+                if "fastest_forced" in ev
+                else "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
+            ),
             evidence=ev,
             kernels=(seen_in,) if seen_in and seen_in != "aten op" else (),
         )

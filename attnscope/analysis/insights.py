@@ -4,7 +4,8 @@ Every rule reads one JSON-shaped result dict (what ``report.json.result_to_dict`
 the same for ``attnscope run`` and ``attnscope analyze``) and returns insights, or a
 ``NotChecked`` that says which evidence was missing.  Every number a message shows is a
 value in the insight's ``evidence``; kernels and ops are named in ``kernels``/``ops``.
-Rules that compare variants live in :mod:`attnscope.analysis.compare`.
+Execution rules (occupancy, host cost, libraries, numerics) and the rule table live in
+:mod:`attnscope.analysis.insights_exec`; rules that compare variants in :mod:`attnscope.analysis.compare`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def share_pct(us: float, r: dict[str, Any]) -> float | None:
     return r1(100.0 * us / total) if total else None
 
 
-def _gpu(r: dict[str, Any]) -> bool:
+def on_gpu(r: dict[str, Any]) -> bool:
     return r.get("device_kind") == "gpu"
 
 
@@ -70,6 +71,11 @@ def _copy_advice(op: str) -> str:
         return (
             "GQA: pass enable_gqa=True to SDPA (or use expand(), a view) instead of repeat_interleave, "
             "so K and V are not copied once per query head"
+        )
+    if not op.startswith("aten::"):
+        return (
+            f"the copy happens inside {op}, out of reach of an in-place fix: a fused or compiled variant "
+            "(e.g. flex_compiled, an SDPA backend) does the step without it"
         )
     base = op.removeprefix("aten::")
     return (
@@ -152,7 +158,7 @@ def fp32_upcast(r: dict[str, Any]) -> Out:
         "fp32_mib": r1(written / MIB),
     }
     msg = f"{len(ups)} {src}→fp32 upcast(s) inside {', '.join(ops)} ({ev['fp32_mib']:.1f} MiB written in fp32)"
-    gpu_text, kernels = _fp32_gpu_part(r, ev) if _gpu(r) else ("", ())
+    gpu_text, kernels = _fp32_gpu_part(r, ev) if on_gpu(r) else ("", ())
     if gpu_text:
         msg += f"; {gpu_text}"
     math = any("math" in o for o in ops)
@@ -177,7 +183,7 @@ def fp32_upcast(r: dict[str, Any]) -> Out:
 
 
 def no_tensor_cores(r: dict[str, Any]) -> Out:
-    if not _gpu(r) or r.get("upcasts"):
+    if not on_gpu(r) or r.get("upcasts"):
         return []  # an upcast already explains it (fp32_upcast)
     ev: dict[str, Any] = {}
     text, kernels = _fp32_gpu_part(r, ev)
@@ -214,7 +220,7 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
     us = sum(k["duration_us"] for k in ks)
     ev: dict[str, Any] = {"mask_ops": ops, "num_mask_kernels": len(ks), "mask_us": r1(us)}
     msg = f"the causal mask is rebuilt on every call by {', '.join(ops)} ({len(ks)} kernel(s)"
-    if _gpu(r):
+    if on_gpu(r):
         ev["mask_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['mask_us'], ev['mask_share_pct'])}"
     msg += ")"
@@ -259,8 +265,8 @@ def safe_softmax(r: dict[str, Any]) -> Out:
     us = sum(k["duration_us"] for k in ks)
     ops = sorted({o for k in ks for o in SAFE_SOFTMAX_OPS if o in f"{k['name']} {k.get('launched_by')}"})
     ev: dict[str, Any] = {"num_guard_kernels": len(ks), "guard_us": r1(us), "ops": ops}
-    msg = f'"safe" softmax: {len(ks)} extra pass(es) over the scores ({", ".join(ops)})'
-    if _gpu(r):
+    msg = f'"safe" softmax: {len(ks)} extra kernel(s) over the scores guard fully masked rows ({", ".join(ops)})'
+    if on_gpu(r):
         ev["guard_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['guard_us'], ev['guard_share_pct'])}"
     return [
@@ -322,203 +328,9 @@ def score_matrix(r: dict[str, Any]) -> Out:
     ]
 
 
-# ---- occupancy -----------------------------------------------------------------------------
+# ---- shared with the other rule modules ------------------------------------------------
 
 
 def main_kernel(r: dict[str, Any]) -> dict[str, Any] | None:
     ks = compute_kernels(r)
     return max(ks, key=lambda k: k["duration_us"]) if ks else None
-
-
-def low_occupancy(r: dict[str, Any]) -> Out:
-    k = main_kernel(r) if _gpu(r) else None
-    if k is None or k.get("theoretical_occupancy_pct") is None or k.get("tensor_cores") is False:
-        return []  # fp32 CUDA-core kernels: fp32_upcast / no_tensor_cores tell the real story
-    occ, lim = k["theoretical_occupancy_pct"], k.get("occupancy_limiter") or "?"
-    if occ > LOW_OCCUPANCY_PCT:
-        return []
-    ev: dict[str, Any] = {
-        "kernel": k["name"],
-        "theoretical_occupancy_pct": r1(occ),
-        "limiter": lim,
-        "registers_per_thread": k.get("registers_per_thread"),
-        "shared_memory_bytes": k.get("shared_memory_bytes"),
-        "kernel_us": r1(k["duration_us"]),
-    }
-    head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
-    pct, rate = r.get("pct_of_peak"), r.get("tflops")
-    on_chip = "registers" in lim or "shared_memory" in lim
-    if pct is None or rate is None:
-        ev["by_design"] = None
-        return [
-            Insight(
-                id="low_occupancy",
-                variant=r["variant"],
-                severity="info",
-                message=head + "; by design or hurting cannot be told without the rate (needs the case's FLOPs)",
-                advice="run it through attnscope run for the rate, or Nsight Compute for achieved occupancy",
-                evidence=ev,
-                kernels=(k["name"],),
-            )
-        ]
-    ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
-    if on_chip and pct >= HIGH_RATE_PCT:
-        ev["by_design"] = True
-        return [
-            Insight(
-                id="low_occupancy_by_design",
-                variant=r["variant"],
-                severity="info",
-                message=f"{head}, yet {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak): low "
-                f"occupancy by design, big tiles kept on chip in {lim}",
-                advice="nothing to fix: more resident blocks would mean smaller tiles and more memory traffic",
-                evidence=ev,
-                kernels=(k["name"],),
-            )
-        ]
-    ev["by_design"] = False
-    return [
-        Insight(
-            id="low_occupancy",
-            variant=r["variant"],
-            severity="warning",
-            message=f"{head}, at only {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak, below "
-            f"{ev['high_rate_pct']:.1f}%): low occupancy that is not paying off",
-            advice="too few warps to hide latency at this rate: compare a backend with another tiling "
-            "(flash, cuDNN), and check achieved occupancy and stall reasons in Nsight Compute",
-            evidence=ev,
-            kernels=(k["name"],),
-        )
-    ]
-
-
-# ---- host cost, libraries, numerics ----------------------------------------------------------
-
-
-def cpu_bound(r: dict[str, Any]) -> Out:
-    if not _gpu(r):
-        return []
-    if r.get("source") == "trace":
-        return NotChecked(
-            "cpu_bound",
-            "needs host and GPU time per call measured without the profiler; "
-            "a traced host span includes profiler overhead",
-        )
-    cpu, gpu = r.get("cpu_time_us"), r.get("gpu_time_us")
-    if cpu is None or gpu is None or gpu <= 0:
-        return NotChecked("cpu_bound", "host or GPU time per call was not measured")
-    ratio = cpu / gpu
-    if ratio < 0.5:
-        return []
-    ev = {"cpu_us": r1(cpu), "gpu_us": r1(gpu), "cpu_over_gpu_pct": round(100 * ratio)}
-    bound = ratio >= 1.0
-    msg = (
-        f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time "
-        f"{ev['gpu_us']:.1f} µs: "
-        + ("CPU-bound, the GPU waits for launches" if bound else "close to CPU-bound; a smaller case would be")
-    )
-    return [
-        Insight(
-            id="cpu_bound" if bound else "near_cpu_bound",
-            variant=r["variant"],
-            severity="warning" if bound else "info",
-            message=msg,
-            advice="capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or "
-            "torch.cuda.CUDAGraph), or give each call more work (larger batch, fewer smaller calls)",
-            evidence=ev,
-        )
-    ]
-
-
-def opaque_library(r: dict[str, Any]) -> Out:
-    ks = [k for k in compute_kernels(r) if "cudnn_generated" in k["name"] or "cudnn" in k["name"].lower()]
-    if not ks:
-        return []
-    k = max(ks, key=lambda x: x["duration_us"])
-    ev = {
-        "kernel": k["name"],
-        "kernel_us": r1(k["duration_us"]),
-        "launched_by": k.get("launched_by"),
-        "num_memset": r.get("num_memset"),
-    }
-    msg = (
-        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, launched by "
-        f"{ev['launched_by']}) does the whole attention: the work moved into a library, out of the profiler's "
-        "view (no aten steps, no transposes to see)"
-    )
-    return [
-        Insight(
-            id="opaque_library",
-            variant=r["variant"],
-            severity="info",
-            message=msg,
-            advice="a clean trace is not less work: look inside with Nsight Compute on this kernel, and "
-            "weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
-            evidence=ev,
-            kernels=(k["name"],),
-            ops=(str(ev["launched_by"]),),
-        )
-    ]
-
-
-def numerics_off(r: dict[str, Any]) -> Out:
-    if r.get("source") == "trace":
-        return NotChecked("numerics_off", "needs the output and an fp64 reference, which a trace does not hold")
-    if r.get("nonfinite"):
-        return [
-            Insight(
-                id="numerics_off",
-                variant=r["variant"],
-                severity="error",
-                message="the output holds NaN or Inf: a wrong result, whatever its speed",
-                advice="check masking of fully masked rows and the dtype's range; do not use this variant",
-                evidence={"nonfinite": True},
-            )
-        ]
-    err, tol = r.get("max_rel_error"), r.get("error_tolerance")
-    if err is None or tol is None:
-        return NotChecked("numerics_off", "the error against the fp64 reference was not measured")
-    if err <= tol:
-        return []
-    dtype = (r.get("case") or {}).get("dtype")
-    ev = {"max_rel_error": float(f"{err:.2e}"), "tolerance": tol, "dtype": dtype, "over_tolerance": r1(err / tol)}
-    return [
-        Insight(
-            id="numerics_off",
-            variant=r["variant"],
-            severity="error",
-            message=f"max relative error {ev['max_rel_error']:.2e} against the fp64 reference is "
-            f"{ev['over_tolerance']:.1f}× the {dtype} tolerance {tol:g}",
-            advice="treat its timings as meaningless until the numerics are fixed",
-            evidence=ev,
-        )
-    ]
-
-
-RULES: tuple[tuple[str, Rule], ...] = (
-    ("numerics_off", numerics_off),
-    ("hidden_copy", hidden_copy),
-    ("fp32_upcast", fp32_upcast),
-    ("no_tensor_cores", no_tensor_cores),
-    ("mask_rebuilt", mask_rebuilt),
-    ("safe_softmax", safe_softmax),
-    ("score_matrix", score_matrix),
-    ("low_occupancy", low_occupancy),
-    ("cpu_bound", cpu_bound),
-    ("opaque_library", opaque_library),
-)
-
-
-def result_insights(r: dict[str, Any]) -> tuple[list[Insight], list[NotChecked]]:
-    """Every single-result rule on one ok result."""
-    found: list[Insight] = []
-    missing: list[NotChecked] = []
-    if r.get("status") != "ok":
-        return found, missing
-    for _id, rule in RULES:
-        out = rule(r)
-        if isinstance(out, NotChecked):
-            missing.append(out)
-        else:
-            found.extend(out)
-    return found, missing

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from attnscope.analysis.explain import annotate
 from attnscope.flops import FLOP_FORMULA
 from attnscope.types import Env, Fingerprint, Result, Timing
 
@@ -113,7 +114,7 @@ def document(env: Env | None, results: list[Result], **top: Any) -> dict[str, An
     }
     doc.update(top)
     doc["results"] = [result_to_dict(r) for r in results]
-    return doc
+    return annotate(doc)  # insights per result and the recommendation, for run and analyze alike
 
 
 def _default(o: Any) -> Any:

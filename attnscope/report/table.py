@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.report.explain import render_explanations
+
 MIB = 1024 * 1024
 
 
@@ -185,6 +187,7 @@ def render(doc: dict[str, Any], console: Console, *, kernels: bool = False, titl
     console.print(results_table(doc, title))
     for line in footnotes(doc):
         console.print(f"  • {line}", highlight=False, soft_wrap=True)
+    render_explanations(doc, console)
     if kernels:
         for r in doc["results"]:
             if r["status"] == "ok" and r.get("kernels"):

@@ -31,30 +31,53 @@ _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?\s*$")
 
 # torch's debug message → a short reason.  First match wins; unknown messages are kept as torch wrote them.
 _SHORT: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r"less than or equal to (\d+)\. Got Query\.size\(-1\): (\d+), Key\.size\(-1\): (\d+), "
-                r"Value\.size\(-1\): (\d+)"),
-     lambda m: (f"head_dim {m[2]} > {m[1]}" if m[2] == m[3] == m[4]
-                else f"head dims differ or exceed {m[1]} (q {m[2]}, k {m[3]}, v {m[4]})")),
-    (re.compile(r"same last dimension\. Got Query\.size\(-1\): (\d+), Key\.size\(-1\): (\d+), "
-                r"Value\.size\(-1\): (\d+)"),
-     lambda m: f"head dims differ (q {m[1]}, k {m[2]}, v {m[3]})"),
-    (re.compile(r"divisible by (\d+)\. Got Query\.size\(-1\): (\d+)"),
-     lambda m: f"head_dim {m[2]} not a multiple of {m[1]}"),
+    (
+        re.compile(
+            r"less than or equal to (\d+)\. Got Query\.size\(-1\): (\d+), Key\.size\(-1\): (\d+), "
+            r"Value\.size\(-1\): (\d+)"
+        ),
+        lambda m: (
+            f"head_dim {m[2]} > {m[1]}"
+            if m[2] == m[3] == m[4]
+            else f"head dims differ or exceed {m[1]} (q {m[2]}, k {m[3]}, v {m[4]})"
+        ),
+    ),
+    (
+        re.compile(
+            r"same last dimension\. Got Query\.size\(-1\): (\d+), Key\.size\(-1\): (\d+), "
+            r"Value\.size\(-1\): (\d+)"
+        ),
+        lambda m: f"head dims differ (q {m[1]}, k {m[2]}, v {m[3]})",
+    ),
+    (
+        re.compile(r"divisible by (\d+)\. Got Query\.size\(-1\): (\d+)"),
+        lambda m: f"head_dim {m[2]} not a multiple of {m[1]}",
+    ),
     (re.compile(r"head_dim should be no more than (\d+)"), lambda m: f"head_dim > {m[1]}"),
     (re.compile(r"head_dim should be a multiple of (\d+)"), lambda m: f"head_dim not a multiple of {m[1]}"),
-    (re.compile(r"Expected query, key and value to all be of dtype: \{([^}]*)\}\. Got Query dtype: ([\w:.]+)"),
-     lambda m: f"dtype {m[2]} not in {{{m[1].strip()}}}"),
-    (re.compile(r"seqlen_q != seqlen_k\. Got seqlen_q: (\d+) seqlen_k: (\d+)"),
-     lambda m: f"is_causal with seq_q {m[1]} != seq_kv {m[2]}"),
-    (re.compile(r"runtime disabled", re.IGNORECASE),
-     lambda m: "disabled at runtime (enable_*_sdp(False) / sdpa_kernel)"),
+    (
+        re.compile(r"Expected query, key and value to all be of dtype: \{([^}]*)\}\. Got Query dtype: ([\w:.]+)"),
+        lambda m: f"dtype {m[2]} not in {{{m[1].strip()}}}",
+    ),
+    (
+        re.compile(r"seqlen_q != seqlen_k\. Got seqlen_q: (\d+) seqlen_k: (\d+)"),
+        lambda m: f"is_causal with seq_q {m[1]} != seq_kv {m[2]}",
+    ),
+    (
+        re.compile(r"runtime disabled", re.IGNORECASE),
+        lambda m: "disabled at runtime (enable_*_sdp(False) / sdpa_kernel)",
+    ),
     (re.compile(r"non-zero dropout", re.IGNORECASE), lambda m: "dropout > 0"),
     (re.compile(r"not compiled with", re.IGNORECASE), lambda m: "not built into this torch"),
     (re.compile(r"same num_heads", re.IGNORECASE), lambda m: "q and k/v head counts differ (GQA) without enable_gqa"),
     (re.compile(r"requires a CUDA device", re.IGNORECASE), lambda m: "no CUDA device"),
-    (re.compile(r"only supports gpu architectures in the range \[(\w+), (\w+)\]\. Attempting to run on a sm "
-                r"([\d.]+)"),
-     lambda m: f"sm {m[3]} outside [{m[1]}, {m[2]}]"),
+    (
+        re.compile(
+            r"only supports gpu architectures in the range \[(\w+), (\w+)\]\. Attempting to run on a sm "
+            r"([\d.]+)"
+        ),
+        lambda m: f"sm {m[3]} outside [{m[1]}, {m[2]}]",
+    ),
 )
 
 
@@ -127,14 +150,26 @@ def explain_cuda(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, e
     for b in order:
         if b == "math":
             on = torch.backends.cuda.math_sdp_enabled()
-            checks.append({"backend": "math", "usable": on, "reasons": [] if on else ["disabled at runtime"],
-                           "torch_messages": []})
+            checks.append(
+                {
+                    "backend": "math",
+                    "usable": on,
+                    "reasons": [] if on else ["disabled at runtime"],
+                    "torch_messages": [],
+                }
+            )
         elif b in CUDA_CHECKS:
             fn = getattr(torch.backends.cuda, CUDA_CHECKS[b])
             checks.append(_check(b, lambda fn=fn: fn(params, True)))
-    return {"chosen": chosen, "order": order, "order_source": source, "checks": checks,
-            "method": "torch.backends.cuda.can_use_<backend>(SDPAParams(q, k, v, ...), debug=True) in priority "
-                      "order; chosen = torch._fused_sdp_choice", "torch": torch.__version__}
+    return {
+        "chosen": chosen,
+        "order": order,
+        "order_source": source,
+        "checks": checks,
+        "method": "torch.backends.cuda.can_use_<backend>(SDPAParams(q, k, v, ...), debug=True) in priority "
+        "order; chosen = torch._fused_sdp_choice",
+        "torch": torch.__version__,
+    }
 
 
 def explain_cpu(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> dict[str, Any]:
@@ -148,12 +183,22 @@ def explain_cpu(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, en
             return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa) == "flash"
 
     on = torch.backends.cuda.math_sdp_enabled()
-    checks = [_check("flash", forced_flash),
-              {"backend": "math", "usable": on, "reasons": [] if on else ["disabled at runtime"], "torch_messages": []}]
-    method = ("torch._fused_sdp_choice under sdpa_kernel(FLASH_ATTENTION), its debug warnings kept; "
-              "chosen = torch._fused_sdp_choice")
-    return {"chosen": chosen, "order": list(CPU_ORDER), "checks": checks, "method": method,
-            "order_source": "torch's CPU order (sdp_utils_cpp: flash, math)", "torch": torch.__version__}
+    checks = [
+        _check("flash", forced_flash),
+        {"backend": "math", "usable": on, "reasons": [] if on else ["disabled at runtime"], "torch_messages": []},
+    ]
+    method = (
+        "torch._fused_sdp_choice under sdpa_kernel(FLASH_ATTENTION), its debug warnings kept; "
+        "chosen = torch._fused_sdp_choice"
+    )
+    return {
+        "chosen": chosen,
+        "order": list(CPU_ORDER),
+        "checks": checks,
+        "method": method,
+        "order_source": "torch's CPU order (sdp_utils_cpp: flash, math)",
+        "torch": torch.__version__,
+    }
 
 
 def _choice_or_raise(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> str | None:
@@ -165,8 +210,9 @@ def _choice_or_raise(q: Any, k: Any, v: Any, is_causal: bool, scale: float | Non
     return BACKEND_BY_INDEX.get(int(torch._fused_sdp_choice(q, k, v, **kw)))
 
 
-def explain(q: Any, k: Any, v: Any, *, is_causal: bool, scale: float | None = None,
-            enable_gqa: bool = False) -> dict[str, Any]:
+def explain(
+    q: Any, k: Any, v: Any, *, is_causal: bool, scale: float | None = None, enable_gqa: bool = False
+) -> dict[str, Any]:
     """Torch's choice for these inputs and, for every backend in priority order, why it was or was not usable."""
     fn = explain_cuda if q.is_cuda else explain_cpu
     try:
@@ -183,5 +229,9 @@ def reasons_for(why: dict[str, Any], backend: str) -> list[str]:
     return []
 
 
-BACKEND_OF_FORCED = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "CUDNN_ATTENTION": "cudnn",
-                     "MATH": "math"}
+BACKEND_OF_FORCED = {
+    "FLASH_ATTENTION": "flash",
+    "EFFICIENT_ATTENTION": "efficient",
+    "CUDNN_ATTENTION": "cudnn",
+    "MATH": "math",
+}

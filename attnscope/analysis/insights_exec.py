@@ -1,0 +1,219 @@
+"""Insights about how the work executed: occupancy, host cost, opaque libraries, numerics.  Pure.
+
+Also the table of every single-result rule (:data:`RULES`) and :func:`result_insights`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnscope.analysis.insights import (
+    HIGH_RATE_PCT,
+    LOW_OCCUPANCY_PCT,
+    Out,
+    Rule,
+    compute_kernels,
+    fp32_upcast,
+    hidden_copy,
+    main_kernel,
+    mask_rebuilt,
+    no_tensor_cores,
+    on_gpu,
+    r1,
+    safe_softmax,
+    score_matrix,
+    short,
+)
+from attnscope.types import Insight, NotChecked, Severity
+
+
+def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tuple[str, Severity, str, str]:
+    """(id, severity, message, advice): low occupancy by design, hurting, or not decidable."""
+    pct, rate, lim = r.get("pct_of_peak"), r.get("tflops"), ev["limiter"]
+    if pct is None or rate is None:
+        ev["by_design"] = None
+        return (
+            "low_occupancy",
+            "info",
+            head + "; by design or hurting cannot be told without the rate (needs the case's FLOPs)",
+            "run it through attnscope run for the rate, or Nsight Compute for achieved occupancy",
+        )
+    ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
+    if ("registers" in lim or "shared_memory" in lim) and pct >= HIGH_RATE_PCT:
+        ev["by_design"] = True
+        return (
+            "low_occupancy_by_design",
+            "info",
+            f"{head}, yet {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak): low "
+            f"occupancy by design, big tiles kept on chip in {lim}",
+            "nothing to fix: more resident blocks would mean smaller tiles and more memory traffic",
+        )
+    ev["by_design"] = False
+    return (
+        "low_occupancy",
+        "warning",
+        f"{head}, at only {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak, below "
+        f"{ev['high_rate_pct']:.1f}%): low occupancy that is not paying off",
+        "too few warps to hide latency at this rate: compare a backend with another tiling "
+        "(flash, cuDNN), and check achieved occupancy and stall reasons in Nsight Compute",
+    )
+
+
+def low_occupancy(r: dict[str, Any]) -> Out:
+    k = main_kernel(r) if on_gpu(r) else None
+    if k is None or k.get("theoretical_occupancy_pct") is None or k.get("tensor_cores") is False:
+        return []  # fp32 CUDA-core kernels: fp32_upcast / no_tensor_cores tell the real story
+    occ, lim = k["theoretical_occupancy_pct"], k.get("occupancy_limiter") or "?"
+    if occ > LOW_OCCUPANCY_PCT:
+        return []
+    ev: dict[str, Any] = {
+        "kernel": k["name"],
+        "theoretical_occupancy_pct": r1(occ),
+        "limiter": lim,
+        "registers_per_thread": k.get("registers_per_thread"),
+        "shared_memory_bytes": k.get("shared_memory_bytes"),
+        "kernel_us": r1(k["duration_us"]),
+    }
+    head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
+    rid, sev, msg, advice = _occupancy_verdict(head, ev, r)
+    return [
+        Insight(
+            id=rid, variant=r["variant"], severity=sev, message=msg, advice=advice, evidence=ev, kernels=(k["name"],)
+        )
+    ]
+
+
+# ---- host cost, libraries, numerics ----------------------------------------------------------
+
+
+def cpu_bound(r: dict[str, Any]) -> Out:
+    if not on_gpu(r):
+        return []
+    if r.get("source") == "trace":
+        return NotChecked(
+            "cpu_bound",
+            "needs host and GPU time per call measured without the profiler; "
+            "a traced host span includes profiler overhead",
+        )
+    cpu, gpu = r.get("cpu_time_us"), r.get("gpu_time_us")
+    if cpu is None or gpu is None or gpu <= 0:
+        return NotChecked("cpu_bound", "host or GPU time per call was not measured")
+    ratio = cpu / gpu
+    if ratio < 0.5:
+        return []
+    ev = {"cpu_us": r1(cpu), "gpu_us": r1(gpu), "cpu_over_gpu_pct": round(100 * ratio)}
+    bound = ratio >= 1.0
+    msg = (
+        f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time "
+        f"{ev['gpu_us']:.1f} µs: "
+        + (
+            "CPU-bound, the GPU waits for launches"
+            if bound
+            else "close to CPU-bound; at a smaller shape the GPU would wait for launches"
+        )
+    )
+    return [
+        Insight(
+            id="cpu_bound" if bound else "near_cpu_bound",
+            variant=r["variant"],
+            severity="warning" if bound else "info",
+            message=msg,
+            advice="capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or "
+            "torch.cuda.CUDAGraph), or give each call more work (larger batch, fewer smaller calls)",
+            evidence=ev,
+        )
+    ]
+
+
+def opaque_library(r: dict[str, Any]) -> Out:
+    ks = [k for k in compute_kernels(r) if "cudnn_generated" in k["name"] or "cudnn" in k["name"].lower()]
+    if not ks:
+        return []
+    k = max(ks, key=lambda x: x["duration_us"])
+    ev = {
+        "kernel": k["name"],
+        "kernel_us": r1(k["duration_us"]),
+        "launched_by": k.get("launched_by"),
+        "num_memset": r.get("num_memset"),
+    }
+    msg = (
+        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, launched by "
+        f"{ev['launched_by']}) does the whole attention: the work moved into a library, out of the profiler's "
+        "view (no aten steps, no transposes to see)"
+    )
+    return [
+        Insight(
+            id="opaque_library",
+            variant=r["variant"],
+            severity="info",
+            message=msg,
+            advice="a clean trace is not less work: look inside with Nsight Compute on this kernel, and "
+            "weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
+            evidence=ev,
+            kernels=(k["name"],),
+            ops=(str(ev["launched_by"]),),
+        )
+    ]
+
+
+def numerics_off(r: dict[str, Any]) -> Out:
+    if r.get("source") == "trace":
+        return NotChecked("numerics_off", "needs the output and an fp64 reference, which a trace does not hold")
+    if r.get("nonfinite"):
+        return [
+            Insight(
+                id="numerics_off",
+                variant=r["variant"],
+                severity="error",
+                message="the output holds NaN or Inf: a wrong result, whatever its speed",
+                advice="check masking of fully masked rows and the dtype's range; do not use this variant",
+                evidence={"nonfinite": True},
+            )
+        ]
+    err, tol = r.get("max_rel_error"), r.get("error_tolerance")
+    if err is None or tol is None:
+        return NotChecked("numerics_off", "the error against the fp64 reference was not measured")
+    if err <= tol:
+        return []
+    dtype = (r.get("case") or {}).get("dtype")
+    ev = {"max_rel_error": float(f"{err:.2e}"), "tolerance": tol, "dtype": dtype, "over_tolerance": r1(err / tol)}
+    return [
+        Insight(
+            id="numerics_off",
+            variant=r["variant"],
+            severity="error",
+            message=f"max relative error {ev['max_rel_error']:.2e} against the fp64 reference is "
+            f"{ev['over_tolerance']:.1f}× the {dtype} tolerance {tol:g}",
+            advice="treat its timings as meaningless until the numerics are fixed",
+            evidence=ev,
+        )
+    ]
+
+
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("numerics_off", numerics_off),
+    ("hidden_copy", hidden_copy),
+    ("fp32_upcast", fp32_upcast),
+    ("no_tensor_cores", no_tensor_cores),
+    ("mask_rebuilt", mask_rebuilt),
+    ("safe_softmax", safe_softmax),
+    ("score_matrix", score_matrix),
+    ("low_occupancy", low_occupancy),
+    ("cpu_bound", cpu_bound),
+    ("opaque_library", opaque_library),
+)
+
+
+def result_insights(r: dict[str, Any]) -> tuple[list[Insight], list[NotChecked]]:
+    """Every single-result rule on one ok result."""
+    found: list[Insight] = []
+    missing: list[NotChecked] = []
+    if r.get("status") != "ok":
+        return found, missing
+    for _id, rule in RULES:
+        out = rule(r)
+        if isinstance(out, NotChecked):
+            missing.append(out)
+        else:
+            found.extend(out)
+    return found, missing

@@ -1,0 +1,311 @@
+"""Guess first: predictions written before running, checked against what was measured.  Pure.
+
+A predictions file is TOML (read with the standard library's tomllib)::
+
+    [[predict]]
+    variant = "sdpa_math"
+    kernels = 5                                  # exact, or a range [4, 8]
+    upcast = false                               # hidden_copy, upcast, tensor_cores, mask_rebuilt: true/false
+    faster_than = { variant = "naive", by = 2.0 }  # at least 2x; or by = [2.0, 4.0]
+    note = "why I think so"
+
+Every key besides ``variant`` and ``note`` is one prediction; see ``KINDS``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from attnscope.analysis.compare import ran_backend, timing_of
+from attnscope.analysis.insights import MIB, compute_kernels, main_kernel, safe_softmax_kernels
+from attnscope.types import Prediction, Verdict
+
+# kind → (what the value is, the shape it takes)
+KINDS: dict[str, tuple[str, str]] = {
+    "kernels": ("compute kernels per call (GPU) or leaf compute ops (CPU)", "count"),
+    "memcpy": ("memcpy events per call", "count"),
+    "hidden_copy": ("an out-of-place op copies a full tensor", "bool"),
+    "upcast": ("16-bit inputs are upcast to fp32", "bool"),
+    "tensor_cores": ("matrix work runs on tensor cores", "bool"),
+    "mask_rebuilt": ("the causal mask is rebuilt inside the call", "bool"),
+    "gpu_us": ("GPU time per call, µs (median)", "range"),
+    "cpu_us": ("host time per call, µs (median)", "range"),
+    "peak_memory_mib": ("peak extra memory of one call, MiB", "range"),
+    "occupancy_pct": ("theoretical occupancy of the longest kernel, %", "range"),
+    "backend": ("the SDPA backend that ran (flash, efficient, cudnn, math)", "str"),
+    "faster_than": ("other's time / this time, at least `by` (or within [lo, hi])", "compare"),
+    "slower_than": ("this time / other's time, at least `by` (or within [lo, hi])", "compare"),
+}
+BACKENDS = ("flash", "efficient", "cudnn", "math", "flex")
+# Insights that explain a miss of each kind, most telling first.
+EXPLAINED_BY: dict[str, tuple[str, ...]] = {
+    "memcpy": ("hidden_copy",),
+    "hidden_copy": ("hidden_copy",),
+    "upcast": ("fp32_upcast",),
+    "tensor_cores": ("fp32_upcast", "no_tensor_cores"),
+    "mask_rebuilt": ("mask_rebuilt",),
+    "peak_memory_mib": ("score_matrix",),
+    "occupancy_pct": ("low_occupancy", "low_occupancy_by_design"),
+    "backend": ("sdpa_choice",),
+}
+TIME_INSIGHTS = (
+    "numerics_off",
+    "fp32_upcast",
+    "no_tensor_cores",
+    "hidden_copy",
+    "safe_softmax",
+    "cpu_bound",
+    "low_occupancy",
+    "slower_than_best",
+    "sdpa_choice",
+)
+
+
+class PredictionError(ValueError):
+    """A predictions file that cannot be read; the message says where and why."""
+
+
+def _range(v: Any, where: str, integer: bool) -> Any:
+    num = (int,) if integer else (int, float)
+    if isinstance(v, bool):
+        raise PredictionError(f"{where}: expected a number or [lo, hi], got {v!r}")
+    if isinstance(v, num):
+        return v
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, num) and not isinstance(x, bool) for x in v):
+        if v[0] > v[1]:
+            raise PredictionError(f"{where}: range [lo, hi] has lo > hi: {v}")
+        return [v[0], v[1]]
+    raise PredictionError(f"{where}: expected {'an integer' if integer else 'a number'} or [lo, hi], got {v!r}")
+
+
+def _expected(kind: str, v: Any, where: str, known: set[str] | None) -> Any:
+    shape = KINDS[kind][1]
+    if shape == "count":
+        return _range(v, where, integer=True)
+    if shape == "range":
+        got = _range(v, where, integer=False)
+        if not isinstance(got, list):
+            raise PredictionError(f"{where}: a measured quantity needs a range [lo, hi], got {v!r}")
+        return got
+    if shape == "bool":
+        if not isinstance(v, bool):
+            raise PredictionError(f"{where}: expected true or false, got {v!r}")
+        return v
+    if shape == "str":
+        if v not in BACKENDS:
+            raise PredictionError(f"{where}: expected one of {', '.join(BACKENDS)}, got {v!r}")
+        return v
+    if not isinstance(v, dict) or set(v) != {"variant", "by"}:
+        raise PredictionError(f'{where}: expected {{ variant = "name", by = ratio or [lo, hi] }}, got {v!r}')
+    if known is not None and v["variant"] not in known:
+        raise PredictionError(f"{where}: unknown variant {v['variant']!r}")
+    by = _range(v["by"], where, integer=False)
+    if (by if not isinstance(by, list) else by[0]) <= 0:
+        raise PredictionError(f"{where}: `by` must be a positive ratio, got {by!r}")
+    return {"variant": v["variant"], "by": by}
+
+
+def parse_predictions(
+    text: str, known_variants: set[str] | None = None, source: str = "predictions"
+) -> list[Prediction]:
+    """TOML text → predictions, validated; raises PredictionError naming the block and key."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PredictionError(f"{source}: not valid TOML ({e})") from None
+    blocks = doc.get("predict")
+    extra = set(doc) - {"predict"}
+    if extra:
+        raise PredictionError(f"{source}: unknown top-level key(s) {', '.join(sorted(extra))}; use [[predict]] blocks")
+    if not isinstance(blocks, list) or not blocks:
+        raise PredictionError(f"{source}: no [[predict]] blocks")
+    out: list[Prediction] = []
+    for i, b in enumerate(blocks, 1):
+        where = f"{source}: [[predict]] #{i}"
+        variant = b.get("variant")
+        if not isinstance(variant, str):
+            raise PredictionError(f'{where}: needs variant = "name"')
+        if known_variants is not None and variant not in known_variants:
+            raise PredictionError(f"{where}: unknown variant {variant!r}; known: {', '.join(sorted(known_variants))}")
+        note = b.get("note")
+        keys = [k for k in b if k not in ("variant", "note")]
+        if not keys:
+            raise PredictionError(f"{where} ({variant}): nothing predicted; keys: {', '.join(KINDS)}")
+        for k in keys:
+            if k not in KINDS:
+                raise PredictionError(f"{where} ({variant}): unknown key {k!r}; known: {', '.join(KINDS)}")
+            out.append(
+                Prediction(
+                    variant,
+                    k,
+                    _expected(k, b[k], f"{where} ({variant}).{k}", known_variants),
+                    str(note) if note is not None else None,
+                )
+            )
+    return out
+
+
+def to_toml(preds: list[Prediction]) -> str:
+    """Predictions back to TOML (one block per variant), so `attnscope guess` can save what was asked."""
+    lines: list[str] = ["# attnscope predictions: written before the run", ""]
+    by_variant: dict[str, list[Prediction]] = {}
+    for p in preds:
+        by_variant.setdefault(p.variant, []).append(p)
+    for variant, ps in by_variant.items():
+        lines += ["[[predict]]", f'variant = "{variant}"']
+        for p in ps:
+            lines.append(f"{p.kind} = {_toml_value(p.expected)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, list):
+        return f"[{', '.join(_toml_value(x) for x in v)}]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return repr(v)
+
+
+# ---- measuring -----------------------------------------------------------------------------
+
+
+def measured_value(kind: str, expected: Any, r: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Any:
+    """The measured counterpart of one prediction, or None when nothing was measured."""
+    if kind == "kernels":
+        return r.get("num_kernels")
+    if kind == "memcpy":
+        return r.get("num_memcpy")
+    if kind == "hidden_copy":
+        return bool(r.get("hidden_copies")) if r.get("hidden_copies") is not None else None
+    if kind == "upcast":
+        return r.get("upcast_fp32")
+    if kind in ("tensor_cores", "mask_rebuilt"):
+        return r.get(kind)
+    if kind in ("gpu_us", "cpu_us"):
+        return r.get("gpu_time_us" if kind == "gpu_us" else "cpu_time_us")
+    if kind == "peak_memory_mib":
+        b = r.get("peak_memory_bytes")
+        return round(b / MIB, 1) if b is not None else None
+    if kind == "occupancy_pct":
+        k = main_kernel(r)
+        return k.get("theoretical_occupancy_pct") if k else None
+    if kind == "backend":
+        return ran_backend(r)[0]
+    other = by_name.get(expected["variant"])
+    mine, theirs = timing_of(r), (timing_of(other) if other else None)
+    if mine is None or theirs is None:
+        return None
+    ratio = theirs[0] / mine[0] if kind == "faster_than" else mine[0] / theirs[0]
+    return round(ratio, 2)
+
+
+def matches(expected: Any, measured: Any, kind: str) -> bool:
+    target = expected["by"] if kind in ("faster_than", "slower_than") else expected
+    if isinstance(target, list):
+        return bool(target[0] <= measured <= target[1])
+    if kind in ("faster_than", "slower_than"):
+        return bool(measured >= target)
+    return bool(measured == target)
+
+
+# ---- verdicts ------------------------------------------------------------------------------
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    if isinstance(v, list):
+        return f"{_fmt(v[0])}–{_fmt(v[1])}"
+    if isinstance(v, dict):
+        return f"{'≥ ' if not isinstance(v['by'], list) else ''}{_fmt(v['by'])}× vs {v['variant']}"
+    return str(v)
+
+
+def kernel_accounting(r: dict[str, Any]) -> str:
+    """Where the kernels went: the insight-driven groups first, then the rest by category."""
+    ks = compute_kernels(r)
+    unit = "op" if r.get("device_kind") == "cpu" else "kernel"
+    taken: set[int] = set()
+    parts: list[str] = []
+    if r.get("upcast_fp32"):
+        conv = [k for k in ks if k["category"] == "copy"]
+        taken |= {id(k) for k in conv}
+        if conv:
+            parts.append(f"fp32 upcast ({len(conv)} dtype-conversion {unit}s)")
+    if r.get("mask_rebuilt"):
+        ops = list(r.get("mask_ops") or [])
+        mk = [
+            k
+            for k in ks
+            if id(k) not in taken and (k.get("launched_by") in ops or k["name"] in ops or "triu_tril" in k["name"])
+        ]
+        taken |= {id(k) for k in mk}
+        parts.append(f"mask rebuilt ({len(mk)}: {', '.join(o.removeprefix('aten::') for o in ops)})")
+    guard = [k for k in safe_softmax_kernels(r) if id(k) not in taken]
+    if guard:
+        taken |= {id(k) for k in guard}
+        names = sorted({(k.get("launched_by") or k["name"]).removeprefix("aten::") for k in guard})
+        parts.append(f"safe softmax ({len(guard)}: {', '.join(names)})")
+    rest: dict[str, int] = {}
+    for k in ks:
+        if id(k) not in taken:
+            rest[k["category"]] = rest.get(k["category"], 0) + 1
+    tail = ", ".join(f"{n} {c}" for c, n in sorted(rest.items(), key=lambda x: -x[1]))
+    return "; ".join(parts + ([f"the rest: {tail}"] if tail else []))
+
+
+def _insights_of(r: dict[str, Any], ids: tuple[str, ...]) -> list[dict[str, Any]]:
+    got = [i for i in r.get("insights") or [] if i["id"] in ids]
+    return sorted(got, key=lambda i: ids.index(i["id"]))
+
+
+def explain_miss(p: Prediction, r: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> str:
+    if p.kind == "kernels":
+        return kernel_accounting(r)
+    if p.kind in ("gpu_us", "cpu_us", "faster_than", "slower_than"):
+        found = [i for i in _insights_of(r, TIME_INSIGHTS) if i["severity"] != "info" or i["id"] == "sdpa_choice"]
+        if p.kind in ("faster_than", "slower_than") and p.expected["variant"] in by_name:
+            other = by_name[p.expected["variant"]]
+            found += [
+                dict(i, message=f"{other['variant']}: {i['message']}")
+                for i in _insights_of(other, TIME_INSIGHTS)
+                if i["severity"] != "info"
+            ][:1]
+        return "; ".join(i["message"] for i in found[:3]) or "no insight points at a cause"
+    found = _insights_of(r, EXPLAINED_BY.get(p.kind, ()))
+    if found:
+        return "; ".join(i["message"] for i in found[:2])
+    return f"nothing in the trace shows {KINDS[p.kind][0]}"
+
+
+def check_predictions(preds: list[Prediction], results: list[dict[str, Any]]) -> list[Verdict]:
+    """One verdict per prediction, against JSON-shaped results that already carry their insights."""
+    by_name = {r["variant"]: r for r in results}
+    out: list[Verdict] = []
+    for p in preds:
+        head = f"{p.variant} {p.kind}: predicted {_fmt(p.expected)}"
+        r = by_name.get(p.variant)
+        if r is None or r.get("status") != "ok":
+            why = "not in this run" if r is None else f"{r['status']}: {r.get('reason')}"
+            out.append(Verdict(p, "unknown", None, f"{head}, measured nothing", why))
+            continue
+        m = measured_value(p.kind, p.expected, r, by_name)
+        if m is None:
+            out.append(
+                Verdict(p, "unknown", None, f"{head}, measured nothing", f"this result has no {KINDS[p.kind][0]}")
+            )
+            continue
+        shown = f"{_fmt(m)}×" if p.kind in ("faster_than", "slower_than") else _fmt(m)
+        if matches(p.expected, m, p.kind):
+            out.append(Verdict(p, "hit", m, f"{head}, measured {shown}"))
+        else:
+            out.append(Verdict(p, "miss", m, f"{head}, measured {shown}", explain_miss(p, r, by_name)))
+    return out
