@@ -229,6 +229,12 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _op_label(k: dict[str, Any]) -> str:
+    """The aten op a kernel stands for: itself on CPU (a leaf op), its launcher on GPU."""
+    name = k["name"] if k["name"].startswith("aten::") else (k.get("launched_by") or k["name"])
+    return str(name).removeprefix("aten::")
+
+
 def kernel_accounting(r: dict[str, Any]) -> str:
     """Where the kernels went: the insight-driven groups first, then the rest by category."""
     ks = compute_kernels(r)
@@ -240,6 +246,12 @@ def kernel_accounting(r: dict[str, Any]) -> str:
         taken |= {id(k) for k in conv}
         if conv:
             parts.append(f"fp32 upcast ({len(conv)} dtype-conversion {unit}s)")
+    elif r.get("hidden_copies"):
+        copies = [k for k in ks if k["category"] == "copy"]  # on GPU the copy is a memcpy, not counted here
+        taken |= {id(k) for k in copies}
+        if copies:
+            causes = sorted({c["op"].removeprefix("aten::") for c in r["hidden_copies"]})
+            parts.append(f"hidden copy ({len(copies)}: by {', '.join(causes)})")
     if r.get("mask_rebuilt"):
         ops = list(r.get("mask_ops") or [])
         mk = [
@@ -252,7 +264,7 @@ def kernel_accounting(r: dict[str, Any]) -> str:
     guard = [k for k in safe_softmax_kernels(r) if id(k) not in taken]
     if guard:
         taken |= {id(k) for k in guard}
-        names = sorted({(k.get("launched_by") or k["name"]).removeprefix("aten::") for k in guard})
+        names = sorted({_op_label(k) for k in guard})
         parts.append(f"safe softmax ({len(guard)}: {', '.join(names)})")
     rest: dict[str, int] = {}
     for k in ks:
