@@ -5,15 +5,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attnscope.analysis.fingerprint import fingerprint
-from attnscope.trace import load_trace
+from attnscope.analysis.fingerprint import analyse
+from attnscope.trace import TraceError, load_trace, no_gc
 from attnscope.types import Case, Result, Timing
 
 
-def analyze(path: str | Path, variant: str | None = None) -> Result:
-    """The fingerprint of a trace captured anywhere; fields a trace cannot tell stay None."""
+def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:
+    """The fingerprint of a trace captured anywhere; fields a trace cannot tell stay None.
+
+    ``summary`` adds the model-scale ``trace_summary`` (categories, attention families,
+    launching ops, launch overhead, idle time, top copies and upcasts) to ``extra``.
+    ``require_gpu`` raises :class:`TraceError` for a trace without GPU events.
+    """
+    with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
+        return _analyze(path, variant, summary=summary, require_gpu=require_gpu)
+
+
+def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool) -> Result:
+    from attnscope.analysis.breakdown import summarize
+
     tr = load_trace(path)
-    fp = fingerprint(tr)
+    if tr.num_events == 0:
+        raise TraceError(f"{path}: the trace holds no events")
+    if require_gpu and not tr.has_gpu:
+        raise TraceError(
+            f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"
+            " or pass --cpu to fingerprint its CPU ops"
+        )
+    an = analyse(tr)
+    fp = an.fingerprint
+    extra = {"trace_summary": summarize(tr, an)} if summary and fp.device_kind == "gpu" else {}
     gpu_t = (
         Timing(
             fp.trace_gpu_time_us,
@@ -50,6 +71,7 @@ def analyze(path: str | Path, variant: str | None = None) -> Result:
         peak_memory_source="profiler [memory] events in the trace" if fp.trace_peak_memory_bytes is not None else None,
         trace_path=str(path),
         source="trace",
+        extra=extra,
     )
 
 

@@ -153,16 +153,60 @@ def cmd_variants(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from attnscope.api import analyze
+    from attnscope.batch import analyze_many, expand
+
+    results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=not args.cpu)
+    for e in errors:
+        print(f"attnscope: error: {e}", file=sys.stderr)
+    if not results:
+        return EXIT_USAGE
+    from attnscope.analysis.ranks import combine
     from attnscope.report.json import document, write_atomic
+    from attnscope.report.summary import render_overall, render_summary
     from attnscope.report.table import render
 
-    results = [analyze(p) for p in args.traces]
-    doc = document(None, results)
+    named = [(r.variant, r.extra["trace_summary"]) for r in results if "trace_summary" in r.extra]
+    overall = combine(named) if len(named) > 1 else None
+    doc = document(None, results, **({"overall": overall} if overall else {}))
     if args.json:
         write_atomic(args.json, doc)
-    render(doc, _console(), kernels=args.kernels, title="attnscope analyze")
-    return EXIT_OK
+    console = _console()
+    render(doc, console, kernels=args.kernels, title="attnscope analyze")
+    for r in doc["results"]:
+        render_summary(r, console, top=args.top)
+    if overall:
+        render_overall(overall, console)
+    if args.json:
+        console.print(f"  JSON written to {args.json}")
+    return EXIT_USAGE if errors else EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from attnscope.diff import diff, load_side
+
+    a, b = load_side(args.a), load_side(args.b)
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    if any(m not in ("gpu", "cpu") for m in metrics):
+        raise ValueError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
+    d = diff(a, b, threshold_pct=args.threshold, metrics=metrics)
+    if args.json:
+        from attnscope.report.json import SCHEMA_VERSION, write_atomic
+
+        write_atomic(
+            args.json,
+            {
+                "schema_version": SCHEMA_VERSION,
+                "tool": "attnscope",
+                "kind": "diff",
+                "a": str(args.a),
+                "b": str(args.b),
+                **d,
+            },
+        )
+    from attnscope.report.diff import render_diff
+
+    render_diff(d, _console(), title=f"attnscope diff: {args.a} → {args.b}")
+    return EXIT_FAIL if d["regressions"] else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,16 +230,26 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")
     g.set_defaults(func=_cmd_guess, guess=None)
 
-
     v = sub.add_parser("variants", help="list every variant and whether it can run here")
     _add_case_args(v)
     v.set_defaults(func=cmd_variants)
 
-    a = sub.add_parser("analyze", help="fingerprint Kineto trace files captured anywhere")
-    a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces")
+    a = sub.add_parser("analyze", help="fingerprint Kineto trace files captured anywhere (any size, many ranks)")
+    a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
     a.add_argument("--json", help="write the versioned JSON document here")
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
+    a.add_argument("--jobs", type=int, help="processes for several traces (default: one per core)")
+    a.add_argument("--top", type=int, default=10, help="rows in the top-kernel tables (default 10)")
+    a.add_argument("--cpu", action="store_true", help="accept traces without GPU events (fingerprint the CPU ops)")
     a.set_defaults(func=cmd_analyze)
+
+    d = sub.add_parser("diff", help="compare two result JSONs or two traces, variant by variant")
+    d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")
+    d.add_argument("b", help="candidate: an attnscope JSON document or a Kineto trace")
+    d.add_argument("--threshold", type=float, help="exit 1 when a time grows by more than this many percent")
+    d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
+    d.add_argument("--json", help="write the diff as JSON here")
+    d.set_defaults(func=cmd_diff)
     return p
 
 

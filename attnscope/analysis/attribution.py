@@ -57,8 +57,10 @@ class OpTree:
 
 
 def build_op_tree(ops: list[CpuOp]) -> OpTree:
-    order = sorted(range(len(ops)), key=lambda i: (str(ops[i].pid), str(ops[i].tid), ops[i].ts, -ops[i].dur))
-    sorted_ops = [ops[i] for i in order]
+    threads: dict[tuple[object, object], int] = {}
+    for op in ops:
+        threads.setdefault((op.pid, op.tid), len(threads))
+    sorted_ops = sorted(ops, key=lambda o: (threads[(o.pid, o.tid)], o.ts, -o.dur))
     n = len(sorted_ops)
     parent = [-1] * n
     children: list[list[int]] = [[] for _ in range(n)]

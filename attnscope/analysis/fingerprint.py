@@ -273,6 +273,7 @@ class Analysis:
     fingerprint: Fingerprint
     attribution: Attribution
     upcast_us: list[float | None]  # device time of each upcast's copy_ op, beside fp.upcasts
+    window: tuple[float, float] | None  # the attnscope::call span, None for a whole trace
 
 
 def fingerprint(trace: Trace) -> Fingerprint:
@@ -324,4 +325,5 @@ def analyse(trace: Trace) -> Analysis:
         notes=tuple(notes),
     )
     upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
-    return Analysis(fp, att, upcast_us)
+    win = _window(trace)
+    return Analysis(fp, att, upcast_us, (win[0], win[1]) if win else None)

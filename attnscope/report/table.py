@@ -11,6 +11,7 @@ from rich.text import Text
 from attnscope.report.explain import render_explanations
 
 MIB = 1024 * 1024
+MAX_COPY_LINES = 5
 
 
 def _fmt_us(t: dict[str, Any] | None) -> Text:
@@ -105,16 +106,22 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
         if r["status"] != "ok":
             lines.append(f"{r['variant']} {r['status']}: {r.get('reason')}")
     for r in doc["results"]:
-        for c in r.get("hidden_copies") or []:
-            ev = f", {c['device_event']} {c['duration_us']:.1f} µs" if c.get("device_event") else ""
+        copies = r.get("hidden_copies") or []
+        # A model-scale trace holds hundreds: its trace summary ranks them, here only the first few.
+        for c in copies[:MAX_COPY_LINES]:
+            ev = f", {c['device_event'][:80]} {c['duration_us']:.1f} µs" if c.get("device_event") else ""
             lines.append(
                 f"{r['variant']}: hidden copy of {c['bytes'] / MIB:,.1f} MiB by {c['copy_op']}, caused by {c['op']}{ev}"
             )
+        if len(copies) > MAX_COPY_LINES:
+            lines.append(f"{r['variant']}: ... {len(copies) - MAX_COPY_LINES} more hidden copies")
         ups = r.get("upcasts") or []
         if ups:
             ops = sorted({u["op"] for u in ups})
+            more = f" and {len(ops) - MAX_COPY_LINES} more ops" if len(ops) > MAX_COPY_LINES else ""
             lines.append(
-                f"{r['variant']}: {len(ups)} fp32 upcast(s) of {ups[0]['src_dtype']} inputs inside {', '.join(ops)}"
+                f"{r['variant']}: {len(ups)} fp32 upcast(s) of {ups[0]['src_dtype']} inputs inside "
+                f"{', '.join(ops[:MAX_COPY_LINES])}{more}"
             )
         if r.get("mask_rebuilt"):
             lines.append(f"{r['variant']}: causal mask rebuilt inside the call ({', '.join(r['mask_ops'])})")

@@ -1,0 +1,94 @@
+"""Terminal rendering of ``attnscope diff``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+MIB = 1024 * 1024
+
+
+def _time(d: dict[str, Any], threshold: float | None) -> Text:
+    if d["a"] is None and d["b"] is None:
+        return Text("—", style="dim")
+    a = f"{d['a']:,.1f}" if d["a"] is not None else "—"
+    b = f"{d['b']:,.1f}" if d["b"] is not None else "—"
+    if d["delta_pct"] is None:
+        return Text(f"{a} → {b}")
+    style = ""
+    if threshold is not None and d["delta_pct"] > threshold:
+        style = "bold red"
+    elif d["delta_pct"] < -5:
+        style = "green"
+    return Text(f"{a} → {b} ({d['delta_pct']:+.1f}%)", style=style)
+
+
+def _mem(d: dict[str, Any]) -> str:
+    if d["a"] is None and d["b"] is None:
+        return "—"
+    f = [f"{v / MIB:,.1f}" if v is not None else "—" for v in (d["a"], d["b"])]
+    return f"{f[0]} → {f[1]}"
+
+
+def _kernels(k: dict[str, Any]) -> str:
+    parts = [f"+{len(k['added'])}", f"-{len(k['removed'])}", f"~{len(k['renamed'])}"]
+    return " ".join(parts) if any(k[x] for x in ("added", "removed", "renamed")) else "same"
+
+
+def _flags(f: dict[str, Any]) -> str:
+    return "; ".join(f"{k}: {v['a']} → {v['b']}" for k, v in f.items()) or "—"
+
+
+def _short(name: str, n: int = 80) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+def detail_lines(v: dict[str, Any], top: int = 5) -> list[str]:
+    k = v["kernels"]
+    out = [f"{v['variant']}: + {_short(a['name'])} ({a['category']}, ×{a['count']})" for a in k["added"][:top]]
+    out += [f"{v['variant']}: - {_short(r['name'])} ({r['category']}, ×{r['count']})" for r in k["removed"][:top]]
+    out += [f"{v['variant']}: ~ {_short(r['from'], 60)} → {_short(r['to'], 60)}" for r in k["renamed"][:top]]
+    for c in v["categories"]:
+        if c["delta_pct"] is not None and abs(c["delta_pct"]) >= 5 and abs(c["delta"] or 0) >= 1:
+            out.append(
+                f"{v['variant']}: {c['category']} GPU time {c['a']:,.1f} → {c['b']:,.1f} µs ({c['delta_pct']:+.1f}%)"
+            )
+    return out
+
+
+def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
+    th = d["threshold_pct"]
+    t = Table(title=title, header_style="bold")
+    for col in ("variant", "GPU µs", "CPU µs", "peak MiB", "kernels +/-/~", "flags changed"):
+        t.add_column(col, overflow="fold")
+    for v in d["variants"]:
+        t.add_row(
+            v["variant"] + (" ~" if v["noisy"] else ""),
+            _time(v["gpu_time_us"], th),
+            _time(v["cpu_time_us"], th),
+            _mem(v["peak_memory_bytes"]),
+            _kernels(v["kernels"]),
+            _flags(v["flags"]),
+        )
+    console.print(t)
+    for v in d["variants"]:
+        for line in detail_lines(v):
+            console.print(f"  • {line}", highlight=False, soft_wrap=True)
+    for side, names in (("A", d["only_in_a"]), ("B", d["only_in_b"])):
+        if names:
+            console.print(f"  • only in {side}: {', '.join(names)}", highlight=False)
+    if th is not None:
+        if d["regressions"]:
+            for r in d["regressions"]:
+                console.print(
+                    f"  [bold red]✗ {r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} "
+                    f"(+{r['delta_pct']:.1f}% > {th:g}%)[/bold red]",
+                    highlight=False,
+                )
+        else:
+            console.print(f"  ✓ no time regression above {th:g}%", highlight=False)
+    if any(v["noisy"] for v in d["variants"]):
+        console.print("  '~' marks a variant with a noisy timing on either side (IQR/median > 10%)", highlight=False)

@@ -1,0 +1,164 @@
+"""Terminal rendering of ``trace_summary`` (one trace) and ``overall`` (several ranks).
+
+Reads the JSON-shaped dicts only, so a saved document renders the same as a fresh one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+MIB = 1024 * 1024
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1000:,.2f} ms" if v >= 10_000 else f"{v:,.1f} µs"
+
+
+def _short(name: str, n: int = 90) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+def categories_table(rows: list[dict[str, Any]], title: str) -> Table:
+    t = Table(title=title, header_style="bold")
+    for col, j in (("category", "left"), ("kernels", "right"), ("GPU time", "right"), ("share", "right")):
+        t.add_column(col, justify=j)  # type: ignore[arg-type]
+    for c in rows:
+        if c["num_kernels"]:
+            t.add_row(c["category"], f"{c['num_kernels']:,}", _us(c["time_us"]), f"{c['share_pct']:.1f}%")
+    return t
+
+
+def families_table(rows: list[dict[str, Any]], title: str) -> Table:
+    t = Table(title=title, header_style="bold")
+    for col in ("family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel"):
+        t.add_column(col, overflow="fold")
+    for f in rows:
+        calls = f"{f['num_forward_calls']}/{f['num_backward_calls']}" if "num_forward_calls" in f else ""
+        t.add_row(
+            f["family"],
+            ", ".join(f.get("implementations") or []),
+            f"{f['num_kernels']:,}",
+            calls,
+            _us(f["time_us"]),
+            f"{f['share_pct']:.1f}%",
+            _short((f.get("kernels") or [""])[0], 70),
+        )
+    return t
+
+
+def top_kernels_table(rows: list[dict[str, Any]], title: str) -> Table:
+    t = Table(title=title, header_style="bold")
+    for col in ("kernel", "category", "calls", "GPU time", "share", "launched by"):
+        t.add_column(col, overflow="fold")
+    for k in rows:
+        by = ", ".join(f"{b['op']} ×{b['count']}" for b in k["launched_by"])
+        cat = k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else "")
+        t.add_row(_short(k["name"]), cat, f"{k['num_calls']:,}", _us(k["time_us"]), f"{k['share_pct']:.1f}%", by)
+    return t
+
+
+def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
+    d = launch["launch_to_start_us"]
+    apis = ", ".join(f"{a['name']} ×{a['num']:,} {_us(a['total_us'])}" for a in launch["runtime_calls"][:4])
+    linked = sum(att.values()) - att.get("none", 0)
+    return [
+        f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
+        f"(correlation {att.get('correlation', 0):,}, by time on the thread {att.get('time', 0):,}, "
+        f"External id {att.get('external_id', 0):,})",
+        f"runtime calls: {_us(launch['runtime_total_us'])} in all; {apis}",
+        f"launch → kernel start: median {_us(d['p50_us'])}, p95 {_us(d['p95_us'])}, max {_us(d['max_us'])}; "
+        f"{launch['num_shorter_than_launch']:,} GPU events ran shorter than their launch call",
+    ]
+
+
+def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
+    if not idle:
+        return []
+    out = []
+    for d in idle["devices"]:
+        buckets = ", ".join(f"{k} {v:,}" for k, v in d["gaps_by_length"].items())
+        out.append(
+            f"GPU {d['device']}: busy {_us(d['busy_us'])} of {_us(d['span_us'])}, idle {d['idle_pct']:.1f}% "
+            f"in {d['num_gaps']:,} gaps ({buckets})"
+        )
+        for g in d["largest_gaps"][:3]:
+            out.append(f"   gap of {_us(g['gap_us'])} at +{_us(g['after_us'])} before {_short(g['next'], 70)}")
+    return out
+
+
+def _offender_lines(s: dict[str, Any], top: int) -> list[str]:
+    out = []
+    hc, up = s["hidden_copies"], s["upcasts"]
+    if hc["num"]:
+        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {_us(hc['time_us'])} on the GPU")
+        for c in hc["top"][:top]:
+            out.append(
+                f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {c['bytes'] / MIB:,.1f} MiB, "
+                f"{_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
+            )
+    if up["num"]:
+        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {_us(up['time_us'])}")
+        for u in up["top"][:top]:
+            out.append(
+                f"   {u['count']:,}× {u['src_dtype']} → {u['dst_dtype']} inside {u['op']}: "
+                f"{u['bytes'] / MIB:,.1f} MiB, {_us(u['time_us'])}"
+            )
+    return out
+
+
+def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> None:
+    s = r.get("trace_summary")
+    if not s:
+        return
+    name = r["variant"] + (f" (rank {s['rank']})" if s.get("rank") is not None else "")
+    console.print()
+    console.print(
+        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
+        f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events"
+        + (
+            f", [yellow]{s['num_skipped_events']:,} malformed events skipped[/yellow]"
+            if s["num_skipped_events"]
+            else ""
+        )
+    )
+    console.print(categories_table(s["categories"], f"{r['variant']}: GPU time by category"))
+    if s["attention_families"]:
+        console.print(families_table(s["attention_families"], f"{r['variant']}: attention"))
+    console.print(top_kernels_table(s["top_kernels"][:top], f"{r['variant']}: top kernels and their launching ops"))
+    for line in _launch_lines(s["launch"], s["attribution"]) + _idle_lines(s["idle"]) + _offender_lines(s, 5):
+        console.print(f"  • {line}", highlight=False, soft_wrap=True)
+
+
+def render_overall(o: dict[str, Any], console: Console) -> None:
+    t = Table(title=f"{o['num_ranks']} ranks", header_style="bold")
+    cols = ("rank", "trace", "GPU events", "GPU time", "busy", "idle", "attention", "comm.", "hidden copy", "upcasts")
+    for col in cols:
+        t.add_column(col, justify="left" if col == "trace" else "right")
+    for p in o["per_rank"]:
+        t.add_row(
+            str(p["rank"]),
+            p["variant"],
+            f"{p['num_gpu_events']:,}",
+            _us(p["gpu_time_us"]),
+            _us(p["busy_us"]),
+            f"{p['idle_pct']:.1f}%" if p.get("idle_pct") is not None else "—",
+            f"{p['attention_share_pct']:.1f}%",
+            f"{p['communication_share_pct']:.1f}%",
+            f"{p['hidden_copy_bytes'] / MIB:,.1f} MiB",
+            f"{p['num_upcasts']:,}",
+        )
+    console.print()
+    console.print(t)
+    console.print(categories_table(o["categories"], "all ranks: GPU time by category"))
+    b = o.get("busy_us")
+    if b:
+        console.print(
+            f"  • GPU busy time per rank: {_us(b['min'])} (rank {b['min_rank']}) to {_us(b['max'])} "
+            f"(rank {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean",
+            highlight=False,
+        )
