@@ -1,0 +1,133 @@
+"""Torch on CPU, kept small: sdpa_why in torch's words, `run --guess --strict`, and `attnscope guess`
+driven through a pseudo-terminal the way a person types."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from attnscope.cli import main
+
+pytestmark = pytest.mark.slow
+ATTNSCOPE = Path(sys.executable).parent / "attnscope"
+SMALL = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "128", "--budget", "0.02", "--no-peak"]
+
+
+def test_sdpa_why_on_cpu_uses_torchs_own_check():
+    import torch
+
+    from attnscope.variants.sdpa_why import explain
+
+    q = k = torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
+    v = torch.randn(1, 2, 16, 32, dtype=torch.bfloat16)
+    why = explain(q, k, v, is_causal=True)
+    assert why["chosen"] == "math" and why["order"] == ["flash", "math"]
+    flash = why["checks"][0]
+    assert flash["backend"] == "flash" and not flash["usable"]
+    assert flash["reasons"] == ["head dims differ (q 64, k 64, v 32)"]
+    assert "Value.size(-1): 32" in flash["torch_messages"][0]
+    ok = explain(q, k, k, is_causal=True)
+    assert ok["chosen"] == "flash" and ok["checks"][0]["usable"]
+
+
+def test_forced_backend_skip_row_carries_the_reason():
+    from attnscope.cases import make_case
+    from attnscope.runner import make_inputs
+    from attnscope.variants import REGISTRY, Unsupported
+
+    case = make_case("cpu", batch=1, heads=2, seq_q=16)
+    x = make_inputs(case, 0)
+    x.v = x.v[..., :32].contiguous()
+    with pytest.raises(Unsupported, match=r"FLASH_ATTENTION refused: flash: head dims differ \(q 64, k 64, v 32\)"):
+        REGISTRY["sdpa_flash"].prepare(case, x)
+
+
+def test_run_guess_strict_exits_1_on_a_miss_and_saves_verdicts(tmp_path):
+    guess = tmp_path / "guess.toml"
+    guess.write_text(
+        '[[predict]]\nvariant = "naive"\nhidden_copy = true\n\n'
+        '[[predict]]\nvariant = "naive_inplace"\nhidden_copy = true\n\n'
+        '[[predict]]\nvariant = "sdpa_default"\nbackend = "flash"\n'
+    )
+    out = tmp_path / "r.json"
+    rc = main(
+        [
+            "run",
+            *SMALL,
+            "--variants",
+            "naive,naive_inplace,sdpa_default",
+            "--guess",
+            str(guess),
+            "--strict",
+            "--json",
+            str(out),
+        ]
+    )
+    assert rc == 1
+    doc = json.loads(out.read_text())
+    assert [v["outcome"] for v in doc["verdicts"]] == ["hit", "miss", "hit"]
+    assert len(doc["predictions"]) == 3
+    by = {r["variant"]: r for r in doc["results"]}
+    assert "hidden_copy" in {i["id"] for i in by["naive"]["insights"]}
+    assert by["sdpa_default"]["sdpa_why"]["chosen"] == "flash"
+    assert doc["recommendation"]["best"] in by
+
+
+def test_run_guess_rejects_bad_file_before_running(tmp_path, capsys):
+    guess = tmp_path / "guess.toml"
+    guess.write_text('[[predict]]\nvariant = "sdpa_math"\nkernels = 5\n')
+    rc = main(["run", *SMALL, "--variants", "naive", "--guess", str(guess)])
+    assert rc == 2
+    assert "sdpa_math, which this run does not include" in capsys.readouterr().err
+
+
+def _read_until(fd: int, needle: bytes, buf: bytearray, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while needle not in buf:
+        left = end - time.monotonic()
+        assert left > 0, f"timed out waiting for {needle!r}; got:\n{buf.decode(errors='replace')}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            assert chunk, f"process ended before {needle!r}; got:\n{buf.decode(errors='replace')}"
+            buf += chunk
+
+
+def test_guess_interactive_through_a_pty(tmp_path):
+    saved = tmp_path / "answers.toml"
+    argv = [str(ATTNSCOPE), "guess", *SMALL, "--variants", "naive,sdpa_math,sdpa_default", "--save", str(saved)]
+    pid, fd = pty.fork()
+    if pid == 0:  # child: the CLI, as a person would start it
+        os.environ.update(KINETO_LOG_LEVEL="6", COLUMNS="200")
+        os.execv(argv[0], argv)
+    buf = bytearray()
+    # naive kernels, naive hidden copy, math kernels, math slower-than-naive, math upcast, default backend
+    for prompt, answer in [
+        (b"naive launch", b"5"),
+        (b"behind your back", b"no"),
+        (b"sdpa_math launch", b"lots"),
+        (b"could not read", b"5"),
+        (b"slower than naive", b""),
+        (b"upcast", b"y"),
+        (b"default SDPA pick", b"math"),
+    ]:
+        _read_until(fd, prompt, buf)
+        os.write(fd, answer + b"\r")
+    _read_until(fd, b"every miss is an insight", buf, timeout=120)
+    _, status = os.waitpid(pid, 0)
+    out = buf.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "MISS" in out and "hit" in out
+    assert "naive hidden_copy: predicted no, measured yes" in out
+    assert "sdpa_default backend: predicted math, measured flash" in out
+    assert 'backend = "math"' in saved.read_text()
