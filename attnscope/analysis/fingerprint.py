@@ -223,6 +223,11 @@ def copies_and_upcasts_at(
     return copies, upcasts, upcast_at
 
 
+def _typed_copy(op: CpuOp) -> bool:
+    """A copy_ whose recorded types and shape let copies_and_upcasts judge it."""
+    return op.name == "aten::copy_" and len(op.input_types or []) >= 2 and bool(op.input_dims)
+
+
 def _orphan_dtod(att: Attribution, linked: set[int]) -> list[HiddenCopy]:
     """DtoD memcpys no typed copy_ op accounts for (e.g. traces without record_shapes)."""
     out = []
@@ -298,7 +303,7 @@ def analyse(trace: Trace) -> Analysis:
     records = gpu_kernel_records(att, limits) if gpu_side else cpu_kernel_records(tree)
     copies, upcasts, upcast_at = copies_and_upcasts_at(tree, by_op)
     if gpu_side:
-        linked = {id(g) for i, evs in by_op.items() if tree.ops[i].name == "aten::copy_" for g in evs}
+        linked = {id(g) for i, evs in by_op.items() if _typed_copy(tree.ops[i]) for g in evs}
         copies += _orphan_dtod(att, linked)
     mask_ops = sorted({o.name for o in ops if o.name in MASK_OPS})
     if not mask_ops and any("triu_tril" in r.name for r in records):

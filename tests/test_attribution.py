@@ -1,0 +1,156 @@
+"""Each attribution and model-scale rule pinned on a tiny synthetic trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnscope.analysis.breakdown import summarize
+from attnscope.analysis.fingerprint import analyse
+from attnscope.trace import trace_from_doc
+from tests.synth import doc, kernel, launch, op
+
+
+def _analyse(events):
+    tr = trace_from_doc(doc(events))
+    return tr, analyse(tr)
+
+
+def test_correlation_runtime_external_id_names_the_innermost_op():
+    # aten::linear [0,100] > aten::addmm [10,50] launches k1; aten::relu [60,30] launches k2
+    events = [
+        op("aten::linear", 0, 100, 1),
+        op("aten::addmm", 10, 50, 2),
+        op("aten::relu", 60, 30, 3),
+        launch(20, corr=11, ext=2),
+        launch(70, corr=12, ext=3),
+        kernel("gemm_kernel", 200, 10, corr=11, ext=999),  # its own External id is ignored: rule 1 wins
+        kernel("relu_kernel", 215, 5, corr=12),
+    ]
+    _, an = _analyse(events)
+    att = an.attribution
+    assert [att.launcher_of(k).name for k in range(2)] == ["aten::addmm", "aten::relu"]
+    assert att.rule == ["correlation", "correlation"]
+    assert [k.launched_by for k in an.fingerprint.kernels] == ["aten::addmm", "aten::relu"]
+
+
+def test_runtime_without_external_id_falls_back_to_nesting_by_time_on_its_thread():
+    events = [
+        op("aten::matmul", 0, 100, 1),
+        op("aten::mm", 10, 50, 2),
+        op("aten::other_thread_op", 0, 100, 5, tid=200),  # same times, other thread: never chosen
+        launch(30, corr=11, ext=None),  # inside aten::mm
+        launch(80, corr=12, ext=None),  # after aten::mm ended, still inside aten::matmul
+        kernel("k_in_mm", 200, 10, corr=11),
+        kernel("k_in_matmul", 220, 10, corr=12),
+    ]
+    _, an = _analyse(events)
+    att = an.attribution
+    assert [att.launcher_of(k).name for k in range(2)] == ["aten::mm", "aten::matmul"]
+    assert att.rule == ["time", "time"]
+
+
+def test_gpu_external_id_is_the_fallback_when_no_runtime_call_exists():
+    events = [op("aten::add", 0, 10, 7), kernel("add_kernel", 50, 3, corr=None, ext=7), kernel("lost", 60, 3, corr=44)]
+    _, an = _analyse(events)
+    assert an.attribution.rule == ["external_id", "none"]
+    assert [k.launched_by for k in an.fingerprint.kernels] == ["aten::add", None]
+
+
+def test_dtod_memcpy_without_typed_copy_is_a_hidden_copy_caused_by_the_op_above_the_copy():
+    events = [
+        op("aten::masked_fill", 0, 100, 1),
+        op("aten::clone", 5, 80, 2),
+        op("aten::copy_", 10, 60, 3),
+        launch(20, corr=11, ext=3, name="cudaMemcpyAsync"),
+        kernel("Memcpy DtoD (Device -> Device)", 100, 40, corr=11, cat="gpu_memcpy", bytes=1 << 20),
+        op("aten::to", 200, 50, 4),
+        op("aten::copy_", 210, 30, 5),
+        launch(215, corr=12, ext=5, name="cudaMemcpyAsync"),
+        kernel("Memcpy HtoD (Pageable -> Device)", 300, 10, corr=12, cat="gpu_memcpy", bytes=64),
+    ]
+    tr, an = _analyse(events)
+    (c,) = an.fingerprint.hidden_copies  # HtoD is a transfer, not a hidden copy
+    assert (c.op, c.copy_op, c.bytes, c.duration_us) == ("aten::masked_fill", "aten::copy_", 1 << 20, 40)
+    s = summarize(tr, an)
+    assert s["hidden_copies"]["top"][0]["op"] == "aten::masked_fill"
+    cats = {c["category"]: c["num_kernels"] for c in s["categories"]}
+    assert cats["memcpy"] == 2 and cats["gemm"] == 0
+
+
+def test_upcast_time_is_the_device_time_of_its_copy():
+    events = [
+        op("aten::_scaled_dot_product_attention_math", 0, 500, 1),
+        op("aten::to", 10, 50, 2),
+        op("aten::copy_", 20, 30, 3, **{"Input type": ["float", "c10::BFloat16"], "Input Dims": [[4, 8], [4, 8]]}),
+        launch(25, corr=11, ext=3),
+        kernel("bfloat16_copy_kernel_cuda", 100, 6, corr=11),
+        op("aten::bmm", 100, 50, 4),
+        launch(110, corr=12, ext=4),
+        kernel("sm80_xmma_gemm_f32f32_ffma", 120, 30, corr=12),
+    ]
+    tr, an = _analyse(events)
+    s = summarize(tr, an)
+    (u,) = s["upcasts"]["top"]
+    assert (u["op"], u["count"], u["bytes"], u["time_us"]) == ("aten::_scaled_dot_product_attention_math", 1, 128, 6)
+    # math is decomposed: both kernels belong to the math family through the op above them
+    (fam,) = s["attention_families"]
+    assert (fam["family"], fam["num_kernels"], fam["num_forward_calls"]) == ("math", 2, 1)
+
+
+def test_idle_gaps_merge_streams_and_launch_delay_is_kernel_start_minus_launch_start():
+    events = [op("aten::a", 0, 1000, 1)]
+    # stream 7: [100,150] [300,350]; stream 8: [140,200] overlaps; gap 200→300 is the only idle gap
+    for i, (ts, dur, stream) in enumerate([(100, 50, 7), (140, 60, 8), (300, 50, 7)]):
+        events += [launch(10 + i, corr=20 + i, ext=1, dur=2), kernel(f"k{i}", ts, dur, corr=20 + i, stream=stream)]
+    tr, an = _analyse(events)
+    s = summarize(tr, an)
+    (dev,) = s["idle"]["devices"]
+    assert (dev["span_us"], dev["busy_us"], dev["idle_us"], dev["num_gaps"]) == (250, 150, 100, 1)
+    assert dev["gaps_by_length"]["100us-1ms"] == 1
+    assert {(x["stream"], x["busy_us"]) for x in s["idle"]["streams"]} == {(7, 100), (8, 60)}
+    d = s["launch"]["launch_to_start_us"]
+    assert (d["num"], d["max_us"], d["p50_us"]) == (3, 300 - 12, 140 - 11)
+    assert s["launch"]["runtime_calls"][0] == {
+        "name": "cudaLaunchKernel",
+        "num": 3,
+        "total_us": 6,
+        "mean_us": 2,
+        "p50_us": 2,
+        "p95_us": 2,
+        "max_us": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "impl"),
+    [
+        (
+            "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>(pytorch_flash::Flash_fwd_params)",
+            "flash",
+            "FA2 (PyTorch bundled)",
+        ),
+        (
+            "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128>, false>(Flash_fwd_params)",
+            "flash",
+            "FA2 (flash-attn package)",
+        ),
+        (
+            "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>(...)",
+            "flash",
+            "FA3 (flash-attn, Hopper)",
+        ),
+        (
+            "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<...>::Params)",
+            "efficient",
+            "cutlass memory-efficient (PyTorch / xformers)",
+        ),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7", "cudnn", "cuDNN generated SDPA"),
+        ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*)", "cudnn", "cuDNN generated SDPA"),
+        ("triton_tem_fused_flex_attention_0", "flex", "FlexAttention (Triton template)"),
+    ],
+)
+def test_attention_kernel_names_map_to_families(name, family, impl):
+    from attnscope.analysis import kernels as K
+
+    assert K.attention_impl(name) == (family, impl)
+    assert K.classify_gpu(name) == "attention"

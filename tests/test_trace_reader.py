@@ -1,0 +1,137 @@
+"""The one trace reader: streaming fast path == whole-document path; every bad input is one clean line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from attnscope.cli import main
+from attnscope.trace import TraceError, load_trace, trace_from_doc
+from tests.rawtrace import H200, VARIANTS
+from tests.synth import doc, kernel, launch, op, write_kineto
+
+FIELDS = ("cpu_ops", "runtime", "gpu", "annotations", "memory", "device_properties", "num_events", "num_skipped")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_streaming_reader_equals_whole_document_parse(variant, tmp_path):
+    path = H200 / f"{variant}.json"
+    raw = json.loads(path.read_text())
+    ref = trace_from_doc(raw, str(path))
+    fast = load_trace(path)  # Kineto's layout: the streaming path
+    minified = tmp_path / "min.json"
+    minified.write_text(json.dumps(raw))  # any other layout: the whole-document path
+    whole = load_trace(minified)
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    zipped = load_trace(gz)
+    for f in FIELDS:
+        assert getattr(fast, f) == getattr(ref, f) == getattr(whole, f) == getattr(zipped, f), f
+    # and the counts are the raw file's own
+    assert len(fast.gpu) == sum(e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") for e in raw["traceEvents"])
+    assert len(fast.cpu_ops) == sum(e.get("cat") == "cpu_op" for e in raw["traceEvents"])
+    assert fast.num_events == len(raw["traceEvents"])
+
+
+def test_streaming_reader_handles_events_split_across_chunks(tmp_path, monkeypatch):
+    import attnscope.trace as T
+
+    monkeypatch.setattr(T, "_CHUNK", 97)  # every event straddles chunk boundaries
+    path = H200 / "sdpa_math.json"
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    ref = trace_from_doc(json.loads(path.read_text()), str(path))
+    for p in (path, gz):
+        tr = load_trace(p)
+        assert tr.gpu == ref.gpu and tr.cpu_ops == ref.cpu_ops and tr.num_events == ref.num_events
+
+
+def _broken_events():
+    return [
+        op("aten::mm", 0, 100, 1),
+        launch(10, corr=5, ext=1),
+        kernel("gemm", 200, 10, corr=5),
+        {"ph": "X", "cat": "kernel", "name": "no_ts", "dur": 3, "args": {}},  # missing ts
+        {"ph": "X", "cat": "cpu_op", "name": "aten::bad", "tid": 1, "ts": "soon", "dur": 1, "args": {}},
+    ]
+
+
+@pytest.mark.parametrize("layout", ["kineto", "minified"])
+def test_broken_events_are_skipped_and_counted(tmp_path, layout):
+    d = doc(_broken_events())
+    p = tmp_path / "t.json"
+    if layout == "kineto":
+        write_kineto(p, d)
+    else:
+        p.write_text(json.dumps(d))
+    tr = load_trace(p)
+    assert tr.num_skipped == 2 and len(tr.gpu) == 1 and len(tr.cpu_ops) == 1
+
+
+def test_an_unparseable_event_in_kineto_layout_is_skipped_not_fatal(tmp_path):
+    p = write_kineto(tmp_path / "t.json", doc(_broken_events()[:3]))
+    text = p.read_text().replace('"name": "gemm"', '"name": "gemm", "oops": ,', 1)
+    p.write_text(text)
+    tr = load_trace(p)
+    assert tr.num_skipped == 1 and len(tr.gpu) == 0 and len(tr.cpu_ops) == 1
+
+
+def _bad_inputs(tmp_path):
+    good = (H200 / "naive.json").read_bytes()
+    files = {
+        "missing": (tmp_path / "nope.json", None, "no such file"),
+        "empty": (tmp_path / "empty.json", b"", "empty file"),
+        "blank gzip": (tmp_path / "blank.json.gz", gzip.compress(b"  \n"), "empty file"),
+        "truncated": (tmp_path / "trunc.json", good[: len(good) // 2], "truncated"),
+        "truncated minified": (
+            tmp_path / "trunc_min.json",
+            json.dumps(json.loads(good))[:5000].encode(),
+            "not valid JSON",
+        ),
+        "corrupt gzip": (tmp_path / "bad.json.gz", b"\x1f\x8b\x08\x00garbage-not-deflate" * 3, "corrupt gzip"),
+        "truncated gzip": (tmp_path / "cut.json.gz", gzip.compress(good)[:2000], "corrupt gzip"),
+        "not kineto": (tmp_path / "list.json", b'{"results": [1, 2, 3]}', "not a Kineto trace"),
+        "json list": (tmp_path / "list2.json", b"[1, 2]", "not a Kineto trace"),
+        "no events": (tmp_path / "noev.json", b'{"traceEvents": []}', "no events"),
+        "no gpu": (tmp_path / "cpu.json", json.dumps(doc([op("aten::mm", 0, 10, 1)])).encode(), "no GPU events"),
+    }
+    for path, data, _ in files.values():
+        if data is not None:
+            path.write_bytes(data)
+    return files
+
+
+def test_every_bad_input_is_one_line_naming_the_file_with_exit_2(tmp_path, capsys):
+    for label, (path, _, problem) in _bad_inputs(tmp_path).items():
+        assert main(["analyze", str(path)]) == 2, label
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, (label, err)
+        assert str(path) in err and problem in err, (label, err)
+
+
+def test_load_trace_errors_are_trace_errors(tmp_path):
+    for label, (path, _, problem) in _bad_inputs(tmp_path).items():
+        if label in ("no events", "no gpu"):
+            continue  # readable traces: analyze refuses them, the reader does not
+        with pytest.raises(TraceError, match=problem):
+            load_trace(path)
+
+
+def test_one_bad_file_among_good_ones_still_analyses_the_rest(tmp_path, capsys):
+    bad = tmp_path / "empty.json"
+    bad.write_bytes(b"")
+    out = tmp_path / "o.json"
+    assert main(["analyze", str(H200 / "naive.json"), str(bad), "--json", str(out), "--jobs", "1"]) == 2
+    assert "empty.json: empty file" in capsys.readouterr().err
+    assert [r["variant"] for r in json.loads(out.read_text())["results"]] == ["naive"]
+
+
+def test_cpu_only_trace_is_accepted_with_cpu_flag(tmp_path):
+    p = tmp_path / "cpu.json"
+    p.write_text(json.dumps(doc([op("aten::mm", 0, 10, 1, **{"Input Dims": [[2, 2], [2, 2]]})])))
+    out = tmp_path / "o.json"
+    assert main(["analyze", str(p), "--cpu", "--json", str(out)]) == 0
+    (r,) = json.loads(out.read_text())["results"]
+    assert r["device_kind"] == "cpu" and "trace_summary" not in r
