@@ -227,3 +227,17 @@ def test_every_number_in_a_message_is_in_its_evidence(source):
                 assert _traceable(float(shown.replace(",", "")), pool, shown), (i["id"], shown, i["message"])
                 checked += 1
     assert checked > 20
+
+
+def test_sdpa_why_short_reasons_from_real_torch_211_messages():
+    """explain() output captured on the H200 (torch 2.11, cuDNN 9.19): order, choice, and torch's words."""
+    from attnscope.variants.sdpa_why import shorten
+
+    why = json.loads((H200 / "sdpa_why_torch211.json").read_text())
+    assert why["default"]["order"] == ["cudnn", "flash", "efficient", "math"]
+    assert why["default"]["chosen"] == "cudnn" and why["d512"]["chosen"] == "efficient"
+    for case in why.values():
+        for c in case["checks"]:
+            assert [shorten(m) for m in c["torch_messages"]] == c["reasons"]
+    flash_512 = next(c for c in why["d512"]["checks"] if c["backend"] == "flash")
+    assert flash_512["reasons"] == ["head_dim 512 > 256"]

@@ -103,8 +103,8 @@ def _refusal(case: Case, x: Inputs, backend_attr: str, err: Unsupported) -> Unsu
     why = _why(case, x)
     name = BACKEND_OF_FORCED[backend_attr]
     reasons = reasons_for(why, name)
-    if not reasons:
-        return err
+    if not reasons or reasons == ["rejected (torch gave no reason)"]:
+        return err  # the trial's own warnings are then the best words we have
     msgs: list[str] = next((c["torch_messages"] for c in why["checks"] if c["backend"] == name), [])
     detail = f" (torch: {'; '.join(msgs)})" if msgs else ""
     return Unsupported(f"{backend_attr} refused: {name}: {'; '.join(reasons)}{detail}"[:600])

@@ -12,8 +12,13 @@ The output is plain data (JSON-ready), stored on the Result as ``extra["sdpa_why
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 BACKEND_BY_INDEX = {0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
@@ -111,14 +116,40 @@ def sdpa_params(q: Any, k: Any, v: Any, is_causal: bool, enable_gqa: bool) -> An
         return cls(q, k, v, None, 0.0, is_causal)
 
 
+@contextlib.contextmanager
+def _stderr_lines() -> Iterator[list[str]]:
+    """Lines written to fd 2 inside the block.  torch.backends.cuda.can_use_*(debug=True) emit their
+    TORCH_WARNs through c10's logger on stderr, not as Python warnings (seen on torch 2.11, H200)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    lines: list[str] = []
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            lines.extend(tmp.read().decode(errors="replace").splitlines())
+
+
+_LOGGED = re.compile(r"Warning: (.*?)(?: \(function [^)]*\))?\s*$")
+
+
 def _check(name: str, fn: Any) -> dict[str, Any]:
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _stderr_lines() as logged:
         warnings.simplefilter("always")
         try:
             usable = bool(fn())
         except RuntimeError as e:  # a forced backend that cannot run raises "No available kernel"
             usable = False
             caught.append(warnings.WarningMessage(str(e), RuntimeWarning, "", 0))
+    for line in logged:
+        m = _LOGGED.search(line)
+        if m:
+            caught.append(warnings.WarningMessage(m[1], RuntimeWarning, "", 0))
     msgs = [] if usable else [m for m in torch_messages(caught) if "No available kernel" not in m]
     return {"backend": name, "usable": usable, "reasons": [shorten(m) for m in msgs], "torch_messages": msgs}
 
