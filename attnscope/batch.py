@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from attnscope.trace import TraceError
@@ -60,6 +58,9 @@ def analyze_many(
     if workers == 1:
         outs = [_one(p, require_gpu) for p in paths]
     else:
+        import multiprocessing  # only here: its import is a tenth of a one-trace run's budget
+        from concurrent.futures import ProcessPoolExecutor
+
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:

@@ -153,6 +153,13 @@ def cmd_variants(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from attnscope.trace import no_gc
+
+    with no_gc():  # a short process holding ~10^5 objects: full collections only cost time
+        return _analyze_cmd(args)
+
+
+def _analyze_cmd(args: argparse.Namespace) -> int:
     from attnscope.batch import analyze_many, expand
 
     results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=not args.cpu)

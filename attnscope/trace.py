@@ -31,20 +31,61 @@ class TraceError(ValueError):
     """A trace file that cannot be analysed; the message is one line naming the file."""
 
 
-@dataclass(slots=True)
 class CpuOp:
-    name: str
-    tid: int | str
-    ts: float
-    dur: float
-    ext_id: int | None
-    input_dims: list[Any] | None
-    input_types: list[str] | None
-    pid: int | str = 0
+    """One aten op.  ``input_dims``/``input_types`` (record_shapes) are parsed on first use:
+    a training step holds 10^5 ops and the analysis reads the shapes of a few copies."""
+
+    __slots__ = ("_input_dims", "_input_types", "_raw", "dur", "ext_id", "name", "pid", "tid", "ts")
+
+    def __init__(
+        self,
+        name: str,
+        tid: int | str,
+        ts: float,
+        dur: float,
+        ext_id: int | None,
+        input_dims: list[Any] | None = None,
+        input_types: list[str] | None = None,
+        pid: int | str = 0,
+        raw: bytes | None = None,  # the args members (JSON, from ","), when the shapes are still to be read
+    ) -> None:
+        self.name, self.tid, self.ts, self.dur, self.ext_id, self.pid = name, tid, ts, dur, ext_id, pid
+        self._input_dims, self._input_types, self._raw = input_dims, input_types, raw
 
     @property
     def end(self) -> float:
         return self.ts + self.dur
+
+    @property
+    def input_dims(self) -> list[Any] | None:
+        if self._raw is not None:
+            self._read_shapes()
+        return self._input_dims
+
+    @property
+    def input_types(self) -> list[str] | None:
+        if self._raw is not None:
+            self._read_shapes()
+        return self._input_types
+
+    def _read_shapes(self) -> None:
+        raw, self._raw = self._raw, None
+        try:
+            a = orjson.loads(b'{"":0' + raw + b"}") if raw else {}
+            self._input_dims, self._input_types = a.get("Input Dims"), a.get("Input type")
+        except (orjson.JSONDecodeError, AttributeError):
+            pass  # shapes unreadable: the op stays, without shapes
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.name, self.tid, self.ts, self.dur, self.ext_id, self.input_dims, self.input_types, self.pid)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CpuOp) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"CpuOp(name={self.name!r}, tid={self.tid!r}, ts={self.ts}, dur={self.dur}, ext_id={self.ext_id})"
 
 
 @dataclass(slots=True)
@@ -271,8 +312,66 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes]) -
     return tr
 
 
-def _scan(tr: Trace, buf: bytes, stop: int, names: dict[str, str]) -> None:
-    """Parse the wanted events of ``buf[:stop]`` (whole events, separated by ``_SEP``)."""
+# Kineto's own layout of a whole cpu_op event (args on one line): read in bulk by one findall,
+# the shapes kept as the args text and parsed only when asked for (CpuOp.input_dims).
+_FAST_OP = re.compile(
+    rb'\{\n    "ph": "X", "cat": "cpu_op", "name": "([^"\\]*(?:\\.[^"\\]*)*)", "pid": (-?\d+), "tid": (-?\d+),\n'
+    rb'    "ts": (-?\d+(?:\.\d*)?), "dur": (-?\d+(?:\.\d*)?)'
+    rb'(?:,\n    "args": \{\n      (?:"External id": (\d+))?([^\n]*)\n    \})?\n  \}'
+)
+# Start of any other wanted event in that layout; each is cut at its closing line and parsed.
+_OTHER_START = re.compile(
+    rb'\{\n    "ph": "[^"]*", "cat": "(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|'
+    rb'user_annotation|gpu_user_annotation|cpu_instant_event)"'
+)
+_WANTED_CAT = re.compile(rb'"cat":\s*"(' + b"|".join(sorted(_WANTED)) + rb')"')
+_RUNTIME_HEAD = re.compile(
+    rb'\{\n    "ph": "X", "cat": "cuda_(?:runtime|driver)", "name": "([^"\\]*(?:\\.[^"\\]*)*)", '
+    rb'"pid": (-?\d+), "tid": (-?\d+),\n    "ts": (-?\d+(?:\.\d*)?), "dur": (-?\d+(?:\.\d*)?)'
+    rb'(?:,\n    "args": \{\n      "External id": (\d+))?'
+)
+_CORR = re.compile(rb'"correlation": (\d+)')
+
+
+def _name(names: dict[Any, str], nm: bytes) -> str:
+    name = names.get(nm)
+    if name is None:
+        name = names[nm] = orjson.loads(b'"' + nm + b'"') if b"\\" in nm else nm.decode()
+    return name
+
+
+def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
+    """Read the wanted events of ``buf[:stop]`` (whole events); bulk regexes, checked by counting."""
+    ops = _FAST_OP.findall(buf, 0, stop)
+    starts = list(_OTHER_START.finditer(buf, 0, stop))
+    wanted = _WANTED_CAT.findall(buf, 0, stop)
+    n_instant = sum(m.group(1) == b"cpu_instant_event" for m in starts)
+    if len(wanted) != len(ops) + len(starts) or buf.count(b'"[memory]"', 0, stop) > n_instant:
+        _scan_each(tr, buf, stop, names)  # an event in another layout: take them one by one
+        return
+    tr.num_events += buf.count(_SEP, 0, stop) + 1
+    append, get = tr.cpu_ops.append, names.get
+    for nm, pid, tid, ts, dur, ext, rest in ops:
+        name = get(nm) or _name(names, nm)
+        # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
+        raw = (b"," + rest if not ext else rest) if rest else None
+        append(CpuOp(name, int(tid), float(ts), float(dur), int(ext) if ext else None, None, None, int(pid), raw))
+    find, loads = buf.find, orjson.loads
+    for m in starts:
+        start = m.start()
+        end = find(b"\n  }", m.end(), stop + 4) + 4
+        h = _RUNTIME_HEAD.match(buf, start, end) if m.group(1) in (b"cuda_runtime", b"cuda_driver") else None
+        if h is not None:
+            _add_runtime(tr, buf, h, end, names)
+            continue
+        try:
+            _add_event(tr, loads(buf[start:end]), names)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            tr.num_skipped += 1
+
+
+def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
+    """One event at a time: cut at the separators, parse the wanted ones with orjson."""
     start = 0
     find, search, loads, wanted = buf.find, _CAT.search, orjson.loads, _WANTED
     nsep = len(_SEP)
@@ -280,13 +379,22 @@ def _scan(tr: Trace, buf: bytes, stop: int, names: dict[str, str]) -> None:
         end = find(_SEP, start, stop)
         end = stop if end < 0 else end + 4
         tr.num_events += 1
-        m = search(buf, start, end)
-        if (m is not None and m.group(1) in wanted) or (m is None and buf.find(b'"[memory]"', start, end) >= 0):
+        c = search(buf, start, end)
+        if (c is not None and c.group(1) in wanted) or (c is None and find(b'"[memory]"', start, end) >= 0):
             try:
                 _add_event(tr, loads(buf[start:end]), names)
             except (KeyError, TypeError, ValueError, AttributeError):
                 tr.num_skipped += 1
         start = end + nsep - 5  # the next event's "{"
+
+
+def _add_runtime(tr: Trace, buf: bytes, m: re.Match[bytes], end: int, names: dict[Any, str]) -> None:
+    nm, pid, tid, ts, dur, ext = m.groups()
+    c = _CORR.search(buf, m.end(), end)
+    corr = int(c.group(1)) if c is not None else None
+    tr.runtime.append(
+        RuntimeCall(_name(names, nm), int(tid), float(ts), float(dur), corr, int(ext) if ext else None, int(pid))
+    )
 
 
 def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:

@@ -57,14 +57,18 @@ class OpTree:
 
 
 def build_op_tree(ops: list[CpuOp]) -> OpTree:
-    threads: dict[tuple[object, object], int] = {}
+    # Per thread, by start, longest first: a parent comes before the children that start with it.
+    by_thread: dict[tuple[object, object], list[CpuOp]] = {}
     for op in ops:
-        threads.setdefault((op.pid, op.tid), len(threads))
-    sorted_ops = sorted(ops, key=lambda o: (threads[(o.pid, o.tid)], o.ts, -o.dur))
+        by_thread.setdefault((op.pid, op.tid), []).append(op)
+    sorted_ops: list[CpuOp] = []
+    for same in by_thread.values():
+        same.sort(key=lambda o: (o.ts, -o.dur))
+        sorted_ops += same
     n = len(sorted_ops)
     parent = [-1] * n
     children: list[list[int]] = [[] for _ in range(n)]
-    by_thread: dict[tuple[object, object], tuple[list[float], list[int]]] = {}
+    thread_index: dict[tuple[object, object], tuple[list[float], list[int]]] = {}
     stack: list[int] = []
     last: object = object()
     ends = [op.ts + op.dur for op in sorted_ops]
@@ -75,7 +79,7 @@ def build_op_tree(ops: list[CpuOp]) -> OpTree:
         if key != last:
             stack = []
             last = key
-            starts, idx = by_thread.setdefault(key, ([], []))
+            starts, idx = thread_index.setdefault(key, ([], []))
         end = ends[i]
         while stack and ends[stack[-1]] < end - 1e-3:
             stack.pop()
@@ -86,7 +90,7 @@ def build_op_tree(ops: list[CpuOp]) -> OpTree:
         starts.append(op.ts)
         idx.append(i)
     by_ext = {op.ext_id: i for i, op in enumerate(sorted_ops) if op.ext_id is not None}
-    return OpTree(sorted_ops, parent, children, by_ext, by_thread)
+    return OpTree(sorted_ops, parent, children, by_ext, thread_index)
 
 
 @dataclass

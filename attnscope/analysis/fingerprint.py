@@ -305,12 +305,15 @@ def analyse(trace: Trace) -> Analysis:
     if gpu_side:
         linked = {id(g) for i, evs in by_op.items() if _typed_copy(tree.ops[i]) for g in evs}
         copies += _orphan_dtod(att, linked)
-    mask_ops = sorted({o.name for o in ops if o.name in MASK_OPS})
+    op_names = {o.name for o in ops}
+    mask_ops = sorted(op_names & MASK_OPS)
     if not mask_ops and any("triu_tril" in r.name for r in records):
         mask_ops = ["triu_tril_kernel"]
-    backend = next((K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS), None)
+    backend = None
+    if not op_names.isdisjoint(K.SDPA_BACKEND_OPS):
+        backend = next(K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS)
     if window_us is None and ops:
-        window_us = max(o.end for o in ops) - min(o.ts for o in ops)
+        window_us = max(o.ts + o.dur for o in ops) - min(o.ts for o in ops)
     fp = Fingerprint(
         kernels=tuple(records),
         num_kernels=sum(1 for r in records if r.category not in ("memcpy", "memset")),

@@ -1,0 +1,122 @@
+"""Wall time and peak RSS of ``attnscope analyze`` on a model-scale trace, beside HTA's.
+
+    python benchmarks/analyze_speed.py [TRACE] [--runs 5] [--hta-python /tmp/htavenv/bin/python]
+
+Each run is a fresh process (start-up and imports count), timed from outside; peak RSS is
+the child's own ``ru_maxrss`` from ``os.wait4``.  HTA (``HolisticTraceAnalysis``, never a
+dependency of attnscope: install it in a separate venv) runs on the same file in the same
+benchmark when its interpreter is found: ``TraceAnalysis`` load + ``get_gpu_kernel_breakdown``,
+the baseline of the issue.  ``--hta-aten`` also times HTA's aten-op → kernel mapping once
+(attnscope does that attribution inside ``analyze``).
+
+Targets (2-core machine): attnscope ≤ 1.5 s and ≤ 250 MiB; ≥ 6× faster than HTA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_TRACE = Path("/work/shared/data/llama_train_sdpa.json.gz")
+TARGET_WALL_S, TARGET_RSS_MIB, TARGET_RATIO = 1.5, 250, 6.0
+
+HTA_SCRIPT = """
+import sys, time
+t0 = time.perf_counter()
+from hta.trace_analysis import TraceAnalysis
+path, rank_dir, aten, visualize = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1"
+ta = TraceAnalysis(trace_files={0: path}, trace_dir=rank_dir)
+kernel_type_df, kernel_df = ta.get_gpu_kernel_breakdown(visualize=visualize)
+t1 = time.perf_counter()
+print(f"hta breakdown rows: {len(kernel_type_df)} types, {len(kernel_df)} kernels; in-process {t1 - t0:.2f} s",
+      file=sys.stderr)
+if aten:
+    ta.get_aten_op_kernels_and_delay()
+    print(f"hta aten-op -> kernel mapping: {time.perf_counter() - t1:.2f} s", file=sys.stderr)
+"""
+
+
+def measure(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall s, peak RSS MiB, stderr) of one child process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    err = p.stderr.read().decode()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed ({p.returncode}): {err.strip()[-2000:]}")
+    return wall, ru.ru_maxrss / 1024, err  # Linux: ru_maxrss in KiB
+
+
+def series(label: str, cmd: list[str], runs: int) -> tuple[float, float]:
+    walls, rss = [], []
+    for i in range(runs):
+        w, r, err = measure(cmd)
+        walls.append(w)
+        rss.append(r)
+        extra = f"  [{err.strip().splitlines()[-1]}]" if err.strip() else ""
+        print(f"  {label} run {i + 1}: {w:.3f} s, {r:.0f} MiB{extra}", flush=True)
+    return statistics.median(walls), statistics.median(rss)
+
+
+def find_hta(explicit: str | None) -> str | None:
+    for cand in [explicit, "/tmp/htavenv/bin/python", sys.executable]:
+        if cand and Path(cand).exists():
+            ok = subprocess.run([cand, "-c", "import hta"], capture_output=True).returncode == 0
+            if ok:
+                return cand
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("trace", nargs="?", default=str(DEFAULT_TRACE))
+    ap.add_argument("--runs", type=int, default=5, help="runs of attnscope (median reported)")
+    ap.add_argument("--hta-runs", type=int, default=3, help="runs of HTA (median reported)")
+    ap.add_argument("--hta-python", help="interpreter with HolisticTraceAnalysis installed")
+    ap.add_argument("--hta-aten", action="store_true", help="also time HTA's aten-op → kernel mapping once")
+    args = ap.parse_args()
+    trace = Path(args.trace)
+    if not trace.exists():
+        print(f"no trace at {trace}", file=sys.stderr)
+        return 2
+    print(f"trace: {trace} ({trace.stat().st_size / 2**20:.1f} MiB on disk), {os.cpu_count()} cores")
+    ours = series("attnscope", [sys.executable, "-m", "attnscope.cli", "analyze", str(trace)], args.runs)
+    print(
+        f"attnscope analyze: median {ours[0]:.3f} s, {ours[1]:.0f} MiB peak RSS "
+        f"(targets ≤ {TARGET_WALL_S} s, ≤ {TARGET_RSS_MIB} MiB)"
+    )
+    ok = ours[0] <= TARGET_WALL_S and ours[1] <= TARGET_RSS_MIB
+    hta_py = find_hta(args.hta_python)
+    if hta_py is None:
+        print("HTA not installed (pip install HolisticTraceAnalysis in a separate venv): no ratio")
+        return 0 if ok else 1
+    with tempfile.TemporaryDirectory() as d:
+        local = Path(d) / trace.name  # HTA wants a trace directory
+        shutil.copy(trace, local)
+        # HTA's own default draws plotly figures (visualize=True); visualize=False is its fastest call.
+        fast = series("HTA visualize=False", [hta_py, "-c", HTA_SCRIPT, str(local), d, "0", "0"], args.hta_runs)
+        default = series("HTA defaults", [hta_py, "-c", HTA_SCRIPT, str(local), d, "0", "1"], args.hta_runs)
+        if args.hta_aten:
+            _, _, err = measure([hta_py, "-c", HTA_SCRIPT, str(local), d, "1", "0"])
+            print("  " + err.strip().splitlines()[-1])
+    print(f"\n{'':38}{'wall (median)':>15}{'peak RSS':>12}{'attnscope is':>16}")
+    print(f"{'attnscope analyze (+ attribution)':38}{ours[0]:>13.3f} s{ours[1]:>8.0f} MiB")
+    for label, (w, r) in (("HTA load + breakdown, visualize=False", fast), ("HTA load + breakdown, defaults", default)):
+        print(f"{label:38}{w:>13.3f} s{r:>8.0f} MiB{w / ours[0]:>9.1f}× faster, {r / ours[1]:.1f}× less memory")
+    ratio = fast[0] / ours[0]
+    print(f"goal: ≥ {TARGET_RATIO}× faster than HTA's load + kernel breakdown; against its fastest call: {ratio:.1f}×")
+    return 0 if ok and ratio >= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
