@@ -147,15 +147,23 @@ def _clean(o: Any) -> Any:
     return o
 
 
+def _dumps(doc: dict[str, Any]) -> bytes:
+    """orjson when present: a model-scale document holds 10^4 kernels (json.dump: 0.3 s)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        return (json.dumps(doc, indent=1, default=_default, allow_nan=False) + "\n").encode()
+    return orjson.dumps(doc, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     """Write via a temp file and rename, so a crash never leaves half a document."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(_clean(doc), f, indent=1, default=_default, allow_nan=False)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_dumps(_clean(doc)))
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
