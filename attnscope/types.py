@@ -47,12 +47,8 @@ class Case:
         for name in ("batch", "heads", "seq_q", "head_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.kv_heads is not None and (
-            self.kv_heads < 1 or self.heads % self.kv_heads != 0
-        ):
-            raise ValueError(
-                f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)"
-            )
+        if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
+            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)")
         if self.seq_kv is not None and self.seq_kv < 1:
             raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
         if self.dtype not in DTYPE_BYTES:

@@ -64,11 +64,19 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
     t = Table(title=title, header_style="bold", show_lines=False)
     # (header, justify, gpu-only): GPU-only columns are left out of an all-CPU table.
     columns = [
-        ("variant", "left", False), ("status", "left", False),
-        ("ops" if cpu_only else "kernels", "right", False), ("memcpy/set", "right", True),
-        ("hidden copy", "left", False), ("upcast", "left", False), ("TC", "left", True),
-        ("occupancy", "left", True), ("CPU µs", "right", False), ("GPU µs", "right", True),
-        ("TFLOP/s", "right", False), ("%peak", "right", False), ("mem MiB", "right", False),
+        ("variant", "left", False),
+        ("status", "left", False),
+        ("ops" if cpu_only else "kernels", "right", False),
+        ("memcpy/set", "right", True),
+        ("hidden copy", "left", False),
+        ("upcast", "left", False),
+        ("TC", "left", True),
+        ("occupancy", "left", True),
+        ("CPU µs", "right", False),
+        ("GPU µs", "right", True),
+        ("TFLOP/s", "right", False),
+        ("%peak", "right", False),
+        ("mem MiB", "right", False),
         ("error", "left", False),
     ]
     keep = [not (gpu_only and cpu_only) for _, _, gpu_only in columns]
