@@ -312,7 +312,13 @@ def check_predictions(preds: list[Prediction], results: list[dict[str, Any]]) ->
         m = measured_value(p.kind, p.expected, r, by_name)
         if m is None:
             out.append(
-                Verdict(p, "unknown", None, f"{head}, measured nothing", f"this result has no {KINDS[p.kind][0]}")
+                Verdict(
+                    p,
+                    "unknown",
+                    None,
+                    f"{head}, measured nothing",
+                    f"not measurable in this result ({r.get('device_kind') or 'trace'}): {KINDS[p.kind][0]}",
+                )
             )
             continue
         shown = f"{_fmt(m)}×" if p.kind in ("faster_than", "slower_than") else _fmt(m)

@@ -11,7 +11,6 @@ from rich.text import Text
 from attnscope.report.explain import render_explanations
 
 MIB = 1024 * 1024
-MAX_COPY_LINES = 5
 
 
 def _fmt_us(t: dict[str, Any] | None) -> Text:
@@ -114,27 +113,7 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
         if r["status"] != "ok":
             lines.append(f"{r['variant']} {r['status']}: {r.get('reason')}")
     for r in doc["results"]:
-        copies = r.get("hidden_copies") or []
-        # A model-scale trace holds hundreds: its trace summary ranks them, here only the first few.
-        for c in copies[:MAX_COPY_LINES]:
-            ev = f", {c['device_event'][:80]} {c['duration_us']:.1f} µs" if c.get("device_event") else ""
-            lines.append(
-                f"{r['variant']}: hidden copy of {c['bytes'] / MIB:,.1f} MiB by {c['copy_op']}, caused by {c['op']}{ev}"
-            )
-        if len(copies) > MAX_COPY_LINES:
-            lines.append(f"{r['variant']}: ... {len(copies) - MAX_COPY_LINES} more hidden copies")
-        ups = r.get("upcasts") or []
-        if ups:
-            ops = sorted({u["op"] for u in ups})
-            more = f" and {len(ops) - MAX_COPY_LINES} more ops" if len(ops) > MAX_COPY_LINES else ""
-            lines.append(
-                f"{r['variant']}: {len(ups)} fp32 upcast(s) of {ups[0]['src_dtype']} inputs inside "
-                f"{', '.join(ops[:MAX_COPY_LINES])}{more}"
-            )
-        if r.get("mask_rebuilt"):
-            lines.append(f"{r['variant']}: causal mask rebuilt inside the call ({', '.join(r['mask_ops'])})")
-        if r.get("sdpa_backend") and r["variant"] == "sdpa_default":
-            lines.append(f"sdpa_default: PyTorch ran the {r['sdpa_backend']} backend")
+        # Hidden copies, upcasts, masks and SDPA's choice are told by the insights, with evidence.
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
         for n in r.get("notes") or []:
