@@ -9,14 +9,12 @@ import pty
 import select
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from attnscope.cli import main
 
 pytestmark = pytest.mark.slow
-ATTNSCOPE = Path(sys.executable).parent / "attnscope"
 SMALL = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "128", "--budget", "0.02", "--no-peak"]
 
 
@@ -105,7 +103,18 @@ def _read_until(fd: int, needle: bytes, buf: bytearray, timeout: float = 60.0) -
 
 def test_guess_interactive_through_a_pty(tmp_path):
     saved = tmp_path / "answers.toml"
-    argv = [str(ATTNSCOPE), "guess", *SMALL, "--variants", "naive,sdpa_math,sdpa_default", "--save", str(saved)]
+    # the CLI as installed or not (the GPU image runs it from a checkout): the same entry point
+    argv = [
+        sys.executable,
+        "-m",
+        "attnscope.cli",
+        "guess",
+        *SMALL,
+        "--variants",
+        "naive,sdpa_math,sdpa_default",
+        "--save",
+        str(saved),
+    ]
     pid, fd = pty.fork()
     if pid == 0:  # child: the CLI, as a person would start it
         os.environ.update(KINETO_LOG_LEVEL="6", COLUMNS="200")

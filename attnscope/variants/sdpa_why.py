@@ -74,7 +74,10 @@ _SHORT: tuple[tuple[re.Pattern[str], Any], ...] = (
     ),
     (re.compile(r"non-zero dropout", re.IGNORECASE), lambda m: "dropout > 0"),
     (re.compile(r"not compiled with", re.IGNORECASE), lambda m: "not built into this torch"),
-    (re.compile(r"same num_heads", re.IGNORECASE), lambda m: "q and k/v head counts differ (GQA) without enable_gqa"),
+    (
+        re.compile(r"same num_heads", re.IGNORECASE),
+        lambda m: "q and k/v head counts differ (GQA): not taken here",
+    ),
     (re.compile(r"requires a CUDA device", re.IGNORECASE), lambda m: "no CUDA device"),
     (
         re.compile(
