@@ -193,3 +193,15 @@ def test_json_document_schema(tiny_report, tmp_path):
         if r["status"] == "skipped":
             assert r["reason"] and r["num_kernels"] is None
     json.dumps(doc, allow_nan=False)  # strict JSON: no NaN/Inf
+
+
+def test_cpu_fingerprint_ignores_gpu_device_properties(tiny_report):
+    """A CPU profile taken on a GPU machine lists the GPU in deviceProperties: not our device."""
+    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.trace import trace_from_doc
+
+    path = next(r.trace_path for r in tiny_report.results if r.variant == "naive")
+    doc = json.loads(open(path).read())
+    doc["deviceProperties"] = [{"name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}]
+    fp = fingerprint(trace_from_doc(doc))
+    assert fp.device_kind == "cpu" and fp.device_name is None and fp.compute_capability is None

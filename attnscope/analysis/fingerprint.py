@@ -293,6 +293,9 @@ def analyse(trace: Trace) -> Analysis:
     att = attribute(tree, trace.runtime, gpu)
     limits, cc, dev_name = _limits_for(trace)
     gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
+    if not gpu_side:
+        # A CPU-only profile on a machine with a GPU still lists the GPU in deviceProperties.
+        limits, cc, dev_name = None, None, None
     notes: list[str] = []
     if trace.num_skipped:
         notes.append(f"{trace.num_skipped} malformed trace events skipped")
