@@ -11,6 +11,10 @@ from attnscope.types import Timing
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current L2 (H200: 60 MB)
 
+# torch.cuda._sleep spins in clock cycles; ~2 GHz SM clocks (H100/H200 boost ~1.98 GHz).
+# Sleeping longer than needed only costs time, never accuracy.
+SLEEP_CYCLES_PER_US = 2000
+
 TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 2e-2}
 
 
@@ -33,11 +37,26 @@ def _iterations(one_call_s: float, budget_s: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, int(budget_s / one_call_s)))
 
 
-def time_gpu(fn: Callable[[], Any], *, budget_s: float, flush_l2: bool, lo: int = 10, hi: int = 200) -> Timing:
-    """CUDA events around each call, after warm-up; median of many calls."""
+def time_gpu(
+    fn: Callable[[], Any],
+    *,
+    budget_s: float,
+    flush_l2: bool,
+    host_us: float | None = None,
+    lo: int = 10,
+    hi: int = 200,
+) -> Timing:
+    """CUDA events around each call, after warm-up; median of many calls.
+
+    When the host takes longer to dispatch a call than the GPU takes to run it, the start
+    event fires on an idle GPU and the sample counts host dispatch too.  Given the measured
+    host time per call, each call is queued behind a GPU sleep longer than that, so the
+    kernels are already waiting when the start event fires: the sample is device time only.
+    """
     import torch
 
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") if flush_l2 else None
+    cycles = int((2.0 * host_us + 50.0) * SLEEP_CYCLES_PER_US) if host_us else 0
     t0 = time.perf_counter()
     fn()
     torch.cuda.synchronize()
@@ -47,12 +66,18 @@ def time_gpu(fn: Callable[[], Any], *, budget_s: float, flush_l2: bool, lo: int 
     for i in range(n):
         if flush is not None:
             flush.zero_()
+        if cycles:
+            torch.cuda._sleep(cycles)
         starts[i].record()
         fn()
         ends[i].record()
     torch.cuda.synchronize()
     samples = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
-    method = f"CUDA events around each call, median of {n}" + (", L2 flushed between calls" if flush_l2 else "")
+    method = f"CUDA events around each call, median of {n}"
+    if cycles:
+        method += ", each call queued behind a GPU sleep so host dispatch is not counted"
+    if flush_l2:
+        method += ", L2 flushed between calls"
     return summarise(samples, method)
 
 

@@ -123,8 +123,14 @@ def run_variant(
                 torch.cuda.synchronize()
             err, nonfinite = measure.relative_error(out, ref)
             del out
-            gpu_t = measure.time_gpu(prep.fn, budget_s=opts.timing_budget_s, flush_l2=opts.flush_l2) if cuda else None
             cpu_t = measure.time_host(prep.fn, cuda=cuda, budget_s=opts.timing_budget_s)
+            gpu_t = (
+                measure.time_gpu(
+                    prep.fn, budget_s=opts.timing_budget_s, flush_l2=opts.flush_l2, host_us=cpu_t.median_us
+                )
+                if cuda
+                else None
+            )
             peak_mem = measure.cuda_peak_extra_bytes(prep.fn) if cuda else None
             path = trace_dir / f"{v.name}.json"
             from attnscope.capture import capture
