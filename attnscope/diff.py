@@ -158,6 +158,24 @@ def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple
     return pairs, only_a, only_b
 
 
+ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver")
+
+
+def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
+    """What differs besides the code under test: the case and the environment.  A time change
+    across these is not a regression of the same workload, so the reader is told first."""
+    out = []
+    ca, cb = doc_a.get("case") or {}, doc_b.get("case") or {}
+    for k in sorted(set(ca) | set(cb)):
+        if ca.get(k) != cb.get(k):
+            out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+    ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
+    for k in ENV_KEYS:
+        if ea and eb and ea.get(k) != eb.get(k):
+            out.append(f"env {k}: {ea.get(k)} → {eb.get(k)}")
+    return out
+
+
 def diff(
     doc_a: dict[str, Any],
     doc_b: dict[str, Any],
@@ -177,6 +195,7 @@ def diff(
     return {
         "env_a": doc_a.get("env"),
         "env_b": doc_b.get("env"),
+        "context_changes": context_changes(doc_a, doc_b),
         "threshold_pct": threshold_pct,
         "variants": variants,
         "only_in_a": only_a,

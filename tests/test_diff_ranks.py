@@ -106,3 +106,16 @@ def test_a_directory_of_ranks_is_analysed_in_parallel_and_summarised(tmp_path):
     assert sum(c["num_kernels"] for c in o["categories"]) == sum(raw_n)
     busy = [p["busy_us"] for p in o["per_rank"]]
     assert o["busy_us"]["max"] == max(busy) and o["busy_us"]["max_rank"] == busy.index(max(busy))
+
+
+def test_diff_says_when_case_or_environment_differ():
+    a = _doc(_result("naive", 100.0, 10.0, A_KERNELS))
+    b = _doc(_result("naive", 100.0, 10.0, A_KERNELS))
+    assert diff(a, b)["context_changes"] == []
+    a["case"], b["case"] = {"seq_q": 512, "dtype": "bf16"}, {"seq_q": 2048, "dtype": "bf16"}
+    a["env"], b["env"] = {"torch": "2.11.0", "device_name": "NVIDIA H200"}, {"torch": "2.13.0", "device_name": None}
+    assert diff(a, b)["context_changes"] == [
+        "case seq_q: 512 → 2048",
+        "env torch: 2.11.0 → 2.13.0",
+        "env device_name: NVIDIA H200 → None",
+    ]

@@ -19,7 +19,7 @@ from attnscope.api import analyze
 from attnscope.report.json import result_to_dict
 from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call
 
-RUN_JSON = Path(__file__).parent.parent / "docs" / "results" / "raw" / "h200_b4h16s2048d64.json"
+RUN_JSON = Path(__file__).parent / "data" / "h200" / "run.json"  # the run that captured these traces
 MIB = 1024 * 1024
 
 

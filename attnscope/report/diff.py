@@ -74,6 +74,8 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
             _flags(v["flags"]),
         )
     console.print(t)
+    for line in d.get("context_changes") or []:
+        console.print(f"  [yellow]≠ not the same setting: {line}[/yellow]", highlight=False)
     for v in d["variants"]:
         for line in detail_lines(v):
             console.print(f"  • {line}", highlight=False, soft_wrap=True)
