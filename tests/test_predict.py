@@ -135,7 +135,32 @@ def test_file_errors_name_block_and_key(text, msg):
 def test_recommendation_ties_inside_the_noise():
     rec = recommend(DOC["results"])
     assert rec is not None and {rec.best, rec.runner_up} == {"sdpa_default", "sdpa_cudnn"}
-    assert rec.within_noise is True and "inside the noise" in rec.text and "flex_compiled" in rec.text
+    # sdpa_default ran cuDNN: the same kernel as sdpa_cudnn, so the two are one choice
+    assert rec.within_noise is True and "same kernels" in rec.text and "flex_compiled" in rec.text
+
+
+def test_recommendation_ties_same_kernels_even_outside_the_iqr():
+    doc = copy.deepcopy(DOC)
+    for r in doc["results"]:
+        if r["variant"] in ("sdpa_default", "sdpa_cudnn"):  # make their quartiles disjoint
+            us = r["gpu_time_us"] * (1.0 if r["variant"] == "sdpa_default" else 1.01)
+            r["gpu_time_us"] = us
+            r["gpu_time"].update(median_us=us, p25_us=us * 0.999, p75_us=us * 1.001)
+    rec = recommend(doc["results"])
+    assert rec is not None and rec.best == "sdpa_default" and rec.runner_up == "sdpa_cudnn"
+    assert rec.within_noise is True and "same kernels" in rec.text
+
+
+def test_recommendation_noise_between_different_kernels():
+    doc = copy.deepcopy(DOC)
+    doc["results"] = [r for r in doc["results"] if r["variant"] in ("sdpa_flash", "sdpa_efficient")]
+    flash, eff = sorted(doc["results"], key=lambda r: r["variant"] != "sdpa_flash")
+    eff["gpu_time_us"] = flash["gpu_time_us"] * 1.02
+    eff["gpu_time"].update(
+        median_us=eff["gpu_time_us"], p25_us=flash["gpu_time"]["p25_us"], p75_us=eff["gpu_time_us"] * 1.05
+    )
+    rec = recommend(doc["results"])
+    assert rec is not None and rec.within_noise is True and "inside the noise" in rec.text
 
 
 def test_recommendation_clear_margin_and_numerics_excluded():

@@ -15,6 +15,15 @@ def _label(r: dict[str, Any]) -> str:
     return str(r["variant"])
 
 
+def _same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two variants that launched the same compute kernels (e.g. sdpa_default picking cuDNN and sdpa_cudnn)."""
+
+    def names(r: dict[str, Any]) -> set[str]:
+        return {k["name"] for k in r.get("kernels") or [] if k.get("category") not in ("memcpy", "memset")}
+
+    return bool(names(a)) and names(a) == names(b)
+
+
 def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
     """Rank the ok, numerically sound results of one case; None when there is no single case to rank."""
     keys = {case_key(r) for r in results if r.get("status") == "ok"}
@@ -46,11 +55,21 @@ def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
         f"best for this case: {_label(best)} at {best_us:,.1f} µs ({basis}), "
         f"{margin:.2f}× ahead of {_label(nxt)} ({nxt_us:,.1f} µs)"
     )
-    if noise:
-        text += " — inside the noise (their interquartile ranges overlap): treat them as tied"
-        distinct = next(((r, us) for r, us, t, _ in rows[2:] if not overlaps(best_t, t)), None)
+    same = _same_kernels(best, nxt)
+    if noise or same:
+        why = (
+            "they ran the same kernels, so the gap is run-to-run variation"
+            if same
+            else "inside the noise (their interquartile ranges overlap)"
+        )
+        text += f" — {why}: treat them as tied"
+        distinct = next(
+            ((r, us) for r, us, t, _ in rows[2:] if not overlaps(best_t, t) and not _same_kernels(best, r)), None
+        )
         if distinct:
             text += f"; the next clear step is {_label(distinct[0])}, {distinct[1] / best_us:.2f}× slower"
     if excluded:
         text += f"; left out: {', '.join(excluded)}"
-    return Recommendation(best["variant"], best_us, nxt["variant"], nxt_us, margin, noise, basis, excluded, text)
+    return Recommendation(
+        best["variant"], best_us, nxt["variant"], nxt_us, margin, noise or same, basis, excluded, text
+    )
