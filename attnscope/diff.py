@@ -158,7 +158,7 @@ def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple
     return pairs, only_a, only_b
 
 
-ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver")
+ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver", "host_cores")
 
 
 def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
