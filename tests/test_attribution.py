@@ -154,3 +154,22 @@ def test_attention_kernel_names_map_to_families(name, family, impl):
 
     assert K.attention_impl(name) == (family, impl)
     assert K.classify_gpu(name) == "attention"
+
+
+def test_copies_of_empty_tensors_are_not_hidden_copies():
+    """A copy_ of a 0-element tensor (dims [0]) moves no bytes: never a hidden copy."""
+    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.trace import trace_from_doc
+
+    def op(name, ts, dur, ext, dims, types):
+        args = {"External id": ext, "Input Dims": dims, "Input type": types}
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    events = [
+        op("aten::to", 0.0, 10.0, 1, [[0], []], ["float", "Scalar"]),
+        op("aten::copy_", 1.0, 5.0, 2, [[0], [0], []], ["float", "float", "Scalar"]),
+        op("aten::clone", 20.0, 10.0, 3, [[4, 8], []], ["float", "Scalar"]),
+        op("aten::copy_", 21.0, 5.0, 4, [[4, 8], [4, 8], []], ["float", "float", "Scalar"]),
+    ]
+    fp = fingerprint(trace_from_doc({"traceEvents": events}))
+    assert [(c.op, c.bytes) for c in fp.hidden_copies] == [("aten::clone", 4 * 8 * 4)]

@@ -199,8 +199,8 @@ def copies_and_upcasts_at(
             continue
         dims = op.input_dims[0] if op.input_dims else None
         numel = _numel(dims)
-        if numel is None:
-            continue  # 0-dim: the scalar wrapping every `x * float` does
+        if not numel:  # 0-dim scalar wraps (every `x * float`) and empty tensors copy nothing
+            continue
         dst, src = op.input_types[0], op.input_types[1]
         devs = records_by_op.get(i, [])
         if dst == "float" and src in HALF_TYPES:

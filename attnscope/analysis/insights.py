@@ -60,6 +60,14 @@ def _share_text(us: float, pct: float | None) -> str:
 
 # ---- hidden copy -------------------------------------------------------------------------
 
+# aten ops with an in-place twin (op_) that returns its input: only these get "use op_" advice.
+INPLACE_OPS = frozenset(
+    "masked_fill add sub mul div pow clamp clamp_min clamp_max relu sigmoid tanh exp log neg abs sqrt rsqrt "
+    "fill zero addcmul addcdiv lerp index_fill index_copy scatter scatter_add copy silu gelu".split()
+)
+# ops that copy only when their input's layout forbids a view
+LAYOUT_COPY_OPS = frozenset("reshape contiguous flatten to clone expand_as view_as".split())
+
 
 def _copy_advice(op: str) -> str:
     if op.startswith("aten::masked_fill"):
@@ -78,10 +86,22 @@ def _copy_advice(op: str) -> str:
             "(e.g. flex_compiled, an SDPA backend) does the step without it"
         )
     base = op.removeprefix("aten::")
-    return (
-        f"use the in-place form ({base}_) where the input is not needed afterwards, "
-        "or a fused variant that does the step inside one kernel"
-    )
+    if base in LAYOUT_COPY_OPS:
+        return (
+            f"{base} copied because its input was not laid out as a view allows: make the producer write "
+            "contiguous output, or keep the strided layout for the consumer, so no copy is needed"
+        )
+    if base.endswith("_backward"):
+        return (
+            f"autograd's {base} materialises a full-size gradient: slicing or indexing fewer, larger tensors "
+            "in the forward pass (or a fused op) avoids it"
+        )
+    if base in INPLACE_OPS:
+        return (
+            f"use the in-place form ({base}_) where the input is not needed afterwards, "
+            "or a fused variant that does the step inside one kernel"
+        )
+    return f"{base} returns a copy here: check whether a view would do, or fuse the step (torch.compile)"
 
 
 def hidden_copy(r: dict[str, Any]) -> Out:
@@ -101,10 +121,15 @@ def hidden_copy(r: dict[str, Any]) -> Out:
             "mib": r1(total / MIB),
             "dims": [list(c.get("dims") or []) for c in cs],
         }
-        msg = f"{op} copies a full tensor: {len(cs)}× via {copy_op}, {ev['mib']:.1f} MiB in all"
+        if total >= MIB:
+            size = f"{ev['mib']:.1f} MiB"
+        else:
+            ev["kib"] = r1(total / 1024)
+            size = f"{ev['kib']:.1f} KiB"
+        msg = f"{op} copies a full tensor: {len(cs)}× via {copy_op}, {size} in all"
         if events and us > 0:
             ev.update(device_event=events[0], copy_us=r1(us), gpu_share_pct=share_pct(us, r))
-            msg += f" ({events[0]}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
+            msg += f" ({short(events[0])}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
         out.append(
             Insight(
                 id="hidden_copy",
