@@ -243,3 +243,14 @@ def test_parse_answer(answer, text, expected):
 def test_parse_answer_rejects(answer, text):
     with pytest.raises(ValueError):
         parse_answer(Question("v", "k", "?", answer, "x"), text)
+
+
+def test_recommendation_warns_when_a_timing_is_noisy():
+    doc = copy.deepcopy(DOC)
+    doc["results"] = [r for r in doc["results"] if r["variant"] in ("sdpa_flash", "sdpa_efficient")]
+    rec = recommend(doc["results"])
+    assert rec is not None and "noisy" not in rec.text
+    eff = next(r for r in doc["results"] if r["variant"] == "sdpa_efficient")
+    eff["gpu_time"]["noisy"] = True
+    rec = recommend(doc["results"])
+    assert rec is not None and "sdpa_efficient timed noisy" in rec.text and "--budget" in rec.text

@@ -68,6 +68,12 @@ def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
         )
         if distinct:
             text += f"; the next clear step is {_label(distinct[0])}, {distinct[1] / best_us:.2f}× slower"
+    noisy = [_label(x) for x, t in ((best, best_t), (nxt, nxt_t)) if t and t.get("noisy")]
+    if noisy and not (noise or same):
+        text += (
+            f" — but {' and '.join(noisy)} timed noisy (IQR/median > 10%): "
+            "confirm with a larger --budget before acting on this margin"
+        )
     if excluded:
         text += f"; left out: {', '.join(excluded)}"
     return Recommendation(
