@@ -193,12 +193,17 @@ def classify_cpu(op_name: str) -> Category:
 
 @functools.cache
 def tensor_cores(name: str, category: Category) -> bool | None:
-    """Whether a GPU kernel ran on tensor cores, from the name table; None if unknown."""
+    """Whether a GPU kernel ran on tensor cores, from the name table; None if unknown.
+
+    Only matrix kernels (gemm, attention) are read against the table: a `bf16` in the name of
+    an all-reduce or a cast says nothing about MMA.  Other categories are not matrix work."""
+    if category == "other":
+        return None
+    if category not in ("gemm", "attention"):
+        return False
     for pat, uses, _why in TENSOR_CORE_RULES:
         if pat.search(name):
             return uses
-    if category in ("elementwise", "softmax", "reduction", "copy", "memcpy", "memset"):
-        return False  # not matrix work
     return None
 
 
@@ -233,7 +238,8 @@ ATTENTION_IMPL_RULES: tuple[tuple[re.Pattern[str], AttentionFamily, str], ...] =
 # aten / autograd ops that own every kernel launched beneath them (math decomposes
 # attention into many generic kernels: only the op above them says they are attention).
 ATTENTION_OP_RULES: tuple[tuple[re.Pattern[str], AttentionFamily], ...] = (
-    (re.compile(r"_scaled_dot_product_attention_math|_scaled_dot_product_flash_attention_for_cpu"), "math"),
+    (re.compile(r"_scaled_dot_product_attention_math"), "math"),
+    (re.compile(r"_scaled_dot_product_flash_attention_for_cpu"), "flash"),  # a fused CPU kernel, not math
     (re.compile(r"_cudnn_attention|_scaled_dot_product_cudnn_attention"), "cudnn"),
     (re.compile(r"_efficient_attention|_scaled_dot_product_efficient_attention"), "efficient"),
     (re.compile(r"_flash_attention|_scaled_dot_product_flash_attention|flash_attn"), "flash"),

@@ -1,0 +1,134 @@
+"""The one kernel classifier: every row of the category and tensor-core tables, on names read off real traces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnscope.analysis import kernels as K
+from tests.rawtrace import H200, VARIANTS
+
+# Real names from the H200 traces in tests/data/h200 and the probes in docs/results/raw/h200_probes.txt.
+CASES = [
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "gemm", True),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4", "gemm", False),
+    (
+        "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"
+        "(cutlass_80_simt_sgemm_256x128_8x4_nn_align1::Params)",
+        "gemm",
+        False,
+    ),
+    (
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+        "cutlass::bfloat16_t>>",
+        "attention",
+        True,
+    ),
+    (
+        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t>)",
+        "attention",
+        True,
+    ),
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", "attention", False),
+    (
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+        "attention",
+        True,
+    ),
+    ("triton_tem_fused_flex_attention_0", "attention", True),
+    (
+        "void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10, false, false>",
+        "softmax",
+        False,
+    ),
+    (
+        "void at::native::vectorized_elementwise_kernel<8, "
+        "at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)>",
+        "copy",
+        False,
+    ),
+    (
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)>",
+        "copy",
+        False,
+    ),
+    (
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<bool, at::native::func_wrapper<bool>>>",
+        "reduction",
+        False,
+    ),
+    (
+        "void at::native::triu_tril_kernel<bool, int, false, 8, false>(at::cuda::detail::TensorInfo<bool, int>)",
+        "elementwise",
+        False,
+    ),
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1>>",
+        "elementwise",
+        False,
+    ),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication", False),
+    ("some_unknown_kernel_name", "other", None),
+]
+
+
+@pytest.mark.parametrize(("name", "category", "tc"), CASES, ids=[c[0][:40] for c in CASES])
+def test_category_and_tensor_cores(name, category, tc):
+    assert K.classify_gpu(name) == category
+    assert K.tensor_cores(name, category) is tc
+
+
+def test_memcpy_and_memset_are_their_own_categories():
+    assert K.classify_gpu("Memcpy DtoD (Device -> Device)", "memcpy") == "memcpy"
+    assert K.classify_gpu("Memset (Device)", "memset") == "memset"
+    assert K.tensor_cores("Memset (Device)", "memset") is False
+
+
+def test_every_kernel_in_the_h200_traces_is_classified():
+    """No kernel of the study lands in 'other', and every matrix kernel's tensor-core use is known."""
+    for v in VARIANTS:
+        for e in json.loads((H200 / f"{v}.json").read_text())["traceEvents"]:
+            if e.get("cat") != "kernel":
+                continue
+            cat = K.classify_gpu(e["name"])
+            assert cat != "other", e["name"]
+            if cat in ("gemm", "attention"):
+                assert K.tensor_cores(e["name"], cat) is not None, e["name"]
+
+
+@pytest.mark.parametrize(
+    ("op", "family"),
+    [
+        ("aten::_scaled_dot_product_attention_math", "math"),
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "flash"),
+        ("aten::_scaled_dot_product_cudnn_attention", "cudnn"),
+        ("aten::_efficient_attention_forward", "efficient"),
+        ("aten::_flash_attention_forward", "flash"),
+        ("aten::mm", None),
+    ],
+)
+def test_attention_op_families(op, family):
+    assert K.attention_op_family(op) == family
+
+
+@pytest.mark.parametrize(
+    ("op", "backend"),
+    [
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "flash"),
+        ("aten::_scaled_dot_product_attention_math", "math"),
+        ("aten::_cudnn_attention_forward", "cudnn"),
+        ("aten::_efficient_attention_forward", "efficient"),
+    ],
+)
+def test_sdpa_backend_ops(op, backend):
+    assert K.SDPA_BACKEND_OPS[op] == backend
+
+
+def test_cpu_op_categories():
+    assert K.classify_cpu("aten::bmm") == "gemm"
+    assert K.classify_cpu("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    assert K.classify_cpu("aten::_softmax") == "softmax"
+    assert K.classify_cpu("aten::copy_") == "copy"
+    assert K.classify_cpu("aten::all") == "reduction"
+    assert K.classify_cpu("aten::masked_fill_") == "elementwise"
