@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_TRACE = Path("/work/shared/data/llama_train_sdpa.json.gz")
+# ../shared/data beside the checkout (see the project brief)
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "llama_train_sdpa.json.gz"
 TARGET_WALL_S, TARGET_RSS_MIB, TARGET_RATIO = 1.5, 250, 6.0
 
 HTA_SCRIPT = """

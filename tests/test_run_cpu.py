@@ -205,3 +205,31 @@ def test_cpu_fingerprint_ignores_gpu_device_properties(tiny_report):
     doc["deviceProperties"] = [{"name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}]
     fp = fingerprint(trace_from_doc(doc))
     assert fp.device_kind == "cpu" and fp.device_name is None and fp.compute_capability is None
+
+
+def test_failures_are_rows_and_never_stop_the_run(monkeypatch):
+    """OOM in prepare → an 'oom' row; a crash inside the call → an 'error' row; the next variant still runs."""
+    from attnscope import variants as V
+    from attnscope.variants import Prepared, Variant
+
+    def oom(case, x):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+
+    def crash(case, x):
+        def boom():
+            raise RuntimeError("kernel exploded")
+
+        return Prepared(fn=boom)
+
+    fake = {
+        "fake_oom": Variant("fake_oom", "test", "raises OOM", lambda c: None, oom),
+        "fake_crash": Variant("fake_crash", "test", "raises inside the call", lambda c: None, crash),
+    }
+    monkeypatch.setattr(V, "REGISTRY", {**V.REGISTRY, **fake})
+    seen = []
+    rep = run(TINY, ["fake_oom", "fake_crash", "naive"], FAST, on_result=lambda r: seen.append(r.variant))
+    rows = {r.variant: r for r in rep.results}
+    assert rows["fake_oom"].status == "oom" and "64.00 GiB" in rows["fake_oom"].reason
+    assert rows["fake_crash"].status == "error" and "kernel exploded" in rows["fake_crash"].reason
+    assert rows["naive"].status == "ok"
+    assert seen == ["fake_oom", "fake_crash", "naive"]  # each row handed over as soon as it exists
