@@ -9,25 +9,15 @@ overhead, GPU idle time, and the top hidden copies and upcasts.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, get_args
 
 from attnscope.analysis import kernels as K
 from attnscope.analysis.attribution import Attribution, OpTree
 from attnscope.analysis.fingerprint import Analysis
 from attnscope.trace import GpuEvent, Trace
+from attnscope.types import Category
 
-CATEGORIES = (
-    "gemm",
-    "attention",
-    "softmax",
-    "elementwise",
-    "reduction",
-    "copy",
-    "memcpy",
-    "memset",
-    "communication",
-    "other",
-)
+CATEGORIES: tuple[str, ...] = get_args(Category)  # the one list, in types.py
 # Idle gaps between GPU events, bucketed by length (µs): upper bounds.
 GAP_BUCKETS_US = (10.0, 100.0, 1000.0, float("inf"))
 GAP_LABELS = ("<10us", "10-100us", "100us-1ms", ">1ms")
@@ -275,58 +265,38 @@ def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, An
     }
 
 
-def top_copies(an: Analysis, top: int) -> dict[str, Any]:
-    agg: dict[tuple[str, str, str | None], list[float]] = {}
-    for c in an.fingerprint.hidden_copies:
-        a = agg.setdefault((c.op, c.copy_op, c.device_event), [0, 0, 0.0])
+def _ranked(items: list[tuple[tuple[Any, ...], int, float]], keys: tuple[str, ...], top: int) -> dict[str, Any]:
+    """Group (key, bytes, µs) items by key: count, bytes and time per group, most time first."""
+    agg: dict[tuple[Any, ...], list[float]] = {}
+    for key, nbytes, us in items:
+        a = agg.setdefault(key, [0, 0, 0.0])
         a[0] += 1
-        a[1] += c.bytes
-        a[2] += c.duration_us or 0.0
+        a[1] += nbytes
+        a[2] += us
     rows: list[dict[str, Any]] = [
-        {
-            "op": k[0],
-            "copy_op": k[1],
-            "device_event": k[2],
-            "count": int(v[0]),
-            "bytes": int(v[1]),
-            "time_us": round(v[2], 3),
-        }
+        {**dict(zip(keys, k, strict=True)), "count": int(v[0]), "bytes": int(v[1]), "time_us": round(v[2], 3)}
         for k, v in agg.items()
     ]
     rows.sort(key=lambda r: (-r["time_us"], -r["bytes"]))
     return {
-        "num": len(an.fingerprint.hidden_copies),
-        "bytes": sum(c.bytes for c in an.fingerprint.hidden_copies),
-        "time_us": round(sum(c.duration_us or 0.0 for c in an.fingerprint.hidden_copies), 3),
+        "num": len(items),
+        "bytes": sum(b for _, b, _ in items),
+        "time_us": round(sum(us for _, _, us in items), 3),
         "top": rows[:top],
     }
+
+
+def top_copies(an: Analysis, top: int) -> dict[str, Any]:
+    items = [((c.op, c.copy_op, c.device_event), c.bytes, c.duration_us or 0.0) for c in an.fingerprint.hidden_copies]
+    return _ranked(items, ("op", "copy_op", "device_event"), top)
 
 
 def top_upcasts(an: Analysis, top: int) -> dict[str, Any]:
-    agg: dict[tuple[str, str, str], list[float]] = {}
-    for u, us in zip(an.fingerprint.upcasts, an.upcast_us, strict=True):
-        a = agg.setdefault((u.op, u.src_dtype, u.dst_dtype), [0, 0, 0.0])
-        a[0] += 1
-        a[1] += u.bytes
-        a[2] += us or 0.0
-    rows: list[dict[str, Any]] = [
-        {
-            "op": k[0],
-            "src_dtype": k[1],
-            "dst_dtype": k[2],
-            "count": int(v[0]),
-            "bytes": int(v[1]),
-            "time_us": round(v[2], 3),
-        }
-        for k, v in agg.items()
+    items = [
+        ((u.op, u.src_dtype, u.dst_dtype), u.bytes, us or 0.0)
+        for u, us in zip(an.fingerprint.upcasts, an.upcast_us, strict=True)
     ]
-    rows.sort(key=lambda r: (-r["time_us"], -r["bytes"]))
-    return {
-        "num": len(an.fingerprint.upcasts),
-        "bytes": sum(u.bytes for u in an.fingerprint.upcasts),
-        "time_us": round(sum(us or 0.0 for us in an.upcast_us), 3),
-        "top": rows[:top],
-    }
+    return _ranked(items, ("op", "src_dtype", "dst_dtype"), top)
 
 
 def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
