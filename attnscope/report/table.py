@@ -131,8 +131,10 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
             "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
             "(one sample, profiler overhead included); error and FLOPs need a run"
         )
-    if any(r.get("device_kind") == "cpu" for r in ok):
-        lines.append("on CPU 'ops' counts leaf compute aten ops (no device kernels exist); CPU µs is wall time")
+    cpu_rows = [r for r in ok if r.get("device_kind") == "cpu"]
+    if cpu_rows:
+        wall = "; CPU µs is wall time per call" if any(r.get("source") == "run" for r in cpu_rows) else ""
+        lines.append(f"on CPU 'ops' counts leaf compute aten ops (no device kernels exist){wall}")
     return lines
 
 
