@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import gc
 import itertools
+import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
+try:
+    import orjson
+
+    _loads: Callable[[bytes], Any] = orjson.loads
+    _JSONError: type[ValueError] = orjson.JSONDecodeError
+except ImportError:  # an image without orjson (the GPU machine's): the stdlib parser, slower, same result
+    _loads = json.loads
+    _JSONError = json.JSONDecodeError
 
 
 class TraceError(ValueError):
@@ -71,9 +79,9 @@ class CpuOp:
     def _read_shapes(self) -> None:
         raw, self._raw = self._raw, None
         try:
-            a = orjson.loads(b'{"":0' + raw + b"}") if raw else {}
+            a = _loads(b'{"":0' + raw + b"}") if raw else {}
             self._input_dims, self._input_types = a.get("Input Dims"), a.get("Input type")
-        except (orjson.JSONDecodeError, AttributeError):
+        except (_JSONError, AttributeError):
             pass  # shapes unreadable: the op stays, without shapes
 
     def _key(self) -> tuple[Any, ...]:
@@ -277,8 +285,8 @@ def _load_whole(p: Path, head: bytes, chunks: Iterator[bytes]) -> Trace:
     if not raw.strip():
         raise TraceError(f"{p}: empty file")
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
+        doc = _loads(raw)
+    except _JSONError as e:
         raise TraceError(f"{p}: not valid JSON ({e})") from None
     del raw
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
@@ -303,8 +311,8 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes]) -
         raise TraceError(f"{p}: not valid JSON (truncated: the traceEvents list never ends)")
     _scan(tr, buf, end + 4, names)
     try:
-        top = orjson.loads(head + rest)
-    except orjson.JSONDecodeError as e:
+        top = _loads(head + rest)
+    except _JSONError as e:
         raise TraceError(f"{p}: not valid JSON ({e})") from None
     tr.device_properties = list(top.pop("deviceProperties", None) or [])
     top.pop("traceEvents", None)
@@ -336,7 +344,7 @@ _CORR = re.compile(rb'"correlation": (\d+)')
 def _name(names: dict[Any, str], nm: bytes) -> str:
     name = names.get(nm)
     if name is None:
-        name = names[nm] = orjson.loads(b'"' + nm + b'"') if b"\\" in nm else nm.decode()
+        name = names[nm] = _loads(b'"' + nm + b'"') if b"\\" in nm else nm.decode()
     return name
 
 
@@ -356,7 +364,7 @@ def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
         # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
         raw = (b"," + rest if not ext else rest) if rest else None
         append(CpuOp(name, int(tid), float(ts), float(dur), int(ext) if ext else None, None, None, int(pid), raw))
-    find, loads = buf.find, orjson.loads
+    find, loads = buf.find, _loads
     for m in starts:
         start = m.start()
         end = find(b"\n  }", m.end(), stop + 4) + 4
@@ -373,7 +381,7 @@ def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
 def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
     """One event at a time: cut at the separators, parse the wanted ones with orjson."""
     start = 0
-    find, search, loads, wanted = buf.find, _CAT.search, orjson.loads, _WANTED
+    find, search, loads, wanted = buf.find, _CAT.search, _loads, _WANTED
     nsep = len(_SEP)
     while start < stop:
         end = find(_SEP, start, stop)

@@ -135,3 +135,26 @@ def test_cpu_only_trace_is_accepted_with_cpu_flag(tmp_path):
     assert main(["analyze", str(p), "--cpu", "--json", str(out)]) == 0
     (r,) = json.loads(out.read_text())["results"]
     assert r["device_kind"] == "cpu" and "trace_summary" not in r
+
+
+def test_reader_without_orjson_gives_the_same_trace(monkeypatch):
+    """The GPU image has no orjson: the reader falls back to the stdlib parser, same events."""
+    import importlib
+    import sys
+
+    import attnscope.trace as T
+    from tests.rawtrace import H200
+
+    path = H200 / "sdpa_math.json"
+    fast = T.load_trace(path)
+    monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson now raises ImportError
+    slow_mod = importlib.reload(T)
+    try:
+        assert slow_mod._loads.__module__ == "json"
+        slow = slow_mod.load_trace(path)
+    finally:
+        monkeypatch.delitem(sys.modules, "orjson")
+        importlib.reload(T)
+    assert [(o.name, o.ts, o.ext_id) for o in slow.cpu_ops] == [(o.name, o.ts, o.ext_id) for o in fast.cpu_ops]
+    assert [(g.name, g.dur, g.correlation) for g in slow.gpu] == [(g.name, g.dur, g.correlation) for g in fast.gpu]
+    assert len(slow.runtime) == len(fast.runtime) and slow.device_properties == fast.device_properties
