@@ -74,8 +74,8 @@ def _window(trace: Trace) -> tuple[float, float, object] | None:
     return a.ts, a.ts + a.dur, a.tid
 
 
-def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], float | None]:
-    """The ops and GPU events of the profiled call, or of the whole trace."""
+def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], tuple[float, float] | None]:
+    """The ops and GPU events of the profiled call and its span, or the whole trace and None."""
     win = _window(trace)
     if win is None:
         return list(trace.cpu_ops), list(trace.gpu), None
@@ -88,7 +88,7 @@ def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], float | No
         for g in trace.gpu
         if (g.correlation is not None and g.correlation in corr) or (g.correlation is None and g.ext_id in ext)
     ]
-    return ops, gpu, t1 - t0
+    return ops, gpu, (t0, t1)
 
 
 def _cause(tree: OpTree, i: int) -> str:
@@ -182,11 +182,6 @@ def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
     ]
 
 
-def copies_and_upcasts(tree: OpTree, records_by_op: dict[int, list[GpuEvent]]) -> tuple[list[HiddenCopy], list[Upcast]]:
-    copies, upcasts, _ = copies_and_upcasts_at(tree, records_by_op)
-    return copies, upcasts
-
-
 def copies_and_upcasts_at(
     tree: OpTree, records_by_op: dict[int, list[GpuEvent]]
 ) -> tuple[list[HiddenCopy], list[Upcast], list[int]]:
@@ -224,7 +219,7 @@ def copies_and_upcasts_at(
 
 
 def _typed_copy(op: CpuOp) -> bool:
-    """A copy_ whose recorded types and shape let copies_and_upcasts judge it."""
+    """A copy_ whose recorded types and shape let copies_and_upcasts_at judge it."""
     return op.name == "aten::copy_" and len(op.input_types or []) >= 2 and bool(op.input_dims)
 
 
@@ -288,14 +283,12 @@ def fingerprint(trace: Trace) -> Fingerprint:
 
 def analyse(trace: Trace) -> Analysis:
     """One pass: op tree, attribution, records, copies and upcasts."""
-    ops, gpu, window_us = select_window(trace)
+    ops, gpu, win = select_window(trace)
     tree = build_op_tree(ops)
     att = attribute(tree, trace.runtime, gpu)
-    limits, cc, dev_name = _limits_for(trace)
     gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
-    if not gpu_side:
-        # A CPU-only profile on a machine with a GPU still lists the GPU in deviceProperties.
-        limits, cc, dev_name = None, None, None
+    # A CPU-only profile on a machine with a GPU still lists the GPU in deviceProperties.
+    limits, cc, dev_name = _limits_for(trace) if gpu_side else (None, None, None)
     notes: list[str] = []
     if trace.num_skipped:
         notes.append(f"{trace.num_skipped} malformed trace events skipped")
@@ -315,6 +308,7 @@ def analyse(trace: Trace) -> Analysis:
     backend = None
     if not op_names.isdisjoint(K.SDPA_BACKEND_OPS):
         backend = next(K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS)
+    window_us = win[1] - win[0] if win else None
     if window_us is None and ops:
         window_us = max(o.ts + o.dur for o in ops) - min(o.ts for o in ops)
     fp = Fingerprint(
@@ -336,5 +330,4 @@ def analyse(trace: Trace) -> Analysis:
         notes=tuple(notes),
     )
     upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
-    win = _window(trace)
-    return Analysis(fp, att, upcast_us, (win[0], win[1]) if win else None)
+    return Analysis(fp, att, upcast_us, win)
