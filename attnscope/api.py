@@ -21,6 +21,11 @@ def analyze(path: str | Path, variant: str | None = None, *, summary: bool = Tru
         return _analyze(path, variant, summary=summary, require_gpu=require_gpu)
 
 
+def _one_sample(us: float | None, method: str) -> Timing | None:
+    """A trace holds one call: a timing of one sample, its quartiles all that value."""
+    return Timing(us, us, us, us, 1, method) if us is not None else None
+
+
 def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool) -> Result:
     from attnscope.analysis.breakdown import summarize
 
@@ -35,30 +40,8 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
     an = analyse(tr)
     fp = an.fingerprint
     extra = {"trace_summary": summarize(tr, an)} if summary and fp.device_kind == "gpu" else {}
-    gpu_t = (
-        Timing(
-            fp.trace_gpu_time_us,
-            fp.trace_gpu_time_us,
-            fp.trace_gpu_time_us,
-            fp.trace_gpu_time_us,
-            1,
-            "sum of GPU event durations in the trace (one sample)",
-        )
-        if fp.trace_gpu_time_us is not None
-        else None
-    )
-    cpu_t = (
-        Timing(
-            fp.trace_cpu_time_us,
-            fp.trace_cpu_time_us,
-            fp.trace_cpu_time_us,
-            fp.trace_cpu_time_us,
-            1,
-            "host span of the traced region (one sample, profiler overhead included)",
-        )
-        if fp.trace_cpu_time_us is not None
-        else None
-    )
+    gpu_t = _one_sample(fp.trace_gpu_time_us, "sum of GPU event durations in the trace (one sample)")
+    cpu_t = _one_sample(fp.trace_cpu_time_us, "host span of the traced region (one sample, profiler overhead included)")
     name = variant or Path(path).name.removesuffix(".gz").removesuffix(".json")
     return Result(
         variant=name,
