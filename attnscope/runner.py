@@ -98,6 +98,15 @@ def _skip(v: Variant, case: Case, reason: str, status: str = "skipped") -> Resul
     return Result(variant=v.name, case=case, status=status, reason=reason)  # type: ignore[arg-type]
 
 
+def _failed(v: Variant, case: Case, e: BaseException, during: str) -> Result:
+    """An 'oom' or 'error' row with the exception on one line: one variant never stops the run."""
+    import torch
+
+    if isinstance(e, torch.cuda.OutOfMemoryError):
+        return _skip(v, case, f"out of memory{during}: {str(e).splitlines()[0]}", "oom")
+    return _skip(v, case, f"{type(e).__name__}{during}: {' '.join(str(e).split())[:400]}", "error")
+
+
 def run_variant(
     v: Variant, case: Case, x: Inputs, ref: Any, opts: Options, peak: PeakRate | None, trace_dir: Path
 ) -> Result:
@@ -111,10 +120,8 @@ def run_variant(
         prep = v.prepare(case, x)
     except Unsupported as e:
         return _skip(v, case, str(e))
-    except torch.cuda.OutOfMemoryError as e:
-        return _skip(v, case, f"out of memory while preparing: {str(e).splitlines()[0]}", "oom")
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
-        return _skip(v, case, f"{type(e).__name__} while preparing: {' '.join(str(e).split())[:400]}", "error")
+        return _failed(v, case, e, " while preparing")
     try:
         with prep.context():
             for _ in range(3):  # warm-up: caches, autotuning, lazy inits
@@ -136,10 +143,8 @@ def run_variant(
             from attnscope.capture import capture
 
             capture(prep.fn, path, cuda=cuda)
-    except torch.cuda.OutOfMemoryError as e:
-        return _skip(v, case, f"out of memory: {str(e).splitlines()[0]}", "oom")
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
-        return _skip(v, case, f"{type(e).__name__}: {' '.join(str(e).split())[:400]}", "error")
+        return _failed(v, case, e, "")
     extra: dict[str, Any] = {"notes": list(prep.notes)} if prep.notes else {}
     extra.update(prep.extra)
     if prep.context is not contextlib.nullcontext:
@@ -210,11 +215,11 @@ def run(
         tmp = tempfile.mkdtemp(prefix="attnscope-")
         trace_dir = Path(tmp)
     results: list[Result] = []
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
     try:
         for v in chosen:
             if on_start:
                 on_start(v.name)
-            dev = "cuda" if case.device.startswith("cuda") else "cpu"
             if not explicit and dev in v.opt_in_on:
                 r = _skip(v, case, v.opt_in_reason)
             else:
@@ -223,7 +228,7 @@ def run(
             if on_result:
                 on_result(r)
             gc.collect()
-            if case.device.startswith("cuda"):
+            if dev == "cuda":
                 torch.cuda.empty_cache()
     finally:
         if tmp:
