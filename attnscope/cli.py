@@ -142,7 +142,7 @@ def cmd_variants(args: argparse.Namespace) -> int:
         state = "no" if reason else "yes"
         if not reason and dev in v.opt_in_on:
             state, reason = "opt-in", v.opt_in_reason
-        elif not reason and not (v.name == "flex_compiled"):
+        elif not reason and not v.compiles:
             try:
                 v.prepare(case, x)
             except Unsupported as e:

@@ -49,6 +49,8 @@ class Variant:
     # Not in the default set on these devices (too slow to be a default); still listed.
     opt_in_on: tuple[str, ...] = ()
     opt_in_reason: str = ""
+    # Preparing means compiling (seconds to minutes): `attnscope variants` does not try it.
+    compiles: bool = False
 
 
 def torch_version() -> tuple[int, int]:

@@ -77,6 +77,7 @@ FLEX_COMPILED = Variant(
     description="torch.compile(flex_attention): one generated Triton/C++ kernel",
     check=_check,
     prepare=lambda c, x: _prepare(c, x, compiled=True),
+    compiles=True,
     opt_in_on=("cpu",),
     opt_in_reason=(
         "not in the CPU default set: torch.compile of flex_attention takes ~20 s on a "

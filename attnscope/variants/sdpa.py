@@ -33,7 +33,7 @@ def _reason_from(err: BaseException, caught: list[warnings.WarningMessage], back
     seen: list[str] = []
     for w in caught:
         msg = " ".join(str(w.message).split())
-        if msg and msg not in seen and "flex_attention called without" not in msg:
+        if msg and msg not in seen:
             seen.append(msg)
     err_msg = " ".join(str(err).split()) or type(err).__name__
     if not seen:
