@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.compare import case_key, overlaps, ran_backend, ranked
+from attnscope.analysis.insights import compute_kernels
 from attnscope.types import Recommendation
 
 
@@ -19,7 +20,7 @@ def _same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Two variants that launched the same compute kernels (e.g. sdpa_default picking cuDNN and sdpa_cudnn)."""
 
     def names(r: dict[str, Any]) -> set[str]:
-        return {k["name"] for k in r.get("kernels") or [] if k.get("category") not in ("memcpy", "memset")}
+        return {k["name"] for k in compute_kernels(r)}
 
     return bool(names(a)) and names(a) == names(b)
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.analysis.insights import main_kernel
 from attnscope.report.explain import render_explanations
 
 MIB = 1024 * 1024
@@ -22,13 +23,8 @@ def _fmt_us(t: dict[str, Any] | None) -> Text:
     return Text(s)
 
 
-def _main_kernel(r: dict[str, Any]) -> dict[str, Any] | None:
-    ks = [k for k in r.get("kernels", []) if k["category"] not in ("memcpy", "memset")]
-    return max(ks, key=lambda k: k["duration_us"]) if ks else None
-
-
 def _occ(r: dict[str, Any]) -> str:
-    k = _main_kernel(r)
+    k = main_kernel(r)
     if not k or k.get("theoretical_occupancy_pct") is None:
         return "—"
     lim = (k.get("occupancy_limiter") or "").replace("registers", "regs").replace("shared_memory", "smem")
