@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
 export KINETO_LOG_LEVEL=6
-.venv/bin/ruff check attnscope tests benchmarks
-.venv/bin/ruff format --check attnscope tests benchmarks
-.venv/bin/mypy
+.venv/bin/python -m ruff check attnscope tests benchmarks
+.venv/bin/python -m ruff format --check attnscope tests benchmarks
+.venv/bin/python -m mypy
 .venv/bin/python -m pytest -q "$@"
