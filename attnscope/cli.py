@@ -8,7 +8,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attnscope.arguments import (
+    MAX_DIM,
+    MAX_HEAD_DIM,
+    UsageError,
+    check_device,
+    check_input_file,
+    check_output_dir,
+    check_output_file,
+    finite_float,
+    positive_int,
+    variant_names,
+)
+
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _console() -> Any:
@@ -20,12 +41,14 @@ def _console() -> Any:
 def _add_case_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("case (defaults depend on the device)")
     g.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
-    g.add_argument("--batch", type=int)
-    g.add_argument("--heads", type=int)
-    g.add_argument("--kv-heads", type=int, help="KV heads for GQA (default: = heads)")
-    g.add_argument("--seq", type=int, help="query sequence length")
-    g.add_argument("--seq-kv", type=int, help="key/value sequence length (default: = seq)")
-    g.add_argument("--head-dim", type=int)
+    g.add_argument("--batch", type=positive_int("batch", MAX_DIM["batch"]))
+    g.add_argument("--heads", type=positive_int("heads", MAX_DIM["heads"]))
+    g.add_argument("--kv-heads", type=positive_int("kv-heads", MAX_DIM["kv_heads"]), help="KV heads for GQA")
+    g.add_argument("--seq", type=positive_int("seq", MAX_DIM["seq"]), help="query sequence length")
+    g.add_argument(
+        "--seq-kv", type=positive_int("seq-kv", MAX_DIM["seq_kv"]), help="key/value sequence length (default: = seq)"
+    )
+    g.add_argument("--head-dim", type=positive_int("head-dim", MAX_HEAD_DIM))
     g.add_argument("--dtype", help="bf16, fp16 or fp32")
     m = g.add_mutually_exclusive_group()
     m.add_argument("--causal", dest="causal", action="store_true", default=None)
@@ -36,7 +59,7 @@ def _case_from(args: argparse.Namespace) -> Any:
     from attnscope.cases import make_case
 
     return make_case(
-        args.device,
+        check_device(args.device),
         batch=args.batch,
         heads=args.heads,
         kv_heads=args.kv_heads,
@@ -48,6 +71,21 @@ def _case_from(args: argparse.Namespace) -> Any:
     )
 
 
+def check_run_args(args: argparse.Namespace) -> None:
+    """Everything about `run`/`guess` that can be wrong before a tensor exists."""
+    if args.variants is not None:
+        names = variant_names(args.variants)
+        if "all" in names and len(names) > 1:
+            raise UsageError("--variants: 'all' stands alone")
+    if args.strict and args.command == "run" and not args.guess:
+        raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
+    if getattr(args, "guess", None):
+        check_input_file(args.guess, "--guess")
+    check_output_file(args.json, "--json")
+    check_output_dir(args.trace_dir, "--trace-dir")
+    check_output_file(getattr(args, "save", None), "--save")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -57,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from attnscope.types import Result
     from attnscope.variants import resolve
 
+    check_run_args(args)
     case = _case_from(args)
     chosen = resolve(args.variants)  # unknown names fail before torch work starts
     preds = getattr(args, "predictions", None)  # from `attnscope guess`
@@ -162,6 +201,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def _analyze_cmd(args: argparse.Namespace) -> int:
     from attnscope.batch import analyze_many, expand
 
+    check_output_file(args.json, "--json")
+
     results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=not args.cpu)
     for e in errors:
         print(f"attnscope: error: {e}", file=sys.stderr)
@@ -191,10 +232,11 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from attnscope.diff import diff, load_side
 
-    a, b = load_side(args.a), load_side(args.b)
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-    if any(m not in ("gpu", "cpu") for m in metrics):
-        raise ValueError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
+    if not metrics or any(m not in ("gpu", "cpu") for m in metrics):
+        raise UsageError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
+    check_output_file(args.json, "--json")
+    a, b = load_side(args.a), load_side(args.b)
     d = diff(a, b, threshold_pct=args.threshold, metrics=metrics)
     if args.json:
         from attnscope.report.json import SCHEMA_VERSION, write_atomic
@@ -217,7 +259,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="attnscope", description=__doc__)
+    from attnscope import __version__
+
+    p = Parser(prog="attnscope", description=__doc__)
+    p.add_argument("--version", action="version", version=f"attnscope {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run and fingerprint every attention variant on one case")
@@ -229,7 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", help="write the versioned JSON document here")
         sp.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
         sp.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
-        sp.add_argument("--budget", type=float, default=0.5, help="seconds per timer per variant (default 0.5)")
+        sp.add_argument(
+            "--budget",
+            type=finite_float("budget", minimum=0.0, strict=True),
+            default=0.5,
+            help="seconds per timer per variant (default 0.5)",
+        )
         sp.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
         sp.add_argument("--strict", action="store_true", help="exit 1 on any missed or unmeasurable prediction (CI)")
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
@@ -245,15 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
     a.add_argument("--json", help="write the versioned JSON document here")
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
-    a.add_argument("--jobs", type=int, help="processes for several traces (default: one per core)")
-    a.add_argument("--top", type=int, default=10, help="rows in the top-kernel tables (default 10)")
+    a.add_argument(
+        "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
+    )
+    a.add_argument(
+        "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
+    )
     a.add_argument("--cpu", action="store_true", help="accept traces without GPU events (fingerprint the CPU ops)")
     a.set_defaults(func=cmd_analyze)
 
     d = sub.add_parser("diff", help="compare two result JSONs or two traces, variant by variant")
     d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")
     d.add_argument("b", help="candidate: an attnscope JSON document or a Kineto trace")
-    d.add_argument("--threshold", type=float, help="exit 1 when a time grows by more than this many percent")
+    d.add_argument(
+        "--threshold",
+        type=finite_float("threshold", minimum=0.0),
+        help="exit 1 when a time grows by more than this many percent",
+    )
     d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
     d.add_argument("--json", help="write the diff as JSON here")
     d.set_defaults(func=cmd_diff)
@@ -262,21 +320,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # silence Kineto's stderr chatter
-    args = build_parser().parse_args(argv)
-    from attnscope.report.json import DocumentError
-    from attnscope.trace import TraceError
-
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
+        return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
         return int(args.func(args))
-    except (TraceError, DocumentError) as e:
-        print(f"attnscope: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except ValueError as e:
-        print(f"attnscope: error: {e}", file=sys.stderr)
+    except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks
+        print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("attnscope: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug must still end in one line, never a traceback
+        if os.environ.get("ATTNSCOPE_DEBUG"):
+            raise
+        print(
+            f"attnscope: internal error: {type(e).__name__}: {_one_line(e)} "
+            "(set ATTNSCOPE_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:500]
 
 
 if __name__ == "__main__":

@@ -165,9 +165,10 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
 
 def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run exactly as `attnscope run`, with the answers as predictions."""
-    from attnscope.cli import _case_from, cmd_run
+    from attnscope.cli import _case_from, check_run_args, cmd_run
     from attnscope.variants import resolve
 
+    check_run_args(args)  # paths and names before the questions, not after them
     case = _case_from(args)
     chosen = [v.name for v in resolve(args.variants)]
     print(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}")
@@ -175,7 +176,11 @@ def cmd_guess(args: Any) -> int:
     if not preds:
         print("No predictions given: running without verdicts.")
     elif args.save:
-        Path(args.save).write_text(to_toml(preds))
+        try:
+            Path(args.save).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.save).write_text(to_toml(preds))
+        except OSError as e:
+            raise PredictionError(f"--save {args.save}: cannot write ({e.strerror or e})") from None
         print(f"Your {len(preds)} predictions are saved in {args.save} (reuse them with `attnscope run --guess`).")
     print("Now measuring…", flush=True)
     args.predictions = preds

@@ -66,13 +66,22 @@ class PredictionError(ValueError):
     """A predictions file that cannot be read; the message says where and why."""
 
 
+def _non_negative(vs: list[Any], where: str) -> None:
+    """Counts, times, memory, occupancy and ratios are never negative, NaN or infinite."""
+    for x in vs:
+        if x != x or x in (float("inf"), float("-inf")) or x < 0:
+            raise PredictionError(f"{where}: expected a finite value ≥ 0, got {x!r}")
+
+
 def _range(v: Any, where: str, integer: bool) -> Any:
     num = (int,) if integer else (int, float)
     if isinstance(v, bool):
         raise PredictionError(f"{where}: expected a number or [lo, hi], got {v!r}")
     if isinstance(v, num):
+        _non_negative([v], where)
         return v
     if isinstance(v, list) and len(v) == 2 and all(isinstance(x, num) and not isinstance(x, bool) for x in v):
+        _non_negative(v, where)
         if v[0] > v[1]:
             raise PredictionError(f"{where}: range [lo, hi] has lo > hi: {v}")
         return [v[0], v[1]]

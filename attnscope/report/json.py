@@ -156,12 +156,19 @@ def _dumps(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     """Write via a temp file and rename, so a crash never leaves half a document."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would honour the umask
         with os.fdopen(fd, "wb") as f:
             f.write(_dumps(_clean(doc)))
         os.replace(tmp, p)
@@ -182,10 +189,27 @@ def load_document(path: str | Path) -> dict[str, Any]:
         raise DocumentError(f"{p}: no such file") from None
     except ValueError as e:
         raise DocumentError(f"{p}: not valid JSON ({e})") from None
-    if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
-        raise DocumentError(f"{p}: not an attnscope result document (no schema_version/results)")
-    if doc["schema_version"] > SCHEMA_VERSION:
-        raise DocumentError(
-            f"{p}: schema_version {doc['schema_version']} is newer than this attnscope ({SCHEMA_VERSION})"
-        )
+    except OSError as e:
+        raise DocumentError(f"{p}: cannot read ({e.strerror or e})") from None
+    check_document(doc, str(p))
     return doc
+
+
+def check_document(doc: Any, where: str) -> None:
+    """The shape every reader of a document relies on; a DocumentError names what is off."""
+    if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
+        raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
+    v = doc["schema_version"]
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise DocumentError(f"{where}: schema_version must be a positive integer, got {v!r}")
+    if v > SCHEMA_VERSION:
+        raise DocumentError(f"{where}: schema_version {v} is newer than this attnscope ({SCHEMA_VERSION})")
+    results = doc["results"]
+    if not isinstance(results, list):
+        raise DocumentError(f"{where}: results must be a list, got {type(results).__name__}")
+    for i, r in enumerate(results):
+        if not isinstance(r, dict) or not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
+            raise DocumentError(f"{where}: results[{i}] is not a result (needs variant and status strings)")
+    for key in ("env", "case"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise DocumentError(f"{where}: {key} must be an object, got {type(doc[key]).__name__}")
