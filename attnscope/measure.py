@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from attnscope.types import Timing
@@ -135,3 +138,142 @@ def relative_error(out: Any, ref: Any) -> tuple[float, bool]:
     num = (o - ref).flatten(2).norm(dim=-1)
     den = ref.flatten(2).norm(dim=-1).clamp_min(torch.finfo(torch.float64).tiny)
     return float((num / den).max()), False
+
+
+def time_graph(
+    fn: Callable[[], Any], *, budget_s: float, min_sample_us: float = 2000.0, samples: int = 15
+) -> tuple[Timing | None, str | None]:
+    """Device time per call by CUDA-graph replay: (timing, None), or (None, why not capturable).
+
+    Several calls are captured into one graph so that one replay lasts at least
+    ``min_sample_us``; a sample is the replay's event time divided by the calls in it.  Replay
+    launches the whole graph at once, so what is left is the kernels and the gaps the GPU
+    itself needs between them: no per-kernel launch from the host, no event per call.
+    """
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    try:
+        with torch.cuda.stream(side):
+            for _ in range(2):  # capture needs the lazy inits and allocations done outside it
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        one = _capture(fn, 1)
+        t = _replay_us(one, 3)
+        per_call = min(t) if t else 0.0
+        n_calls = max(1, min(1000, int(min_sample_us / max(per_call, 1e-3))))
+        del one
+        graph = _capture(fn, n_calls)
+    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # capture refused: sync, host ops, allocator
+        torch.cuda.synchronize()
+        return None, "not capturable in a CUDA graph: " + " ".join(str(e).split())[:200]
+    n = _iterations(per_call * n_calls * 1e-6, budget_s, 3, samples)
+    us = [s / n_calls for s in _replay_us(graph, n)]
+    del graph
+    return summarise(us, f"CUDA-graph replay of {n_calls} calls, per call, median of {n} replays"), None
+
+
+def _capture(fn: Callable[[], Any], n_calls: int) -> Any:
+    import torch
+
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(n_calls):
+            fn()
+    torch.cuda.synchronize()
+    return g
+
+
+def _replay_us(graph: Any, n: int) -> list[float]:
+    import torch
+
+    graph.replay()  # the first replay uploads the graph
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        starts[i].record()
+        graph.replay()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
+
+
+def launch_overhead(stream: Timing | None, graph: Timing | None) -> dict[str, Any] | None:
+    """Stream time (events around each call) against device time (graph replay) per call."""
+    if stream is None or graph is None:
+        return None
+    gap = stream.median_us - graph.median_us
+    return {
+        "stream_us": round(stream.median_us, 3),
+        "device_us": round(graph.median_us, 3),
+        "launch_gap_us": round(gap, 3),
+        "launch_gap_pct": round(100.0 * gap / stream.median_us, 2) if stream.median_us > 0 else None,
+        "what": "stream time (CUDA events around each call) minus device time (CUDA-graph replay): "
+        "event overhead and launch gaps between kernels, not attention work",
+    }
+
+
+@contextlib.contextmanager
+def quiet_host() -> Iterator[None]:
+    """No garbage collection and, where the OS allows, one pinned core while host time is taken."""
+    was_gc = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    affinity = None
+    if hasattr(os, "sched_getaffinity"):
+        affinity = os.sched_getaffinity(0)
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {min(affinity)})
+    try:
+        yield
+    finally:
+        if affinity is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, affinity)
+        if was_gc:
+            gc.enable()
+
+
+def time_host_batched(
+    fn: Callable[[], Any], *, cuda: bool, budget_s: float, calls_per_sample: int = 10, lo: int = 15, hi: int = 300
+) -> Timing:
+    """Host time per call from batches of back-to-back calls, gc off, pinned to one core.
+
+    A sample is one batch's wall time over its calls: a single descheduling or cache miss is
+    spread over the batch instead of deciding a sample.  On CUDA the device is drained before
+    each batch only, never inside it; a batch of 10 fused calls stays far below the launch
+    queue's depth, so no call waits for the GPU."""
+    sync: Callable[[], None] = _sync_for(cuda)
+    with quiet_host():
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        n = _iterations((time.perf_counter() - t0) * calls_per_sample, budget_s, lo, hi)
+        samples = []
+        for _ in range(n):
+            sync()
+            a = time.perf_counter()
+            for _ in range(calls_per_sample):
+                fn()
+            b = time.perf_counter()
+            samples.append((b - a) * 1e6 / calls_per_sample)
+        sync()
+    what = "host time per call, no synchronize inside" if cuda else "wall time per call"
+    return summarise(
+        samples, f"{what}, batches of {calls_per_sample} calls, gc off, one pinned core, median of {n} batches"
+    )
+
+
+def _sync_for(cuda: bool) -> Callable[[], None]:
+    if cuda:
+        import torch
+
+        return torch.cuda.synchronize
+
+    def sync() -> None:
+        return None
+
+    return sync

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from attnscope import measure
 from attnscope.analysis.fingerprint import fingerprint
 from attnscope.flops import attention_flops, tflops
 from attnscope.trace import load_trace
-from attnscope.types import Case, Env, Result
+from attnscope.types import Case, Env, Result, Timing
 from attnscope.variants import Inputs, Unsupported, Variant, resolve
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -107,6 +108,13 @@ def _failed(v: Variant, case: Case, e: BaseException, during: str) -> Result:
     return _skip(v, case, f"{type(e).__name__}{during}: {' '.join(str(e).split())[:400]}", "error")
 
 
+def _graph_extra(stream: Timing | None, graph: Timing | None, why: str | None) -> dict[str, Any]:
+    """Device time by CUDA-graph replay beside the stream time, or why the call cannot be captured."""
+    if graph is None:
+        return {"gpu_time_graph": None, "gpu_time_graph_why": why}
+    return {"gpu_time_graph": dataclasses.asdict(graph), "launch": measure.launch_overhead(stream, graph)}
+
+
 def run_variant(
     v: Variant, case: Case, x: Inputs, ref: Any, opts: Options, peak: PeakRate | None, trace_dir: Path
 ) -> Result:
@@ -138,6 +146,7 @@ def run_variant(
                 if cuda
                 else None
             )
+            graph_t, graph_why = measure.time_graph(prep.fn, budget_s=opts.timing_budget_s) if cuda else (None, None)
             peak_mem = measure.cuda_peak_extra_bytes(prep.fn) if cuda else None
             path = trace_dir / f"{v.name}.json"
             from attnscope.capture import capture
@@ -147,6 +156,8 @@ def run_variant(
         return _failed(v, case, e, "")
     extra: dict[str, Any] = {"notes": list(prep.notes)} if prep.notes else {}
     extra.update(prep.extra)
+    if cuda:
+        extra.update(_graph_extra(gpu_t, graph_t, graph_why))
     if prep.context is not contextlib.nullcontext:
         ctx = prep.context
 

@@ -122,6 +122,7 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
         lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
+    lines += _graph_lines(ok)
     if any(r.get("source") == "trace" for r in ok):
         lines.append(
             "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
@@ -132,6 +133,24 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
         wall = "; CPU µs is wall time per call" if any(r.get("source") == "run" for r in cpu_rows) else ""
         lines.append(f"on CPU 'ops' counts leaf compute aten ops (no device kernels exist){wall}")
     return lines
+
+
+def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Which time the GPU µs column is, and the device time by CUDA-graph replay beside it."""
+    rows = [r for r in ok if r.get("source") == "run" and "gpu_time_graph" in r]
+    if not rows:
+        return []
+    out = ["GPU µs is stream time per call (CUDA events around each call); device time per call by CUDA-graph replay:"]
+    for r in rows:
+        la = r.get("launch")
+        if la:
+            out.append(
+                f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, "
+                f"launch/gap overhead {la['launch_gap_us']:,.1f} µs ({la['launch_gap_pct']:.1f}%)"
+            )
+        else:
+            out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
+    return out
 
 
 def kernels_table(r: dict[str, Any]) -> Table:

@@ -1,0 +1,67 @@
+"""Host sampler, graph/stream bookkeeping and the footnote that says which GPU time is shown (no GPU)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+import pytest
+
+from attnscope import measure
+from attnscope.report.table import footnotes
+from attnscope.types import Timing
+
+
+def _t(median: float) -> Timing:
+    return Timing(median, median, median, median, 1, "test")
+
+
+def test_batched_host_sampler_divides_each_batch_by_its_calls() -> None:
+    calls = []
+
+    def fn() -> None:
+        calls.append(1)
+        time.sleep(200e-6)  # sleeps at least this long: a lower bound on every per-call sample
+
+    t = measure.time_host_batched(fn, cuda=False, budget_s=0.05, calls_per_sample=4, lo=5, hi=5)
+    assert t.num_samples == 5
+    assert len(calls) == 1 + 5 * 4  # one timing probe, then 5 batches of 4
+    assert t.min_us >= 200.0
+    assert t.median_us < 4 * 200.0 + 2000.0  # not the whole batch's time
+    assert "batches of 4 calls" in t.method
+
+
+def test_quiet_host_restores_gc_and_affinity() -> None:
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    assert gc.isenabled()
+    with measure.quiet_host():
+        assert not gc.isenabled()
+        if before is not None:
+            assert len(os.sched_getaffinity(0)) == 1
+    assert gc.isenabled()
+    if before is not None:
+        assert os.sched_getaffinity(0) == before
+
+
+def test_launch_overhead_is_stream_minus_device() -> None:
+    # The issue's H200 numbers for flash at B1 H8 S512 D64: 14.7 µs stream, 11.0 µs graph replay.
+    la = measure.launch_overhead(_t(14.7), _t(11.0))
+    assert la is not None
+    assert la["launch_gap_us"] == pytest.approx(3.7)
+    assert la["launch_gap_pct"] == pytest.approx(100 * 3.7 / 14.7, abs=0.01)
+    assert measure.launch_overhead(_t(14.7), None) is None
+
+
+def test_footnote_names_the_gpu_column_and_the_graph_time() -> None:
+    la = measure.launch_overhead(_t(35.0), _t(30.2))
+    doc = {
+        "results": [
+            {"variant": "naive", "status": "ok", "source": "run", "gpu_time_graph": {}, "launch": la},
+            {"variant": "flex", "status": "ok", "source": "run", "gpu_time_graph": None, "gpu_time_graph_why": "nope"},
+        ]
+    }
+    lines = footnotes(doc)
+    assert any(line.startswith("GPU µs is stream time per call") for line in lines)
+    assert any("naive: device 30.2 µs, stream 35.0 µs, launch/gap overhead 4.8 µs (13.7%)" in line for line in lines)
+    assert any("flex: nope" in line for line in lines)
