@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+from attnscope.masks import kept_formula, kept_pairs
 from attnscope.types import Case
 
-FLOP_FORMULA = "4·B·H·Sq·Sk·D (two GEMMs, 2 FLOP per multiply-add), halved when causal"
+FLOP_FORMULA = (
+    "4·H·D·(score entries the mask keeps, summed over the batch): two GEMMs, 2 FLOP per multiply-add, "
+    "counted only on kept scores (no mask keeps B·Sq·Sk)"
+)
 
 
 def attention_flops(case: Case) -> int:
-    """Forward attention FLOPs: QKᵀ and PV, each 2·B·H·Sq·Sk·D; causal keeps half."""
-    f = 4 * case.batch * case.heads * case.seq_q * case.num_seq_kv * case.head_dim
-    return f // 2 if case.causal else f
+    """Forward attention FLOPs: QKᵀ and PV, each 2·D per score entry the mask keeps."""
+    return 4 * case.head_dim * kept_scores(case)
+
+
+def kept_scores(case: Case) -> int:
+    """Score entries the case's mask keeps, over batch and heads (exact: closed forms per mask kind)."""
+    return case.heads * kept_pairs(case.mask_spec, case.batch, case.seq_q, case.num_seq_kv)
+
+
+def kept_fraction(case: Case) -> float:
+    return kept_scores(case) / (case.batch * case.heads * case.seq_q * case.num_seq_kv)
+
+
+def mask_flop_note(case: Case) -> str:
+    """How this case's kept entries were counted, for the FLOP footnote."""
+    m = case.mask_spec
+    return (
+        f"mask {m.canonical}: {kept_formula(m)} = {kept_scores(case):,} kept scores "
+        f"({100 * kept_fraction(case):.1f}% of B·H·Sq·Sk)"
+    )
 
 
 def tflops(flops: int, time_us: float | None) -> float | None:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from attnscope.masks import MaskSpec
 
 Status = Literal["ok", "skipped", "oom", "error"]
 Category = Literal[
@@ -42,6 +45,11 @@ class Case:
     kv_heads: int | None = None  # None: same as heads (no GQA)
     seq_kv: int | None = None  # None: same as seq_q
     device: str = "cpu"
+    # The mask (attnscope.masks grammar); None: from `causal`.  Given, it sets `causal` to whether it is
+    # exactly SDPA's is_causal (top-left causal), so code that reads `causal` stays right.
+    mask: str | None = None
+    softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
+    alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads", "seq_q", "head_dim"):
@@ -53,6 +61,37 @@ class Case:
             raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
         if self.dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+        self._check_mask()
+
+    def _check_mask(self) -> None:
+        from attnscope.masks import check_mask
+
+        if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
+            raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
+        spec = self.mask_spec
+        stated = None if self.mask is not None else ("causal masking (--causal, the default)" if self.causal else None)
+        check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
+        if self.mask is not None:  # frozen: normalise once, here
+            object.__setattr__(self, "mask", spec.canonical)
+            object.__setattr__(self, "causal", spec.is_top_left_causal(self.seq_q, self.num_seq_kv))
+
+    @property
+    def mask_spec(self) -> MaskSpec:
+        from attnscope.masks import MaskSpec, parse_mask
+
+        if self.mask is not None:
+            return parse_mask(self.mask)
+        return MaskSpec("causal" if self.causal else "none")
+
+    @property
+    def mask_label(self) -> str:
+        """The mask and score modifications in words, e.g. 'sliding:128 softcap=30 alibi'."""
+        parts = [self.mask_spec.canonical] if self.mask is not None else (["causal"] if self.causal else [])
+        if self.softcap is not None:
+            parts.append(f"softcap={self.softcap:g}")
+        if self.alibi:
+            parts.append("alibi")
+        return " ".join(parts)
 
     @property
     def num_kv_heads(self) -> int:
@@ -69,7 +108,7 @@ class Case:
     def label(self) -> str:
         kv = f" KV={self.num_kv_heads}" if self.is_gqa else ""
         sk = f"x{self.num_seq_kv}" if self.num_seq_kv != self.seq_q else ""
-        mask = " causal" if self.causal else ""
+        mask = f" {self.mask_label}" if self.mask_label else ""
         return (
             f"B={self.batch} H={self.heads}{kv} S={self.seq_q}{sk} D={self.head_dim} "
             f"{self.dtype}{mask} on {self.device}"

@@ -42,7 +42,7 @@ def test_every_variant_has_a_row(tiny_report):
         assert r.gpu_time is None  # no GPU: never invented
         assert r.numerics_ok, (name, r.max_rel_error)
         assert r.fingerprint is not None and r.fingerprint.device_kind == "cpu"
-        assert r.flops == 4 * 1 * 2 * 64 * 64 * 16 // 2
+        assert r.flops == 4 * 16 * 2 * (64 * 65 // 2)  # causal keeps the diagonal: 1+2+...+64 per head
         assert r.tflops == pytest.approx(r.flops / (r.cpu_time.median_us * 1e-6) / 1e12)
         assert r.pct_of_peak is not None and r.pct_of_peak > 0
 

@@ -1,0 +1,174 @@
+"""A case's mask and score modification as runnable functions, built on attention-gym.  Needs torch.
+
+One ``mask_mod(b, h, q_idx, kv_idx) -> keep`` and one ``score_mod(score, b, h, q_idx, kv_idx)`` per
+case, in FlexAttention's signature, serve every consumer: flex takes them as they are (with a
+``BlockMask``), and the dense boolean mask of naive, SDPA and the fp64 reference is the same
+``mask_mod`` evaluated on index grids.  Positions are shifted by the alignment offset (lower-right:
+query i sits at key position i + Sk - Sq) before attention-gym's functions see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from attnscope.masks import MaskSpec
+from attnscope.types import Case
+
+MaskMod = Callable[[Any, Any, Any, Any], Any]
+ScoreMod = Callable[[Any, Any, Any, Any, Any], Any]
+
+
+def _shift_q(inner: MaskMod, off: int) -> MaskMod:
+    if off == 0:
+        return inner
+
+    def shifted(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return inner(b, h, q_idx + off, kv_idx)
+
+    return shifted
+
+
+def _padding(lengths: tuple[int, ...], device: Any) -> MaskMod:
+    import torch
+
+    # attention-gym has no key-padding mask: batch element b keeps its first K_b keys.
+    valid = torch.tensor(lengths, dtype=torch.int64, device=device)
+
+    def padding(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return kv_idx < valid[b]
+
+    return padding
+
+
+def mask_mod_for(m: MaskSpec, seq_q: int, seq_kv: int, device: Any) -> MaskMod | None:
+    """The keep-function of a mask; None for ``none`` (nothing masked)."""
+    from attn_gym.masks import causal_mask, generate_doc_mask_mod, generate_prefix_lm_mask, generate_sliding_window
+    from attn_gym.masks.document_mask import length_to_offsets
+
+    off = m.offset(seq_q, seq_kv)
+    if m.kind == "none":
+        return None
+    if m.kind == "causal":
+        return _shift_q(causal_mask, off)
+    if m.kind == "sliding":
+        # attention-gym keeps q - k <= w, that is w + 1 keys; sliding:W keeps W (as Hugging Face's Mistral).
+        return _shift_q(generate_sliding_window((m.window or 1) - 1), off)
+    if m.kind == "prefix":
+        return _shift_q(generate_prefix_lm_mask(m.prefix or 0), off)
+    if m.kind == "document":
+        return generate_doc_mask_mod(causal_mask, length_to_offsets(list(m.lengths), device))
+    if m.kind == "padding":
+        return _padding(m.lengths, device)
+    raise ValueError(f"no mask_mod for mask kind {m.kind!r}")
+
+
+def score_mod_for(case: Case) -> ScoreMod | None:
+    """Soft-capping and/or ALiBi, applied to the scaled score (Gemma 2 caps the scaled logits)."""
+    from attn_gym.mods import generate_alibi_bias, generate_tanh_softcap
+
+    mods: list[ScoreMod] = []
+    if case.alibi:
+        off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
+        alibi = generate_alibi_bias(case.heads)
+
+        def alibi_at(score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+            return alibi(score, b, h, q_idx + off, kv_idx)
+
+        mods.append(alibi_at if off else alibi)
+    if case.softcap is not None:
+        # attention-gym's type says int; the body is c·tanh(s/c) and takes any float.
+        mods.append(generate_tanh_softcap(case.softcap, approx=False))  # type: ignore[arg-type]
+    if not mods:
+        return None
+    if len(mods) == 1:
+        return mods[0]
+
+    def both(score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        for f in mods:  # bias first, then the cap: the cap bounds what the softmax sees
+            score = f(score, b, h, q_idx, kv_idx)
+        return score
+
+    return both
+
+
+def dense_keep(case: Case, device: Any, q0: int = 0, q1: int | None = None, batch: int | None = None) -> Any:
+    """Boolean keep-mask of query rows q0..q1 over all keys: (Sq', Sk), or (B, 1, Sq', Sk) when the mask
+    depends on the batch element (padding) and ``batch`` is None; None when nothing is masked."""
+    import torch
+
+    m = case.mask_spec
+    fn = mask_mod_for(m, case.seq_q, case.num_seq_kv, device)
+    if fn is None:
+        return None
+    q1 = case.seq_q if q1 is None else q1
+    qi = torch.arange(q0, q1, device=device).view(-1, 1)
+    ki = torch.arange(case.num_seq_kv, device=device).view(1, -1)
+    h = torch.zeros((), dtype=torch.int64, device=device)
+    if m.kind != "padding":
+        return fn(torch.zeros((), dtype=torch.int64, device=device), h, qi, ki).expand(q1 - q0, -1)
+    if batch is not None:
+        return fn(torch.tensor(batch, device=device), h, qi, ki).expand(q1 - q0, -1)
+    b = torch.arange(case.batch, device=device).view(-1, 1, 1, 1)
+    return fn(b, h, qi.view(1, 1, -1, 1), ki.view(1, 1, 1, -1)).expand(case.batch, 1, q1 - q0, -1)
+
+
+def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
+    """Additive score bias (B|1, H|1, Sq, Sk) of ALiBi plus -inf where masked, for a float attn_mask;
+    None when the case has neither (soft-capping is not additive and cannot be expressed this way)."""
+    import torch
+
+    keep = dense_keep(case, device)
+    if not case.alibi:
+        if keep is None:
+            return None
+        return torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
+    from attn_gym.mods import generate_alibi_bias
+
+    off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
+    h = torch.arange(case.heads, device=device).view(-1, 1, 1)
+    qi = torch.arange(case.seq_q, device=device).view(1, -1, 1) + off
+    ki = torch.arange(case.num_seq_kv, device=device).view(1, 1, -1)
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    bias = generate_alibi_bias(case.heads)(zero, 0, h, qi, ki).to(dtype).unsqueeze(0)  # (1, H, Sq, Sk)
+    if keep is not None:
+        bias = bias.masked_fill(~(keep if keep.dim() == 4 else keep.view(1, 1, *keep.shape)), float("-inf"))
+    return bias
+
+
+def block_mask_for(case: Case, device: Any) -> Any:
+    """FlexAttention's BlockMask for the case (None: no mask), and nothing dense of size Sq×Sk is kept."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    m = case.mask_spec
+    fn = mask_mod_for(m, case.seq_q, case.num_seq_kv, device)
+    if fn is None:
+        return None
+    b = case.batch if m.kind == "padding" else None
+    return create_block_mask(fn, b, None, case.seq_q, case.num_seq_kv, device=device)
+
+
+def block_sparsity_pct(block_mask: Any) -> float | None:
+    """Share of (query block, key block) tiles the BlockMask skips, in %: torch's own BlockMask.sparsity()."""
+    if block_mask is None:
+        return 0.0
+    try:
+        return float(block_mask.sparsity())
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def count_kept_dense(case: Case, device: Any = "cpu", rows: int = 1024) -> int:
+    """Kept score entries over batch and heads, counted on the dense mask in row chunks: the
+    independent check of :func:`attnscope.flops.kept_scores` for any mask_mod."""
+    total = 0
+    for q0 in range(0, case.seq_q, rows):
+        q1 = min(case.seq_q, q0 + rows)
+        keep = dense_keep(case, device, q0, q1)
+        if keep is None:
+            total += case.batch * (q1 - q0) * case.num_seq_kv
+        elif keep.dim() == 4:
+            total += int(keep.sum())
+        else:
+            total += case.batch * int(keep.sum())
+    return total * case.heads

@@ -1,0 +1,207 @@
+"""Masks: parsing, the alignment refusal, kept-score counts by hand, and the fp64 reference of every mask
+against attention written out here with Python loops (independent of attention-gym and of the tool)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from attnscope.flops import attention_flops, kept_scores
+from attnscope.masks import parse_mask
+from attnscope.types import Case
+
+
+def case(mask: str | None = None, b: int = 1, h: int = 1, sq: int = 4, sk: int | None = None, d: int = 1, **kw):
+    return Case(b, h, sq, d, dtype="fp32", seq_kv=sk, mask=mask, **kw)
+
+
+# Kept score entries per (batch, head), added up row by row by hand.
+HAND = [
+    ("none", 1, 3, 4, 12),  # 3 rows × 4 keys
+    ("causal", 1, 4, 4, 10),  # 1+2+3+4
+    ("causal@top_left", 1, 2, 5, 3),  # 1+2: top-left ignores keys 2..4
+    ("causal@top_left", 1, 5, 2, 9),  # 1+2+2+2+2
+    ("causal_lower_right", 1, 2, 5, 9),  # queries at positions 3, 4: 4+5
+    ("causal_lower_right", 1, 1, 1024, 1024),  # decode: the one query sees the whole cache
+    ("sliding:3", 1, 5, 5, 12),  # 1+2+3+3+3
+    ("sliding:2@lower_right", 1, 2, 6, 4),  # 2+2
+    ("sliding:1", 1, 4, 4, 4),  # itself only
+    ("document:2,3", 1, 5, 5, 9),  # (1+2) + (1+2+3)
+    ("prefix:3", 1, 5, 5, 18),  # 3+3+3+4+5
+    ("prefix:2@lower_right", 1, 2, 5, 9),  # queries at 3, 4: 4+5
+    ("padding:2,4", 2, 3, 4, 18),  # 3·2 + 3·4
+]
+
+
+@pytest.mark.parametrize(("mask", "b", "sq", "sk", "kept"), HAND)
+def test_kept_scores_by_hand(mask, b, sq, sk, kept):
+    c = case(mask, b=b, sq=sq, sk=sk, h=3, d=8)
+    assert kept_scores(c) == 3 * kept
+    assert attention_flops(c) == 4 * 8 * 3 * kept
+
+
+def test_the_decode_example_of_the_issue_counts_every_key():
+    # B=1 H=8 KV=2 Sq=1 Sk=1024 D=64 lower-right: 1024 kept pairs per head, nothing halved
+    c = Case(1, 8, 1, 64, kv_heads=2, seq_kv=1024, mask="causal_lower_right")
+    assert attention_flops(c) == 4 * 64 * 8 * 1024
+    assert not c.causal  # SDPA's is_causal (top-left) would be wrong here
+
+
+def test_causal_square_keeps_the_diagonal():
+    assert attention_flops(Case(1, 2, 64, 16)) == 4 * 16 * 2 * (64 * 65 // 2)
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"sq": 1, "sk": 1024}, "ambiguous"),  # the default causal
+        ({"mask": "causal", "sq": 3, "sk": 5}, "ambiguous"),
+        ({"mask": "sliding:4", "sq": 3, "sk": 5}, "ambiguous"),
+        ({"mask": "prefix:2", "sq": 3, "sk": 5}, "ambiguous"),
+        ({"mask": "none", "sq": 3, "sk": 5, "alibi": True}, "ambiguous"),
+    ],
+)
+def test_ambiguous_alignment_is_refused_with_both_meanings(kw, needle):
+    with pytest.raises(ValueError) as e:
+        case(**kw)
+    msg = str(e.value)
+    assert needle in msg and "top-left" in msg and "lower-right" in msg and "\n" not in msg
+    assert "causal_lower_right" in msg
+
+
+def test_alignment_does_not_matter_without_a_positional_mask():
+    assert kept_scores(case("none", sq=3, sk=5)) == 15
+    assert kept_scores(case("padding:2", sq=3, sk=5)) == 6
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"mask": "sliding:0"}, ">= 1"),
+        ({"mask": "sliding:x"}, "integers"),
+        ({"mask": "sliding"}, "needs an argument"),
+        ({"mask": "diagonal"}, "unknown mask"),
+        ({"mask": "causal@middle"}, "alignment"),
+        ({"mask": "document:1,2", "sq": 4}, "sum to 3"),
+        ({"mask": "padding:1,2", "b": 1}, "batch of 1"),
+        ({"mask": "padding:9", "sq": 4}, "exceeds"),
+        ({"mask": "prefix:9", "sq": 4}, "longer"),
+        ({"mask": "causal_lower_right", "sq": 5, "sk": 3}, "see no key"),
+        ({"mask": "none", "softcap": 0.0}, "softcap"),
+        ({"mask": "none", "softcap": math.inf}, "softcap"),
+    ],
+)
+def test_bad_masks_give_one_line(kw, needle):
+    with pytest.raises(ValueError) as e:
+        case(**kw)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_mask_normalises_causal_and_label():
+    assert case("causal").causal is True
+    assert case("causal_lower_right").causal is True  # square: the same as is_causal
+    assert case("sliding:2").causal is False
+    assert case("causal@lower_right", sq=1, sk=8).mask == "causal_lower_right"
+    c = case("sliding:2", softcap=30.0, alibi=True)
+    assert "sliding:2 softcap=30 alibi" in c.label()
+    assert Case.from_dict(c.to_dict()) == c
+    assert parse_mask(" Document:1,2 ").lengths == (1, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fp64 reference against attention written out with loops here.
+
+torch = pytest.importorskip("torch")
+
+
+def _keeps(c: Case, b: int, i: int, j: int) -> bool:
+    """The mask's definition from the issue, one pair at a time."""
+    m = c.mask_spec
+    p = i + (c.num_seq_kv - c.seq_q if m.align == "lower_right" else 0)  # the query's key position
+    if m.kind == "none":
+        return True
+    if m.kind == "causal":
+        return j <= p
+    if m.kind == "sliding":
+        return p - m.window < j <= p
+    if m.kind == "prefix":
+        return j < m.prefix or j <= p
+    if m.kind == "document":
+        ends = list(itertools.accumulate(m.lengths))
+        doc = [next(n for n, e in enumerate(ends) if x < e) for x in (i, j)]
+        return doc[0] == doc[1] and j <= i
+    return j < m.lengths[b]  # padding
+
+
+def _loops(c: Case, q, k, v, scale):
+    b_, h_, sq, _ = q.shape
+    sk, groups = k.shape[2], h_ // k.shape[1]
+    off = c.num_seq_kv - c.seq_q if c.mask_spec.align == "lower_right" else 0
+    outs = []
+    for b in range(b_):
+        keep = torch.tensor([[_keeps(c, b, i, j) for j in range(sk)] for i in range(sq)])
+        heads = []
+        for h in range(h_):
+            s = q[b, h] @ k[b, h // groups].T * scale
+            if c.alibi:  # slope 2^(-8(h+1)/H) times (key - query position)
+                s = s + 2 ** (-8 * (h + 1) / h_) * (torch.arange(sk)[None, :] - torch.arange(sq)[:, None] - off)
+            if c.softcap:
+                s = c.softcap * torch.tanh(s / c.softcap)
+            heads.append(torch.softmax(s.masked_fill(~keep, -math.inf), -1) @ v[b, h // groups])
+        outs.append(torch.stack(heads))
+    return torch.stack(outs)
+
+
+MASKS = [
+    ("none", 6, 6, {}),
+    ("causal", 7, 7, {}),
+    ("causal@top_left", 5, 9, {}),
+    ("causal_lower_right", 3, 11, {}),
+    ("sliding:3", 10, 10, {}),
+    ("sliding:4@lower_right", 3, 12, {}),
+    ("document:3,4,2", 9, 9, {}),
+    ("prefix:4", 10, 10, {}),
+    ("prefix:3@lower_right", 4, 9, {}),
+    ("padding:5,9", 7, 9, {}),
+    ("sliding:3", 10, 10, {"softcap": 2.0, "alibi": True}),
+    ("causal_lower_right", 2, 7, {"alibi": True}),
+    ("none", 5, 5, {"softcap": 1.5}),
+]
+
+
+@pytest.mark.parametrize(("mask", "sq", "sk", "kw"), MASKS)
+def test_reference_matches_loops_and_counts(mask, sq, sk, kw):
+    from attnscope.mask_mods import count_kept_dense
+    from attnscope.reference import reference_chunked
+
+    c = Case(2, 4, sq, 8, dtype="fp32", kv_heads=2, seq_kv=sk, mask=mask, **kw)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, h, s, 8, generator=g, dtype=torch.float64) for h, s in ((4, sq), (2, sk), (2, sk)))
+    go = torch.randn(2, 4, sq, 8, generator=g, dtype=torch.float64)
+    # chunks of 3 query rows: several blocks, each with its own key range
+    got = reference_chunked(c, q.float(), k.float(), v.float(), 0.3, grad_out=go, chunk_bytes=8 * 2 * sk * 3)
+    leaves = [t.float().double().requires_grad_(True) for t in (q, k, v)]
+    want = _loops(c, *leaves, 0.3)
+    grads = torch.autograd.grad(want, leaves, go)
+    assert torch.allclose(got["out"], want.detach(), atol=1e-12, rtol=0)
+    for name, g_want in zip(("dq", "dk", "dv"), grads, strict=True):
+        assert torch.allclose(got[name], g_want, atol=1e-12, rtol=0), name
+    # the closed-form count against the dense mask and against the loops' definition
+    by_loops = 4 * sum(_keeps(c, b, i, j) for b in range(2) for i in range(sq) for j in range(sk))
+    assert kept_scores(c) == count_kept_dense(c) == by_loops
+
+
+def test_reference_without_grads_is_the_same_and_too_large_says_so():
+    from attnscope.reference import reference_chunked, too_large
+
+    c = Case(1, 2, 5, 4, dtype="fp32", mask="sliding:2")
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 2, 5, 4, generator=g) for _ in range(3))
+    out = reference_chunked(c, q, k, v, 0.5)["out"]
+    assert torch.allclose(out, _loops(c, q.double(), k.double(), v.double(), 0.5), atol=1e-12, rtol=0)
+    assert too_large(c) is None
+    big = too_large(c, grads=True, limit=10.0)
+    # 4·D·H·kept = 4·4·2·(1+2+2+2+2) = 288 forward, ×3.5 with gradients
+    assert big is not None and "reference too large" in big.reason and "1.01e+03" in big.reason
