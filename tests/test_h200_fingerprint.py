@@ -7,7 +7,6 @@ import math
 import pytest
 
 from attnscope.analysis.fingerprint import fingerprint
-from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
 from attnscope.trace import load_trace
 from tests.rawtrace import H200, H200_BIG, VARIANTS, raw_events, raw_gpu_events_in_call
 
@@ -27,24 +26,55 @@ def test_counts_match_raw_trace(path):
     assert fp.trace_gpu_time_us == pytest.approx(sum(e["dur"] for e in evs))
 
 
+# Every (registers/thread, shared memory/block, threads/block) launch in the committed H200
+# traces, with its occupancy worked by hand (sm90: 64 warps, 32 blocks, 16384 registers per
+# sub-partition in 256-register units per warp, 233472 B shared memory in 128 B units plus
+# 1024 B reserved per block; see tests/test_occupancy_rules.py for the rules):
+#   (regs, smem, threads): (pct, limiter)   # regs/warp → warps by regs; smem/block → blocks
+H200_OCCUPANCY_BY_HAND: dict[tuple[int, int, int], tuple[float, str]] = {
+    (16, 0, 64): (100.0, "warps+blocks"),  # 512 → 128 warps → 64 blk; 2 warps → 32 by warps = 32 blocks
+    (16, 0, 128): (100.0, "warps"),  # 512 → 32 blk by regs; 4 warps → 16 by warps
+    (18, 0, 128): (100.0, "warps"),  # 576→768 → 21/part → 84 warps → 21 blk; 16 by warps
+    (20, 0, 128): (100.0, "warps"),  # 640→768 → 21 blk; 16 by warps
+    (28, 0, 128): (100.0, "registers+warps"),  # 896→1024 → 16/part → 64 warps → 16 blk; 16 by warps
+    (30, 0, 128): (100.0, "registers+warps"),  # 960→1024 → 16 blk; 16 by warps
+    (30, 128, 1024): (100.0, "registers+warps"),  # 64 warps → 2 blk of 32 warps; 64//32 = 2
+    (32, 0, 128): (100.0, "registers+warps"),  # 1024 → 16 blk; 16 by warps
+    (32, 16, 512): (100.0, "registers+warps"),  # 64 warps → 4 blk of 16 warps; 64//16 = 4
+    (80, 0, 128): (37.5, "registers"),  # 2560 → 16384//2560 = 6/part → 24 warps → 6 blk = 24/64
+    (121, 12672, 128): (25.0, "registers"),  # 3872→4096 → 4/part → 16 warps → 4 blk; smem 13696 → 17
+    (128, 18944, 128): (25.0, "registers"),  # 4096 → 4 blk; smem 19968 → 11
+    (128, 52224, 256): (25.0, "registers"),  # 4096 → 16 warps → 2 blk of 8; smem 53248 → 4
+    (168, 134144, 384): (18.75, "registers+shared_memory"),  # 5376 → 3/part → 12 warps → 1; 135168 → 1
+    (168, 163972, 384): (18.75, "registers+shared_memory"),  # smem 164996 → 165120 → 1
+    (168, 213188, 384): (18.75, "registers+shared_memory"),  # smem 214212 → 214272 → 1
+    (168, 232448, 384): (18.75, "registers+shared_memory"),  # smem 233472 = the whole SM → 1
+    (195, 131072, 256): (12.5, "registers+shared_memory"),  # 6240→6400 → 2/part → 8 warps → 1; 132096 → 1
+    (254, 33792, 128): (12.5, "registers"),  # 8128→8192 → 2/part → 8 warps → 2 blk; smem 34816 → 6
+    (255, 33792, 128): (12.5, "registers"),  # 8160→8192 → 2 blk; smem 34816 → 6
+    (255, 49152, 128): (12.5, "registers"),  # 2 blk; smem 50176 → 4
+    (255, 65536, 128): (12.5, "registers"),  # 2 blk; smem 66560 → 3
+    (255, 114688, 128): (12.5, "registers+shared_memory"),  # 2 blk; smem 115712 → 2
+}
+
+
 @pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_occupancy_recomputed_from_raw_registers_smem_block(path):
-    """Every kernel's occupancy equals the calculator applied to the raw trace fields."""
-    evs = {e["args"]["correlation"]: e for e in raw_gpu_events_in_call(raw_events(path)) if e["cat"] == "kernel"}
-    fp = fingerprint(load_trace(path))
-    by_name = {}
-    for e in evs.values():
+def test_occupancy_of_every_kernel_equals_the_hand_table(path):
+    """Each kernel's launch fields read from the raw JSON, its occupancy from the table above."""
+    raw = [e for e in raw_gpu_events_in_call(raw_events(path)) if e["cat"] == "kernel"]
+    expected = {}
+    for e in raw:
         a = e["args"]
-        b = a["block"]
-        occ = theoretical_occupancy(
-            a["registers per thread"], a["shared memory"], b[0] * b[1] * b[2], ARCH_LIMITS[(9, 0)]
-        )
-        by_name.setdefault(e["name"], set()).add(round(occ.pct, 2) if occ else None)
+        key = (a["registers per thread"], a["shared memory"], math.prod(a["block"]))
+        assert key in H200_OCCUPANCY_BY_HAND, f"{e['name'][:60]}: work {key} out by hand and add it to the table"
+        expected.setdefault(e["name"], set()).add(H200_OCCUPANCY_BY_HAND[key])
+    fp = fingerprint(load_trace(path))
+    assert sum(k.category not in ("memcpy", "memset") for k in fp.kernels) == len(raw)
     for k in fp.kernels:
         if k.category in ("memcpy", "memset"):
             assert k.theoretical_occupancy_pct is None
         else:
-            assert k.theoretical_occupancy_pct in by_name[k.name]
+            assert (k.theoretical_occupancy_pct, k.occupancy_limiter) in expected[k.name]
 
 
 def _only_kernel(fp, category="attention"):
