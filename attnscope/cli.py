@@ -86,6 +86,27 @@ def check_run_args(args: argparse.Namespace) -> None:
     check_output_file(getattr(args, "save", None), "--save")
 
 
+def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
+    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run."""
+    from attnscope import sizing
+    from attnscope.env import free_memory_bytes
+    from attnscope.variants import REGISTRY
+
+    free = free_memory_bytes(case.device)
+    if free is None:
+        return  # the system does not say: the runner's per-variant guards still apply
+    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
+    if why:
+        raise UsageError(f"{case.label()}: {why}")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    runnable = [n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].check(case) is None]
+    rate = sizing.CEILING_TFLOPS[dev]
+    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
+    if runnable and all(reasons.values()):
+        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
+        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -98,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_run_args(args)
     case = _case_from(args)
     chosen = resolve(args.variants)  # unknown names fail before torch work starts
+    check_case_fits(case, [v.name for v in chosen], explicit=args.variants is not None)
     preds = getattr(args, "predictions", None)  # from `attnscope guess`
     if getattr(args, "guess", None):  # read and checked before any torch work
         from attnscope.guess import load_predictions

@@ -96,6 +96,9 @@ CASES: list[tuple[str, list[str], int]] = [
     ("seq_neg", [*RUN, "--seq", "-5"], 2),
     ("seq_sci", [*RUN, "--seq", "1e3"], 2),
     ("seq_huge", [*RUN, "--seq", "100000000"], 2),
+    ("seq_million", [*RUN, "--seq", "1000000"], 2),  # the fp64 reference alone: ~238,000 GiB
+    ("batch_100k", [*RUN, "--batch", "100000"], 2),  # the inputs alone: ~244 GiB
+    ("seq_kv_million", [*RUN, "--seq-kv", "4000000", "--variants", "naive"], 2),
     ("seq_kv_zero", [*RUN, "--seq-kv", "0"], 2),
     ("head_dim_zero", [*RUN, "--head-dim", "0"], 2),
     ("head_dim_huge", [*RUN, "--head-dim", "100000"], 2),
