@@ -17,7 +17,7 @@ def test_inputs_by_hand() -> None:
     assert sizing.input_bytes(CPU) == 1_572_864
     # plus one fp32 draft of the largest (262,144 × 4)
     assert sizing.input_peak_bytes(CPU) == 1_572_864 + 1_048_576
-    gqa = Case(batch=2, heads=8, kv_heads=2, seq_q=100, seq_kv=300, head_dim=32, dtype="fp32")
+    gqa = Case(batch=2, heads=8, kv_heads=2, seq_q=100, seq_kv=300, head_dim=32, dtype="fp32", causal=False)
     # q 2·8·100·32 = 51,200; k and v 2·2·300·32 = 38,400 each; 4 bytes
     assert sizing.input_bytes(gqa) == (51_200 + 2 * 38_400) * 4
 
