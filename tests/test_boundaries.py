@@ -111,6 +111,29 @@ def test_gqa_flops_count_query_heads():
     assert attention_flops(full) == attention_flops(gqa) == attention_flops(mqa) == 1_073_741_824
 
 
+@pytest.mark.parametrize(
+    ("kw", "kept", "why"),
+    [
+        # a window longer than the sequence is plain causal: 1+2+3+4 = 10
+        ({"batch": 1, "heads": 1, "seq_q": 4, "mask": "sliding:10"}, 10, "window capped"),
+        # GQA and batch: sliding:2 on 6×6 keeps 1+2+2+2+2+2 = 11 per (batch, head);
+        # 2 batches × 4 query heads (2 KV heads are shared, not fewer GEMMs) = 88
+        ({"batch": 2, "heads": 4, "kv_heads": 2, "seq_q": 6, "mask": "sliding:2"}, 88, "GQA"),
+        # documents restart the causal count per document in every batch: (1+2)+(1+2+3) = 9, ×2
+        ({"batch": 2, "heads": 1, "seq_q": 5, "mask": "document:2,3"}, 18, "documents"),
+        # decode-like lower-right, Sq=3 < Sk=7: queries sit at key positions 4, 5, 6 → 5+6+7 = 18 per head
+        ({"batch": 1, "heads": 2, "kv_heads": 1, "seq_q": 3, "seq_kv": 7, "mask": "causal@lower_right"}, 36, "lr"),
+        # the same with a window of 3: every query keeps 3 keys → 9
+        ({"batch": 1, "heads": 1, "seq_q": 3, "seq_kv": 7, "mask": "sliding:3@lower_right"}, 9, "lr window"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_flops_count_the_kept_scores_of_each_mask(kw, kept, why):
+    """FLOPs = 4·D·(kept score entries over batch and query heads); D = 8."""
+    c = Case(head_dim=8, dtype="fp32", **kw)
+    assert attention_flops(c) == 4 * 8 * kept, why
+
+
 def test_tflops_unit():
     """10^12 FLOP in 10^6 µs (one second) is 1 TFLOP/s; in 500,000 µs it is 2."""
     assert tflops(10**12, 1e6) == pytest.approx(1.0)
