@@ -120,6 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     case = _case_from(args)
     chosen = resolve(args.variants)  # unknown names fail before torch work starts
     check_case_fits(case, [v.name for v in chosen], explicit=args.variants is not None)
+    _check_html(args)
     preds = getattr(args, "predictions", None)  # from `attnscope guess`
     if getattr(args, "guess", None):  # read and checked before any torch work
         from attnscope.guess import load_predictions
@@ -161,6 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         doc = with_verdicts(doc, preds)
     if args.json:
         write_atomic(args.json, doc)
+    _write_html(args, doc)
     env = rep.env
     title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
@@ -170,6 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"  JSON written to {args.json}")
     if args.trace_dir:
         console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
+    if getattr(args, "html", None):
+        console.print(f"  HTML report written to {args.html}")
     if preds is not None and args.strict:
         from attnscope.guess import strict_failure
 
@@ -225,6 +229,7 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
 
     check_output_file(args.json, "--json")
 
+    _check_html(args)
     results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=not args.cpu)
     for e in errors:
         print(f"attnscope: error: {e}", file=sys.stderr)
@@ -240,6 +245,7 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
     doc = document(None, results, **({"overall": overall} if overall else {}))
     if args.json:
         write_atomic(args.json, doc)
+    _write_html(args, doc)
     console = _console()
     render(doc, console, kernels=args.kernels, title="attnscope analyze")
     for r in doc["results"]:
@@ -248,7 +254,36 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
         render_overall(overall, console)
     if args.json:
         console.print(f"  JSON written to {args.json}")
+    if args.html:
+        console.print(f"  HTML report written to {args.html}")
     return EXIT_USAGE if errors else EXIT_OK
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    """--html needs plotly and a writable path: say so before any work, not after a long run."""
+    if getattr(args, "html", None):
+        from attnscope.report.html import require_plotly
+
+        check_output_file(args.html, "--html")
+        require_plotly()
+
+
+def _write_html(args: argparse.Namespace, doc: Any) -> None:
+    """After the JSON: a failing page never costs the results."""
+    if getattr(args, "html", None):
+        from attnscope.report.html import write_html
+
+        write_html(doc, args.html)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from attnscope.report.html import write_html
+
+    check_output_file(args.out, "-o")
+    out = write_html(args.files, args.out)
+    size = out.stat().st_size
+    print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, one self-contained file)")
+    return EXIT_OK
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -294,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
         sp.add_argument("--kernels", action="store_true", help="also list each variant's kernels")
         sp.add_argument("--json", help="write the versioned JSON document here")
+        sp.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
         sp.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
         sp.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
         sp.add_argument(
@@ -316,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="fingerprint Kineto trace files captured anywhere (any size, many ranks)")
     a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
     a.add_argument("--json", help="write the versioned JSON document here")
+    a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
     a.add_argument(
         "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
@@ -325,6 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--cpu", action="store_true", help="accept traces without GPU events (fingerprint the CPU ops)")
     a.set_defaults(func=cmd_analyze)
+
+    rp = sub.add_parser("report", help="one self-contained HTML page from run, analyze, sweep or model results")
+    rp.add_argument("files", nargs="+", help="run/analyze/model JSON documents or sweep JSONL files (sniffed)")
+    rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
+    rp.set_defaults(func=cmd_report)
 
     d = sub.add_parser("diff", help="compare two result JSONs or two traces, variant by variant")
     d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")

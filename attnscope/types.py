@@ -142,6 +142,7 @@ class KernelRecord:
     kineto_occupancy_pct: float | None = None
     bytes: int | None = None  # memcpy / memset only
     stream: int | None = None
+    start_us: float | None = None  # start on the trace's clock (Kineto ts): the HTML timeline draws from it
 
 
 @dataclass(frozen=True)

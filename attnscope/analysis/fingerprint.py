@@ -134,6 +134,7 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
                 kineto_occupancy_pct=g.kineto_occupancy_pct,
                 bytes=g.bytes,
                 stream=g.stream,
+                start_us=g.ts,
             )
         )
     return out
@@ -176,6 +177,7 @@ def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
             duration_us=tree.ops[i].dur,
             device="cpu",
             launched_by=tree.ops[tree.parent[i]].name if tree.parent[i] >= 0 else None,
+            start_us=tree.ops[i].ts,
         )
         for i in range(n)
         if counted[i]

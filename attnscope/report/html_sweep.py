@@ -1,0 +1,198 @@
+"""The sweep section: time and TFLOP/s against seq_len per variant (log axes, one panel per
+head_dim/causal/mode and any other axis that varies), the fastest variant at each point, where it
+changes along seq_len, and where PyTorch's default choice (sdpa_default) is not the fastest."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from attnscope.report.html import Markup, Page, join, plot_text, table, tag
+from attnscope.report.sources import Source
+
+# Axes a panel can be split by, in the order the panel title names them.
+PANEL_AXES = ("mode", "head_dim", "causal", "dtype", "heads", "kv_heads", "batch", "seq_kv", "device")
+DEFAULT = "sdpa_default"
+
+
+def params(row: dict[str, Any]) -> dict[str, Any]:
+    """The case of a row, with its mode; seq_kv kept only where it differs from seq_q."""
+    case = dict(row.get("case") or {})
+    p = {k: case.get(k) for k in PANEL_AXES if k in case}
+    p["mode"] = row.get("mode") or case.get("mode") or "fwd"
+    if p.get("seq_kv") in (None, case.get("seq_q")):
+        p.pop("seq_kv", None)
+    p["seq_q"] = case.get("seq_q")
+    return p
+
+
+def panel_axes(ps: list[dict[str, Any]]) -> list[str]:
+    """The axes that vary; batch is left out when it only follows seq_len (a fixed token budget)."""
+    varying = [a for a in PANEL_AXES if len({repr(p.get(a)) for p in ps}) > 1]
+    if "batch" in varying:
+        rest = [a for a in varying if a != "batch"]
+        seen: dict[tuple[Any, ...], set[Any]] = defaultdict(set)
+        for p in ps:
+            seen[(*(repr(p.get(a)) for a in rest), p.get("seq_q"))].add(p.get("batch"))
+        if all(len(b) == 1 for b in seen.values()):
+            varying = rest
+    return varying
+
+
+def _title(axes: list[str], key: tuple[Any, ...]) -> str:
+    return ", ".join(f"{a}={v}" for a, v in zip(axes, key, strict=True)) or "all cases"
+
+
+def _time_key(rows: list[dict[str, Any]]) -> tuple[str, str]:
+    if any(r.get("gpu_time_us") is not None for r in rows):
+        return "gpu_time_us", "GPU µs per call (median)"
+    return "cpu_time_us", "wall µs per call on the CPU (median)"
+
+
+def _usable(r: dict[str, Any], tkey: str) -> bool:
+    return r.get("status") == "ok" and r.get(tkey) is not None and r.get("numerics_ok") is not False
+
+
+def panel_figures(page: Page, rows: list[dict[str, Any]], tkey: str, tname: str, title: str) -> Markup:
+    by_var: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if _usable(r, tkey):
+            by_var[r["variant"]].append(r)
+    figs = []
+    for ykey, yname in ((tkey, tname), ("tflops", "TFLOP/s")):
+        data = []
+        for v, rs in by_var.items():
+            rs = sorted((r for r in rs if r.get(ykey) is not None), key=lambda r: params(r)["seq_q"])
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines+markers",
+                    "name": plot_text(v),
+                    "x": [params(r)["seq_q"] for r in rs],
+                    "y": [r[ykey] for r in rs],
+                    "hovertemplate": plot_text(v) + ": S=%{x}, %{y:,.2f}<extra></extra>",
+                }
+            )
+        layout = {
+            "height": 360,
+            "title": {"text": plot_text(f"{yname} — {title}"), "font": {"size": 13}},
+            "xaxis": {"type": "log", "title": {"text": "seq_len (log)"}},
+            "yaxis": {"type": "log", "title": {"text": f"{yname} (log)"}},
+        }
+        figs.append(page.figure(data, layout))
+    return tag("div", *figs, class_="grid2")
+
+
+def best_at(rows: list[dict[str, Any]], tkey: str) -> dict[str, Any] | None:
+    """The fastest numerically sound variant at one point, the runner-up, and sdpa_default's gap."""
+    ok = sorted((r for r in rows if _usable(r, tkey)), key=lambda r: r[tkey])
+    if not ok:
+        return None
+    best = ok[0]
+    second = ok[1] if len(ok) > 1 else None
+    dflt = next((r for r in ok if r["variant"] == DEFAULT), None)
+    return {
+        "seq_q": params(best)["seq_q"],
+        "best": best["variant"],
+        "best_us": best[tkey],
+        "runner_up": second["variant"] if second else None,
+        "margin": second[tkey] / best[tkey] if second and best[tkey] else None,
+        "default_ratio": dflt[tkey] / best[tkey] if dflt and best[tkey] else None,
+    }
+
+
+def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str) -> Markup:
+    by_seq: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_seq[params(r)["seq_q"]].append(r)
+    pts = [b for s in sorted(by_seq) if (b := best_at(by_seq[s], tkey))]
+    if not pts:
+        return tag("p", "no successful measurements here", class_="dim")
+    body = [
+        [
+            p["seq_q"],
+            p["best"],
+            f"{p['best_us']:,.1f}",
+            p["runner_up"] or "—",
+            f"{p['margin']:.2f}×" if p["margin"] else "—",
+            _default_cell(p),
+        ]
+        for p in pts
+    ]
+    cross = [
+        f"between S={a['seq_q']} and S={b['seq_q']}: {a['best']} → {b['best']}"
+        for a, b in itertools.pairwise(pts)
+        if a["best"] != b["best"]
+    ]
+    heads = ["seq_len", "fastest", "µs", "runner-up", "margin", f"{DEFAULT} vs fastest"]
+    parts = [table(heads, body)]
+    parts.append(tag("p", "Crossovers: " + ("; ".join(cross) if cross else "none (one variant is fastest throughout)")))
+    ratios = [(p["seq_q"], p["default_ratio"]) for p in pts if p["default_ratio"] is not None]
+    if ratios:
+        data = [
+            {
+                "type": "bar",
+                "x": [str(s) for s, _ in ratios],
+                "y": [(r - 1) * 100 for _, r in ratios],
+                "marker": {"color": ["#d62728" if r > 1.0 else "#2ca02c" for _, r in ratios]},
+                "hovertemplate": "S=%{x}: default is %{y:.1f}% slower than the fastest<extra></extra>",
+            }
+        ]
+        layout = {
+            "height": 260,
+            "title": {"text": plot_text(f"{DEFAULT} against the fastest — {title}"), "font": {"size": 13}},
+            "xaxis": {"type": "category", "title": {"text": "seq_len"}},
+            "yaxis": {"title": {"text": "% slower than the fastest"}},
+        }
+        parts.append(page.figure(data, layout, "0: PyTorch's default choice is the fastest here (a tie counts as 0)."))
+    return join(parts)
+
+
+def _default_cell(p: dict[str, Any]) -> Markup | str:
+    r = p["default_ratio"]
+    if r is None:
+        return "—"
+    if p["best"] == DEFAULT:
+        return "fastest"
+    return tag("span", f"{r:.2f}× slower", class_="bad" if r > 1.05 else "")
+
+
+def status_block(rows: list[dict[str, Any]]) -> Markup:
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    reasons: dict[tuple[str, str], str] = {}
+    for r in rows:
+        k = (r["variant"], str(r.get("status")))
+        counts[k] += 1
+        if r.get("reason") and k not in reasons:
+            reasons[k] = str(r["reason"])
+    body = [[v, st, n, reasons.get((v, st), "")] for (v, st), n in sorted(counts.items())]
+    return table(["variant", "status", "rows", "first reason"], body)
+
+
+def sweep_section(page: Page, src: Source, out_dir: Path | None) -> None:
+    rows = [r for r in src.doc["rows"] if isinstance(r.get("case"), dict)]
+    page.add(tag("h2", f"Sweep: {src.label} ({len(rows):,} rows)"))
+    if src.notes:
+        page.add(tag("ul", *(tag("li", n) for n in src.notes), class_="notes"))
+    env = next((r["env"] for r in rows if isinstance(r.get("env"), dict)), None)
+    if env:
+        from attnscope.report.html_run import env_table
+
+        page.add(env_table(env, None))
+    tkey, tname = _time_key(rows)
+    ps = [params(r) for r in rows]
+    axes = panel_axes(ps)
+    panels: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r, p in zip(rows, ps, strict=True):
+        panels[tuple(p.get(a) for a in axes)].append(r)
+    for key in sorted(panels, key=repr):
+        title = _title(axes, key)
+        page.add(
+            tag("h3", title),
+            panel_figures(page, panels[key], tkey, tname, title),
+            tag("h4", "Fastest at each seq_len (numerically sound rows only)"),
+            winners_block(page, panels[key], tkey, title),
+        )
+    page.add(tag("h3", "Rows by status"), status_block(rows))

@@ -1,0 +1,183 @@
+"""The HTML report without a browser: what goes into the page, escaping, sniffing, the CLI."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from collections import defaultdict
+
+import pytest
+
+from attnscope.analysis.fingerprint import fingerprint
+from attnscope.cli import main
+from attnscope.report.html import embed_json, esc, plot_text, render_html
+from attnscope.report.html_sweep import panel_axes, params
+from attnscope.trace import load_trace
+from tests.htmldocs import IMG_KERNEL, SCRIPT_VARIANT, h200_run, hostile_run, model_document, sweep_rows
+from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call
+
+pytest.importorskip("plotly")
+
+DATA_BLOCK = re.compile(r'<script type="application/json" id="attnscope-data">(.*?)</script>', re.S)
+SCRIPT = re.compile(r"<script>(.*?)</script>\n", re.S)
+
+
+def figures(page: str) -> list[dict]:
+    return json.loads(DATA_BLOCK.search(page).group(1))["figures"]
+
+
+def without_scripts(page: str) -> str:
+    """The HTML the page is made of, less its own inline scripts (plotly.js holds every kind of text)."""
+    return SCRIPT.sub("", DATA_BLOCK.sub("", page))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_start_times_are_the_raw_event_timestamps(variant):
+    raw = sorted(raw_gpu_events_in_call(raw_events(H200 / f"{variant}.json")), key=lambda e: e["ts"])
+    ks = fingerprint(load_trace(H200 / f"{variant}.json")).kernels
+    assert sorted(k.start_us for k in ks) == [e["ts"] for e in raw]
+
+
+def test_run_timeline_reads_the_traces_beside_a_document_without_start_times():
+    doc = h200_run()
+    assert all("start_us" not in k for r in doc["results"] for k in r["kernels"])  # an older document
+    page = render_html([H200 / "run.json"])
+    timeline = figures(page)[0]
+    bars = [t for t in timeline["data"] if t["type"] == "bar"]
+    count: dict[str, int] = defaultdict(int)
+    dur: dict[str, float] = defaultdict(float)
+    for t in bars:
+        for y, x in zip(t["y"], t["x"], strict=True):
+            count[y] += 1
+            dur[y] += x
+    for v in VARIANTS:
+        raw = raw_gpu_events_in_call(raw_events(H200 / f"{v}.json"))
+        assert count[v] == len(raw), v  # sdpa_math 20 kernels, flash 1: every one drawn
+        assert dur[v] == pytest.approx(sum(e["dur"] for e in raw)), v
+        starts = [b for t in bars for y, b in zip(t["y"], t["base"], strict=True) if y == v]
+        assert min(starts) == 0.0
+        assert max(starts) == pytest.approx(max(e["ts"] for e in raw) - min(e["ts"] for e in raw))
+
+
+def test_hostile_names_are_text_everywhere(tmp_path):
+    page = render_html([hostile_run(tmp_path)], out_dir=tmp_path)
+    html_only = without_scripts(page)
+    assert "<script>window.__pwned" not in html_only
+    assert "<img src=x" not in html_only
+    assert esc(SCRIPT_VARIANT) in html_only  # shown, as text
+    assert esc(IMG_KERNEL) in html_only
+    block = DATA_BLOCK.search(page).group(1)
+    assert "<" not in block and ">" not in block and "&" not in block
+    text = json.dumps(figures(page))
+    assert json.dumps(plot_text(SCRIPT_VARIANT))[1:-1] in text  # entities for plotly, which reads tags
+    assert "<img" not in text and "<script" not in text
+    assert 'href="./javascript%3Aalert%281%29.json"' not in html_only  # the trace is missing: no link at all
+    assert "javascript:alert" not in re.findall(r'href="([^"]*)"', html_only)
+
+
+def test_rate_above_the_measured_peak_is_flagged(tmp_path):
+    page = without_scripts(render_html([hostile_run(tmp_path)]))
+    row = next(r for r in page.split("<tr>") if "naive_inplace" in r and "st-ok" in r)
+    assert "150.0 ⚠ &gt;100%: inconsistent" in row
+
+
+def test_only_the_pages_own_scripts_may_run():
+    page = render_html([H200 / "run.json"])
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
+    assert "default-src 'none'" in csp and "unsafe-eval" not in csp and "script-src 'unsafe-inline'" not in csp
+    bodies = SCRIPT.findall(page)
+    assert len(bodies) == 2  # plotly.js and the page script
+    for b in bodies:
+        digest = base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in csp
+    assert "http://" not in without_scripts(page).replace("https://ui.perfetto.dev", "")
+
+
+def test_embed_json_round_trips_and_cannot_close_its_block():
+    obj = {"k": "</script><!-- & <b>", "n": [1.5, None]}
+    s = embed_json(obj)
+    assert "</" not in s and "<!--" not in s
+    assert json.loads(s) == obj
+
+
+def test_sweep_panels_crossovers_and_default():
+    rows = sweep_rows()
+    page = render_html([rows])
+    html_only = without_scripts(page)
+    for mode in ("fwd", "fwd_bwd"):
+        for d in (64, 128):
+            assert f"<h3>mode={mode}, head_dim={d}</h3>" in html_only
+    # by construction flash is fastest at S=128 only (0.5 against cudnn's 0.8 per unit), cudnn after
+    assert html_only.count("between S=128 and S=512: sdpa_flash → sdpa_cudnn") == 4
+    assert "1.62× slower" in html_only  # sdpa_default 0.81 against flash 0.5 at S=128
+    assert "1.01× slower" in html_only  # 0.81 against 0.8 elsewhere
+    lines = [t for f in figures(page) for t in f["data"] if t["type"] == "scatter"]
+    assert len(lines) == 4 * 2 * 4  # 4 panels × (time, TFLOP/s) × 4 variants; the oom row is not a point
+    assert all(len(t["x"]) == 4 for t in lines)
+    assert "CUDA out of memory" in html_only
+
+
+def test_sweep_batch_that_follows_seq_is_no_panel_axis():
+    rows = []
+    for s, b in ((512, 8), (1024, 4), (2048, 2)):
+        for d in (64, 128):
+            rows.append({"variant": "x", "status": "ok", "case": {"batch": b, "seq_q": s, "head_dim": d}})
+    assert panel_axes([params(r) for r in rows]) == ["head_dim"]
+    rows.append({"variant": "x", "status": "ok", "case": {"batch": 1, "seq_q": 512, "head_dim": 64}})
+    assert panel_axes([params(r) for r in rows]) == ["head_dim", "batch"]
+
+
+def test_model_shares():
+    page = without_scripts(render_html([model_document()]))
+    # eager prefill: (900 + 600) µs of a 10,000 µs step
+    row = next(r for r in page.split("<tr>") if "<td>eager</td><td>prefill</td>" in r)
+    assert "<td>15.0%</td>" in row and "<td>1 (8.0 MiB)</td>" in row
+    assert "no flash-attn" in page
+
+
+def test_report_cli_sniffs_every_kind(tmp_path, capsys):
+    sweep = tmp_path / "sweep.jsonl"
+    sweep.write_text("\n".join(json.dumps(r) for r in sweep_rows()) + '\n{"variant": "cut')
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps(model_document()))
+    analyze = tmp_path / "analyze.json"
+    assert main(["analyze", str(H200 / "sdpa_math.json"), "--json", str(analyze)]) == 0
+    out = tmp_path / "r" / "report.html"
+    rc = main(["report", str(H200 / "run.json"), str(sweep), str(model), str(analyze), "-o", str(out)])
+    assert rc == 0
+    page = without_scripts(out.read_text())
+    for h in ("<h2>Run: run.json</h2>", "<h2>Sweep: sweep.jsonl", "<h2>Model: tiny</h2>", "<h2>Analyze: analyze"):
+        assert h in page
+    assert "is not valid JSON (a torn write?): left out" in page
+    assert "report written to" in capsys.readouterr().out
+
+
+def test_analyze_html_flag(tmp_path):
+    out = tmp_path / "a.html"
+    assert main(["analyze", str(H200 / "sdpa_math.json"), "--html", str(out)]) == 0
+    page = without_scripts(out.read_text())
+    assert "GPU time by category" in page and "Top kernels and the ops that launched them" in page
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("", "empty file"),
+        ("{not json", "not valid JSON"),
+        ('{"schema_version": 1, "kind": "diff", "a": "x"}', "a diff document"),
+        ('{"hello": 1}', "not an attnscope result document"),
+        ("[1, 2]", "no result rows"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content, message):
+    f = tmp_path / "in.json"
+    if content is not None:
+        f.write_text(content)
+    assert main(["report", str(f), "-o", str(tmp_path / "o.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "o.html").exists()
