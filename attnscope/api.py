@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attnscope.analysis.fingerprint import analyse
+from attnscope.analysis.fingerprint import Analysis, analyse
 from attnscope.trace import TraceError, load_trace, no_gc
 from attnscope.types import Case, Result, Timing
 
@@ -43,9 +43,13 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
     gpu_t = _one_sample(fp.trace_gpu_time_us, "sum of GPU event durations in the trace (one sample)")
     cpu_t = _one_sample(fp.trace_cpu_time_us, "host span of the traced region (one sample, profiler overhead included)")
     name = variant or Path(path).name.removesuffix(".gz").removesuffix(".json")
+    case, flops, rate, read = case_from_trace(an, fp.device_kind)
+    extra.update(read)
     return Result(
         variant=name,
-        case=None,
+        case=case,
+        flops=flops,
+        tflops=rate,
         status="ok",
         fingerprint=fp,
         gpu_time=gpu_t,
@@ -56,6 +60,38 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
         source="trace",
         extra=extra,
     )
+
+
+def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | None, float | None, dict[str, Any]]:
+    """The case, FLOPs and TFLOP/s read from the trace's attention ops (analysis/shape.py), and what was read."""
+    from attnscope.analysis import shape
+    from attnscope.flops import tflops
+
+    att = an.attribution
+    calls = shape.attention_calls(att.tree)
+    fields, unknown = shape.case_of(calls)
+    case = None
+    if fields is not None:
+        try:
+            case = Case(**fields, device="cuda" if device_kind == "gpu" else "cpu")
+        except ValueError as e:
+            unknown = {"case": f"the recorded shape is not a valid case: {e}"}
+    per_call = [c.flops() for c in calls]
+    flops = sum(f for f in per_call if f is not None) if calls and None not in per_call else None
+    att_us = shape.attention_time_us(att.tree, att.launcher, [g.dur for g in att.gpu]) if att.gpu else 0.0
+    rate = tflops(flops, att_us) if flops and att_us > 0 else None
+    read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
+    if flops is not None:
+        read["flops_basis"] = (
+            f"{len(calls)} attention call(s): forward 4·B·H·Sq·Sk·D (halved when causal), backward "
+            f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
+            f"({att_us:,.1f} µs)"
+        )
+    elif calls:
+        read["flops_unknown"] = next(
+            (f"{c.op}: {c.unknown.get('causal') or 'shape not recorded'}" for c in calls if c.flops() is None), ""
+        )
+    return case, flops, rate, read
 
 
 def run(case: Case, variants: str | list[str] | None = None, **options: Any) -> Any:

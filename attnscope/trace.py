@@ -43,7 +43,19 @@ class CpuOp:
     """One aten op.  ``input_dims``/``input_types`` (record_shapes) are parsed on first use:
     a training step holds 10^5 ops and the analysis reads the shapes of a few copies."""
 
-    __slots__ = ("_input_dims", "_input_types", "_raw", "dur", "ext_id", "name", "pid", "tid", "ts")
+    __slots__ = (
+        "_concrete",
+        "_input_dims",
+        "_input_strides",
+        "_input_types",
+        "_raw",
+        "dur",
+        "ext_id",
+        "name",
+        "pid",
+        "tid",
+        "ts",
+    )
 
     def __init__(
         self,
@@ -56,9 +68,12 @@ class CpuOp:
         input_types: list[str] | None = None,
         pid: int | str = 0,
         raw: bytes | None = None,  # the args members (JSON, from ","), when the shapes are still to be read
+        input_strides: list[Any] | None = None,
+        concrete_inputs: list[Any] | None = None,
     ) -> None:
         self.name, self.tid, self.ts, self.dur, self.ext_id, self.pid = name, tid, ts, dur, ext_id, pid
         self._input_dims, self._input_types, self._raw = input_dims, input_types, raw
+        self._input_strides, self._concrete = input_strides, concrete_inputs
 
     @property
     def end(self) -> float:
@@ -76,11 +91,25 @@ class CpuOp:
             self._read_shapes()
         return self._input_types
 
+    @property
+    def input_strides(self) -> list[Any] | None:
+        if self._raw is not None:
+            self._read_shapes()
+        return self._input_strides
+
+    @property
+    def concrete_inputs(self) -> list[Any] | None:
+        """Kineto's ``Concrete Inputs``: scalar arguments as strings (``'True'``, ``'0.125'``), ``''`` for tensors."""
+        if self._raw is not None:
+            self._read_shapes()
+        return self._concrete
+
     def _read_shapes(self) -> None:
         raw, self._raw = self._raw, None
         try:
             a = _loads(b'{"":0' + raw + b"}") if raw else {}
             self._input_dims, self._input_types = a.get("Input Dims"), a.get("Input type")
+            self._input_strides, self._concrete = a.get("Input Strides"), a.get("Concrete Inputs")
         except (_JSONError, AttributeError):
             pass  # shapes unreadable: the op stays, without shapes
 
@@ -434,6 +463,9 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
                 a.get("Input Dims"),
                 a.get("Input type"),
                 ev.get("pid", 0),
+                None,
+                a.get("Input Strides"),
+                a.get("Concrete Inputs"),
             )
         )
     elif cat in _GPU_KIND:

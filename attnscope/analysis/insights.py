@@ -315,7 +315,8 @@ def safe_softmax(r: dict[str, Any]) -> Out:
 def score_matrix(r: dict[str, Any]) -> Out:
     case, peak = r.get("case"), r.get("peak_memory_bytes")
     if not case:
-        return NotChecked("score_matrix", "needs the case shape (B, H, S, D), which a trace alone does not carry")
+        why = "; ".join(f"{k}: {v}" for k, v in (r.get("case_unknown") or {}).items())
+        return NotChecked("score_matrix", f"needs the case shape (B, H, S, D): {why or 'not known for this result'}")
     if peak is None:
         return NotChecked("score_matrix", "peak memory was not measured for this result")
     elem = DTYPE_BYTES[case["dtype"]]

@@ -115,8 +115,12 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
         for n in r.get("notes") or []:
             lines.append(f"{r['variant']}: {n}")
     ok = [r for r in doc["results"] if r["status"] == "ok"]
-    if any(r.get("flops") for r in ok):
-        lines.append(f"FLOPs: {ok[0]['flop_formula']} = {ok[0]['flops']:,}")
+    counted = [r for r in ok if r.get("flops")]
+    if counted:
+        same = len({r["flops"] for r in counted}) == 1
+        who = "" if same and len(counted) == len(ok) else f" ({', '.join(r['variant'] for r in counted)})"
+        value = f"{counted[0]['flops']:,}" if same else ", ".join(f"{r['variant']} {r['flops']:,}" for r in counted)
+        lines.append(f"FLOPs{who if same else ''}: {counted[0]['flop_formula']} = {value}")
     peak = doc.get("peak")
     if peak:
         lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
@@ -126,7 +130,9 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
     if any(r.get("source") == "trace" for r in ok):
         lines.append(
             "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
-            "(one sample, profiler overhead included); error and FLOPs need a run"
+            "(one sample, profiler overhead included); error needs a run; FLOPs and TFLOP/s come from the attention "
+            "ops' recorded shapes where the trace has them (attention_calls in the JSON), over the GPU time "
+            "launched inside those ops"
         )
     cpu_rows = [r for r in ok if r.get("device_kind") == "cpu"]
     if cpu_rows:

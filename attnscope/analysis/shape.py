@@ -1,0 +1,253 @@
+"""The attention case read back from a trace: shapes, causality, scale.  Pure, no torch.
+
+With ``record_shapes`` every aten op carries ``Input Dims``, ``Input type`` and ``Concrete
+Inputs`` (scalar arguments as strings).  The attention ops' signatures place q, k, v and the
+flags at fixed positions; the table below holds those positions for the ops of torch 2.11
+(each row pinned by a test on a real H200 trace).  A flag is only read when the recorded
+value has the expected form ('True'/'False', a number): an op whose signature moved leaves
+the field unknown, with the reason, rather than read a wrong argument.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from attnscope.analysis.attribution import OpTree
+from attnscope.analysis.kernels import attention_op_family
+
+BACKWARD_FLOPS_FACTOR = 2.5  # dQ, dK, dV and the recomputed scores: 5 GEMMs against the forward's 2
+DTYPES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32"}
+Direction = Literal["forward", "backward"]
+
+
+@dataclass(frozen=True)
+class OpSig:
+    """Where an attention op keeps its arguments (indices into the recorded inputs)."""
+
+    layout: Literal["bhsd", "bshd"]  # how q's dims are ordered
+    q: int  # index of q; k and v follow it
+    causal: int | None = None  # a bool argument
+    mask_type: int | None = None  # efficient's custom_mask_type: 0 none, 1 causal top-left, 2 bottom-right
+    scale: int | None = None
+    enable_gqa: int | None = None
+    attn_mask: int | None = None  # an optional tensor argument: given means the mask is not read
+
+
+OP_SIGS: dict[str, OpSig] = {
+    "aten::scaled_dot_product_attention": OpSig("bhsd", 0, causal=5, scale=6, enable_gqa=7, attn_mask=3),
+    "aten::_scaled_dot_product_attention_math": OpSig("bhsd", 0, causal=5, scale=7, enable_gqa=8, attn_mask=3),
+    "aten::_scaled_dot_product_flash_attention": OpSig("bhsd", 0, causal=4, scale=6),
+    "aten::_flash_attention_forward": OpSig("bshd", 0, causal=8, scale=10),
+    "aten::_scaled_dot_product_efficient_attention": OpSig("bhsd", 0, causal=6, scale=7, attn_mask=3),
+    "aten::_efficient_attention_forward": OpSig("bshd", 0, mask_type=9, scale=11),
+    "aten::_scaled_dot_product_cudnn_attention": OpSig("bhsd", 0, causal=6, scale=8, attn_mask=3),
+    "aten::_cudnn_attention_forward": OpSig("bhsd", 0, causal=10, scale=12),
+    "FlexAttentionAutogradOp": OpSig("bhsd", 0, scale=4),
+    "aten::_scaled_dot_product_flash_attention_backward": OpSig("bhsd", 1, causal=11, scale=14),
+    "aten::_flash_attention_backward": OpSig("bshd", 1, causal=11, scale=14),
+    "aten::_scaled_dot_product_efficient_attention_backward": OpSig("bhsd", 1, causal=11, scale=12),
+    "aten::_efficient_attention_backward": OpSig("bshd", 1, mask_type=14, scale=16),
+    "aten::_scaled_dot_product_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15),
+    "aten::_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15),
+}
+# Inductor's FlexAttention template call records q, k, v (B, H, S, D) first; its mask is compiled in.
+COMPILED_FLEX = re.compile(r"^triton_tem_fused_flex_attention(?!.*backward)")
+FIELDS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal", "scale", "enable_gqa")
+
+
+@dataclass
+class AttentionCall:
+    """One attention call of the trace (the outermost attention op and the ones inside it)."""
+
+    op: str
+    family: str
+    direction: Direction
+    values: dict[str, Any] = field(default_factory=dict)  # FIELDS that were read
+    unknown: dict[str, str] = field(default_factory=dict)  # FIELDS that were not, and why
+    source: dict[str, str] = field(default_factory=dict)  # field → the op it was read from
+
+    def shape_key(self) -> tuple[Any, ...]:
+        return tuple(self.values.get(f) for f in FIELDS if f not in ("scale", "enable_gqa"))
+
+    def flops(self) -> int | None:
+        """4·B·H·Sq·Sk·D, halved when causal; ×2.5 for a backward call.  None when a factor is unknown."""
+        v = self.values
+        need = ("batch", "heads", "seq_q", "seq_kv", "head_dim", "causal")
+        if any(v.get(f) is None for f in need):
+            return None
+        f = 4 * v["batch"] * v["heads"] * v["seq_q"] * v["seq_kv"] * v["head_dim"]
+        f = f // 2 if v["causal"] else f
+        return int(f * BACKWARD_FLOPS_FACTOR) if self.direction == "backward" else f
+
+
+def _bool(s: Any) -> bool | None:
+    return {"True": True, "False": False, "1": True, "0": False}.get(s) if isinstance(s, str) else None
+
+
+def _float(s: Any) -> float | None:
+    try:
+        return float(s) if isinstance(s, str) and s.strip() else None
+    except ValueError:
+        return None
+
+
+def _arg(conc: list[Any], i: int | None) -> Any:
+    return conc[i] if i is not None and i < len(conc) else None
+
+
+def _dims(op: Any, sig: OpSig, call: AttentionCall) -> None:
+    dims = op.input_dims or []
+    types = op.input_types or []
+    q, k = (dims[sig.q] if len(dims) > sig.q else None), (dims[sig.q + 1] if len(dims) > sig.q + 1 else None)
+    if not (isinstance(q, list) and len(q) == 4 and isinstance(k, list) and len(k) == 4):
+        return
+    if sig.layout == "bhsd":
+        got = {"batch": q[0], "heads": q[1], "seq_q": q[2], "head_dim": q[3], "kv_heads": k[1], "seq_kv": k[2]}
+    else:
+        got = {"batch": q[0], "seq_q": q[1], "heads": q[2], "head_dim": q[3], "seq_kv": k[1], "kv_heads": k[2]}
+    if len(types) > sig.q and types[sig.q] in DTYPES:
+        got["dtype"] = DTYPES[types[sig.q]]
+    for f, val in got.items():
+        _put(call, f, val, op.name)
+
+
+def _put(call: AttentionCall, f: str, val: Any, op: str) -> None:
+    if val is not None and f not in call.values:
+        call.values[f] = val
+        call.source[f] = op
+        call.unknown.pop(f, None)
+
+
+def _flags(op: Any, sig: OpSig, call: AttentionCall) -> None:
+    conc = op.concrete_inputs or []
+    dims = op.input_dims or []
+    if sig.attn_mask is not None and sig.attn_mask < len(dims) and dims[sig.attn_mask]:
+        call.unknown.setdefault("causal", f"{op.name} got an explicit attn_mask tensor: its pattern is not recorded")
+        call.values.setdefault("attn_mask", True)
+    elif sig.causal is not None:
+        raw = _arg(conc, sig.causal)
+        b = _bool(raw)
+        if b is None:
+            call.unknown.setdefault("causal", f"argument {sig.causal} of {op.name} reads {raw!r}, not a bool")
+        elif "attn_mask" not in call.values:
+            _put(call, "causal", b, op.name)
+    elif sig.mask_type is not None:
+        raw = _arg(conc, sig.mask_type)
+        mt = {"0": False, "1": True, "2": True}.get(raw) if isinstance(raw, str) else None
+        if mt is None:
+            call.unknown.setdefault("causal", f"custom_mask_type of {op.name} reads {raw!r}")
+        else:
+            _put(call, "causal", mt, op.name)
+    scale = _float(_arg(conc, sig.scale))
+    if scale is not None:
+        _put(call, "scale", scale, op.name)
+    if sig.enable_gqa is not None:
+        g = _bool(_arg(conc, sig.enable_gqa))
+        if g is not None:
+            _put(call, "enable_gqa", g, op.name)
+
+
+def _call_at(tree: OpTree, i: int, family: str) -> AttentionCall:
+    name = tree.ops[i].name
+    direction: Direction = "backward" if "backward" in name.lower() else "forward"
+    call = AttentionCall(op=name, family=family, direction=direction)
+    stack = [i]
+    while stack:  # the outer op first, then the ones inside it: the first that records a field wins
+        j = stack.pop(0)
+        op = tree.ops[j]
+        sig = _sig(op.name)
+        if sig is not None:
+            _dims(op, sig, call)
+            _flags(op, sig, call)
+        fam = attention_op_family(op.name)
+        if call.family == "sdpa" and fam is not None:
+            call.family = fam  # the backend that ran, from the op inside the public one
+        stack.extend(c for c in tree.children[j] if _is_attention(tree.ops[c].name))
+    _explain_missing(call, tree.ops[i].name)
+    return call
+
+
+def _explain_missing(call: AttentionCall, name: str) -> None:
+    for f in FIELDS:
+        if f in call.values or f in call.unknown:
+            continue
+        if f == "causal" and call.family == "flex":
+            call.unknown[f] = "flex_attention's mask is a Python function (block_mask / score_mod): not recorded"
+        elif f == "enable_gqa":
+            call.unknown[f] = f"{name} takes no enable_gqa argument (only aten::scaled_dot_product_attention does)"
+        elif f in ("dtype",):
+            call.unknown[f] = "q's recorded type is not bf16, fp16 or fp32"
+        else:
+            call.unknown[f] = f"{name} and the ops inside it record no {f} (a trace without record_shapes?)"
+
+
+def _sig(name: str) -> OpSig | None:
+    sig = OP_SIGS.get(name)
+    if sig is None and COMPILED_FLEX.match(name):
+        return OpSig("bhsd", 0)
+    return sig
+
+
+def _is_attention(name: str) -> bool:
+    return name in OP_SIGS or attention_op_family(name) is not None
+
+
+def attention_calls(tree: OpTree) -> list[AttentionCall]:
+    """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
+    out = []
+    for i, op in enumerate(tree.ops):
+        if not _is_attention(op.name):
+            continue
+        if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
+            continue  # inside another attention op: part of that call
+        out.append(_call_at(tree, i, attention_op_family(op.name) or "sdpa"))
+    return out
+
+
+def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) -> float:
+    """GPU time of the events launched inside attention ops (the op or one of its ancestors)."""
+    inside = [False] * len(tree.ops)
+    for i, op in enumerate(tree.ops):  # parents come before their children in tree.ops
+        p = tree.parent[i]
+        inside[i] = _is_attention(op.name) or (p >= 0 and inside[p])
+    return sum(d for li, d in zip(launcher, dur_us, strict=True) if li >= 0 and inside[li])
+
+
+def case_of(calls: list[AttentionCall]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The one shape all forward calls share (else all calls), as Case fields, or None and why per field."""
+    if not calls:
+        return None, {"case": "no attention op (SDPA, its backends, flex) in the trace"}
+    fwd = [c for c in calls if c.direction == "forward"] or calls
+    keys = {c.shape_key() for c in fwd}
+    if len(keys) > 1:
+        return None, {"case": f"{len(keys)} different attention shapes in the trace; see attention_calls"}
+    c = fwd[0]
+    missing = {f: c.unknown.get(f, "not recorded") for f in FIELDS[:8] if c.values.get(f) is None}
+    if missing:
+        return None, missing
+    v = c.values
+    case = {
+        "batch": v["batch"],
+        "heads": v["heads"],
+        "seq_q": v["seq_q"],
+        "head_dim": v["head_dim"],
+        "dtype": v["dtype"],
+        "causal": v["causal"],
+        "kv_heads": v["kv_heads"] if v["kv_heads"] != v["heads"] else None,
+        "seq_kv": v["seq_kv"] if v["seq_kv"] != v["seq_q"] else None,
+    }
+    return case, {}
+
+
+def to_dict(c: AttentionCall) -> dict[str, Any]:
+    return {
+        "op": c.op,
+        "family": c.family,
+        "direction": c.direction,
+        **{f: c.values.get(f) for f in FIELDS},
+        "flops": c.flops(),
+        "read_from": dict(c.source),
+        "unknown": dict(c.unknown),
+    }

@@ -1,0 +1,179 @@
+"""The case read back from real H200 traces (analysis/shape.py) and what analyze does with it.
+
+Expected values are read off the raw JSON by hand (the public SDPA op's ``Input Dims`` and
+``Concrete Inputs``) or computed here from them, never from attnscope's own output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attnscope.analysis import shape
+from attnscope.analysis.attribution import build_op_tree
+from attnscope.api import analyze
+from attnscope.trace import load_trace, trace_from_doc
+from tests import synth
+from tests.rawtrace import H200, H200_BIG, raw_events
+
+
+def _calls(path: Path) -> list[shape.AttentionCall]:
+    return shape.attention_calls(build_op_tree(load_trace(path).cpu_ops))
+
+
+def _raw_sdpa(path: Path) -> dict:
+    (e,) = [
+        e for e in raw_events(path) if e.get("cat") == "cpu_op" and e["name"] == "aten::scaled_dot_product_attention"
+    ]
+    return e["args"]
+
+
+@pytest.mark.parametrize("variant", ["sdpa_math", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_default"])
+def test_sdpa_case_matches_the_raw_public_op(variant: str) -> None:
+    raw = _raw_sdpa(H200 / f"{variant}.json")
+    q, k = raw["Input Dims"][0], raw["Input Dims"][1]
+    (c,) = _calls(H200 / f"{variant}.json")
+    v = c.values
+    assert (v["batch"], v["heads"], v["seq_q"], v["head_dim"]) == tuple(q)
+    assert (v["kv_heads"], v["seq_kv"]) == (k[1], k[2])
+    assert v["causal"] is (raw["Concrete Inputs"][5] == "True")
+    assert v["scale"] == float(raw["Concrete Inputs"][6])
+    assert v["enable_gqa"] is (raw["Concrete Inputs"][7] == "True")
+    assert c.direction == "forward"
+
+
+def test_default_case_by_hand() -> None:
+    # tests/data/h200/README.md: B=4 H=16 S=2048 D=64 bf16 causal; scale 64**-0.5
+    (c,) = _calls(H200 / "sdpa_flash.json")
+    assert c.values == {
+        "batch": 4,
+        "heads": 16,
+        "seq_q": 2048,
+        "head_dim": 64,
+        "kv_heads": 16,
+        "seq_kv": 2048,
+        "dtype": "bf16",
+        "causal": True,
+        "scale": 0.125,
+        "enable_gqa": False,
+    }
+    assert c.family == "flash"
+    assert c.flops() == 4 * 4 * 16 * 2048 * 2048 * 64 // 2
+
+
+def test_inner_ops_give_the_same_case_in_their_own_layout() -> None:
+    # _flash_attention_forward records (B, S, H, D): [4, 2048, 16, 64]; _efficient_attention_forward's
+    # custom_mask_type '1' is causal from the top left.
+    for op in (
+        "aten::_flash_attention_forward",
+        "aten::_efficient_attention_forward",
+        "aten::_cudnn_attention_forward",
+    ):
+        name = {"aten::_flash_attention_forward": "sdpa_flash", "aten::_efficient_attention_forward": "sdpa_efficient"}
+        tr = load_trace(H200 / f"{name.get(op, 'sdpa_cudnn')}.json")
+        ops = [o for o in tr.cpu_ops if o.name == op]
+        (c,) = shape.attention_calls(build_op_tree(ops))
+        assert (c.values["batch"], c.values["heads"], c.values["seq_q"], c.values["head_dim"]) == (4, 16, 2048, 64)
+        assert c.values["causal"] is True and c.values["scale"] == 0.125
+
+
+def test_big_case() -> None:
+    (c,) = _calls(H200_BIG / "sdpa_cudnn.json")
+    assert (c.values["batch"], c.values["heads"], c.values["seq_q"], c.values["head_dim"]) == (1, 32, 4096, 128)
+    assert c.values["scale"] == pytest.approx(128**-0.5)
+    assert c.flops() == 4 * 32 * 4096 * 4096 * 128 // 2
+
+
+def test_flex_causal_stays_unknown_and_says_why() -> None:
+    for f in ("flex.json", "flex_compiled.json"):
+        (c,) = _calls(H200 / f)
+        assert (c.values["batch"], c.values["heads"], c.values["seq_q"]) == (4, 16, 2048)
+        assert c.values.get("causal") is None
+        assert "mask is a Python function" in c.unknown["causal"]
+        assert c.flops() is None
+        fields, why = shape.case_of([c])
+        assert fields is None and "causal" in why
+
+
+def test_naive_has_no_attention_op() -> None:
+    assert _calls(H200 / "naive.json") == []
+    assert "no attention op" in shape.case_of([])[1]["case"]
+
+
+def test_analyze_fills_case_flops_and_rate() -> None:
+    r = analyze(H200 / "sdpa_cudnn.json")
+    assert r.case is not None and r.case.label().startswith("B=4 H=16 S=2048 D=64 bf16 causal")
+    assert r.flops == 34_359_738_368
+    # TFLOP/s over the GPU time launched inside attention ops: here every GPU event of the call.
+    raw_us = sum(e["dur"] for e in raw_events(H200 / "sdpa_cudnn.json") if e.get("cat") in ("kernel", "gpu_memset"))
+    assert r.tflops == pytest.approx(34_359_738_368 / (raw_us * 1e-6) / 1e12, rel=1e-6)
+    flex = analyze(H200 / "flex.json")
+    assert flex.case is None and flex.flops is None and "causal" in flex.extra["case_unknown"]
+
+
+def _bwd_doc(causal: str, scale: str, mask_type: str) -> dict:
+    # A backward call as torch 2.11 records it: (B, H, S, D) outside, (B, S, H, D) inside.
+    g = [2, 8, 1024, 128]
+    inner = [2, 1024, 8, 128]
+    outer_c = [""] * 11 + [causal, "", "", scale]
+    inner_c = [""] * 11 + [causal, "", "", scale, "", ""]
+    eff_c = [""] * 14 + [mask_type, "False", scale]
+    return synth.doc(
+        [
+            synth.op("autograd::engine::evaluate_function: X", 0, 100, 1),
+            synth.op(
+                "aten::_scaled_dot_product_flash_attention_backward",
+                1,
+                90,
+                2,
+                **{
+                    "Input Dims": [g, g, g, g, g, [2, 8, 1024]],
+                    "Input type": ["c10::Half"] * 5,
+                    "Concrete Inputs": outer_c,
+                },
+            ),
+            synth.op(
+                "aten::_flash_attention_backward",
+                2,
+                80,
+                3,
+                **{"Input Dims": [inner] * 5, "Input type": ["c10::Half"] * 5, "Concrete Inputs": inner_c},
+            ),
+            synth.op(
+                "aten::_efficient_attention_backward",
+                200,
+                80,
+                4,
+                **{"Input Dims": [inner] * 4, "Input type": ["c10::Half"] * 4, "Concrete Inputs": eff_c},
+            ),
+        ]
+    )
+
+
+def test_backward_calls_count_two_and_a_half_forwards() -> None:
+    tr = trace_from_doc(_bwd_doc("False", "0.1", "0"))
+    calls = shape.attention_calls(build_op_tree(tr.cpu_ops))
+    assert [c.direction for c in calls] == ["backward", "backward"]
+    fwd = 4 * 2 * 8 * 1024 * 1024 * 128
+    assert [c.flops() for c in calls] == [fwd * 5 // 2, fwd * 5 // 2]
+    assert calls[0].values["dtype"] == "fp16" and calls[0].values["scale"] == 0.1
+
+
+def test_an_argument_that_is_not_a_bool_leaves_causal_unknown() -> None:
+    tr = trace_from_doc(_bwd_doc("0.5", "0.1", "7"))
+    calls = shape.attention_calls(build_op_tree(tr.cpu_ops))
+    assert all(c.values.get("causal") is None for c in calls)
+    assert "not a bool" in calls[0].unknown["causal"] and "custom_mask_type" in calls[1].unknown["causal"]
+
+
+def test_an_explicit_mask_is_not_read_as_causal() -> None:
+    raw = json.loads((H200 / "sdpa_math.json").read_text())
+    for e in raw["traceEvents"]:
+        if e.get("cat") == "cpu_op" and e["name"] in (
+            "aten::scaled_dot_product_attention",
+            "aten::_scaled_dot_product_attention_math",
+        ):
+            e["args"]["Input Dims"][3] = [2048, 2048]
+    (c,) = shape.attention_calls(build_op_tree(trace_from_doc(raw).cpu_ops))
+    assert c.values.get("causal") is None and "attn_mask" in c.unknown["causal"]
