@@ -83,7 +83,7 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
     if flops is not None:
         read["flops_basis"] = (
-            f"{len(calls)} attention call(s): forward 4·B·H·Sq·Sk·D (halved when causal), backward "
+            f"{len(calls)} attention call(s): forward 4·H·D·(kept score entries), backward "
             f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
             f"({att_us:,.1f} µs)"
         )

@@ -59,7 +59,8 @@ def test_default_case_by_hand() -> None:
         "enable_gqa": False,
     }
     assert c.family == "flash"
-    assert c.flops() == 4 * 4 * 16 * 2048 * 2048 * 64 // 2
+    # causal keeps S·(S+1)/2 of the S² scores per (batch, head); 4·D FLOP per kept score
+    assert c.flops() == 4 * 64 * 4 * 16 * (2048 * 2049 // 2)
 
 
 def test_inner_ops_give_the_same_case_in_their_own_layout() -> None:
@@ -82,7 +83,7 @@ def test_big_case() -> None:
     (c,) = _calls(H200_BIG / "sdpa_cudnn.json")
     assert (c.values["batch"], c.values["heads"], c.values["seq_q"], c.values["head_dim"]) == (1, 32, 4096, 128)
     assert c.values["scale"] == pytest.approx(128**-0.5)
-    assert c.flops() == 4 * 32 * 4096 * 4096 * 128 // 2
+    assert c.flops() == 4 * 128 * 32 * (4096 * 4097 // 2)
 
 
 def test_flex_causal_stays_unknown_and_says_why() -> None:
@@ -104,10 +105,11 @@ def test_naive_has_no_attention_op() -> None:
 def test_analyze_fills_case_flops_and_rate() -> None:
     r = analyze(H200 / "sdpa_cudnn.json")
     assert r.case is not None and r.case.label().startswith("B=4 H=16 S=2048 D=64 bf16 causal")
-    assert r.flops == 34_359_738_368
+    flops = 4 * 64 * 4 * 16 * (2048 * 2049 // 2)
+    assert r.flops == flops
     # TFLOP/s over the GPU time launched inside attention ops: here every GPU event of the call.
     raw_us = sum(e["dur"] for e in raw_events(H200 / "sdpa_cudnn.json") if e.get("cat") in ("kernel", "gpu_memset"))
-    assert r.tflops == pytest.approx(34_359_738_368 / (raw_us * 1e-6) / 1e12, rel=1e-6)
+    assert r.tflops == pytest.approx(flops / (raw_us * 1e-6) / 1e12, rel=1e-6)
     flex = analyze(H200 / "flex.json")
     assert flex.case is None and flex.flops is None and "causal" in flex.extra["case_unknown"]
 
@@ -177,3 +179,26 @@ def test_an_explicit_mask_is_not_read_as_causal() -> None:
             e["args"]["Input Dims"][3] = [2048, 2048]
     (c,) = shape.attention_calls(build_op_tree(trace_from_doc(raw).cpu_ops))
     assert c.values.get("causal") is None and "attn_mask" in c.unknown["causal"]
+
+
+def test_lower_right_causal_counts_the_kept_scores_by_hand() -> None:
+    # efficient backward, custom_mask_type 2 (causal from the bottom right), Sq=4 against Sk=10:
+    # query i sees keys 0..i+6, so rows keep 7, 8, 9, 10 = 34 scores per (batch, head).
+    q, k = [1, 4, 2, 64], [1, 10, 2, 64]
+    conc = [""] * 14 + ["2", "False", "0.125"]
+    tr = trace_from_doc(
+        synth.doc(
+            [
+                synth.op(
+                    "aten::_efficient_attention_backward",
+                    0,
+                    10,
+                    1,
+                    **{"Input Dims": [q, q, k, k], "Input type": ["c10::BFloat16"] * 4, "Concrete Inputs": conc},
+                )
+            ]
+        )
+    )
+    (c,) = shape.attention_calls(build_op_tree(tr.cpu_ops))
+    assert c.mask() == "causal_lower_right"
+    assert c.flops() == int(4 * 64 * 2 * 34 * 2.5)

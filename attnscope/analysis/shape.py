@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from attnscope.analysis.attribution import OpTree
 from attnscope.analysis.kernels import attention_op_family
+from attnscope.flops import attention_flops
+from attnscope.types import Case
 
 BACKWARD_FLOPS_FACTOR = 2.5  # dQ, dK, dV and the recomputed scores: 5 GEMMs against the forward's 2
 DTYPES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32"}
@@ -71,14 +73,24 @@ class AttentionCall:
     def shape_key(self) -> tuple[Any, ...]:
         return tuple(self.values.get(f) for f in FIELDS if f not in ("scale", "enable_gqa"))
 
+    def mask(self) -> str | None:
+        """The mask in attnscope's grammar: SDPA's is_causal is top-left aligned; efficient's type 2 lower-right."""
+        c = self.values.get("causal")
+        if c is None:
+            return None
+        return self.values.get("mask_kind") or ("causal@top_left" if c else "none")
+
     def flops(self) -> int | None:
-        """4·B·H·Sq·Sk·D, halved when causal; ×2.5 for a backward call.  None when a factor is unknown."""
+        """Forward FLOPs on the scores the mask keeps (attnscope.flops); ×2.5 for a backward call."""
         v = self.values
         need = ("batch", "heads", "seq_q", "seq_kv", "head_dim", "causal")
         if any(v.get(f) is None for f in need):
             return None
-        f = 4 * v["batch"] * v["heads"] * v["seq_q"] * v["seq_kv"] * v["head_dim"]
-        f = f // 2 if v["causal"] else f
+        try:
+            case = Case(v["batch"], v["heads"], v["seq_q"], v["head_dim"], seq_kv=v["seq_kv"], mask=self.mask())
+        except ValueError:
+            return None
+        f = attention_flops(case)
         return int(f * BACKWARD_FLOPS_FACTOR) if self.direction == "backward" else f
 
 
@@ -140,6 +152,8 @@ def _flags(op: Any, sig: OpSig, call: AttentionCall) -> None:
             call.unknown.setdefault("causal", f"custom_mask_type of {op.name} reads {raw!r}")
         else:
             _put(call, "causal", mt, op.name)
+            if raw == "2":
+                _put(call, "mask_kind", "causal_lower_right", op.name)
     scale = _float(_arg(conc, sig.scale))
     if scale is not None:
         _put(call, "scale", scale, op.name)
@@ -238,6 +252,8 @@ def case_of(calls: list[AttentionCall]) -> tuple[dict[str, Any] | None, dict[str
         "kv_heads": v["kv_heads"] if v["kv_heads"] != v["heads"] else None,
         "seq_kv": v["seq_kv"] if v["seq_kv"] != v["seq_q"] else None,
     }
+    if v["seq_kv"] != v["seq_q"]:
+        case["mask"] = c.mask()  # Sq != Sk: the alignment must be stated
     return case, {}
 
 
@@ -247,6 +263,7 @@ def to_dict(c: AttentionCall) -> dict[str, Any]:
         "family": c.family,
         "direction": c.direction,
         **{f: c.values.get(f) for f in FIELDS},
+        "mask": c.mask(),
         "flops": c.flops(),
         "read_from": dict(c.source),
         "unknown": dict(c.unknown),
