@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attnscope.analysis.insights import compute_kernels, r1, short
+from attnscope.analysis.insights import compute_kernels, is_fused, materialises_scores, r1, short
 from attnscope.analysis.insights_exec import result_insights
 from attnscope.analysis.kernels import attention_family
 from attnscope.types import Insight, NotChecked, Severity
@@ -50,6 +50,39 @@ def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, d
     return sorted(rows, key=lambda x: x[1])
 
 
+Row = tuple[dict[str, Any], float, dict[str, Any] | None, str]
+
+
+def same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two variants that launched the same compute kernels (e.g. sdpa_default picking cuDNN and sdpa_cudnn)."""
+
+    def names(r: dict[str, Any]) -> set[str]:
+        return {k["name"] for k in compute_kernels(r)}
+
+    return bool(names(a)) and names(a) == names(b)
+
+
+def tied(a: Row, b: Row) -> bool:
+    """Inside the noise (quartiles overlap), or the same kernels: the gap is run-to-run variation."""
+    return overlaps(a[2], b[2]) or same_kernels(a[0], b[0])
+
+
+def choose_best(rows: list[Row]) -> tuple[Row, Row | None]:
+    """(the variant to recommend, the faster one it was preferred to, if any).
+
+    A variant that writes the score matrix out is recommended only when every fused variant is
+    slower beyond the noise: when a fused one is tied with it, the fused one is the advice (same
+    speed, O(S·D) memory instead of O(S²)).
+    """
+    fastest = rows[0]
+    if not materialises_scores(fastest[0]):
+        return fastest, None
+    for row in rows[1:]:
+        if is_fused(row[0]) and tied(fastest, row):
+            return row, fastest
+    return fastest, None
+
+
 def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight] | NotChecked:
     if case_key(r) is None:
         return NotChecked(
@@ -59,9 +92,11 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
         )
     rows = ranked(peers)
     mine = timing_of(r) if r.get("numerics_ok") is not False else None  # a wrong result is not "slow"
-    if not rows or mine is None or rows[0][0]["variant"] == r["variant"]:
+    if not rows or mine is None:
         return []
-    best, best_us, best_t, basis = rows[0]
+    (best, best_us, best_t, basis), _ = choose_best(rows)  # the recommendation's own choice
+    if best["variant"] == r["variant"]:
+        return []
     us, t, _ = mine
     ratio = us / best_us
     if ratio < SLOWER_MIN_RATIO or overlaps(t, best_t):
@@ -110,6 +145,15 @@ def _rejections(why: dict[str, Any], chosen: str | None) -> list[str]:
     return out
 
 
+def _tied_with(r: dict[str, Any], other: str, peers: list[dict[str, Any]]) -> bool:
+    """Whether ``r`` and the variant named ``other`` are tied (overlapping quartiles or the same kernels)."""
+    o = next((p for p in peers if p["variant"] == other), None)
+    mine, theirs = timing_of(r), (timing_of(o) if o else None)
+    if o is None or mine is None or theirs is None:
+        return False
+    return tied((r, *mine), (o, *theirs))
+
+
 def _fastest_forced(r: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, float] | None:
     forced = [
         p
@@ -143,7 +187,7 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
             sev = "warning"
     fastest = _fastest_forced(r, peers)
     mine = timing_of(r)
-    if fastest and mine and fastest[1] * SLOWER_MIN_RATIO < mine[0]:
+    if fastest and mine and fastest[1] * SLOWER_MIN_RATIO < mine[0] and not _tied_with(r, fastest[0], peers):
         ev.update(
             fastest_forced=fastest[0],
             fastest_forced_us=r1(fastest[1]),

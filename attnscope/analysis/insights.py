@@ -54,6 +54,27 @@ def on_gpu(r: dict[str, Any]) -> bool:
     return r.get("device_kind") == "gpu"
 
 
+FUSED_SDPA = ("flash", "efficient", "cudnn")
+
+
+def is_fused(r: dict[str, Any]) -> bool:
+    """Whether the whole attention ran in one fused kernel (or CPU op), scores kept on chip."""
+    if r.get("sdpa_backend") in FUSED_SDPA:
+        return True
+    return any(k["category"] == "attention" for k in compute_kernels(r))
+
+
+def materialises_scores(r: dict[str, Any]) -> bool:
+    """Whether the variant writes the score matrix out: matrix work that is not one fused attention."""
+    return not is_fused(r) and any(k["category"] == "gemm" for k in compute_kernels(r))
+
+
+def fused_names(r: dict[str, Any]) -> str:
+    """The fused SDPA backends that exist where this result ran: flash, cuDNN and efficient on NVIDIA
+    GPUs; only flash on the CPU (torch's CPU SDPA has flash and math)."""
+    return "flash, cuDNN, efficient" if on_gpu(r) else "flash"
+
+
 def _share_text(us: float, pct: float | None) -> str:
     return f"{us:.1f} µs, {pct:.1f}% of GPU time" if pct is not None else f"{us:.1f} µs"
 
@@ -69,11 +90,11 @@ INPLACE_OPS = frozenset(
 LAYOUT_COPY_OPS = frozenset("reshape contiguous flatten to clone expand_as view_as".split())
 
 
-def _copy_advice(op: str) -> str:
+def _copy_advice(op: str, r: dict[str, Any]) -> str:
     if op.startswith("aten::masked_fill"):
         return (
             "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
-            "(flash, cuDNN, efficient) that never materialises them"
+            f"({fused_names(r)}) that never materialises them"
         )
     if "repeat_interleave" in op:
         return (
@@ -136,7 +157,7 @@ def hidden_copy(r: dict[str, Any]) -> Out:
                 variant=r["variant"],
                 severity="warning" if total >= MIB else "info",
                 message=msg,
-                advice=_copy_advice(op),
+                advice=_copy_advice(op, r),
                 evidence=ev,
                 kernels=tuple(events),
                 ops=(op, copy_op),
@@ -187,9 +208,10 @@ def fp32_upcast(r: dict[str, Any]) -> Out:
     if gpu_text:
         msg += f"; {gpu_text}"
     math = any("math" in o for o in ops)
+    stays = "stays in 16-bit on tensor cores" if on_gpu(r) else f"stays in {src}"
     advice = (
         "the math backend upcasts to fp32 by design (it is the reference implementation): use a fused "
-        "backend (flash, cuDNN, efficient) that stays in 16-bit on tensor cores"
+        f"backend ({fused_names(r)}) that {stays}"
         if math
         else f"keep the computation in {src}: a fused kernel or a 16-bit op avoids the upcast and the casts back"
     )
@@ -249,14 +271,23 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
         ev["mask_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['mask_us'], ev['mask_share_pct'])}"
     msg += ")"
+    inside_sdpa = r.get("sdpa_backend") == "math" or r["variant"].startswith("sdpa_")
+    advice = (
+        # the call already passes is_causal=True: the math backend is what turns it into a mask
+        f"is_causal=True is already passed; the math backend expands it into a full mask on every call, "
+        f"while a fused backend ({fused_names(r)}) masks inside the kernel"
+        if inside_sdpa
+        else f"pass is_causal=True to a fused SDPA backend ({fused_names(r)}), which masks inside the kernel; "
+        "or build the mask once outside the call and reuse it"
+    )
+    ev["inside_sdpa"] = inside_sdpa
     return [
         Insight(
             id="mask_rebuilt",
             variant=r["variant"],
             severity="info",
             message=msg,
-            advice="pass is_causal=True to a fused backend, which masks inside the kernel; or build the "
-            "mask once outside the call and reuse it",
+            advice=advice,
             evidence=ev,
             kernels=tuple(k["name"] for k in ks),
             ops=tuple(ops),
@@ -323,7 +354,11 @@ def score_matrix(r: dict[str, Any]) -> Out:
     sq, sk = case["seq_q"], case.get("seq_kv") or case["seq_q"]
     score = case["batch"] * case["heads"] * sq * sk * elem
     minimum = case["batch"] * case["heads"] * sq * case["head_dim"] * elem
-    if peak < score:
+    # Premise: the scores are written out: matrix work outside one fused attention kernel (a fused
+    # kernel, or compiled flex's generated code with no aten matmul, never writes them).  When
+    # Sk ≤ D one score matrix is no larger than the output, so the peak alone cannot tell: the
+    # peak beyond the output must hold a whole score matrix.
+    if not materialises_scores(r) or peak - minimum < score:
         return []
     ev = {
         "peak_memory_bytes": peak,
@@ -347,7 +382,7 @@ def score_matrix(r: dict[str, Any]) -> Out:
             variant=r["variant"],
             severity="warning",
             message=msg,
-            advice="a fused backend (flash, cuDNN, efficient, compiled flex) keeps the scores on chip: "
+            advice=f"a fused backend ({fused_names(r)}, or compiled flex) keeps the scores on chip: "
             "its peak memory stays O(S·D), so long sequences fit",
             evidence=ev,
         )

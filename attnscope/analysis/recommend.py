@@ -1,11 +1,16 @@
-"""The recommendation for one case: the best variant, its margin, and whether that margin is noise.  Pure."""
+"""The recommendation for one case: the best variant, its margin, and whether that margin is noise.  Pure.
+
+It speaks with the insights' voice: the variant it names is the one ``slower_than_best`` compares
+with (:func:`attnscope.analysis.compare.choose_best`), a variant that writes the score matrix out
+is named only when every fused variant is slower beyond the noise, and then the text says so.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.compare import case_key, overlaps, ran_backend, ranked
-from attnscope.analysis.insights import compute_kernels
+from attnscope.analysis.compare import Row, case_key, choose_best, is_fused, ran_backend, ranked, same_kernels, tied
+from attnscope.analysis.insights import materialises_scores
 from attnscope.types import Recommendation
 
 
@@ -16,13 +21,32 @@ def _label(r: dict[str, Any]) -> str:
     return str(r["variant"])
 
 
-def _same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two variants that launched the same compute kernels (e.g. sdpa_default picking cuDNN and sdpa_cudnn)."""
+def _scores_note(best: Row, rows: list[Row]) -> str:
+    """Said plainly when the fastest variant writes the S×S scores out and no fused one keeps up."""
+    if not materialises_scores(best[0]):
+        return ""
+    fused = [row for row in rows if is_fused(row[0])]
+    what = f"{_label(best[0])} writes the S×S score matrix out (memory grows with S²)"
+    if not fused:
+        return f" — {what}, and no fused variant ran here to compare with"
+    f = fused[0]
+    return (
+        f" — {what}; every fused variant was slower beyond the noise here (the fastest, {_label(f[0])}, "
+        f"{f[1] / best[1]:.2f}× slower): keep it only while S² memory is affordable"
+    )
 
-    def names(r: dict[str, Any]) -> set[str]:
-        return {k["name"] for k in compute_kernels(r)}
 
-    return bool(names(a)) and names(a) == names(b)
+def _tie_text(best: Row, nxt: Row, rows: list[Row]) -> str:
+    why = (
+        "they ran the same kernels, so the gap is run-to-run variation"
+        if same_kernels(best[0], nxt[0])
+        else "inside the noise (their interquartile ranges overlap)"
+    )
+    text = f" — {why}: treat them as tied"
+    distinct = next((r for r in rows if r is not best and r is not nxt and not tied(best, r)), None)
+    if distinct and distinct[1] > best[1]:
+        text += f"; the next clear step is {_label(distinct[0])}, {distinct[1] / best[1]:.2f}× slower"
+    return text
 
 
 def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
@@ -36,47 +60,32 @@ def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
     rows = ranked(results)
     if not rows:
         return None
-    best, best_us, best_t, basis = rows[0]
+    best, preferred_over = choose_best(rows)
+    b, best_us, _, basis = best
     if len(rows) == 1:
-        return Recommendation(
-            best["variant"],
-            best_us,
-            None,
-            None,
-            None,
-            None,
-            basis,
-            excluded,
-            f"{_label(best)}: the only variant measured ({best_us:,.1f} µs, {basis})",
+        text = f"{_label(b)}: the only variant measured ({best_us:,.1f} µs, {basis})" + _scores_note(best, rows)
+        return Recommendation(b["variant"], best_us, None, None, None, None, basis, excluded, text)
+    nxt = preferred_over or next(r for r in rows if r is not best)
+    margin = nxt[1] / best_us
+    text = f"best for this case: {_label(b)} at {best_us:,.1f} µs ({basis}), "
+    if preferred_over:
+        text += (
+            f"tied within the noise with {_label(nxt[0])} ({nxt[1]:,.1f} µs, {1 / margin:.2f}× its time), which "
+            "writes the S×S score matrix out: the fused one does the same work in O(S·D) memory"
         )
-    nxt, nxt_us, nxt_t, _ = rows[1]
-    margin = nxt_us / best_us
-    noise = overlaps(best_t, nxt_t)
-    text = (
-        f"best for this case: {_label(best)} at {best_us:,.1f} µs ({basis}), "
-        f"{margin:.2f}× ahead of {_label(nxt)} ({nxt_us:,.1f} µs)"
-    )
-    same = _same_kernels(best, nxt)
-    if noise or same:
-        why = (
-            "they ran the same kernels, so the gap is run-to-run variation"
-            if same
-            else "inside the noise (their interquartile ranges overlap)"
-        )
-        text += f" — {why}: treat them as tied"
-        distinct = next(
-            ((r, us) for r, us, t, _ in rows[2:] if not overlaps(best_t, t) and not _same_kernels(best, r)), None
-        )
-        if distinct:
-            text += f"; the next clear step is {_label(distinct[0])}, {distinct[1] / best_us:.2f}× slower"
-    noisy = [_label(x) for x, t in ((best, best_t), (nxt, nxt_t)) if t and t.get("noisy")]
-    if noisy and not (noise or same):
+        noise = True
+    else:
+        text += f"{margin:.2f}× ahead of {_label(nxt[0])} ({nxt[1]:,.1f} µs)"
+        noise = tied(best, nxt)
+        if noise:
+            text += _tie_text(best, nxt, rows)
+        text += _scores_note(best, rows)
+    noisy = [_label(x[0]) for x in (best, nxt) if x[2] and x[2].get("noisy")]
+    if noisy and not noise:
         text += (
             f" — but {' and '.join(noisy)} timed noisy (IQR/median > 10%): "
             "confirm with a larger --budget before acting on this margin"
         )
     if excluded:
         text += f"; left out: {', '.join(excluded)}"
-    return Recommendation(
-        best["variant"], best_us, nxt["variant"], nxt_us, margin, noise or same, basis, excluded, text
-    )
+    return Recommendation(b["variant"], best_us, nxt[0]["variant"], nxt[1], margin, noise, basis, excluded, text)
