@@ -147,7 +147,9 @@ def test_score_matrix_uses_the_key_length():
     from attnscope.analysis.insights import score_matrix
 
     case = Case(1, 2, 64, 32, dtype="fp32", causal=False, seq_kv=1024).to_dict()
-    r = {"variant": "naive", "case": case, "peak_memory_bytes": 1024 * 1024, "status": "ok"}
+    # the premise: matrix work outside a fused kernel (naive's QKᵀ as an aten::bmm)
+    gemm = {"name": "aten::bmm", "category": "gemm", "duration_us": 1.0}
+    r = {"variant": "naive", "case": case, "peak_memory_bytes": 1024 * 1024, "status": "ok", "kernels": [gemm]}
     out = score_matrix(r)
     assert isinstance(out, list) and len(out) == 1
     assert out[0].evidence["score_matrix_bytes"] == 524_288
