@@ -379,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
     d.add_argument("--json", help="write the diff as JSON here")
     d.set_defaults(func=cmd_diff)
+
+    from attnscope.model.cli import add_parser as add_model_parser
+
+    add_model_parser(sub)
     return p
 
 

@@ -1,0 +1,115 @@
+"""`attnscope model` on the CPU: the tiny preset end to end, and bad configs as one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from attnscope.cli import main
+
+FAST = ["--seq", "32", "--budget", "0.01"]
+
+
+def _one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnscope: error:") and "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_unknown_preset(capsys):
+    err = _one_line_exit_2(capsys, ["model", "--config", "llama-9000"])
+    assert "llama-9000" in err and "tiny" in err  # names the presets it knows
+
+
+def test_invalid_json(tmp_path: Path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "llama", "hidden_size": 64,')
+    assert "not valid JSON" in _one_line_exit_2(capsys, ["model", "--config", str(p)])
+
+
+def test_heads_not_dividing_hidden(tmp_path: Path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3}))
+    err = _one_line_exit_2(capsys, ["model", "--config", str(p)])
+    assert "does not divide" in err and "100" in err and "3" in err
+
+
+def test_kv_heads_not_dividing_heads(tmp_path: Path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text(
+        json.dumps({"model_type": "llama", "hidden_size": 96, "num_attention_heads": 6, "num_key_value_heads": 4})
+    )
+    assert "num_key_value_heads" in _one_line_exit_2(capsys, ["model", "--config", str(p)])
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--impl", "eager,magic"], "magic"),
+        (["--mode", "serve"], "serve"),
+        (["--dtype", "fp8"], "fp8"),
+        (["--config", "gpt2", "--seq", "4096"], "positions"),
+        (["--layers", "0"], "--layers"),
+        (["--config", "/nonexistent/config.json"], "no such config file"),
+    ],
+)
+def test_bad_arguments(capsys, argv, needle):
+    assert needle in _one_line_exit_2(capsys, ["model", *argv])
+
+
+def _rows(path: Path) -> dict[tuple[str, str], dict]:
+    d = json.loads(path.read_text())
+    assert d["kind"] == "model" and d["config"]["name"] == "tiny" and d["env"]["transformers"]
+    return {(r["impl"], r["mode"]): r for r in d["results"]}, d
+
+
+@pytest.mark.slow
+def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
+    out = tmp_path / "m.json"
+    assert main(["model", "--config", "tiny", "--impl", "eager,sdpa", *FAST, "--json", str(out)]) == 0
+    rows, d = _rows(out)
+    assert set(rows) == {(i, m) for i in ("eager", "sdpa") for m in ("prefill", "decode", "train")}
+    for r in rows.values():
+        assert r["status"] == "ok", r["reason"]
+        a = r["attention"]
+        assert 0 < a["share"] < 1 and a["kernel_us"] > 0 and a["projections_us"] > 0
+        assert r["step_time"]["method"].startswith("wall time per step")
+        assert [lay["layer"] for lay in r["layers"]] == ["model.layers.0", "model.layers.1"]
+    # tiny: 4 query heads, 2 KV heads, head_dim 32, bf16, batch 1, seq 32 → each repeated K or V is
+    # 1 × 2 × 2 × 32 × 32 × 2 bytes; decode repeats the whole cache of 33 tokens
+    for mode, tokens in (("prefill", 32), ("train", 32), ("decode", 33)):
+        eager = [c for c in rows["eager", mode]["attention"]["hidden_copies"] if c["part"] == "repeat_kv"]
+        assert sorted(c["bytes"] for c in eager) == [1 * 2 * 2 * tokens * 32 * 2] * 4  # K and V in 2 layers
+        ids = {i["id"]: i for i in rows["eager", mode]["insights"]}
+        assert "sdpa with enable_gqa avoids it" in ids["repeat_kv_copy"]["advice"]
+        assert not [c for c in rows["sdpa", mode]["attention"]["hidden_copies"] if c["part"] == "repeat_kv"]
+        assert "repeat_kv_copy" not in {i["id"] for i in rows["sdpa", mode]["insights"]}
+    assert set(d["recommendations"]) == {"prefill", "decode", "train"}
+    printed = capsys.readouterr().out
+    assert "Recommendation (train)" in printed and "repeat_kv_copy" in printed
+
+
+@pytest.mark.slow
+def test_default_impls_on_cpu_skip_with_reasons(tmp_path: Path):
+    out = tmp_path / "m.json"
+    assert main(["model", "--mode", "prefill", *FAST, "--json", str(out)]) == 0
+    rows, _ = _rows(out)
+    assert rows["eager", "prefill"]["status"] == rows["sdpa", "prefill"]["status"] == "ok"
+    fa2 = rows["flash_attention_2", "prefill"]
+    assert fa2["status"] == "skipped" and "CUDA" in fa2["reason"]
+    flex = rows["flex_attention", "prefill"]
+    assert flex["status"] == "skipped" and "--impl flex_attention" in flex["reason"]
+
+
+@pytest.mark.slow
+def test_flex_train_on_cpu_is_a_skipped_row_in_torchs_words(tmp_path: Path):
+    out = tmp_path / "m.json"
+    assert main(["model", "--impl", "flex_attention", "--mode", "train", *FAST, "--json", str(out)]) == 0
+    rows, _ = _rows(out)
+    r = rows["flex_attention", "train"]
+    assert r["status"] == "skipped" and "backward" in r["reason"] and "CPU" in r["reason"]

@@ -1,0 +1,140 @@
+"""Module attribution of a model step, pinned on synthetic traces whose answer is worked out by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from attnscope.model.scopes import parse_scope, scope_name
+from attnscope.model.split import breakdown
+from attnscope.trace import trace_from_doc
+from tests.synth import PID, TID, doc, kernel, launch, op
+
+BWD_TID = 200
+BF16, F32 = "c10::BFloat16", "float"
+
+
+def scope(role: str, path: str, ts: float, dur: float, tid: int = TID, backward: bool = False) -> dict[str, Any]:
+    name = scope_name(role, path, backward=backward)
+    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": PID, "tid": tid, "ts": ts, "dur": dur}
+
+
+def launched(name: str, ts: float, dur: float, ext: int, kdur: float, tid: int = TID, **args: Any) -> list[Any]:
+    """An op at [ts, ts+dur] that launches one kernel of kdur µs (correlation id = ext)."""
+    return [
+        op(name, ts, dur, ext, tid=tid, **args),
+        launch(ts + 1, corr=ext, ext=ext, dur=0.5, tid=tid),
+        kernel(f"k_{ext}", 5000 + 100 * ext, kdur, corr=ext),
+    ]
+
+
+def _gpu_step() -> list[Any]:
+    L = "model.layers.0"
+    A = f"{L}.self_attn"
+    ev = [
+        scope("step", "train", 0, 2000),
+        scope("mask", "create_causal_mask", 5, 5),
+        *launched("aten::tril", 6, 2, 7, 13.0),
+        scope("layer", L, 10, 490),
+        scope("attention", A, 20, 280),
+        scope("proj", f"{A}.q_proj", 25, 35),
+        *launched("aten::linear", 26, 33, 1, 40.0),
+        scope("repeat_kv", "repeat_kv", 70, 30),
+        *launched("aten::copy_", 72, 26, 2, 7.0, **{"Input type": [BF16, BF16], "Input Dims": [[1, 2, 2, 16, 8]] * 2}),
+        scope("core", "eager_attention_forward", 110, 140),
+        *launched("aten::scaled_dot_product_attention", 120, 80, 3, 100.0),
+        *launched("aten::copy_", 210, 20, 4, 11.0, **{"Input type": [F32, BF16], "Input Dims": [[1, 4, 16, 16]] * 2}),
+        *launched("aten::add", 260, 10, 5, 3.0),
+        scope("mlp", f"{L}.mlp", 310, 170),
+        *launched("aten::mm", 320, 150, 6, 200.0),
+        scope("loss", "", 600, 100),
+        *launched("aten::nll_loss", 610, 50, 8, 17.0),
+        *launched("aten::add", 800, 10, 9, 19.0),
+        # backward, on the autograd thread, inside the attention's backward range
+        scope("attention", A, 1000, 300, tid=BWD_TID, backward=True),
+        op("autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0", 1010, 100, 10, tid=BWD_TID),
+        *launched("aten::_flash_attention_backward", 1020, 80, 11, 50.0, tid=BWD_TID),
+        op("autograd::engine::evaluate_function: MmBackward0", 1150, 100, 12, tid=BWD_TID),
+        *launched("aten::mm", 1160, 80, 13, 30.0, tid=BWD_TID),
+        op("autograd::engine::evaluate_function: NllLossBackward0", 1400, 50, 14, tid=BWD_TID),
+        *launched("aten::nll_loss_backward", 1410, 30, 15, 9.0, tid=BWD_TID),
+        # outside the step window: never counted
+        *launched("aten::mm", 3000, 10, 16, 999.0),
+    ]
+    return ev
+
+
+def test_scope_names_round_trip_and_others_are_ignored():
+    assert parse_scope(scope_name("attention", "m.layers.3.self_attn", backward=True)).backward
+    s = parse_scope(scope_name("core", "sdpa"))
+    assert (s.role, s.path, s.backward) == ("core", "sdpa", False)
+    assert parse_scope("Optimizer.step#AdamW.step") is None
+    assert parse_scope("attnscope.model:nonsense:x") is None
+
+
+def test_gpu_step_split_by_module_matches_hand_arithmetic():
+    b = breakdown(trace_from_doc(doc(_gpu_step())))
+    assert b is not None and b["device"] == "gpu"
+    a = b["attention"]
+    # forward: proj 40, repeat_kv 7, sdpa 100, upcast 11, other 3, mask 13; backward: sdpa bwd 50, mm bwd 30
+    assert a["parts"]["kernel"] == pytest.approx(100 + 50)
+    assert a["parts"]["projections"] == pytest.approx(40 + 30)
+    assert a["parts"]["repeat_kv"] == pytest.approx(7)
+    assert a["parts"]["upcasts"] == pytest.approx(11)
+    assert a["parts"]["mask"] == pytest.approx(13)
+    assert a["parts"]["other"] == pytest.approx(3)
+    assert a["time_us"] == pytest.approx(40 + 7 + 100 + 11 + 3 + 13 + 50 + 30)
+    assert a["kernel_us"] == pytest.approx(150)
+    assert a["around_us"] == pytest.approx(7 + 11 + 3 + 13)
+    rest = b["rest"]["parts"]
+    assert rest["mlp"] == pytest.approx(200)
+    assert rest["loss"] == pytest.approx(17)
+    assert rest["other"] == pytest.approx(19)
+    assert rest["backward_other"] == pytest.approx(9)
+    attention = (40 + 7 + 100 + 11 + 3 + 13) + (50 + 30)
+    total = attention + 200 + 17 + 19 + 9  # the kernel at ts 3000 lies outside the step
+    assert b["total_us"] == pytest.approx(total)
+    assert a["share"] == pytest.approx(round(attention / total, 4))
+
+
+def test_gpu_step_copies_inside_attention_carry_their_part_and_size():
+    a = breakdown(trace_from_doc(doc(_gpu_step())))["attention"]
+    [c] = a["hidden_copies"]
+    assert c["part"] == "repeat_kv" and c["layer"] == "model.layers.0"
+    assert c["bytes"] == 1 * 2 * 2 * 16 * 8 * 2  # bf16 [1, 2, 2, 16, 8]
+    assert c["duration_us"] == pytest.approx(7)
+    [u] = a["upcasts"]
+    assert u["bytes"] == 1 * 4 * 16 * 16 * 4 and u["part"] == "kernel"
+    assert u["duration_us"] == pytest.approx(11)
+
+
+def test_gpu_step_per_layer():
+    [lay] = breakdown(trace_from_doc(doc(_gpu_step())))["layers"]
+    assert lay["layer"] == "model.layers.0"
+    # everything under the layer's forward range (mask and loss are outside it) plus the attention backward
+    assert lay["attention_us"] == pytest.approx(40 + 7 + 100 + 11 + 3 + 50 + 30)
+    assert lay["mlp_us"] == pytest.approx(200)
+    assert lay["kernel_us"] == pytest.approx(150)
+
+
+def test_cpu_step_uses_self_time_and_reports_time_outside_ops():
+    events = [
+        scope("step", "prefill", 0, 200),
+        scope("attention", "m.layers.0.attn", 0, 100),
+        scope("core", "sdpa", 5, 60),
+        op("aten::scaled_dot_product_attention", 10, 50, 1),
+        op("aten::_scaled_dot_product_flash_attention_for_cpu", 15, 40, 2),
+        scope("mlp", "m.layers.0.mlp", 110, 70),
+        op("aten::mm", 120, 50, 3),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["device"] == "cpu"
+    assert b["attention"]["kernel_us"] == pytest.approx(50)  # 10 µs self + 40 µs child, counted once
+    assert b["rest"]["parts"]["mlp"] == pytest.approx(50)
+    assert b["total_us"] == pytest.approx(200)
+    assert b["unattributed_us"] == pytest.approx(100)
+
+
+def test_trace_without_model_ranges_gives_none():
+    assert breakdown(trace_from_doc(doc([op("aten::mm", 0, 10, 1)]))) is None
