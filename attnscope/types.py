@@ -133,6 +133,7 @@ class KernelRecord:
     device: Literal["gpu", "cpu"] = "gpu"
     launched_by: str | None = None  # innermost aten op, through the correlation id
     tensor_cores: bool | None = None  # None: unknown from the evidence
+    tensor_core_precision: str | None = None  # "TF32" where fp32 inputs run as TF32 MMA
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     registers_per_thread: int | None = None

@@ -30,7 +30,8 @@ CASES = [
         "attention",
         True,
     ),
-    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", "attention", False),
+    # TF32 MMA on the H200 (ncu: tests/data/ncu/h200_tensor_pipe.csv), not CUDA cores
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", "attention", True),
     (
         "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
         "attention",

@@ -125,6 +125,7 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
                 device="gpu",
                 launched_by=ops[li].name if li >= 0 else None,
                 tensor_cores=K.tensor_cores(g.name, cat),
+                tensor_core_precision=K.tensor_core_precision(g.name, cat),
                 grid=g.grid,
                 block=g.block,
                 registers_per_thread=g.registers_per_thread,

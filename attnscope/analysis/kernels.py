@@ -22,7 +22,7 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
         re.compile(
             r"flash_fwd|flash_bwd|flash::|pytorch_flash|fmha|attention|_sdpa_|"
             r"cudnn_generated_fort_native_sdpa|flex_attention|flex_decoding|mha_fwd|mha_bwd|"
-            r"cudnn::fusion::|_attn_fwd|_attn_bwd|FlashAttn|BatchDecodeWith|BatchPrefillWith",
+            r"cudnn::fusion::|cudnn::compute_dot_do_o|_attn_fwd|_attn_bwd|FlashAttn|BatchDecodeWith|BatchPrefillWith",
             _I,
         ),
         "attention",
@@ -141,10 +141,24 @@ CPU_ATOMIC_OPS = frozenset(
 
 
 # Tensor cores, by kernel name: (pattern, uses tensor cores, why). First match wins.
-# Names that match no row are "unknown" (None): we never guess.
+# Names that match no row are "unknown" (None): we never guess.  The rows were checked against
+# Nsight Compute's tensor-pipe counters on the H200 (matrix MMA = HMMA minus HFMA2.MMA, wgmma
+# included) for every kernel the variants launch in bf16, fp16 and fp32, forward and backward:
+# tests/data/ncu/h200_tensor_pipe.csv, pinned row by row in tests/test_tensor_cores_ncu.py.
+NCU_EVIDENCE = "ncu tensor-pipe counters on the H200, tests/data/ncu/h200_tensor_pipe.csv"
 TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
     (
-        re.compile(r"ffma|sgemm|gemv|_simt_|fmha_cutlass[FB]_f32", _I),
+        re.compile(r"splitkv_combine|dot_do_o|convert_dq", _I),
+        False,
+        "attention helper (split-KV combine, rowwise dO·O, dQ conversion): no matrix MMA (" + NCU_EVIDENCE + ")",
+    ),
+    (
+        re.compile(r"fmha_cutlass[FB]_f32", _I),
+        True,
+        "TF32: the cutlass kernels run fp32 inputs as TF32 MMA on tensor cores (" + NCU_EVIDENCE + ")",
+    ),
+    (
+        re.compile(r"ffma|sgemm|gemv|_simt_", _I),
         False,
         "fp32 FMA on CUDA cores (ffma / sgemm / gemv / SIMT)",
     ),
@@ -189,6 +203,18 @@ def classify_cpu(op_name: str) -> Category:
         if pat.search(op_name):
             return cat
     return "elementwise"
+
+
+# Rows whose tensor-core work is TF32 (fp32 operands rounded to 10-bit mantissas), not 16-bit.
+TF32_RULE = re.compile(r"fmha_cutlass[FB]_f32|_tf32|tf32_", _I)
+
+
+@functools.cache
+def tensor_core_precision(name: str, category: Category) -> str | None:
+    """'TF32' for matrix kernels that run fp32 inputs as TF32 MMA; None otherwise or unknown."""
+    if tensor_cores(name, category) and TF32_RULE.search(name):
+        return "TF32"
+    return None
 
 
 @functools.cache

@@ -37,6 +37,12 @@ def _yn(v: Any, yes: str = "yes", no: str = "no") -> Text:
     return Text(yes, style="bold") if v else Text(no)
 
 
+def _tc_yes(r: dict[str, Any]) -> str:
+    """'TF32' when the tensor-core work of the row is TF32 (fp32 inputs), else 'yes'."""
+    ks = [k for k in r.get("kernels") or [] if k.get("tensor_cores")]
+    return "TF32" if ks and all(k.get("tensor_core_precision") == "TF32" for k in ks) else "yes"
+
+
 def _err(r: dict[str, Any]) -> Text:
     if r.get("nonfinite"):
         return Text("NaN/Inf ✗", style="bold red")
@@ -90,7 +96,7 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
                 f"{r['num_memcpy']}/{r['num_memset']}",
                 _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
                 _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
-                _yn(r.get("tensor_cores")),
+                _yn(r.get("tensor_cores"), _tc_yes(r)),
                 _occ(r),
                 _fmt_us(r.get("cpu_time")),
                 _fmt_us(r.get("gpu_time")),
@@ -187,7 +193,7 @@ def kernels_table(r: dict[str, Any]) -> Table:
             name,
             k["category"],
             f"{k['duration_us']:.1f}",
-            {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
+            k.get("tensor_core_precision") or {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
             "×".join(map(str, k["grid"])) if k.get("grid") else "",
             "×".join(map(str, k["block"])) if k.get("block") else "",
             str(k.get("registers_per_thread") or ""),

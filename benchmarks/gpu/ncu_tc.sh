@@ -9,8 +9,12 @@
 #   ncu_deep.csv        --page raw CSV of the deep-mode sections on flash/cuDNN/efficient/flex fwd
 #   *.err, versions.txt logs
 # Run from the repository root: bash benchmarks/gpu/ncu_tc.sh
+#   bash benchmarks/gpu/ncu_tc.sh rest   (about 3 min): only compiled flex (3 dtypes), the decode shape and
+#   S777 D128 efficient, which the first pass ran out of time for; writes $OUT/ncu_tc_rest.tgz, no deep pass.
 set -u
-W=/tmp/ncu_tc; rm -rf $W; mkdir -p $W
+PART=${1:-all}
+NAME=ncu_tc; [ "$PART" = rest ] && NAME=ncu_tc_rest
+W=/tmp/$NAME; rm -rf $W; mkdir -p $W
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_LEVEL=6
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 (ncu --version; nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print(torch.__version__)') \
@@ -45,15 +49,15 @@ if [ -n "$OPC" ] && ! probe "$M,$OPC" "$INST"; then echo "opcode metric refused:
 if [ -z "$OPC" ]; then INST=""; probe "$M" "" || echo "probe failed: $(tail -2 $W/probe.err)" >> $W/versions.txt; fi
 t0=$(date +%s)
 timeout 200 ncu --profile-from-start off --target-processes application-only --clock-control none --csv --page raw \
-  --metrics "$M${OPC:+,$OPC}" $INST python3 benchmarks/gpu/ncu_tc_driver.py $W/sections.json 140 \
+  --metrics "$M${OPC:+,$OPC}" $INST python3 benchmarks/gpu/ncu_tc_driver.py $W/sections.json 140 $PART \
   > $W/ncu_tc.csv 2> $W/ncu_tc.err
 echo "tensor-pipe pass: rc=$? in $(( $(date +%s) - t0 )) s, $(grep -c spin_kernel $W/ncu_tc.csv) markers, $(wc -l < $W/ncu_tc.csv) lines"
 t0=$(date +%s)
-timeout 90 ncu --clock-control none --csv --page raw \
+[ "$PART" = rest ] || timeout 90 ncu --clock-control none --csv --page raw \
   --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats \
   --metrics "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active${M#gpu__time_duration.sum}" \
   -k 'regex:flash_fwd|cudnn_generated|fmha_cutlass|triton_tem' python3 benchmarks/ncu_kernels.py \
   > $W/ncu_deep.csv 2> $W/ncu_deep.err
 echo "deep pass: rc=$? in $(( $(date +%s) - t0 )) s, $(wc -l < $W/ncu_deep.csv) lines"
 tail -3 $W/ncu_tc.err $W/ncu_deep.err
-tar czf "$OUT/ncu_tc.tgz" -C /tmp ncu_tc && ls -la "$OUT/ncu_tc.tgz"
+tar czf "$OUT/$NAME.tgz" -C /tmp $NAME && ls -la "$OUT/$NAME.tgz"
