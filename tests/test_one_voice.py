@@ -88,7 +88,7 @@ def fuzz_doc(seed: int) -> dict[str, Any]:
         )
         r["numerics_ok"] = rng.random() > 0.1
         r["tflops"] = rng.uniform(0.01, 300)
-        r["pct_of_peak"] = rng.uniform(0.1, 99)
+        r["pct_of_peak"] = rng.choice([rng.uniform(0.1, 99), rng.uniform(99, 1600), 100.0, None])
     return annotate({"schema_version": 1, "results": results, "case": case})
 
 
@@ -176,5 +176,9 @@ def test_one_voice(seed: int) -> None:
         # "use X" names the recommendation's choice
         if i["id"] == "slower_than_best":
             assert rec and f"use {rec['best']} " in i["advice"], (seed, i["advice"], rec and rec["text"])
+    # a % of peak over 100 is never left unflagged
+    for r in doc["results"]:
+        flagged = any(i["id"] == "rate_above_peak" for i in r.get("insights") or [])
+        assert flagged == (r.get("pct_of_peak") is not None and r["pct_of_peak"] > 100), (seed, r["variant"])
     if rec and results[rec["best"]]["device_kind"] == "cpu":
         assert not GPU_ONLY_WORDS.search(rec["text"].replace(rec["basis"], ""))

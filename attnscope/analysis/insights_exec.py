@@ -190,8 +190,34 @@ def numerics_off(r: dict[str, Any]) -> Out:
     ]
 
 
+def rate_above_peak(r: dict[str, Any]) -> Out:
+    """A rate above the measured matmul peak cannot be true of the same device: flag it, never print it plain."""
+    pct, rate = r.get("pct_of_peak"), r.get("tflops")
+    if pct is None or rate is None or pct <= 100.0:
+        return []
+    ev = {
+        "tflops": float(f"{rate:.3g}"),
+        "pct_of_peak": r1(pct),
+        "peak_tflops": float(f"{100.0 * rate / pct:.3g}"),
+        "flop_formula": r.get("flop_formula"),
+    }
+    return [
+        Insight(
+            id="rate_above_peak",
+            variant=r["variant"],
+            severity="error",
+            message=f"{ev['tflops']:g} TFLOP/s is {ev['pct_of_peak']:.1f}% of the matmul rate measured in this run "
+            f"({ev['peak_tflops']:g} TFLOP/s): an inconsistency, attention cannot outrun a plain matmul",
+            advice="do not read this %peak: either the FLOP count overstates the work for this mask and shape, "
+            "or the peak's samples were slowed (re-run on a quiet machine)",
+            evidence=ev,
+        )
+    ]
+
+
 RULES: tuple[tuple[str, Rule], ...] = (
     ("numerics_off", numerics_off),
+    ("rate_above_peak", rate_above_peak),
     ("hidden_copy", hidden_copy),
     ("fp32_upcast", fp32_upcast),
     ("no_tensor_cores", no_tensor_cores),

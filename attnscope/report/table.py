@@ -53,6 +53,14 @@ def _err(r: dict[str, Any]) -> Text:
     return Text(f"{e:.1e} {'✓' if ok else '✗'}", style="" if ok else "bold red")
 
 
+def _pct(pct: float | None) -> Text:
+    if pct is None:
+        return Text("—", style="dim")
+    if pct > 100.0:  # impossible against a peak measured on the same device: never shown plain
+        return Text(f"{pct:.1f} !", style="bold red")
+    return Text(f"{pct:.1f}")
+
+
 def _status(r: dict[str, Any]) -> Text:
     st = r["status"]
     style = {"ok": "green", "skipped": "yellow", "oom": "red", "error": "bold red"}.get(st, "")
@@ -101,7 +109,7 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
                 _fmt_us(r.get("cpu_time")),
                 _fmt_us(r.get("gpu_time")),
                 f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
-                f"{r['pct_of_peak']:.1f}" if r.get("pct_of_peak") is not None else "—",
+                _pct(r.get("pct_of_peak")),
                 f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
                 _err(r),
             ]
