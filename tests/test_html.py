@@ -101,6 +101,7 @@ def test_embed_json_round_trips_and_cannot_close_its_block():
     s = embed_json(obj)
     assert "</" not in s and "<!--" not in s
     assert json.loads(s) == obj
+    assert json.loads(embed_json({"t": float("nan"), "u": (1, float("inf"))})) == {"t": None, "u": [1, None]}
 
 
 def test_sweep_panels_crossovers_and_default():

@@ -19,6 +19,7 @@ import base64
 import hashlib
 import html
 import json
+import math
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -69,9 +70,20 @@ def wrap_plot_text(x: Any, width: int = 90) -> str:
     return "<br>".join(plot_text(s[i : i + width]) for i in range(0, max(len(s), 1), width))
 
 
+def _finite(o: Any) -> Any:
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_finite(v) for v in o]
+    return o
+
+
 def embed_json(obj: Any) -> str:
     """JSON safe inside <script type="application/json">: no '</script>', no '<!--', no '&' entity tricks."""
-    s = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    # NaN/Inf as null (JSON has neither; a fresh in-memory document may hold them); anything odd as text
+    s = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=str)
     return s.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
@@ -164,8 +176,12 @@ def render_html(docs: Iterable[Any], out_dir: Path | None = None) -> str:
         raise HtmlError("nothing to report: no documents given")
     page = Page()
     render = {"run": run_section, "analyze": analyze_section, "sweep": sweep_section, "model": model_section}
-    for s in sources:
+    for i, s in enumerate(sources):
+        page.add(tag("a", "", id=f"doc-{i}"))
         render[s.kind](page, s, out_dir)
+    if len(sources) > 1:  # a contents line: the page can hold a run, a sweep and a model at once
+        links = [tag("li", tag("a", f"{s.kind}: {s.label}", href=f"#doc-{i}")) for i, s in enumerate(sources)]
+        page.parts.insert(0, tag("nav", tag("ul", *links)))
     return render_page(page, _title(sources))
 
 

@@ -13,7 +13,20 @@ from attnscope.report.html import Markup, Page, join, plot_text, table, tag
 from attnscope.report.sources import Source
 
 # Axes a panel can be split by, in the order the panel title names them.
-PANEL_AXES = ("mode", "head_dim", "causal", "dtype", "heads", "kv_heads", "batch", "seq_kv", "device")
+PANEL_AXES = (
+    "mode",
+    "head_dim",
+    "causal",
+    "mask",
+    "softcap",
+    "alibi",
+    "dtype",
+    "heads",
+    "kv_heads",
+    "batch",
+    "seq_kv",
+    "device",
+)
 DEFAULT = "sdpa_default"
 
 
