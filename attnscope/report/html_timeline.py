@@ -61,13 +61,15 @@ def _from_trace(path: Path) -> list[dict[str, Any]] | None:
 def timed_kernels(r: dict[str, Any], src: Source) -> tuple[list[dict[str, Any]], str | None]:
     """The result's kernels with start times, and a note when they had to come from elsewhere."""
     ks = list(r.get("kernels") or [])
-    if ks and all(k.get("start_us") is not None for k in ks):
+    if not ks:
+        return [], "no kernels (or, on CPU, ops) recorded in the call"
+    if all(k.get("start_us") is not None for k in ks):
         return ks, None
     path = find_trace(r, src)
     if path is None:
         return [], "no start times in the document and no trace file found"
     got = _from_trace(path)
-    if not got:
+    if got is None:
         return [], f"{path.name}: trace unreadable"
     if [k["name"] for k in got] == [k["name"] for k in ks]:
         return [{**k, "start_us": g["start_us"]} for k, g in zip(ks, got, strict=True)], None
