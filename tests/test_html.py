@@ -132,11 +132,20 @@ def test_sweep_batch_that_follows_seq_is_no_panel_axis():
 
 
 def test_model_shares():
-    page = without_scripts(render_html([model_document()]))
-    # eager prefill: (900 + 600) µs of a 10,000 µs step
-    row = next(r for r in page.split("<tr>") if "<td>eager</td><td>prefill</td>" in r)
-    assert "<td>15.0%</td>" in row and "<td>1 (8.0 MiB)</td>" in row
-    assert "no flash-attn" in page
+    page = render_html([model_document()])
+    html_only = without_scripts(page)
+    # eager prefill: attention (900 + 300 + 300) µs of a 10,000 µs profiled step; kernel 9%, mlp the rest
+    row = next(r for r in html_only.split("<tr>") if "<td>eager</td><td>prefill</td>" in r)
+    cells = re.findall(r"<td>([^<]*)</td>", row)
+    assert cells[3:8] == ["15.0%", "9.0%", "3.0%", "3.0%", "85.0%"]
+    assert (
+        "<td>eager · prefill</td><td>hidden copies</td><td>repeat_kv</td><td>aten::reshape</td><td>2</td>" in html_only
+    )
+    assert "no flash-attn" in html_only and "sdpa at 9,000.0 µs per step" in html_only
+    split = next(f for f in figures(page) if f["layout"].get("barmode") == "stack")
+    kernel = next(t for t in split["data"] if t["name"] == "attention: kernel")
+    assert kernel["x"] == pytest.approx([9.0, 9.0, 3.0, 3.0])  # 900/10,000, 2,700/30,000, 300/10,000, 900/30,000
+    assert all(sum(t["x"][i] for t in split["data"]) == pytest.approx(100.0) for i in range(4))
 
 
 def test_report_cli_sniffs_every_kind(tmp_path, capsys):
