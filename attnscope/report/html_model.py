@@ -187,7 +187,7 @@ def model_section(page: Page, src: Source, out_dir: Path | None) -> None:
     doc = src.doc
     results = [r for r in doc.get("results") or [] if isinstance(r, dict)]
     ok = [r for r in results if r.get("status") == "ok" and _total(r)]
-    cfg = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
     page.add(tag("h2", f"Model: {cfg.get('name') or src.label}"), env_table(doc.get("env"), doc.get("case")))
     if cfg:
         scalars = [(k, v) for k, v in cfg.items() if isinstance(v, str | int | float | bool) or v is None]
