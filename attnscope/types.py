@@ -156,6 +156,10 @@ class HiddenCopy:
     dims: tuple[int, ...]
     device_event: str | None = None  # e.g. "Memcpy DtoD (Device -> Device)"
     duration_us: float | None = None
+    # value (a full copy of values) | layout (contiguous/reshape of a strided view) | broadcast (GQA's
+    # repeat_interleave / expand+reshape); None when the trace recorded no strides
+    kind: str | None = None
+    inside: str | None = None  # the library op it happened in (SDPA math, flex, a backward); None: user code
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,8 @@ class Upcast:
     dst_dtype: str
     dims: tuple[int, ...]
     bytes: int  # bytes written (fp32 side)
+    kind: str = "dtype"
+    inside: str | None = None  # the library op it happened in; None: user code
 
 
 @dataclass(frozen=True)

@@ -287,16 +287,19 @@ def _ranked(items: list[tuple[tuple[Any, ...], int, float]], keys: tuple[str, ..
 
 
 def top_copies(an: Analysis, top: int) -> dict[str, Any]:
-    items = [((c.op, c.copy_op, c.device_event), c.bytes, c.duration_us or 0.0) for c in an.fingerprint.hidden_copies]
-    return _ranked(items, ("op", "copy_op", "device_event"), top)
+    items = [
+        ((c.op, c.copy_op, c.device_event, c.kind, c.inside), c.bytes, c.duration_us or 0.0)
+        for c in an.fingerprint.hidden_copies
+    ]
+    return _ranked(items, ("op", "copy_op", "device_event", "kind", "inside"), top)
 
 
 def top_upcasts(an: Analysis, top: int) -> dict[str, Any]:
     items = [
-        ((u.op, u.src_dtype, u.dst_dtype), u.bytes, us or 0.0)
+        ((u.op, u.src_dtype, u.dst_dtype, u.inside), u.bytes, us or 0.0)
         for u, us in zip(an.fingerprint.upcasts, an.upcast_us, strict=True)
     ]
-    return _ranked(items, ("op", "src_dtype", "dst_dtype"), top)
+    return _ranked(items, ("op", "src_dtype", "dst_dtype", "inside"), top)
 
 
 def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:

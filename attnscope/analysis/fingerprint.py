@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from attnscope.analysis import kernels as K
 from attnscope.analysis.attribution import Attribution, OpTree, attribute, build_op_tree
+from attnscope.analysis.copy_context import copy_kind, inside_of
 from attnscope.analysis.occupancy import ArchLimits, arch_limits, theoretical_occupancy
 from attnscope.trace import CpuOp, GpuEvent, Trace
 from attnscope.types import Fingerprint, HiddenCopy, KernelRecord, Upcast
@@ -80,7 +81,11 @@ def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], tuple[floa
     if win is None:
         return list(trace.cpu_ops), list(trace.gpu), None
     t0, t1, tid = win
-    ops = [o for o in trace.cpu_ops if o.tid == tid and o.ts >= t0 and o.end <= t1 + 1e-3]
+    inside = [o for o in trace.cpu_ops if o.ts >= t0 and o.end <= t1 + 1e-3]
+    # The call's own thread, and other threads of its process whose ops lie wholly inside the
+    # call: autograd runs a CUDA backward on a thread of its own (backward copies live there).
+    pids = {o.pid for o in inside if o.tid == tid}
+    ops = [o for o in inside if o.tid == tid or o.pid in pids]
     corr = {r.correlation for r in trace.runtime if t0 <= r.ts <= t1 and r.correlation is not None}
     ext = {o.ext_id for o in ops if o.ext_id is not None}
     gpu = [
@@ -202,7 +207,9 @@ def copies_and_upcasts_at(
         dst, src = op.input_types[0], op.input_types[1]
         devs = records_by_op.get(i, [])
         if dst == "float" and src in HALF_TYPES:
-            upcasts.append(Upcast(_cause(tree, i), src, dst, tuple(dims), numel * 4))  # type: ignore[arg-type]
+            upcasts.append(
+                Upcast(_cause(tree, i), src, dst, tuple(dims), numel * 4, inside=inside_of(tree, i))  # type: ignore[arg-type]
+            )
             upcast_at.append(i)
         elif dst == src:
             if any(g.kind == "memcpy" and "DtoD" not in g.name for g in devs):
@@ -216,6 +223,8 @@ def copies_and_upcasts_at(
                     dims=tuple(dims),  # type: ignore[arg-type]
                     device_event=dev.name if dev else None,
                     duration_us=sum(g.dur for g in devs) if devs else None,
+                    kind=copy_kind(tree, i),
+                    inside=inside_of(tree, i),
                 )
             )
     return copies, upcasts, upcast_at
@@ -241,6 +250,7 @@ def _orphan_dtod(att: Attribution, linked: set[int]) -> list[HiddenCopy]:
                 dims=(),
                 device_event=g.name,
                 duration_us=g.dur,
+                inside=inside_of(tree, li) if li >= 0 else None,
             )
         )
     return out

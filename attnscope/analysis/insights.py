@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from attnscope.analysis.copy_context import copy_advice, upcast_advice
 from attnscope.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -90,7 +91,10 @@ INPLACE_OPS = frozenset(
 LAYOUT_COPY_OPS = frozenset("reshape contiguous flatten to clone expand_as view_as".split())
 
 
-def _copy_advice(op: str, r: dict[str, Any]) -> str:
+def _copy_advice(op: str, r: dict[str, Any], kind: str | None = None, inside: str | None = None) -> str:
+    ctx = copy_advice(kind, inside, r)  # where the copy happened decides first (analysis/copy_context.py)
+    if ctx is not None:
+        return ctx
     if op.startswith("aten::masked_fill"):
         return (
             "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
@@ -126,11 +130,11 @@ def _copy_advice(op: str, r: dict[str, Any]) -> str:
 
 
 def hidden_copy(r: dict[str, Any]) -> Out:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str | None, str | None], list[dict[str, Any]]] = {}
     for c in r.get("hidden_copies") or []:
-        groups.setdefault((c["op"], c["copy_op"]), []).append(c)
+        groups.setdefault((c["op"], c["copy_op"], c.get("kind"), c.get("inside")), []).append(c)
     out = []
-    for (op, copy_op), cs in groups.items():
+    for (op, copy_op, kind, inside), cs in groups.items():
         total = sum(int(c["bytes"]) for c in cs)
         us = sum(c.get("duration_us") or 0.0 for c in cs)
         events = sorted({c["device_event"] for c in cs if c.get("device_event")})
@@ -141,13 +145,18 @@ def hidden_copy(r: dict[str, Any]) -> Out:
             "bytes": total,
             "mib": r1(total / MIB),
             "dims": [list(c.get("dims") or []) for c in cs],
+            "kind": kind,
+            "inside": inside,
         }
         if total >= MIB:
             size = f"{ev['mib']:.1f} MiB"
         else:
             ev["kib"] = r1(total / 1024)
             size = f"{ev['kib']:.1f} KiB"
-        msg = f"{op} copies a full tensor: {len(cs)}× via {copy_op}, {size} in all"
+        what = f"a full tensor ({kind})" if kind else "a full tensor"
+        msg = f"{op} copies {what}: {len(cs)}× via {copy_op}, {size} in all"
+        if inside and inside != op:
+            msg += f", inside {inside}"
         if events and us > 0:
             ev.update(device_event=events[0], copy_us=r1(us), gpu_share_pct=share_pct(us, r))
             msg += f" ({short(events[0])}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
@@ -157,7 +166,7 @@ def hidden_copy(r: dict[str, Any]) -> Out:
                 variant=r["variant"],
                 severity="warning" if total >= MIB else "info",
                 message=msg,
-                advice=_copy_advice(op, r),
+                advice=_copy_advice(op, r, kind, inside),
                 evidence=ev,
                 kernels=tuple(events),
                 ops=(op, copy_op),
@@ -209,12 +218,13 @@ def fp32_upcast(r: dict[str, Any]) -> Out:
         msg += f"; {gpu_text}"
     math = any("math" in o for o in ops)
     stays = "stays in 16-bit on tensor cores" if on_gpu(r) else f"stays in {src}"
-    advice = (
+    advice = upcast_advice([u.get("inside") for u in ups], r) or (
         "the math backend upcasts to fp32 by design (it is the reference implementation): use a fused "
         f"backend ({fused_names(r)}) that {stays}"
         if math
         else f"keep the computation in {src}: a fused kernel or a 16-bit op avoids the upcast and the casts back"
     )
+    ev["inside"] = sorted({u.get("inside") or "(this code)" for u in ups})
     return [
         Insight(
             id="fp32_upcast",

@@ -211,9 +211,9 @@ def _is_attention(name: str) -> bool:
 def attention_calls(tree: OpTree) -> list[AttentionCall]:
     """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
     out = []
-    for i, op in enumerate(tree.ops):
-        if not _is_attention(op.name):
-            continue
+    found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name)]
+    for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
+        op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
             continue  # inside another attention op: part of that call
         out.append(_call_at(tree, i, attention_op_family(op.name) or "sdpa"))
