@@ -59,6 +59,14 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "dat
     return tag("table", tag("thead", head), tag("tbody", body), class_=cls, **attrs)
 
 
+def short(name: Any, n: int = 110) -> Markup:
+    """A long C++ kernel name cut for a table cell; the whole name on hover (title)."""
+    s = "" if name is None else str(name)
+    if len(s) <= n:
+        return esc(s)
+    return tag("span", s[: n - 1] + "…", title=s)
+
+
 def plot_text(x: Any) -> str:
     """A string for plotly to show as is: its pseudo-HTML reads tags, so write <, > and & as entities."""
     return html.escape("" if x is None else str(x), quote=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attnscope.report.html import Markup, Page, esc, join, plot_text, table, tag
+from attnscope.report.html import Markup, Page, esc, join, plot_text, short, table, tag
 from attnscope.report.html_timeline import (
     MAX_TIMELINE_EVENTS,
     find_trace,
@@ -133,8 +133,9 @@ def timeline_block(page: Page, src: Source, results: list[dict[str, Any]]) -> Ma
         if ks:
             strips.append((r["variant"], ks))
     device = next((r.get("device_kind") or "gpu" for r in _ok(results)), "gpu")
-    fig = timeline_figure(page, strips, device) if strips else tag("p", "no timeline: no start times", class_="dim")
-    return join([tag("h3", "Kernel timeline of one call"), fig, _notes(notes)])
+    if not strips:
+        return join([tag("h3", "Kernel timeline"), tag("p", "no timeline drawn:", class_="dim"), _notes(notes)])
+    return join([tag("h3", "Kernel timeline of one call"), timeline_figure(page, strips, device), _notes(notes)])
 
 
 def _notes(notes: list[str]) -> Markup:
@@ -292,7 +293,7 @@ def kernels_details(results: list[dict[str, Any]]) -> Markup:
         rows = [
             [
                 i,
-                k["name"],
+                short(k["name"], 140),
                 k["category"],
                 fmt(k["duration_us"], ",.2f"),
                 _yn(k.get("tensor_cores")),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attnscope.report.html import Markup, Page, join, plot_text, table, tag
+from attnscope.report.html import Markup, Page, join, plot_text, short, table, tag
 from attnscope.report.html_run import (
     ensure_insights,
     fingerprint_table,
@@ -66,7 +66,7 @@ def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
             f"{f.get('num_forward_calls', '—')}/{f.get('num_backward_calls', '—')}",
             us(f["time_us"]),
             f"{f['share_pct']:.1f}%",
-            (f.get("kernels") or [""])[0],
+            short((f.get("kernels") or [""])[0]),
         ]
         for f in fams
     ]
@@ -80,6 +80,8 @@ def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
             "hovertemplate": "%{y:.1f}% of GPU time<extra></extra>",
         }
     ]
+    if len(fams) < 2:  # one bar says nothing the table does not
+        return table(heads, rows)
     fig = page.figure(data, {"height": 280, "yaxis": {"title": {"text": "% of GPU time"}}}, "Attention by family")
     return join([table(heads, rows), fig])
 
@@ -87,7 +89,7 @@ def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
 def top_kernels_table(rows: list[dict[str, Any]]) -> Markup:
     body = [
         [
-            k["name"],
+            short(k["name"]),
             k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else ""),
             f"{k['num_calls']:,}",
             us(k["time_us"]),
@@ -114,7 +116,7 @@ def idle_block(idle: dict[str, Any] | None) -> Markup:
         )
         big = d.get("largest_gaps") or []
         if big:
-            rows = [[us(g.get("gap_us")), g.get("before"), g.get("next")] for g in big]
+            rows = [[us(g.get("gap_us")), short(g.get("before")), short(g.get("next"))] for g in big]
             out.append(table(["gap", "after kernel", "before kernel"], rows))
     return join(out)
 
@@ -124,7 +126,7 @@ def ranked_block(sec: dict[str, Any] | None, what: str, keys: tuple[str, ...]) -
         return tag("p", f"no {what}", class_="dim")
     head = tag("p", f"{sec['num']:,} {what}, {sec['bytes'] / MIB:,.1f} MiB, {us(sec.get('time_us'))} of GPU time")
     rows = [
-        [*(t.get(k) for k in keys), f"{t.get('count', 1):,}", f"{t['bytes'] / MIB:,.1f}", us(t.get("time_us"))]
+        [*(short(t.get(k)) for k in keys), f"{t.get('count', 1):,}", f"{t['bytes'] / MIB:,.1f}", us(t.get("time_us"))]
         for t in sec.get("top") or []
     ]
     return join([head, table([*keys, "count", "MiB", "GPU time"], rows)])
