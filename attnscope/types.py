@@ -323,7 +323,8 @@ class Prediction:
 @dataclass(frozen=True)
 class Verdict:
     prediction: Prediction
-    outcome: Literal["hit", "miss", "unknown"]  # unknown: nothing measured to compare with
+    # unknown: nothing measured to compare with; close: the measurement's noise band straddles the prediction
+    outcome: Literal["hit", "miss", "close", "unknown"]
     measured: Any
     text: str  # one line: what was predicted, what was measured
     explanation: str | None = None  # for a miss or unknown: why, from the insights

@@ -40,7 +40,7 @@ def annotate(doc: dict[str, Any], predictions: list[Prediction] | None = None) -
 
 
 def verdict_counts(doc: dict[str, Any]) -> dict[str, int]:
-    counts = {"hit": 0, "miss": 0, "unknown": 0}
+    counts = {"hit": 0, "miss": 0, "close": 0, "unknown": 0}
     for v in doc.get("verdicts") or []:
         counts[v["outcome"]] += 1
     return counts

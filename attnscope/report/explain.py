@@ -9,7 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 SEVERITY_STYLE = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "cyan")}
-OUTCOME_STYLE = {"hit": ("hit", "green"), "miss": ("MISS", "bold red"), "unknown": ("?", "yellow")}
+OUTCOME_STYLE = {
+    "hit": ("hit", "green"),
+    "miss": ("MISS", "bold red"),
+    "close": ("too close", "yellow"),
+    "unknown": ("?", "yellow"),
+}
 
 
 def insight_lines(doc: dict[str, Any]) -> list[Text]:
@@ -65,11 +70,11 @@ def render_explanations(doc: dict[str, Any], console: Console) -> None:
         console.print(Text.assemble(("Recommendation: ", "bold"), rec["text"]), highlight=False, soft_wrap=True)
     if doc.get("verdicts"):
         console.print(verdict_table(doc))
-        counts = {"hit": 0, "miss": 0, "unknown": 0}
+        counts = {"hit": 0, "miss": 0, "close": 0, "unknown": 0}
         for v in doc["verdicts"]:
             counts[v["outcome"]] += 1
         console.print(
-            f"  {counts['hit']} hit, {counts['miss']} miss, {counts['unknown']} not measurable"
-            " — every miss is an insight",
+            f"  {counts['hit']} hit, {counts['miss']} miss, {counts['close']} too close to call, "
+            f"{counts['unknown']} not measurable — every miss is an insight",
             highlight=False,
         )
