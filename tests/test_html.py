@@ -191,3 +191,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err
     assert not (tmp_path / "o.html").exists()
+
+
+def test_run_html_flag_draws_from_the_documents_own_start_times(tmp_path):
+    pytest.importorskip("torch")
+    j, h = tmp_path / "r.json", tmp_path / "r.html"
+    args = ["run", "--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "64", "--head-dim", "16"]
+    args += ["--dtype", "fp32", "--variants", "naive,sdpa_math", "--json", str(j), "--html", str(h), "--budget", "0.05"]
+    assert main(args) == 0
+    doc = json.loads(j.read_text())
+    page = h.read_text()
+    bars = [t for t in figures(page)[0]["data"] if t["type"] == "bar"]
+    for r in doc["results"]:
+        ks = r["kernels"]
+        assert ks and all(k["start_us"] is not None for k in ks)  # no trace kept: the document carries them
+        drawn = sorted(b for t in bars for y, b in zip(t["y"], t["base"], strict=True) if y == r["variant"])
+        assert drawn == pytest.approx(sorted(k["start_us"] - min(x["start_us"] for x in ks) for k in ks))
