@@ -51,8 +51,13 @@ def _add_case_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--head-dim", type=positive_int("head-dim", MAX_HEAD_DIM))
     g.add_argument("--dtype", help="bf16, fp16 or fp32")
     m = g.add_mutually_exclusive_group()
-    m.add_argument("--causal", dest="causal", action="store_true", default=None)
-    m.add_argument("--no-causal", dest="causal", action="store_false")
+    m.add_argument("--causal", dest="causal", action="store_true", default=None, help="shorthand for --mask causal")
+    m.add_argument("--no-causal", dest="causal", action="store_false", help="shorthand for --mask none")
+    from attnscope.masks import MASK_HELP
+
+    m.add_argument("--mask", help=f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)")
+    g.add_argument("--softcap", type=float, help="tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)")
+    g.add_argument("--alibi", action="store_true", default=None, help="add ALiBi slopes to the scores")
 
 
 def _case_from(args: argparse.Namespace) -> Any:
@@ -68,6 +73,9 @@ def _case_from(args: argparse.Namespace) -> Any:
         head_dim=args.head_dim,
         dtype=args.dtype,
         causal=args.causal,
+        mask=getattr(args, "mask", None),
+        softcap=getattr(args, "softcap", None),
+        alibi=getattr(args, "alibi", None),
     )
 
 

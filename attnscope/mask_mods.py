@@ -113,16 +113,9 @@ def dense_keep(case: Case, device: Any, q0: int = 0, q1: int | None = None, batc
     return fn(b, h, qi.view(1, 1, -1, 1), ki.view(1, 1, 1, -1)).expand(case.batch, 1, q1 - q0, -1)
 
 
-def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
-    """Additive score bias (B|1, H|1, Sq, Sk) of ALiBi plus -inf where masked, for a float attn_mask;
-    None when the case has neither (soft-capping is not additive and cannot be expressed this way)."""
+def alibi_bias(case: Case, device: Any, dtype: Any) -> Any:
+    """ALiBi's additive bias (1, H, Sq, Sk) from attention-gym's score_mod, positions aligned as the mask."""
     import torch
-
-    keep = dense_keep(case, device)
-    if not case.alibi:
-        if keep is None:
-            return None
-        return torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
     from attn_gym.mods import generate_alibi_bias
 
     off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
@@ -130,10 +123,21 @@ def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
     qi = torch.arange(case.seq_q, device=device).view(1, -1, 1) + off
     ki = torch.arange(case.num_seq_kv, device=device).view(1, 1, -1)
     zero = torch.zeros((), dtype=torch.float64, device=device)
-    bias = generate_alibi_bias(case.heads)(zero, 0, h, qi, ki).to(dtype).unsqueeze(0)  # (1, H, Sq, Sk)
-    if keep is not None:
-        bias = bias.masked_fill(~(keep if keep.dim() == 4 else keep.view(1, 1, *keep.shape)), float("-inf"))
-    return bias
+    return generate_alibi_bias(case.heads)(zero, 0, h, qi, ki).to(dtype).unsqueeze(0)
+
+
+def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
+    """Additive float attn_mask: ALiBi (if asked) plus -inf where masked, (B|1, H|1, Sq, Sk); None when
+    the case has neither.  Soft-capping is not additive and cannot be expressed this way."""
+    import torch
+
+    keep = dense_keep(case, device)
+    if keep is None and not case.alibi:
+        return None
+    if keep is not None and keep.dim() == 2:
+        keep = keep.view(1, 1, *keep.shape)
+    bias = alibi_bias(case, device, dtype) if case.alibi else torch.zeros(keep.shape, dtype=dtype, device=device)
+    return bias if keep is None else bias.masked_fill(~keep, float("-inf"))
 
 
 def block_mask_for(case: Case, device: Any) -> Any:
@@ -148,14 +152,22 @@ def block_mask_for(case: Case, device: Any) -> Any:
     return create_block_mask(fn, b, None, case.seq_q, case.num_seq_kv, device=device)
 
 
-def block_sparsity_pct(block_mask: Any) -> float | None:
-    """Share of (query block, key block) tiles the BlockMask skips, in %: torch's own BlockMask.sparsity()."""
+def block_sparsity_pct(block_mask: Any, seq_q: int, seq_kv: int) -> float | None:
+    """Share of (query block, key block) tiles the BlockMask skips, in %: 100 − computed / all tiles, where
+    computed counts partial and full blocks (kv_num_blocks + full_kv_num_blocks) over the real sequence."""
     if block_mask is None:
         return 0.0
     try:
-        return float(block_mask.sparsity())
-    except (AttributeError, RuntimeError):
+        q_blk, kv_blk = block_mask.BLOCK_SIZE
+        n_q, n_kv = -(-seq_q // q_blk), -(-seq_kv // kv_blk)
+        counts = block_mask.kv_num_blocks[..., :n_q]
+        computed = int(counts.sum())
+        if block_mask.full_kv_num_blocks is not None:
+            computed += int(block_mask.full_kv_num_blocks[..., :n_q].sum())
+        total = counts.shape[0] * counts.shape[1] * n_q * n_kv
+    except (AttributeError, RuntimeError, TypeError, ValueError):
         return None
+    return 100.0 * (1 - computed / total)
 
 
 def count_kept_dense(case: Case, device: Any = "cpu", rows: int = 1024) -> int:

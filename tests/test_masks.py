@@ -205,3 +205,65 @@ def test_reference_without_grads_is_the_same_and_too_large_says_so():
     big = too_large(c, grads=True, limit=10.0)
     # 4·D·H·kept = 4·4·2·(1+2+2+2+2) = 288 forward, ×3.5 with gradients
     assert big is not None and "reference too large" in big.reason and "1.01e+03" in big.reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Each variant does the mask its own way; the error column is against the masked fp64 reference.
+
+VARIANT_MASKS = [
+    ("sliding:5", 24, 24, {}),
+    ("causal_lower_right", 1, 40, {"kv_heads": 2}),  # decode with GQA
+    ("document:7,17", 24, 24, {}),
+    ("padding:9,24", 24, 24, {}),
+    ("prefix:6", 24, 24, {"softcap": 3.0}),
+    ("causal", 24, 24, {"alibi": True}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mask", "sq", "sk", "kw"), VARIANT_MASKS)
+def test_every_variant_applies_the_mask(mask, sq, sk, kw):
+    from attnscope.runner import Options, run
+
+    c = Case(2, 4, sq, 16, dtype="fp32", seq_kv=sk, mask=mask, **kw)
+    rep = run(c, "naive,sdpa_math,sdpa_flash,sdpa_default,flex", Options(timing_budget_s=0.005, measure_peak=False))
+    rows = {r.variant: r for r in rep.results}
+    assert rows["naive"].status == "ok" and rows["flex"].status == "ok"
+    for r in rep.results:
+        if c.softcap is not None and r.variant.startswith("sdpa"):
+            assert r.status == "skipped" and "no soft-capping" in r.reason
+            continue
+        assert r.status == "ok", (r.variant, r.reason)
+        assert r.max_rel_error is not None and r.max_rel_error < 1e-5, (r.variant, r.max_rel_error)
+        assert r.flops == attention_flops(c)
+    notes = " ".join(rows["sdpa_math"].extra.get("notes", []))
+    if c.alibi:
+        assert "ALiBi bias, -inf where masked" in notes  # an additive float mask
+    elif c.causal or c.softcap is not None:
+        assert "mask passed as" not in notes  # is_causal, no attn_mask
+    elif mask == "causal_lower_right":
+        assert "causal_lower_right(Sq, Sk)" in notes
+    else:
+        assert "dense" in notes
+
+
+def test_flex_block_sparsity_counts_skipped_tiles():
+    from attnscope.mask_mods import block_mask_for, block_sparsity_pct
+
+    # 512 tokens in 128-blocks: 4×4 tiles; a 128-token sliding window touches the diagonal and the one before
+    # it: 4 + 3 = 7 tiles computed, 9 of 16 skipped.
+    c = Case(1, 1, 512, 16, dtype="fp32", mask="sliding:128")
+    assert block_sparsity_pct(block_mask_for(c, "cpu"), 512, 512) == pytest.approx(100 * 9 / 16)
+    # causal: 10 of 16 computed
+    assert block_sparsity_pct(block_mask_for(Case(1, 1, 512, 16), "cpu"), 512, 512) == pytest.approx(100 * 6 / 16)
+
+
+def test_cli_refuses_the_ambiguous_decode_and_takes_the_mask(capsys):
+    from attnscope.cli import main
+
+    assert main(["run", "--device", "cpu", "--seq", "1", "--seq-kv", "64", "--causal"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lower-right" in err and "top-left" in err
+    assert main(["run", "--device", "cpu", "--mask", "sliding:-1"]) == 2
+    # --causal is a shorthand of --mask: both at once is refused by the parser
+    assert main(["run", "--device", "cpu", "--mask", "sliding:4", "--causal"]) == 2

@@ -15,25 +15,20 @@ def _check(case: Case) -> str | None:
     return None
 
 
-def _block_mask(case: Case, device: Any) -> Any:
-    if not case.causal:
-        return None
-    from torch.nn.attention.flex_attention import create_block_mask
-
-    def causal(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
-        return q_idx >= kv_idx
-
-    return create_block_mask(causal, None, None, case.seq_q, case.num_seq_kv, device=device)
-
-
 def _prepare(case: Case, x: Inputs, compiled: bool) -> Prepared:
     import warnings
 
     import torch
     from torch.nn.attention.flex_attention import flex_attention
 
-    bm = _block_mask(case, x.q.device)
+    from attnscope.mask_mods import block_mask_for, block_sparsity_pct, score_mod_for
+
+    # The BlockMask is built once, outside the call, from the mask's mask_mod (attention-gym).
+    bm = block_mask_for(case, x.q.device)
     kw: dict[str, Any] = {"block_mask": bm, "scale": x.scale}
+    mod = score_mod_for(case)
+    if mod is not None:
+        kw["score_mod"] = mod
     if case.is_gqa:
         kw["enable_gqa"] = True
     fa = torch.compile(flex_attention, dynamic=False) if compiled else flex_attention
@@ -61,7 +56,17 @@ def _prepare(case: Case, x: Inputs, compiled: bool) -> Prepared:
     compile_s = time.perf_counter() - t0 if compiled else None
     if not compiled:
         notes.append("eager flex_attention is unfused: it materialises the full score matrix")
-    return Prepared(fn=call, compile_time_s=compile_s, notes=notes)
+    sparsity = block_sparsity_pct(bm, case.seq_q, case.num_seq_kv)
+    extra: dict[str, Any] = {"block_sparsity_pct": sparsity}
+    if bm is not None:
+        q_blk, kv_blk = bm.BLOCK_SIZE
+        extra["block_size"] = [int(q_blk), int(kv_blk)]
+        if sparsity is not None:
+            notes.append(
+                f"BlockMask {q_blk}×{kv_blk}: {sparsity:.1f}% of the (query block, key block) tiles are skipped"
+                + ("" if compiled else " by the compiled kernel (eager flex still computes every score)")
+            )
+    return Prepared(fn=call, compile_time_s=compile_s, notes=notes, extra=extra)
 
 
 FLEX = Variant(

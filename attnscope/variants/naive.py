@@ -9,11 +9,16 @@ from attnscope.variants.base import Inputs, Prepared, Variant
 def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
     import torch
 
+    from attnscope.mask_mods import alibi_bias, dense_keep
+
     q, k, v, scale = x.q, x.k, x.v, x.scale
     groups = case.heads // case.num_kv_heads
-    # The mask is built once, outside the call: the study times attention, not mask setup.
-    # True marks positions to hide (top-left aligned, as SDPA's is_causal).
-    hide = torch.ones(case.seq_q, case.num_seq_kv, dtype=torch.bool, device=q.device).triu(1) if case.causal else None
+    # The mask (and any ALiBi bias) is built once, outside the call: the study times attention, not mask
+    # setup.  True marks positions to hide; (Sq, Sk), or (B, 1, Sq, Sk) when it depends on the batch element.
+    keep = dense_keep(case, q.device)
+    hide = None if keep is None else ~keep
+    bias = alibi_bias(case, q.device, q.dtype) if case.alibi else None
+    cap = case.softcap
 
     def call() -> torch.Tensor:
         kk, vv = k, v
@@ -21,6 +26,10 @@ def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
             kk = k.repeat_interleave(groups, dim=1)
             vv = v.repeat_interleave(groups, dim=1)
         s = torch.matmul(q, kk.transpose(-2, -1)) * scale
+        if bias is not None:
+            s = s + bias
+        if cap is not None:
+            s = torch.tanh(s / cap) * cap
         if hide is not None:
             if inplace:
                 s.masked_fill_(hide, float("-inf"))

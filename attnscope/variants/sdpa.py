@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from attnscope.types import Case
@@ -18,14 +19,69 @@ BACKENDS = {
 }
 
 
+@dataclass(frozen=True)
+class SdpaMask:
+    """How SDPA gets the case's mask: ``attn_mask`` (None, a CausalBias or a dense tensor) and is_causal."""
+
+    attn_mask: Any
+    is_causal: bool
+    form: str  # in words, for the row's notes and the insights
+    dense: bool  # a (B|1, 1|H, Sq, Sk) tensor: every score is computed and the mask read
+
+
+def sdpa_mask(case: Case, x: Inputs) -> SdpaMask:
+    """is_causal where it is exactly the mask, causal_lower_right's CausalBias where that is, else a dense mask."""
+    from attnscope.mask_mods import dense_bias, dense_keep
+
+    m = case.mask_spec
+    if not case.alibi:
+        if m.kind == "none":
+            return SdpaMask(None, False, "no mask", False)
+        if case.causal:
+            return SdpaMask(None, True, "is_causal=True", False)
+        if m.kind == "causal":  # lower-right with Sq != Sk
+            from torch.nn.attention.bias import causal_lower_right
+
+            return SdpaMask(
+                causal_lower_right(case.seq_q, case.num_seq_kv),
+                False,
+                "attn_mask=torch.nn.attention.bias.causal_lower_right(Sq, Sk)",
+                False,
+            )
+        keep = dense_keep(case, x.q.device)
+        keep = keep.view(1, 1, *keep.shape) if keep.dim() == 2 else keep
+        return SdpaMask(keep, False, f"dense boolean attn_mask {tuple(keep.shape)} for {m.canonical}", True)
+    bias = dense_bias(case, x.q.device, x.q.dtype)
+    return SdpaMask(bias, False, f"dense {case.dtype} attn_mask {tuple(bias.shape)}: ALiBi bias, -inf where masked", True)
+
+
 def _call_for(case: Case, x: Inputs) -> Callable[[], Any]:
     import torch.nn.functional as F
 
-    kw: dict[str, Any] = {"is_causal": case.causal, "scale": x.scale}
+    sm = sdpa_mask(case, x)
+    kw: dict[str, Any] = {"is_causal": sm.is_causal, "scale": x.scale}
+    if sm.attn_mask is not None:
+        kw["attn_mask"] = sm.attn_mask
     if case.is_gqa:
         kw["enable_gqa"] = True
     q, k, v = x.q, x.k, x.v
     return lambda: F.scaled_dot_product_attention(q, k, v, **kw)
+
+
+def _no_softcap(case: Case) -> str | None:
+    if case.softcap is not None:
+        return (
+            "F.scaled_dot_product_attention has no soft-capping: tanh(s/c)·c applies between QKᵀ and the softmax, "
+            "inside the kernel (flex's score_mod, FlashAttention's softcap, FlashInfer's logits_soft_cap)"
+        )
+    return None
+
+
+def _mask_notes(case: Case, x: Inputs) -> tuple[list[str], dict[str, Any]]:
+    sm = sdpa_mask(case, x)
+    if sm.form in ("no mask", "is_causal=True"):
+        return [], {}
+    return [f"mask passed as {sm.form}"], {"mask_form": sm.form, "dense_mask": sm.dense}
 
 
 def _reason_from(err: BaseException, caught: list[warnings.WarningMessage], backend: str) -> str:
@@ -71,9 +127,12 @@ def _forced(name: str, backend_attr: str) -> Variant:
             trial(fn, ctx, backend_attr)
         except Unsupported as e:
             raise _refusal(case, x, backend_attr, e) from e
-        return Prepared(fn=fn, context=ctx)
+        notes, extra = _mask_notes(case, x)
+        return Prepared(fn=fn, context=ctx, notes=notes, extra=extra)
 
     def check(case: Case) -> str | None:
+        if _no_softcap(case):
+            return _no_softcap(case)
         if case.device == "cpu" and backend_attr in ("EFFICIENT_ATTENTION", "CUDNN_ATTENTION"):
             return (
                 f"{backend_attr} has no CPU kernel in torch (SDPA on CPU has MATH and "
@@ -91,9 +150,20 @@ def _forced(name: str, backend_attr: str) -> Variant:
 
 
 def _why(case: Case, x: Inputs) -> dict[str, Any]:
+    from torch.nn.attention.bias import CausalBias
+
     from attnscope.variants.sdpa_why import explain
 
-    return explain(x.q, x.k, x.v, is_causal=case.causal, scale=x.scale, enable_gqa=case.is_gqa)
+    sm = sdpa_mask(case, x)
+    if isinstance(sm.attn_mask, CausalBias):
+        # CausalBias picks its own kernel: flash, then efficient (both lower-right), else a materialised mask;
+        # torch's checks see it as no mask (what CausalBias itself asks them).
+        why = explain(x.q, x.k, x.v, is_causal=False, scale=x.scale, enable_gqa=case.is_gqa)
+        why["note"] = "causal_lower_right CausalBias: flash if usable, then efficient, else a materialised mask"
+        return why
+    return explain(
+        x.q, x.k, x.v, is_causal=sm.is_causal, scale=x.scale, enable_gqa=case.is_gqa, attn_mask=sm.attn_mask
+    )
 
 
 def _refusal(case: Case, x: Inputs, backend_attr: str, err: Unsupported) -> Unsupported:
@@ -114,7 +184,8 @@ def _prepare_default(case: Case, x: Inputs) -> Prepared:
     fn = _call_for(case, x)
     trial(fn, contextlib.nullcontext, "default")
     # After the trial: torch initialises its backend priority order on the first SDPA call.
-    return Prepared(fn=fn, extra={"sdpa_why": _why(case, x)})
+    notes, extra = _mask_notes(case, x)
+    return Prepared(fn=fn, notes=notes, extra={"sdpa_why": _why(case, x), **extra})
 
 
 SDPA_VARIANTS = [_forced(n, b) for n, b in BACKENDS.items()] + [
@@ -122,7 +193,7 @@ SDPA_VARIANTS = [_forced(n, b) for n, b in BACKENDS.items()] + [
         name="sdpa_default",
         family="sdpa",
         description="F.scaled_dot_product_attention with no context manager: PyTorch picks",
-        check=lambda c: None,
+        check=_no_softcap,
         prepare=_prepare_default,
     )
 ]

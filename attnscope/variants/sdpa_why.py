@@ -108,15 +108,15 @@ def torch_messages(caught: list[warnings.WarningMessage]) -> list[str]:
     return out
 
 
-def sdpa_params(q: Any, k: Any, v: Any, is_causal: bool, enable_gqa: bool) -> Any:
+def sdpa_params(q: Any, k: Any, v: Any, is_causal: bool, enable_gqa: bool, attn_mask: Any = None) -> Any:
     """``SDPAParams`` across torch versions: enable_gqa joined the signature in 2.5."""
     import torch
 
     cls: Any = torch.backends.cuda.SDPAParams
     try:
-        return cls(q, k, v, None, 0.0, is_causal, enable_gqa)
+        return cls(q, k, v, attn_mask, 0.0, is_causal, enable_gqa)
     except TypeError:
-        return cls(q, k, v, None, 0.0, is_causal)
+        return cls(q, k, v, attn_mask, 0.0, is_causal)
 
 
 @contextlib.contextmanager
@@ -157,9 +157,11 @@ def _check(name: str, fn: Any) -> dict[str, Any]:
     return {"backend": name, "usable": usable, "reasons": [shorten(m) for m in msgs], "torch_messages": msgs}
 
 
-def _choice(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> str | None:
+def _choice(
+    q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool, attn_mask: Any = None
+) -> str | None:
     try:
-        return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa)
+        return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa, attn_mask)
     except (RuntimeError, TypeError):
         return None
 
@@ -174,12 +176,14 @@ def _cuda_order() -> tuple[list[str], str]:
     return [b for b in order if b != "overrideable"], "torch._C._get_sdp_priority_order()"
 
 
-def explain_cuda(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> dict[str, Any]:
+def explain_cuda(
+    q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool, attn_mask: Any = None
+) -> dict[str, Any]:
     import torch
 
-    chosen = _choice(q, k, v, is_causal, scale, enable_gqa)  # also initialises torch's priority order
+    chosen = _choice(q, k, v, is_causal, scale, enable_gqa, attn_mask)  # also initialises torch's priority order
     order, source = _cuda_order()
-    params = sdpa_params(q, k, v, is_causal, enable_gqa)
+    params = sdpa_params(q, k, v, is_causal, enable_gqa, attn_mask)
     checks = []
     for b in order:
         if b == "math":
@@ -206,15 +210,17 @@ def explain_cuda(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, e
     }
 
 
-def explain_cpu(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> dict[str, Any]:
+def explain_cpu(
+    q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool, attn_mask: Any = None
+) -> dict[str, Any]:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    chosen = _choice(q, k, v, is_causal, scale, enable_gqa)
+    chosen = _choice(q, k, v, is_causal, scale, enable_gqa, attn_mask)
 
     def forced_flash() -> bool:
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa) == "flash"
+            return _choice_or_raise(q, k, v, is_causal, scale, enable_gqa, attn_mask) == "flash"
 
     on = torch.backends.cuda.math_sdp_enabled()
     checks = [
@@ -235,22 +241,33 @@ def explain_cpu(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, en
     }
 
 
-def _choice_or_raise(q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool) -> str | None:
+def _choice_or_raise(
+    q: Any, k: Any, v: Any, is_causal: bool, scale: float | None, enable_gqa: bool, attn_mask: Any = None
+) -> str | None:
     import torch
 
     kw: dict[str, Any] = {"is_causal": is_causal, "scale": scale}
+    if attn_mask is not None:
+        kw["attn_mask"] = attn_mask
     if enable_gqa:
         kw["enable_gqa"] = True
     return BACKEND_BY_INDEX.get(int(torch._fused_sdp_choice(q, k, v, **kw)))
 
 
 def explain(
-    q: Any, k: Any, v: Any, *, is_causal: bool, scale: float | None = None, enable_gqa: bool = False
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    is_causal: bool,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    attn_mask: Any = None,
 ) -> dict[str, Any]:
     """Torch's choice for these inputs and, for every backend in priority order, why it was or was not usable."""
     fn = explain_cuda if q.is_cuda else explain_cpu
     try:
-        return fn(q, k, v, is_causal, scale, enable_gqa)
+        return fn(q, k, v, is_causal, scale, enable_gqa, attn_mask)
     except Exception as e:  # noqa: BLE001 - an explanation must never cost the measurement
         return {"chosen": None, "order": [], "checks": [], "error": f"{type(e).__name__}: {e}"[:300]}
 
