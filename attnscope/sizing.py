@@ -158,9 +158,7 @@ def case_skip(case: Case, free_bytes: int, chunk_bytes: int | None = None) -> st
 
 
 def reference_chunk_bytes() -> int | None:
-    """The chunk size of the run's fp64 reference, or None while the runner computes it in one call.
+    """The chunk size of the run's fp64 reference (runner.reference is attnscope.reference's chunked one)."""
+    from attnscope.reference import CHUNK_BYTES
 
-    runner.reference is still one call of the math backend on fp64 copies (four S×S fp64 matrices):
-    the estimate must follow what the runner does, not what attnscope.reference could do.
-    """
-    return None
+    return CHUNK_BYTES

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
+from attnscope.variants.external import FA2, FA3, SAGE, XFORMERS, installed
+from attnscope.variants.external_nv import CUDNN_FRONTEND, FLASHINFER_DECODE, FLASHINFER_PREFILL
 from attnscope.variants.flex import FLEX, FLEX_COMPILED
 from attnscope.variants.naive import NAIVE, NAIVE_INPLACE
 from attnscope.variants.sdpa import SDPA_VARIANTS
 
-REGISTRY: dict[str, Variant] = {v.name: v for v in [NAIVE, NAIVE_INPLACE, *SDPA_VARIANTS, FLEX, FLEX_COMPILED]}
+_EXTERNAL = [FA2, FA3, XFORMERS, FLASHINFER_PREFILL, FLASHINFER_DECODE, CUDNN_FRONTEND, SAGE]
+REGISTRY: dict[str, Variant] = {
+    v.name: v for v in [NAIVE, NAIVE_INPLACE, *SDPA_VARIANTS, FLEX, FLEX_COMPILED, *_EXTERNAL]
+}
 
 
 def resolve(names: str | list[str] | None) -> list[Variant]:
     """'all', None (the default set) or a comma list; unknown names are an error."""
-    if names is None:
-        return list(REGISTRY.values())
+    if names is None:  # external libraries join the default set where they import
+        return [v for v in REGISTRY.values() if installed(v)]
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if names == ["all"]:

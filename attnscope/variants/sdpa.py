@@ -52,7 +52,8 @@ def sdpa_mask(case: Case, x: Inputs) -> SdpaMask:
         keep = keep.view(1, 1, *keep.shape) if keep.dim() == 2 else keep
         return SdpaMask(keep, False, f"dense boolean attn_mask {tuple(keep.shape)} for {m.canonical}", True)
     bias = dense_bias(case, x.q.device, x.q.dtype)
-    return SdpaMask(bias, False, f"dense {case.dtype} attn_mask {tuple(bias.shape)}: ALiBi bias, -inf where masked", True)
+    form = f"dense {case.dtype} attn_mask {tuple(bias.shape)}: ALiBi bias, -inf where masked"
+    return SdpaMask(bias, False, form, True)
 
 
 def _call_for(case: Case, x: Inputs) -> Callable[[], Any]:
@@ -161,9 +162,7 @@ def _why(case: Case, x: Inputs) -> dict[str, Any]:
         why = explain(x.q, x.k, x.v, is_causal=False, scale=x.scale, enable_gqa=case.is_gqa)
         why["note"] = "causal_lower_right CausalBias: flash if usable, then efficient, else a materialised mask"
         return why
-    return explain(
-        x.q, x.k, x.v, is_causal=sm.is_causal, scale=x.scale, enable_gqa=case.is_gqa, attn_mask=sm.attn_mask
-    )
+    return explain(x.q, x.k, x.v, is_causal=sm.is_causal, scale=x.scale, enable_gqa=case.is_gqa, attn_mask=sm.attn_mask)
 
 
 def _refusal(case: Case, x: Inputs, backend_attr: str, err: Unsupported) -> Unsupported:
