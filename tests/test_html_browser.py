@@ -137,6 +137,20 @@ def test_injected_names_stay_text(browser, tmp_path):
         "() => Array.from(document.querySelectorAll('#fig-0 .ytick text')).map(t => t.textContent)"
     )
     assert SCRIPT_VARIANT in labels
+    # hover the kernel named <img …> on the timeline: plotly shows the name as text, with the fields asked for
+    hover = o.page.evaluate(
+        """() => {
+          const gd = document.getElementById('fig-0');
+          const c = gd.data.findIndex(t => (t.hovertext || []).some(h => h.includes('onerror')));
+          const p = gd.data[c].hovertext.findIndex(h => h.includes('onerror'));
+          Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]);
+          return gd.querySelector('.hoverlayer').textContent;
+        }"""
+    )
+    assert IMG_KERNEL in hover
+    for field in ("µs", "grid", "block", "registers/thread", "shared memory", "occupancy", "launched by aten::"):
+        assert field in hover
+    assert o.page.evaluate("document.querySelectorAll('img').length") == 0
     assert o.page.evaluate("typeof window.__pwned") == "undefined"
     o.close()
 
