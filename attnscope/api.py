@@ -45,6 +45,11 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
     name = variant or Path(path).name.removesuffix(".gz").removesuffix(".json")
     case, flops, rate, read = case_from_trace(an, fp.device_kind)
     extra.update(read)
+    from attnscope.model.split import breakdown as model_split
+
+    split = model_split(tr)  # attention's share of a model step, where the trace names its modules
+    if split is not None:
+        extra["model_split"] = split
     return Result(
         variant=name,
         case=case,

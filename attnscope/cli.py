@@ -256,8 +256,11 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
     _write_html(args, doc)
     console = _console()
     render(doc, console, kernels=args.kernels, title="attnscope analyze")
+    from attnscope.model.report import render_split
+
     for r in doc["results"]:
         render_summary(r, console, top=args.top)
+        render_split(r, console)
     if overall:
         render_overall(overall, console)
     if args.json:

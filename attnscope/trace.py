@@ -180,6 +180,8 @@ class Trace:
     gpu: list[GpuEvent] = field(default_factory=list)
     annotations: list[Annotation] = field(default_factory=list)
     memory: list[MemEvent] = field(default_factory=list)
+    # with_stack=True: the python_function ranges of nn.Module forwards ("nn.Module: LlamaAttention_0")
+    modules: list[Annotation] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     num_events: int = 0
     num_skipped: int = 0  # malformed events passed over
@@ -368,6 +370,11 @@ _RUNTIME_HEAD = re.compile(
     rb'(?:,\n    "args": \{\n      "External id": (\d+))?'
 )
 _CORR = re.compile(rb'"correlation": (\d+)')
+# A module's forward as with_stack=True records it; read by its own regex, never by the event parser.
+_MODULE = re.compile(
+    rb'"python_function",\s*"name":\s*"(nn\.Module: [^"\\]*)",\s*"pid":\s*(-?\d+),\s*"tid":\s*(-?\d+),'
+    rb'\s*"ts":\s*(-?\d+(?:\.\d*)?),\s*"dur":\s*(-?\d+(?:\.\d*)?)'
+)
 
 
 def _name(names: dict[Any, str], nm: bytes) -> str:
@@ -379,6 +386,8 @@ def _name(names: dict[Any, str], nm: bytes) -> str:
 
 def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
     """Read the wanted events of ``buf[:stop]`` (whole events); bulk regexes, checked by counting."""
+    for nm, _pid, tid, ts, dur in _MODULE.findall(buf, 0, stop):
+        tr.modules.append(Annotation(_name(names, nm), "python_function", int(tid), float(ts), float(dur)))
     ops = _FAST_OP.findall(buf, 0, stop)
     starts = list(_OTHER_START.finditer(buf, 0, stop))
     wanted = _WANTED_CAT.findall(buf, 0, stop)
@@ -486,6 +495,10 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
         )
     elif cat in ("user_annotation", "gpu_user_annotation"):
         tr.annotations.append(
+            Annotation(name=ev["name"], cat=cat, tid=ev.get("tid", 0), ts=float(ev["ts"]), dur=float(ev["dur"]))
+        )
+    elif cat == "python_function" and str(ev.get("name", "")).startswith("nn.Module: "):
+        tr.modules.append(
             Annotation(name=ev["name"], cat=cat, tid=ev.get("tid", 0), ts=float(ev["ts"]), dur=float(ev["dur"]))
         )
     elif (cat is None or cat == "cpu_instant_event") and ev.get("name") == "[memory]":

@@ -71,7 +71,9 @@ def _rows(path: Path) -> dict[tuple[str, str], dict]:
 @pytest.mark.slow
 def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
     out = tmp_path / "m.json"
-    assert main(["model", "--config", "tiny", "--impl", "eager,sdpa", *FAST, "--json", str(out)]) == 0
+    traces = tmp_path / "traces"
+    argv = ["model", "--config", "tiny", "--impl", "eager,sdpa", *FAST, "--json", str(out), "--trace-dir", str(traces)]
+    assert main(argv) == 0
     rows, d = _rows(out)
     assert set(rows) == {(i, m) for i in ("eager", "sdpa") for m in ("prefill", "decode", "train")}
     for r in rows.values():
@@ -83,7 +85,8 @@ def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
     # tiny: 4 query heads, 2 KV heads, head_dim 32, bf16, batch 1, seq 32 → each repeated K or V is
     # 1 × 2 × 2 × 32 × 32 × 2 bytes; decode repeats the whole cache of 33 tokens
     for mode, tokens in (("prefill", 32), ("train", 32), ("decode", 33)):
-        eager = [c for c in rows["eager", mode]["attention"]["hidden_copies"] if c["part"] == "repeat_kv"]
+        copies = rows["eager", mode]["attention"]["hidden_copies"]
+        eager = [c for c in copies if c["part"] == "repeat_kv" and not c["backward"]]
         assert sorted(c["bytes"] for c in eager) == [1 * 2 * 2 * tokens * 32 * 2] * 4  # K and V in 2 layers
         ids = {i["id"]: i for i in rows["eager", mode]["insights"]}
         assert "sdpa with enable_gqa avoids it" in ids["repeat_kv_copy"]["advice"]
@@ -92,6 +95,14 @@ def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
     assert set(d["recommendations"]) == {"prefill", "decode", "train"}
     printed = capsys.readouterr().out
     assert "Recommendation (train)" in printed and "repeat_kv_copy" in printed
+    # the same split from the trace alone
+    split = json.loads(out.read_text())["results"][2]["attention"]
+    a_json = tmp_path / "a.json"
+    assert main(["analyze", "--cpu", str(traces / "model_eager_train.json"), "--json", str(a_json)]) == 0
+    from_trace = json.loads(a_json.read_text())["results"][0]["model_split"]
+    assert from_trace["scopes"]["impl"] == "eager" and from_trace["scopes"]["mode"] == "train"
+    assert from_trace["attention"]["parts"] == split["parts"]
+    assert "[repeat_kv_copy]" in capsys.readouterr().out
 
 
 @pytest.mark.slow

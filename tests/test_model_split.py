@@ -138,3 +138,53 @@ def test_cpu_step_uses_self_time_and_reports_time_outside_ops():
 
 def test_trace_without_model_ranges_gives_none():
     assert breakdown(trace_from_doc(doc([op("aten::mm", 0, 10, 1)]))) is None
+
+
+def _module(name: str, ts: float, dur: float, tid: int = TID) -> dict[str, Any]:
+    """A with_stack python_function range of a module's forward."""
+    return {
+        "ph": "X",
+        "cat": "python_function",
+        "name": f"nn.Module: {name}",
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {"Python id": 1, "Python parent id": 0},
+    }
+
+
+def _with_stack_step() -> list[Any]:
+    return [
+        _module("LlamaDecoderLayer_0", 0, 500),
+        _module("LlamaRMSNorm_0", 1, 9),
+        *launched("aten::rsqrt", 2, 5, 1, 4.0),
+        _module("LlamaAttention_0", 10, 200),
+        _module("Linear_0", 12, 30),
+        *launched("aten::linear", 13, 25, 2, 40.0),
+        *launched("aten::scaled_dot_product_attention", 50, 100, 3, 90.0),
+        _module("LlamaMLP_0", 220, 200),
+        *launched("aten::mm", 230, 150, 4, 120.0),
+        op("autograd::engine::evaluate_function: MmBackward0", 600, 50, 5, tid=BWD_TID),
+        *launched("aten::mm", 610, 30, 6, 60.0, tid=BWD_TID),
+    ]
+
+
+def test_with_stack_module_ranges_split_the_forward(tmp_path):
+    from attnscope.trace import load_trace
+    from tests.synth import write_kineto
+
+    for tr in (
+        trace_from_doc(doc(_with_stack_step())),
+        load_trace(write_kineto(tmp_path / "t.json", doc(_with_stack_step()))),
+    ):
+        assert [m.name for m in tr.modules][:2] == ["nn.Module: LlamaDecoderLayer_0", "nn.Module: LlamaRMSNorm_0"]
+        b = breakdown(tr)
+        assert b["scopes"]["source"].startswith("with_stack") and not b["scopes"]["backward"]
+        a = b["attention"]
+        assert a["projections_us"] == pytest.approx(40) and a["kernel_us"] == pytest.approx(90)
+        assert b["rest"]["parts"]["mlp"] == pytest.approx(120)
+        assert b["rest"]["parts"]["norm"] == pytest.approx(4)
+        assert b["rest"]["parts"]["backward_other"] == pytest.approx(60)  # no module ranges in the backward
+        assert a["share"] == pytest.approx(round(130 / (4 + 40 + 90 + 120 + 60), 4))
+        assert [lay["layer"] for lay in b["layers"]] == ["LlamaDecoderLayer_0"]

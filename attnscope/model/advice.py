@@ -38,7 +38,9 @@ def _forward_copies(row: dict[str, Any], part: str) -> list[dict[str, Any]]:
     return [c for c in (row.get("attention") or {}).get("hidden_copies", []) if c["part"] == part and not c["backward"]]
 
 
-def repeat_kv(row: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any] | None:
+def repeat_kv(
+    row: dict[str, Any], others: list[dict[str, Any]], failed: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     copies = _forward_copies(row, "repeat_kv")
     if not copies:
         return None
@@ -58,7 +60,15 @@ def repeat_kv(row: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, An
         f"{_pct(t_us, row['breakdown']['total_us'])}% of the profiled step)"
     )
     clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]
-    if row["impl"] == "eager":
+    sdpa_failed = next((f for f in failed or [] if f["impl"] == "sdpa"), None)
+    if row["impl"] == "eager" and sdpa_failed is not None:
+        advice = (
+            f"sdpa with enable_gqa would avoid it, but sdpa did not run for this model here ({sdpa_failed['status']}: "
+            "see its row)"
+        )
+        if clean:
+            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
+    elif row["impl"] == "eager":
         advice = (
             "sdpa with enable_gqa avoids it: transformers' sdpa path passes enable_gqa=True to torch's SDPA when no "
             "attention mask is needed, so K and V stay at their KV heads"
@@ -209,10 +219,11 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for mode in dict.fromkeys(r["mode"] for r in rows):
         ok = sorted(_ok(rows, mode), key=lambda r: r["step_time"]["median_us"])
         best = ok[0] if ok else None
+        failed = [r for r in rows if r["mode"] == mode and r["status"] in ("skipped", "error", "oom")]
         for r in ok:
             others = [o for o in ok if o is not r]
             found = [share(r, best)] if r.get("attention") else []
-            for f in (repeat_kv(r, others), upcasts(r), mask(r, others), layout_copies(r)):
+            for f in (repeat_kv(r, others, failed), upcasts(r), mask(r, others), layout_copies(r)):
                 if f is not None and r.get("attention"):
                     found.append(f)
             hb = host_bound(r)
@@ -267,3 +278,16 @@ def recommend(ok: list[dict[str, Any]]) -> dict[str, Any]:
         "basis": basis,
         "text": text,
     }
+
+
+def split_insights(split: dict[str, Any]) -> list[dict[str, Any]]:
+    """The insights one trace alone supports (analyze): no timings to compare, no other implementation."""
+    sc = split.get("scopes", {})
+    row = {
+        "impl": sc.get("impl") or "this attention",
+        "mode": sc.get("mode") or "profiled",
+        "attention": split["attention"],
+        "breakdown": split,
+    }
+    found = [repeat_kv(row, []), upcasts(row), mask(row, []), layout_copies(row)]
+    return [f for f in found if f is not None]

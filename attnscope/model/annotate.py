@@ -43,6 +43,7 @@ _FUNCTIONS = {
 _MASK_METHODS = ("_update_causal_mask", "get_extended_attention_mask")
 _INTEGRATIONS = ("sdpa_attention", "flex_attention", "flash_attention", "sdpa_paged", "flash_paged")
 BACKWARD_ROLES = frozenset({"attention", "mlp", "layer"})
+FUNCTION_BACKWARD_ROLES = frozenset({"core", "repeat_kv", "rotary"})
 
 
 def module_roles(model: Any) -> list[tuple[Any, str, str]]:
@@ -115,21 +116,21 @@ class _Range:
 
         self.rf: Any = record_function(name)
         self.open = False
+        self.done = False  # a range opens once: a late gradient never reopens it
 
     def enter(self, *_: Any) -> None:
-        if not self.open:
+        if not self.open and not self.done:
             self.rf.__enter__()
             self.open = True
 
     def exit(self, *_: Any) -> None:
         if self.open:
             self.open = False
+            self.done = True
             self.rf.__exit__(None, None, None)
 
 
 def _hook_module(mod: Any, role: str, path: str) -> list[Any]:
-    import torch
-
     fwd_stack: list[_Range] = []
     pending: list[Any] = []  # the input tensor of each forward call in flight
 
@@ -144,13 +145,9 @@ def _hook_module(mod: Any, role: str, path: str) -> list[Any]:
             fwd_stack.pop().exit()
         inp = pending.pop() if pending else None
         out = _first_tensor(output)
-        if inp is None or out is None or not torch.is_grad_enabled():
+        if inp is None or out is None:
             return
-        if not (inp.requires_grad and out.requires_grad):
-            return
-        r = _Range(scope_name(role, path, backward=True))
-        out.register_hook(lambda g: r.enter())
-        inp.register_hook(lambda g: r.exit())
+        backward_range(scope_name(role, path, backward=True), inp, out)
 
     return [
         mod.register_forward_pre_hook(pre, with_kwargs=True),
@@ -158,13 +155,53 @@ def _hook_module(mod: Any, role: str, path: str) -> list[Any]:
     ]
 
 
-def wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _tensors(x: Any) -> list[Any]:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+def backward_range(name: str, inputs: Any, outputs: Any) -> None:
+    """A range over the backward of what turned ``inputs`` into ``outputs``: opened by the first
+    gradient of an output, closed once every input that needs a gradient has received it."""
+    import torch
+
+    if not torch.is_grad_enabled():
+        return
+    ins = [t for t in _tensors(inputs) if t.requires_grad]
+    outs = [t for t in _tensors(outputs) if t.requires_grad and t.grad_fn is not None]
+    if not ins or not outs:
+        return
+    r = _Range(name)
+    left = [len(ins)]
+
+    def close(_g: Any) -> None:
+        left[0] -= 1
+        if left[0] == 0:
+            r.exit()
+
+    for t in outs:
+        t.register_hook(r.enter)
+    for t in ins:
+        t.register_hook(close)
+
+
+def wrap(fn: Callable[..., Any], name: str, backward_name: str | None = None) -> Callable[..., Any]:
     @functools.wraps(fn)
     def scoped(*args: Any, **kwargs: Any) -> Any:
         from torch.autograd.profiler import record_function
 
         with record_function(name):
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+        if backward_name is not None:
+            backward_range(backward_name, (args, kwargs), out)
+        return out
 
     scoped.__attnscope_wrapped__ = fn  # type: ignore[attr-defined]
     return scoped
@@ -176,7 +213,8 @@ def _patch(stack: ExitStack, owner: Any, attr: str, role: str, path: str = "") -
     current = getattr(owner, attr, None)
     if current is None or hasattr(current, "__attnscope_wrapped__"):
         return
-    setattr(owner, attr, wrap(current, scope_name(role, path or attr)))
+    bwd = scope_name(role, path or attr, backward=True) if role in FUNCTION_BACKWARD_ROLES else None
+    setattr(owner, attr, wrap(current, scope_name(role, path or attr), bwd))
 
     def restore() -> None:
         if before is _MISSING:
@@ -219,7 +257,7 @@ def _patch_interface(stack: ExitStack, impl: str | None) -> None:
     if not impl or not isinstance(mapping, dict) or impl not in mapping:
         return
     before = mapping[impl]
-    mapping[impl] = wrap(before, scope_name("core", impl))
+    mapping[impl] = wrap(before, scope_name("core", impl), scope_name("core", impl, backward=True))
     stack.callback(mapping.__setitem__, impl, before)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from attnscope.model.scopes import AROUND_PARTS
@@ -60,7 +61,9 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
             ", ".join(f"{k} {_pct(v, total)}%" for k, v in top if v > 0),
         )
     console.print(t)
-    methods = {r["step_time"]["method"] for r in doc["results"] if r.get("step_time")}
+    methods = {
+        re.sub(r"median of \d+", "median", r["step_time"]["method"]) for r in doc["results"] if r.get("step_time")
+    }
     for m in sorted(methods):
         console.print(f"  step µs: {m}; ~ marks a noisy timing (IQR/median > 10%)")
     splits = {r["breakdown"]["method"] for r in doc["results"] if r.get("breakdown")}
@@ -119,3 +122,32 @@ def render_layers(doc: dict[str, Any], console: Any) -> None:
                 ),
             )
     console.print(t)
+
+
+def render_split(r: dict[str, Any], console: Any) -> None:
+    """`attnscope analyze`: the split of a model step whose trace names its modules (nothing otherwise)."""
+    from attnscope.model.advice import split_insights
+
+    split = r.get("model_split")
+    if not split:
+        return
+    a, rest, total = split["attention"], split["rest"], split["total_us"]
+    sc = split["scopes"]
+    console.print(
+        f"[bold]Attention inside the model[/bold] ({r.get('variant')}; from {sc['source']}; {split['method']})",
+        highlight=False,
+    )
+    console.print(
+        f"  attention {_pct(a['time_us'], total)}% of {total:,.1f} µs: kernel {_pct(a['kernel_us'], total)}%, "
+        f"projections {_pct(a['projections_us'], total)}%, around {_pct(a['around_us'], total)}% "
+        f"({', '.join(f'{k} {v:,.1f} µs' for k, v in a['parts'].items() if v > 0 and k in AROUND_PARTS) or 'none'})",
+        highlight=False,
+    )
+    parts = ", ".join(f"{k} {_pct(v, total)}%" for k, v in rest["parts"].items() if v > 0)
+    console.print(f"  the rest {_pct(rest['time_us'], total)}%: {parts}", highlight=False)
+    if not sc.get("backward"):
+        console.print("  the module ranges cover the forward pass only: backward time counts as backward_other")
+    for i in split_insights(split):
+        mark = "!" if i["severity"] == "warning" else "·"
+        console.print(f"  {mark} [{i['id']}] {i['message']}", highlight=False, markup=False)
+        console.print(f"      → {i['advice']}", highlight=False, markup=False)

@@ -57,6 +57,8 @@ AROUND_PARTS = ("mask", "repeat_kv", "upcasts", "copies", "rotary", "kv_cache", 
 _BWD_KERNEL = re.compile(r"Attention|ScaledDotProduct|Sdpa|Flex|Flash|Softmax|Bmm")
 _BWD_PROJ = re.compile(r"^(Mm|Addmm|Linear)Backward")
 _BWD_CAST = re.compile(r"^ToCopyBackward")
+_BWD_ROTARY = re.compile(r"^(Slice|Neg|Cat)Backward")  # rotate_half: two slices, a negation, a cat
+_BWD_WEIGHTS = re.compile(r"AccumulateGrad")  # the projections' weight gradients land here
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 
 
@@ -85,6 +87,39 @@ def parse_scope(name: str) -> Scope | None:
     return Scope(role, path, backward)
 
 
+MODULE_PREFIX = "nn.Module: "
+_LAYER_CLASS = re.compile(r"(DecoderLayer|EncoderLayer|Layer|Block)$")
+
+
+def module_scope(name: str) -> Scope | None:
+    """The scope of a with_stack module range ("nn.Module: LlamaAttention_0"), from its class name alone.
+
+    These ranges cover forward passes only; linear layers count as projections inside attention.
+    """
+    if not name.startswith(MODULE_PREFIX):
+        return None
+    path = name[len(MODULE_PREFIX) :]
+    cls = path.rpartition("_")[0] or path
+    role = None
+    if "Attention" in cls:
+        role = "attention"
+    elif cls in ("Linear", "Conv1D"):
+        role = "proj"
+    elif "Rotary" in cls:
+        role = "rotary_emb"
+    elif any(k in cls for k in ("MLP", "Intermediate", "FeedForward")):
+        role = "mlp"
+    elif "Norm" in cls:
+        role = "norm"
+    elif "Embedding" in cls:
+        role = "embedding"
+    elif "LMHead" in cls or "PredictionHead" in cls:
+        role = "lm_head"
+    elif _LAYER_CLASS.search(cls):
+        role = "layer"
+    return Scope(role, path, False) if role else None
+
+
 def backward_node_part(node: str) -> str:
     """The attention part of a backward autograd node (the name after 'evaluate_function: ')."""
     if _BWD_KERNEL.search(node):
@@ -93,6 +128,10 @@ def backward_node_part(node: str) -> str:
         return "projections"
     if _BWD_CAST.search(node):
         return "upcasts"
+    if _BWD_ROTARY.search(node):
+        return "rotary"
+    if _BWD_WEIGHTS.search(node):
+        return "projections"
     return "other"
 
 
@@ -115,6 +154,8 @@ def attention_part(roles: dict[str, Scope], node: str | None, copy_kind: str | N
         return "upcasts"
     if copy_kind == "copy":
         return "copies"
+    if node is not None and _BWD_CAST.search(node):
+        return "upcasts"
     if "core" in roles:
         return "kernel"
     if node is not None:

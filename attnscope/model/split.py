@@ -26,6 +26,7 @@ from attnscope.model.scopes import (
     REST_PARTS,
     Scope,
     attention_part,
+    module_scope,
     parse_scope,
     rest_part,
 )
@@ -37,7 +38,8 @@ _EPS_US = 1e-3
 Ctx = dict[str, Scope]
 
 
-def scopes_of(trace: Trace) -> list[tuple[Scope, Annotation]]:
+def scopes_of(trace: Trace) -> tuple[list[tuple[Scope, Annotation]], str]:
+    """The attnscope.model ranges, or else the with_stack module ranges; and which of the two."""
     out = []
     for a in trace.annotations:
         if a.cat != "user_annotation":
@@ -45,7 +47,13 @@ def scopes_of(trace: Trace) -> list[tuple[Scope, Annotation]]:
         s = parse_scope(a.name)
         if s is not None:
             out.append((s, a))
-    return out
+    if any(s.role == "attention" for s, _ in out):
+        return out, "attnscope.model ranges"
+    for a in trace.modules:  # step-level attnscope ranges (loss, optimizer), if any, stay
+        s = module_scope(a.name)
+        if s is not None:
+            out.append((s, a))
+    return out, "with_stack module ranges (forward only)"
 
 
 def _window(scoped: list[tuple[Scope, Annotation]]) -> tuple[float, float] | None:
@@ -170,7 +178,7 @@ def _add(sums: _Sums, cls: Any, t: float) -> None:
 
 def breakdown(trace: Trace) -> dict[str, Any] | None:
     """The split of the (last) annotated step, or None when the trace carries no attnscope.model ranges."""
-    scoped = scopes_of(trace)
+    scoped, source = scopes_of(trace)
     if not any(s.role == "attention" for s, _ in scoped):
         return None
     win = _window(scoped)
@@ -200,7 +208,18 @@ def breakdown(trace: Trace) -> dict[str, Any] | None:
         total = span
         sums.unattributed = max(0.0, span - sum(sums.attention.values()) - sum(sums.rest.values()))
     copies, upcasts = _attention_copies(tree, cls, att.by_op(), gpu_side)
-    return _document(sums, total, copies, upcasts, gpu_side, have_core, scoped)
+    doc = _document(sums, total, copies, upcasts, gpu_side, have_core, scoped)
+    doc["scopes"]["source"] = source
+    doc["scopes"]["impl"] = _impl(scoped)
+    doc["scopes"]["mode"] = next((s.path for s, _ in scoped if s.role == "step"), None)
+    return doc
+
+
+def _impl(scoped: list[tuple[Scope, Annotation]]) -> str | None:
+    """The attention implementation the core ranges name (eager's is its function), if one."""
+    names = {s.path for s, _ in scoped if s.role == "core"}
+    names = {"eager" if n == "eager_attention_forward" else n for n in names}
+    return names.pop() if len(names) == 1 else None
 
 
 def _attention_copies(
