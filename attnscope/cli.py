@@ -158,6 +158,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             prog.update(task, description=f"{case.label()}: {name}")
 
         rep = run(case, args.variants, opts, on_result=save, on_start=start)
+        if getattr(args, "ncu", False):  # deep mode: each variant's call once more, under Nsight Compute
+            from attnscope.ncu_run import attach
+
+            prog.update(task, description=f"{case.label()}: Nsight Compute")
+            why = attach(case, rep.results)
+            if why:
+                console.print(f"[yellow]--ncu: {why}; the run's results are complete without it[/yellow]")
     doc = document(
         rep.env,
         rep.results,
@@ -343,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
         sp.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
         sp.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
+        sp.add_argument(
+            "--ncu",
+            action="store_true",
+            help="also run each variant's call under Nsight Compute: achieved occupancy, throughput, DRAM, L2, stalls",
+        )
         sp.add_argument(
             "--budget",
             type=finite_float("budget", minimum=0.0, strict=True),

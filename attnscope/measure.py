@@ -212,7 +212,10 @@ def launch_overhead(stream: Timing | None, graph: Timing | None) -> dict[str, An
         "launch_gap_us": round(gap, 3),
         "launch_gap_pct": round(100.0 * gap / stream.median_us, 2) if stream.median_us > 0 else None,
         "what": "stream time (CUDA events around each call) minus device time (CUDA-graph replay): "
-        "event overhead and launch gaps between kernels, not attention work",
+        "event overhead and launch gaps between kernels, not attention work"
+        if gap >= 0
+        else "graph replay took longer than the stream time: no launch overhead to remove here "
+        "(replay runs the call's allocations from the graph's own memory pool)",
     }
 
 
@@ -238,7 +241,14 @@ def quiet_host() -> Iterator[None]:
 
 
 def time_host_batched(
-    fn: Callable[[], Any], *, cuda: bool, budget_s: float, calls_per_sample: int = 10, lo: int = 15, hi: int = 300
+    fn: Callable[[], Any],
+    *,
+    cuda: bool,
+    budget_s: float,
+    calls_per_sample: int = 10,
+    lo: int = 15,
+    hi: int = 300,
+    spin: bool = False,
 ) -> Timing:
     """Host time per call from batches of back-to-back calls, gc off, pinned to one core.
 
@@ -246,7 +256,7 @@ def time_host_batched(
     spread over the batch instead of deciding a sample.  On CUDA the device is drained before
     each batch only, never inside it; a batch of 10 fused calls stays far below the launch
     queue's depth, so no call waits for the GPU."""
-    sync: Callable[[], None] = _sync_for(cuda)
+    sync: Callable[[], None] = _spin_drain if (cuda and spin) else _sync_for(cuda)
     with quiet_host():
         t0 = time.perf_counter()
         fn()
@@ -262,9 +272,22 @@ def time_host_batched(
             samples.append((b - a) * 1e6 / calls_per_sample)
         sync()
     what = "host time per call, no synchronize inside" if cuda else "wall time per call"
+    drain = ", device drained by spinning on an event" if (cuda and spin) else ""
     return summarise(
-        samples, f"{what}, batches of {calls_per_sample} calls, gc off, one pinned core, median of {n} batches"
+        samples,
+        f"{what}, batches of {calls_per_sample} calls, gc off, one pinned core{drain}, median of {n} batches",
     )
+
+
+def _spin_drain() -> None:
+    """Wait for the device by polling an event: the thread never sleeps, so the next call starts hot
+    (a blocking synchronize may yield the core while a long kernel runs)."""
+    import torch
+
+    e = torch.cuda.Event()
+    e.record()
+    while not e.query():
+        pass
 
 
 def _sync_for(cuda: bool) -> Callable[[], None]:

@@ -139,3 +139,71 @@ def deep_fields(k: NcuKernel, top_stalls: int = 3) -> dict[str, Any]:
     mma = matrix_mma(k)
     out["matrix_mma_instructions"] = mma
     return out
+
+
+# ---- deep mode: the command, the split by call, the join into the kernels ---------------------
+
+MARKER = "spin_kernel"  # torch.cuda._sleep: launched once before each profiled call
+SECTIONS = ("SpeedOfLight", "Occupancy", "MemoryWorkloadAnalysis", "WarpStateStats", "LaunchStats")
+EXTRA_METRICS = (
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sector_hit_rate.pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    HMMA,
+    HFMA2_MMA,
+    GMMA,
+)
+
+
+def build_command(ncu: str, python: str, target_args: list[str]) -> list[str]:
+    """``ncu`` around ``python -m attnscope.ncu_run target ...``: only the marked calls are profiled."""
+    cmd = [ncu, "--profile-from-start", "off", "--target-processes", "application-only", "--csv", "--page", "raw"]
+    for s in SECTIONS:
+        cmd += ["--section", s]
+    cmd += ["--metrics", ",".join(EXTRA_METRICS)]
+    return [*cmd, python, "-m", "attnscope.ncu_run", "target", *target_args]
+
+
+def split_by_marker(kernels: list[NcuKernel], labels: list[str]) -> dict[str, list[NcuKernel]]:
+    """The kernels after the k-th marker belong to ``labels[k]`` (markers themselves dropped)."""
+    out: dict[str, list[NcuKernel]] = {}
+    k = -1
+    for kern in kernels:
+        if MARKER in kern.name:
+            k += 1
+            if k < len(labels):
+                out[labels[k]] = []
+            continue
+        if 0 <= k < len(labels):
+            out[labels[k]].append(kern)
+    return out
+
+
+def _stem(name: str) -> str:
+    """A kernel name without 'void ', template arguments and parameters: ncu and Kineto demangle differently."""
+    return name.removeprefix("void ").split("<")[0].split("(")[0].strip()
+
+
+def join(trace_kernels: list[tuple[str, str]], profiled: list[NcuKernel], dtype: str | None) -> list[dict[str, Any]]:
+    """Each profiled kernel's deep fields, with the index of the trace kernel (name, category) it is.
+
+    The same call launches the same kernels in the same order, so they are matched by position
+    (memcpy and memset are not kernels to ncu) when the counts agree and every name stem matches;
+    otherwise by name stem, first unused match; ``trace_kernel`` is None where nothing matched."""
+    ks = [i for i, (_, cat) in enumerate(trace_kernels) if cat not in ("memcpy", "memset")]
+
+    def same(i: int, p: NcuKernel) -> bool:
+        return _stem(trace_kernels[i][0]).split("::")[-1] == _stem(p.name).split("::")[-1]
+
+    by_position = len(ks) == len(profiled) and all(same(i, p) for i, p in zip(ks, profiled, strict=True))
+    out = []
+    free = list(ks)
+    for pos, p in enumerate(profiled):
+        idx = ks[pos] if by_position else next((i for i in free if same(i, p)), None)
+        if idx is not None and idx in free:
+            free.remove(idx)
+        tc, why = tensor_core_verdict(p, dtype)
+        out.append({"trace_kernel": idx, "name": p.name, **deep_fields(p), "tensor_cores": tc, "tensor_cores_why": why})
+    return out

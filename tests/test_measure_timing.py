@@ -65,3 +65,11 @@ def test_footnote_names_the_gpu_column_and_the_graph_time() -> None:
     assert any(line.startswith("GPU µs is stream time per call") for line in lines)
     assert any("naive: device 30.2 µs, stream 35.0 µs, launch/gap overhead 4.8 µs (13.7%)" in line for line in lines)
     assert any("flex: nope" in line for line in lines)
+
+
+def test_graph_slower_than_stream_is_not_called_launch_overhead() -> None:
+    # naive at B4 H16 S2048 D64 on the H200: stream 2254.8 µs, graph replay 2385.0 µs (graph_check.json)
+    la = measure.launch_overhead(_t(2254.8), _t(2385.0))
+    assert la is not None and la["launch_gap_us"] < 0 and "no launch overhead" in la["what"]
+    doc = {"results": [{"variant": "naive", "status": "ok", "source": "run", "gpu_time_graph": {}, "launch": la}]}
+    assert any("graph replay slower than the stream" in line for line in footnotes(doc))

@@ -75,12 +75,35 @@ def low_occupancy(r: dict[str, Any]) -> Out:
         "kernel_us": r1(k["duration_us"]),
     }
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
+    head += _achieved_text(r, k, ev)
     rid, sev, msg, advice = _occupancy_verdict(head, ev, r)
     return [
         Insight(
             id=rid, variant=r["variant"], severity=sev, message=msg, advice=advice, evidence=ev, kernels=(k["name"],)
         )
     ]
+
+
+def _achieved_text(r: dict[str, Any], k: dict[str, Any], ev: dict[str, Any]) -> str:
+    """With --ncu: what the kernel achieved against what its launch allowed, and its top stall."""
+    deep, ks = r.get("ncu") or {}, r.get("kernels") or []
+    idx = next((i for i, x in enumerate(ks) if x is k), None)
+    hit = next((d for d in deep.get("kernels") or [] if idx is not None and d.get("trace_kernel") == idx), None)
+    if hit is None or hit.get("achieved_occupancy_pct") is None:
+        return ""
+    ach = hit["achieved_occupancy_pct"]
+    ev["achieved_occupancy_pct"] = r1(ach)
+    ev["achieved_over_theoretical_pct"] = (
+        round(100 * ach / ev["theoretical_occupancy_pct"]) if ev["theoretical_occupancy_pct"] else None
+    )
+    text = f"; Nsight Compute: {ev['achieved_occupancy_pct']:.1f}% achieved"
+    if ev["achieved_over_theoretical_pct"] is not None:
+        text += f" ({ev['achieved_over_theoretical_pct']}% of theoretical)"
+    stalls = hit.get("top_stalls") or []
+    if stalls:
+        ev["top_stall"] = stalls[0]["reason"]
+        text += f", top stall '{stalls[0]['reason']}'"
+    return text
 
 
 # ---- host cost, libraries, numerics ----------------------------------------------------------

@@ -164,10 +164,12 @@ def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         la = r.get("launch")
         if la:
-            out.append(
-                f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, "
+            gap = (
                 f"launch/gap overhead {la['launch_gap_us']:,.1f} µs ({la['launch_gap_pct']:.1f}%)"
+                if la["launch_gap_us"] >= 0
+                else "graph replay slower than the stream: no launch overhead"
             )
+            out.append(f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, {gap}")
         else:
             out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
     return out
