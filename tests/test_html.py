@@ -115,7 +115,12 @@ def test_sweep_panels_crossovers_and_default():
     assert html_only.count("between S=128 and S=512: sdpa_flash → sdpa_cudnn") == 4
     assert "1.62× slower" in html_only  # sdpa_default 0.81 against flash 0.5 at S=128
     assert "1.01× slower" in html_only  # 0.81 against 0.8 elsewhere
-    lines = [t for f in figures(page) for t in f["data"] if t["type"] == "scatter"]
+    cmap = {t["name"]: t for t in figures(page)[0]["data"]}  # the crossover map comes first
+    assert sorted(cmap) == ["sdpa_cudnn", "sdpa_flash"]
+    assert (
+        cmap["sdpa_flash"]["x"] == [128] * 4 and sorted(cmap["sdpa_cudnn"]["x"]) == [512] * 4 + [2048] * 4 + [8192] * 4
+    )
+    lines = [t for f in figures(page) for t in f["data"] if t.get("mode") == "lines+markers"]
     assert len(lines) == 4 * 2 * 4  # 4 panels × (time, TFLOP/s) × 4 variants; the oom row is not a point
     assert all(len(t["x"]) == 4 for t in lines)
     assert "CUDA out of memory" in html_only

@@ -28,6 +28,12 @@ PANEL_AXES = (
     "device",
 )
 DEFAULT = "sdpa_default"
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def colour(variant: str, variants: list[str]) -> str:
+    """The same colour for a variant in every figure of the sweep."""
+    return PALETTE[variants.index(variant) % len(PALETTE)] if variant in variants else "#333"
 
 
 def params(row: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +74,9 @@ def _usable(r: dict[str, Any], tkey: str) -> bool:
     return r.get("status") == "ok" and r.get(tkey) is not None and r.get("numerics_ok") is not False
 
 
-def panel_figures(page: Page, rows: list[dict[str, Any]], tkey: str, tname: str, title: str) -> Markup:
+def panel_figures(
+    page: Page, rows: list[dict[str, Any]], tkey: str, tname: str, title: str, variants: list[str]
+) -> Markup:
     by_var: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         if _usable(r, tkey):
@@ -86,6 +94,8 @@ def panel_figures(page: Page, rows: list[dict[str, Any]], tkey: str, tname: str,
                     "x": [params(r)["seq_q"] for r in rs],
                     "y": [r[ykey] for r in rs],
                     "hovertemplate": plot_text(v) + ": S=%{x}, %{y:,.2f}<extra></extra>",
+                    "line": {"color": colour(v, variants)},
+                    "marker": {"color": colour(v, variants)},
                 }
             )
         layout = {
@@ -172,6 +182,44 @@ def _default_cell(p: dict[str, Any]) -> Markup | str:
     return tag("span", f"{r:.2f}× slower", class_="bad" if r > 1.05 else "")
 
 
+def crossover_map(
+    page: Page, panels: dict[tuple[Any, ...], list[dict[str, Any]]], axes: list[str], tkey: str, variants: list[str]
+) -> Markup:
+    """One row per panel, one square per seq_len, coloured by the fastest variant there: crossovers at a glance."""
+    by_variant: dict[str, dict[str, list[Any]]] = defaultdict(lambda: {"x": [], "y": [], "text": []})
+    titles = []
+    for key in sorted(panels, key=repr):
+        title = plot_text(_title(axes, key))
+        titles.append(title)
+        by_seq: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for r in panels[key]:
+            by_seq[params(r)["seq_q"]].append(r)
+        for s in sorted(by_seq):
+            b = best_at(by_seq[s], tkey)
+            if b is None:
+                continue
+            t = by_variant[b["best"]]
+            t["x"].append(s)
+            t["y"].append(title)
+            margin = f", {b['margin']:.2f}× ahead of {b['runner_up']}" if b["margin"] else ""
+            t["text"].append(plot_text(f"S={s}: {b['best']} {b['best_us']:,.1f} µs{margin}"))
+    if not by_variant:
+        return Markup("")
+    data = [
+        {"type": "scatter", "mode": "markers", "name": plot_text(v), "x": t["x"], "y": t["y"]}
+        | {"hovertext": t["text"], "hoverinfo": "text"}
+        | {"marker": {"symbol": "square", "size": 22, "color": colour(v, variants)}}
+        for v, t in sorted(by_variant.items())
+    ]
+    layout = {
+        "height": 120 + 40 * len(titles),
+        "xaxis": {"type": "log", "title": {"text": "seq_len (log)"}},
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": titles, "autorange": "reversed"},
+        "margin": {"l": 260, "r": 20, "t": 20, "b": 50},
+    }
+    return page.figure(data, layout, "The fastest numerically sound variant at each point of each panel.")
+
+
 def status_block(rows: list[dict[str, Any]]) -> Markup:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     reasons: dict[tuple[str, str], str] = {}
@@ -200,11 +248,13 @@ def sweep_section(page: Page, src: Source, out_dir: Path | None) -> None:
     panels: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r, p in zip(rows, ps, strict=True):
         panels[tuple(p.get(a) for a in axes)].append(r)
+    variants = sorted({str(r["variant"]) for r in rows})
+    page.add(tag("h3", "Crossover map"), crossover_map(page, panels, axes, tkey, variants))
     for key in sorted(panels, key=repr):
         title = _title(axes, key)
         page.add(
             tag("h3", title),
-            panel_figures(page, panels[key], tkey, tname, title),
+            panel_figures(page, panels[key], tkey, tname, title, variants),
             tag("h4", "Fastest at each seq_len (numerically sound rows only)"),
             winners_block(page, panels[key], tkey, title),
         )
