@@ -108,7 +108,9 @@ def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
 @pytest.mark.slow
 def test_default_impls_on_cpu_skip_with_reasons(tmp_path: Path):
     out = tmp_path / "m.json"
-    assert main(["model", "--mode", "prefill", *FAST, "--json", str(out)]) == 0
+    page = tmp_path / "m.html"
+    assert main(["model", "--mode", "prefill", *FAST, "--json", str(out), "--html", str(page)]) == 0
+    assert "flash_attention_2" in page.read_text()
     rows, _ = _rows(out)
     assert rows["eager", "prefill"]["status"] == rows["sdpa", "prefill"]["status"] == "ok"
     fa2 = rows["flash_attention_2", "prefill"]
@@ -118,9 +120,12 @@ def test_default_impls_on_cpu_skip_with_reasons(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_flex_train_on_cpu_is_a_skipped_row_in_torchs_words(tmp_path: Path):
+def test_flex_on_cpu_runs_prefill_and_its_train_row_is_skipped_in_torchs_words(tmp_path: Path):
     out = tmp_path / "m.json"
-    assert main(["model", "--impl", "flex_attention", "--mode", "train", *FAST, "--json", str(out)]) == 0
+    assert main(["model", "--impl", "flex_attention", "--mode", "prefill,train", *FAST, "--json", str(out)]) == 0
     rows, _ = _rows(out)
+    p = rows["flex_attention", "prefill"]
+    assert p["status"] == "ok" and p["attention"]["kernel_us"] > 0
+    assert not [c for c in p["attention"]["hidden_copies"] if c["part"] == "repeat_kv"]  # flex takes GQA as is
     r = rows["flex_attention", "train"]
     assert r["status"] == "skipped" and "backward" in r["reason"] and "CPU" in r["reason"]

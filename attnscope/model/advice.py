@@ -147,7 +147,8 @@ def mask(row: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any] | 
 
 def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
     attn = row.get("attention") or {}
-    copies = [c for c in attn.get("hidden_copies", []) if c["part"] != "repeat_kv" and not c["backward"]]
+    # repeat_kv has its own insight; copies while building the mask are mask building
+    copies = [c for c in attn.get("hidden_copies", []) if c["part"] not in ("repeat_kv", "mask") and not c["backward"]]
     if not copies:
         return None
     total = sum(c["bytes"] for c in copies)
