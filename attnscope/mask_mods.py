@@ -41,16 +41,33 @@ def _padding(lengths: tuple[int, ...], device: Any) -> MaskMod:
     return padding
 
 
+def _causal() -> MaskMod:
+    """attention-gym's causal mask_mod; where attention-gym is not installed (a bare GPU image), the same
+    one-line rule, so plain causal runs never depend on it.  Every other mask needs attention-gym."""
+    try:
+        from attn_gym.masks import causal_mask
+    except ImportError:
+
+        def causal_mask(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+            return q_idx >= kv_idx
+
+    return causal_mask
+
+
 def mask_mod_for(m: MaskSpec, seq_q: int, seq_kv: int, device: Any) -> MaskMod | None:
     """The keep-function of a mask; None for ``none`` (nothing masked)."""
-    from attn_gym.masks import causal_mask, generate_doc_mask_mod, generate_prefix_lm_mask, generate_sliding_window
-    from attn_gym.masks.document_mask import length_to_offsets
-
     off = m.offset(seq_q, seq_kv)
     if m.kind == "none":
         return None
     if m.kind == "causal":
-        return _shift_q(causal_mask, off)
+        return _shift_q(_causal(), off)
+    if m.kind == "padding":
+        return _padding(m.lengths, device)
+    try:
+        from attn_gym.masks import causal_mask, generate_doc_mask_mod, generate_prefix_lm_mask, generate_sliding_window
+        from attn_gym.masks.document_mask import length_to_offsets
+    except ImportError as e:
+        raise ValueError(f"mask {m.canonical} is built on attention-gym (pip install attn-gym): {e}") from e
     if m.kind == "sliding":
         # attention-gym keeps q - k <= w, that is w + 1 keys; sliding:W keeps W (as Hugging Face's Mistral).
         return _shift_q(generate_sliding_window((m.window or 1) - 1), off)
@@ -58,14 +75,17 @@ def mask_mod_for(m: MaskSpec, seq_q: int, seq_kv: int, device: Any) -> MaskMod |
         return _shift_q(generate_prefix_lm_mask(m.prefix or 0), off)
     if m.kind == "document":
         return generate_doc_mask_mod(causal_mask, length_to_offsets(list(m.lengths), device))
-    if m.kind == "padding":
-        return _padding(m.lengths, device)
     raise ValueError(f"no mask_mod for mask kind {m.kind!r}")
 
 
 def score_mod_for(case: Case) -> ScoreMod | None:
     """Soft-capping and/or ALiBi, applied to the scaled score (Gemma 2 caps the scaled logits)."""
-    from attn_gym.mods import generate_alibi_bias, generate_tanh_softcap
+    if not case.alibi and case.softcap is None:
+        return None
+    try:
+        from attn_gym.mods import generate_alibi_bias, generate_tanh_softcap
+    except ImportError as e:
+        raise ValueError(f"--softcap and --alibi are built on attention-gym (pip install attn-gym): {e}") from e
 
     mods: list[ScoreMod] = []
     if case.alibi:
@@ -79,8 +99,6 @@ def score_mod_for(case: Case) -> ScoreMod | None:
     if case.softcap is not None:
         # attention-gym's type says int; the body is c·tanh(s/c) and takes any float.
         mods.append(generate_tanh_softcap(case.softcap, approx=False))  # type: ignore[arg-type]
-    if not mods:
-        return None
     if len(mods) == 1:
         return mods[0]
 

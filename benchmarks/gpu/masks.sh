@@ -42,6 +42,8 @@ for m in ("attn_gym", "flashinfer", "cudnn", "xformers.ops", "sageattention", "f
     except Exception as e:  # noqa: BLE001
         print(f"{m}: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
 EOF
+python3 -c "import attn_gym" 2>/dev/null || echo "!! attn_gym is missing: the sliding, document and softcap cases \
+will fail; carry attn_gym-0.0.17-py3-none-any.whl (1 MB) in .whl/"
 
 DEV=${MASKS_DEVICE:-cuda}  # MASKS_DEVICE=cpu MASKS_SEQ=256: a quick smoke test of this script on a CPU
 S=${MASKS_SEQ:-8192}
