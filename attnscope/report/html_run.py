@@ -219,7 +219,9 @@ def insights_block(results: list[dict[str, Any]]) -> Markup:
     items = []
     for r in results:
         for i in r.get("insights") or []:
-            ev = table(["evidence", "value"], [(k, _plain(v)) for k, v in (i.get("evidence") or {}).items()], cls="kv")
+            ev = table(
+                ["evidence", "value"], [(k, _evidence(v)) for k, v in (i.get("evidence") or {}).items()], cls="kv"
+            )
             sev = "!" if i.get("severity") in ("warning", "error") else "·"
             items.append(
                 tag(
@@ -237,10 +239,19 @@ def insights_block(results: list[dict[str, Any]]) -> Markup:
     return tag("ul", *items, class_="insights")
 
 
+def _evidence(v: Any) -> str:
+    return ", ".join(str(x) for x in v) if isinstance(v, list) else str(v)
+
+
 def _plain(v: Any) -> str:
+    """A predicted or measured value in words: yes/no, lo–hi, 'variant X by N'."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, list):
-        return ", ".join(str(x) for x in v)
-    return str(v)
+        return "–".join(_plain(x) for x in v) if len(v) == 2 else ", ".join(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_plain(x)}" for k, x in v.items())
+    return "—" if v is None else str(v)
 
 
 def predictions_block(doc: dict[str, Any]) -> Markup:
