@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attnscope.variants import plugins
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
 from attnscope.variants.external import FA2, FA3, SAGE, XFORMERS, installed
 from attnscope.variants.external_nv import CUDNN_FRONTEND, FLASHINFER_DECODE, FLASHINFER_PREFILL
@@ -13,6 +14,8 @@ _EXTERNAL = [FA2, FA3, XFORMERS, FLASHINFER_PREFILL, FLASHINFER_DECODE, CUDNN_FR
 REGISTRY: dict[str, Variant] = {
     v.name: v for v in [NAIVE, NAIVE_INPLACE, *SDPA_VARIANTS, FLEX, FLEX_COMPILED, *_EXTERNAL]
 }
+# Installed plugins (entry-point group attnscope.variants); one that fails to load is a row that says why.
+REGISTRY.update({v.name: v for v in plugins.load(taken=REGISTRY)})
 
 
 def resolve(names: str | list[str] | None) -> list[Variant]:
