@@ -129,3 +129,15 @@ def test_flex_on_cpu_runs_prefill_and_its_train_row_is_skipped_in_torchs_words(t
     assert not [c for c in p["attention"]["hidden_copies"] if c["part"] == "repeat_kv"]  # flex takes GQA as is
     r = rows["flex_attention", "train"]
     assert r["status"] == "skipped" and "backward" in r["reason"] and "CPU" in r["reason"]
+
+
+@pytest.mark.slow
+def test_rows_after_the_time_limit_are_skipped_rows_that_say_so(tmp_path: Path):
+    out = tmp_path / "m.json"
+    argv = ["model", "--impl", "eager,sdpa", "--mode", "prefill", *FAST, "--time-limit", "0.001", "--json", str(out)]
+    assert main(argv) == 0
+    rows, d = _rows(out)
+    assert rows["eager", "prefill"]["status"] == "ok" and rows["eager", "prefill"]["warmup_s"] > 0
+    late = rows["sdpa", "prefill"]
+    assert late["status"] == "skipped" and "--time-limit of 0.001 s" in late["reason"]
+    assert d["recommendations"]["prefill"]["best"] == "eager"

@@ -36,6 +36,7 @@ class BenchOptions:
     budget_s: float = 1.0
     warmup: int = 2
     trace_dir: Path | None = None
+    time_limit_s: float | None = None  # rows not started by then become skipped rows
 
 
 class Skip(Exception):

@@ -32,6 +32,11 @@ def add_parser(sub: Any) -> None:
     m.add_argument("--layers", type=int, help="override the depth (number of blocks) so that big models fit")
     m.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
     m.add_argument("--budget", type=float, default=1.0, help="seconds of timing per row (default 1.0)")
+    m.add_argument(
+        "--time-limit",
+        type=float,
+        help="seconds; rows not started by then (the first always runs) are skipped rows that say so",
+    )
     m.add_argument("--json", help="write the JSON document here (rewritten after every row)")
     m.add_argument("--html", help="also write a one-file HTML report here")
     m.add_argument("--trace-dir", help="keep the profiled step's Kineto trace of each row here")
@@ -88,12 +93,20 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
         raise ValueError(f"--batch must be ≥ 1 and --seq ≥ 2, got batch {batch}, seq {seq}")
     if args.budget <= 0:
         raise ValueError(f"--budget must be positive, got {args.budget}")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
     limit = max_positions(cfg)
     need = seq + (1 if "decode" in modes and not spec.is_encoder else 0)
     if limit is not None and need > limit:
         raise ValueError(f"{spec.name}: --seq {seq} needs {need} positions, the config allows {limit}")
     opts = BenchOptions(
-        device, args.dtype, batch, seq, budget_s=args.budget, trace_dir=Path(args.trace_dir) if args.trace_dir else None
+        device,
+        args.dtype,
+        batch,
+        seq,
+        budget_s=args.budget,
+        time_limit_s=args.time_limit,
+        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
     )
     return spec, cfg, impls, modes, opts
 
@@ -159,8 +172,9 @@ def cmd_model(args: argparse.Namespace) -> int:
 
     def save(r: dict[str, Any]) -> None:
         rows.append(r)
-        if args.json:  # after every row: a crash never loses a finished row
-            write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, None, partial=True))
+        if args.json:  # after every row, insights included: a crash or a timeout never loses a finished row
+            recs = annotate_rows(rows)
+            write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, partial=True))
 
     with console.status(f"attnscope model: {spec.name}") as status:
         run_rows(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -54,9 +55,12 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
 
     cuda = opts.device.startswith("cuda")
     step, reset = bench.make_step(model, mode, ids, encoder)
+    t0 = time.perf_counter()
     for _ in range(opts.warmup):
         reset()
         step()
+    bench._sync(cuda)
+    warmup_s = time.perf_counter() - t0  # includes any compilation (flex_attention) on first use
     base = bench.peak_reset(cuda)
     wall, gpu = bench.time_steps(step, reset, cuda=cuda, budget_s=opts.budget_s)
     peak = bench.peak_extra(cuda, base)
@@ -69,6 +73,7 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
         step_time=_timing(main),
         wall_time=_timing(wall),
         peak_memory_bytes=peak,
+        warmup_s=round(warmup_s, 3),
         trace_path=str(path) if opts.trace_dir else None,
     )
     if split is not None:
@@ -96,6 +101,15 @@ def run_rows(
 
     cuda = opts.device.startswith("cuda")
     rows: list[dict[str, Any]] = []
+    start = time.perf_counter()
+
+    def out_of_time() -> str | None:
+        """Past the limit, and some row has been measured (the first one always runs)."""
+        if opts.time_limit_s is None or time.perf_counter() - start < opts.time_limit_s:
+            return None
+        if not any(r["status"] != "skipped" for r in rows):
+            return None
+        return f"not started: the --time-limit of {opts.time_limit_s:g} s was spent on the rows before it"
 
     def done(r: dict[str, Any]) -> None:
         rows.append(r)
@@ -104,7 +118,7 @@ def run_rows(
     for impl in impls:
         todo = []
         for mode in modes:
-            why = bench.unavailable(impl, mode, opts.device, encoder, chosen)
+            why = bench.unavailable(impl, mode, opts.device, encoder, chosen) or out_of_time()
             if why:
                 done(empty_row(impl, mode, "skipped", why))
             else:
@@ -121,6 +135,10 @@ def run_rows(
         gen = torch.Generator(device="cpu").manual_seed(0)
         ids = torch.randint(0, cfg.vocab_size, (opts.batch, opts.seq), generator=gen).to(opts.device)
         for mode in todo:
+            late = out_of_time()
+            if late:
+                done(empty_row(impl, mode, "skipped", late))
+                continue
             on_start(f"{impl}: {mode}")
             try:
                 done(measure_row(model, impl, mode, ids, opts, encoder))
