@@ -182,7 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
     )
-    render(doc, console, kernels=args.kernels, title=title)
+    render(doc, console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
     if args.json:
         console.print(f"  JSON written to {args.json}")
     if args.trace_dir:
@@ -245,7 +245,8 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
 
     _check_html(args)
-    results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=not args.cpu)
+    # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
+    results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=False)
     for e in errors:
         print(f"attnscope: error: {e}", file=sys.stderr)
     if not results:
@@ -262,7 +263,7 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
         write_atomic(args.json, doc)
     _write_html(args, doc)
     console = _console()
-    render(doc, console, kernels=args.kernels, title="attnscope analyze")
+    render(doc, console, kernels=args.kernels, title="attnscope analyze", verbose=getattr(args, "verbose", False))
     from attnscope.model.report import render_split
 
     for r in doc["results"]:
@@ -346,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_case_args(sp)
         sp.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
         sp.add_argument("--kernels", action="store_true", help="also list each variant's kernels")
+        sp.add_argument("--verbose", action="store_true", help="also host-side notes and the rules not checked")
         sp.add_argument("--json", help="write the versioned JSON document here")
         sp.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
         sp.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
@@ -377,13 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--json", help="write the versioned JSON document here")
     a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
+    a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
     a.add_argument(
         "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
     )
     a.add_argument(
         "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
     )
-    a.add_argument("--cpu", action="store_true", help="accept traces without GPU events (fingerprint the CPU ops)")
+    a.add_argument(
+        "--cpu", action="store_true", help="kept for old scripts: traces without GPU events are detected by themselves"
+    )
     a.set_defaults(func=cmd_analyze)
 
     rp = sub.add_parser("report", help="one self-contained HTML page from run, analyze, sweep or model results")

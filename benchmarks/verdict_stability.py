@@ -3,13 +3,14 @@
     python benchmarks/verdict_stability.py [N] [GUESS_FILE]
 
 The old rule judged a timed prediction by its median alone (hit or miss); the new one judges its
-noise band (quartiles, at least ±10% on a CPU) and says "too close to call" inside it.  Both are
+noise band (quartiles and fastest sample, at least ±10% on a CPU) and says "too close to call" inside it.  Both are
 computed from the same runs' JSON, so the difference is the rule, not the load.  Prints markdown.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,9 +28,11 @@ def old_outcome(v: dict) -> str:
 
 def main_(n: int, guess: str) -> None:
     runs = []
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(os.environ.get("ATTNSCOPE_KEEP", tmp))
+        d.mkdir(parents=True, exist_ok=True)
         for i in range(n):
-            out = Path(d) / f"{i}.json"
+            out = d / f"{i}.json"
             rc = main(["run", "--device", "cpu", "--guess", guess, "--json", str(out), "--strict"])
             doc = json.loads(out.read_text())
             runs.append((rc, doc["verdicts"]))
@@ -39,9 +42,11 @@ def main_(n: int, guess: str) -> None:
     for j, name in enumerate(preds):
         old = [old_outcome(r[1][j]) for r in runs]
         new = [r[1][j]["outcome"] for r in runs]
+        bands = [r[1][j]["text"].partition("noise band ")[2].rstrip(")") for r in runs]
         flips_old += len(set(old) & {"hit", "miss"}) == 2
         flips_new += len(set(new) & {"hit", "miss"}) == 2
-        print(f"| {name} | {' '.join(old)} | {' '.join(new)} |")
+        band = f" ({'; '.join(bands)})" if any(bands) else ""
+        print(f"| {name} | {' '.join(old)} | {' '.join(new)}{band} |")
     counts = [sum(old_outcome(v) == "hit" for v in r[1]) for r in runs]
     print(f"\nold rule: hits per run {counts}; predictions flipping between hit and miss: {flips_old}")
     counts = [sum(v["outcome"] == "hit" for v in r[1]) for r in runs]

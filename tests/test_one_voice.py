@@ -129,7 +129,8 @@ def test_the_fuzz_space_reaches_every_situation() -> None:
     recs = [d["recommendation"] for d in DOCS if d["recommendation"]]
     by = {r["variant"]: r for d in DOCS for r in d["results"]}
     assert any(_writes_scores(by[r["best"]]) for r in recs)  # a score-writing best happens
-    assert any("tied within the noise with" in r["text"] for r in recs)  # a fused one preferred in a tie
+    assert any("tied within the noise with" in r["text"] for r in recs)
+    assert any(i["id"] == "slower_than_best" for _, i in _all_insights_all())  # a fused one preferred in a tie
     assert sum(1 for _, i in _all_insights_all() if i["id"] == "score_matrix") > 50
     assert any(i["id"] == "sdpa_choice" and "force" in i["advice"] for _, i in _all_insights_all())
     assert any(d["results"][0]["device_kind"] == "cpu" for d in DOCS)
@@ -176,6 +177,8 @@ def test_one_voice(seed: int) -> None:
         # "use X" names the recommendation's choice
         if i["id"] == "slower_than_best":
             assert rec and f"use {rec['best']} " in i["advice"], (seed, i["advice"], rec and rec["text"])
+            best = results[rec["best"]]
+            assert not _same_kernels(r, best) and not _overlap(_time(r), _time(best)), (seed, r["variant"])
     # a % of peak over 100 is never left unflagged
     for r in doc["results"]:
         flagged = any(i["id"] == "rate_above_peak" for i in r.get("insights") or [])

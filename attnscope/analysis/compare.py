@@ -99,8 +99,8 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
         return []
     us, t, _ = mine
     ratio = us / best_us
-    if ratio < SLOWER_MIN_RATIO or overlaps(t, best_t):
-        return []
+    if ratio < SLOWER_MIN_RATIO or tied((r, us, t, basis), (best, best_us, best_t, basis)):
+        return []  # inside the noise, or the same kernels: run-to-run variation, not a slower variant
     ev = {
         "best": best["variant"],
         "best_us": r1(best_us),

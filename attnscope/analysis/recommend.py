@@ -70,8 +70,9 @@ def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
     text = f"best for this case: {_label(b)} at {best_us:,.1f} µs ({basis}), "
     if preferred_over:
         text += (
-            f"tied within the noise with {_label(nxt[0])} ({nxt[1]:,.1f} µs, {1 / margin:.2f}× its time), which "
-            "writes the S×S score matrix out: the fused one does the same work in O(S·D) memory"
+            f"tied within the noise with {_label(nxt[0])}: its median was lower ({nxt[1]:,.1f} µs) but their "
+            "interquartile ranges overlap, and "
+            f"{_label(nxt[0])} writes the S×S score matrix out: the fused one does the same work in O(S·D) memory"
         )
         noise = True
     else:

@@ -17,17 +17,35 @@ OUTCOME_STYLE = {
 }
 
 
-def insight_lines(doc: dict[str, Any]) -> list[Text]:
-    lines: list[Text] = []
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def advice_groups(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+    """Insights grouped by their advice (what to do), each advice once; the most severe groups first."""
+    groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for r in doc.get("results") or []:
         for i in r.get("insights") or []:
+            groups.setdefault(i["advice"], []).append((r["variant"], i))
+
+    def worst(item: tuple[str, list[tuple[str, dict[str, Any]]]]) -> int:
+        return min(SEVERITY_ORDER[i["severity"]] for _, i in item[1])
+
+    return sorted(groups.items(), key=worst)  # stable: first appearance within a severity
+
+
+def insight_lines(doc: dict[str, Any]) -> list[Text]:
+    lines: list[Text] = []
+    for advice, found in advice_groups(doc):
+        head = Text("  → ", style="bold")
+        head.append(advice, style="bold")
+        lines.append(head)
+        for variant, i in found:
             mark, style = SEVERITY_STYLE[i["severity"]]
-            t = Text("  ")
+            t = Text("      ")
             t.append(f"{mark} ", style=style)
-            t.append(f"{r['variant']} ", style="bold")
+            t.append(f"{variant} ", style="bold")
             t.append(f"[{i['id']}] ", style=style)
             t.append(i["message"])
-            t.append(f"\n      → {i['advice']}", style="dim")
             lines.append(t)
     return lines
 
@@ -57,14 +75,21 @@ def verdict_table(doc: dict[str, Any]) -> Table:
     return t
 
 
-def render_explanations(doc: dict[str, Any], console: Console) -> None:
+def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool = False) -> None:
     lines = insight_lines(doc)
     if lines:
-        console.print(Text("Insights", style="bold"))
+        n = sum(len(r.get("insights") or []) for r in doc.get("results") or [])
+        console.print(Text(f"Insights: {n}, grouped by what to do (each advice once)", style="bold"))
         for line in lines:
             console.print(line, highlight=False, soft_wrap=True)
-    for note in not_checked_lines(doc):
-        console.print(note, style="dim", highlight=False, soft_wrap=True)
+    unchecked = not_checked_lines(doc)
+    if verbose:
+        for note in unchecked:
+            console.print(note, style="dim", highlight=False, soft_wrap=True)
+    elif unchecked:
+        console.print(
+            f"  {len(unchecked)} rule(s) not checked on this evidence: --verbose says which and why", style="dim"
+        )
     rec = doc.get("recommendation")
     if rec:
         console.print(Text.assemble(("Recommendation: ", "bold"), rec["text"]), highlight=False, soft_wrap=True)

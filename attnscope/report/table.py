@@ -53,6 +53,10 @@ def _err(r: dict[str, Any]) -> Text:
     return Text(f"{e:.1e} {'✓' if ok else '✗'}", style="" if ok else "bold red")
 
 
+def _size(n: int) -> str:
+    return f"{n / MIB:,.1f} MiB" if n >= MIB // 10 else f"{n / 1024:,.1f} KiB"
+
+
 def _pct(pct: float | None) -> Text:
     if pct is None:
         return Text("—", style="dim")
@@ -102,7 +106,7 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
                 _status(r),
                 str(r["num_kernels"]),
                 f"{r['num_memcpy']}/{r['num_memset']}",
-                _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
+                _yn(bool(copies), _size(sum(c["bytes"] for c in copies))),
                 _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
                 _yn(r.get("tensor_cores"), _tc_yes(r)),
                 _occ(r),
@@ -117,7 +121,10 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
     return t
 
 
-def footnotes(doc: dict[str, Any]) -> list[str]:
+HOST_SIDE = ("context manager",)  # notes about host-side costs kept out of the timings: --verbose
+
+
+def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
     lines: list[str] = []
     for r in doc["results"]:
         if r["status"] != "ok":
@@ -127,7 +134,8 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
         for n in r.get("notes") or []:
-            lines.append(f"{r['variant']}: {n}")
+            if verbose or not any(h in n for h in HOST_SIDE):
+                lines.append(f"{r['variant']}: {n}")
     ok = [r for r in doc["results"] if r["status"] == "ok"]
     counted = [r for r in ok if r.get("flops")]
     if counted:
@@ -216,11 +224,15 @@ def kernels_table(r: dict[str, Any]) -> Table:
     return t
 
 
-def render(doc: dict[str, Any], console: Console, *, kernels: bool = False, title: str | None = None) -> None:
+def render(
+    doc: dict[str, Any], console: Console, *, kernels: bool = False, title: str | None = None, verbose: bool = False
+) -> None:
+    from attnscope.report.notes import reading_lines
+
     console.print(results_table(doc, title))
-    for line in footnotes(doc):
+    for line in footnotes(doc, verbose) + reading_lines(doc):
         console.print(f"  • {line}", highlight=False, soft_wrap=True)
-    render_explanations(doc, console)
+    render_explanations(doc, console, verbose=verbose)
     if kernels:
         for r in doc["results"]:
             if r["status"] == "ok" and r.get("kernels"):
