@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -95,7 +96,6 @@ def _bad_inputs(tmp_path):
         "not kineto": (tmp_path / "list.json", b'{"results": [1, 2, 3]}', "not a Kineto trace"),
         "json list": (tmp_path / "list2.json", b"[1, 2]", "not a Kineto trace"),
         "no events": (tmp_path / "noev.json", b'{"traceEvents": []}', "no events"),
-        "no gpu": (tmp_path / "cpu.json", json.dumps(doc([op("aten::mm", 0, 10, 1)])).encode(), "no GPU events"),
     }
     for path, data, _ in files.values():
         if data is not None:
@@ -111,10 +111,20 @@ def test_every_bad_input_is_one_line_naming_the_file_with_exit_2(tmp_path, capsy
         assert str(path) in err and problem in err, (label, err)
 
 
+def test_a_trace_without_gpu_events_is_fingerprinted_by_its_cpu_ops(tmp_path, capsys):
+    """No --cpu needed: a CPU-only trace is detected and its leaf compute ops counted."""
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(doc([op("aten::mm", 0, 10, 1)])))
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "┃ ops ┃" in out  # the CPU table: leaf ops, not kernels
+    assert re.search(r"│ cpu\s+│ ok\s+│\s+1 │", out), out  # one op: aten::mm
+
+
 def test_load_trace_errors_are_trace_errors(tmp_path):
     for label, (path, _, problem) in _bad_inputs(tmp_path).items():
-        if label in ("no events", "no gpu"):
-            continue  # readable traces: analyze refuses them, the reader does not
+        if label == "no events":
+            continue  # a readable trace: analyze refuses it, the reader does not
         with pytest.raises(TraceError, match=problem):
             load_trace(path)
 
