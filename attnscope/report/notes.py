@@ -56,12 +56,15 @@ def empty_count_lines(doc: dict[str, Any]) -> list[str]:
     """A CPU row with 0 ops: the work ran, in code the profiler does not record as aten ops."""
     out = []
     for r in doc.get("results") or []:
-        if r.get("status") == "ok" and r.get("device_kind") == "cpu" and r.get("num_kernels") == 0:
-            what = "its torch.compile'd kernel" if r.get("compile_time_s") is not None else "its code"
+        if r.get("status") != "ok" or r.get("device_kind") != "cpu" or r.get("num_kernels") != 0:
+            continue
+        if r.get("compile_time_s") is not None:
             out.append(
-                f"{r['variant']}: 0 ops: no aten compute op ran inside the call; {what} runs as generated C++ "
-                "the profiler does not record as ops (its time, memory and error are still measured)"
+                f"{r['variant']}: 0 ops: no aten compute op ran inside the call; its torch.compile'd kernel runs "
+                "as generated C++ the profiler does not record as ops (its time, memory and error are still measured)"
             )
+        else:
+            out.append(f"{r['variant']}: 0 ops: no aten compute op was recorded inside the traced region")
     return out
 
 
