@@ -74,3 +74,13 @@ def test_ties_inside_the_noise_and_no_sdpa_advice_when_sdpa_did_not_run():
     assert "within the noise" in ids["attention_share"]["advice"]
     assert "sdpa did not run for this model here" in ids["repeat_kv_copy"]["advice"]
     assert sdpa["insights"] == []
+
+
+def test_eager_advice_does_not_promise_what_sdpa_did_not_do_in_this_run():
+    eager = _row("eager", _timing(10_000, 9_900, 10_100), _kv("l.0"))
+    sdpa = _row("sdpa", _timing(9_000, 8_950, 9_050), _kv("l.0"))  # an sdpa path without enable_gqa
+    annotate_rows([eager, sdpa])
+    advice = {i["id"]: i for i in eager["insights"]}["repeat_kv_copy"]["advice"]
+    assert advice.startswith("sdpa repeated K and V too in this run") and "avoids it" not in advice
+    mine = {i["id"]: i for i in sdpa["insights"]}["repeat_kv_copy"]["advice"]
+    assert "instead of passing enable_gqa=True" in mine

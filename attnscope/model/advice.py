@@ -61,7 +61,15 @@ def repeat_kv(
     )
     clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]
     sdpa_failed = next((f for f in failed or [] if f["impl"] == "sdpa"), None)
-    if row["impl"] == "eager" and sdpa_failed is not None:
+    sdpa_copies = any(o["impl"] == "sdpa" and o.get("attention") and _forward_copies(o, "repeat_kv") for o in others)
+    if row["impl"] == "eager" and sdpa_copies:
+        advice = (
+            "sdpa repeated K and V too in this run (this transformers did not pass enable_gqa to torch's SDPA here); "
+            "an sdpa path that passes enable_gqa=True keeps K and V at their KV heads"
+        )
+        if clean:
+            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
+    elif row["impl"] == "eager" and sdpa_failed is not None:
         advice = (
             f"sdpa with enable_gqa would avoid it, but sdpa did not run for this model here ({sdpa_failed['status']}: "
             "see its row)"
@@ -77,8 +85,9 @@ def repeat_kv(
             advice += f" (seen in this run: {', '.join(clean)} made no repeat_kv copy)"
     else:
         advice = (
-            f"{row['impl']} fell back to repeat_kv here: transformers' sdpa path only uses enable_gqa without an "
-            "attention mask (padding or a custom mask brings the copy back)"
+            f"transformers' {row['impl']} path repeated K and V here instead of passing enable_gqa=True to torch's "
+            "attention (recent transformers pass it to SDPA only when no attention mask is needed: padding or a "
+            "custom mask brings the copy back)"
         )
         if clean:
             advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"

@@ -115,6 +115,10 @@ def make_step(model: Any, mode: str, ids: Any, encoder: bool) -> tuple[Callable[
         with torch.no_grad():
             out = model(ids, use_cache=True)
         cache = out.get("cache") or out.get("past_key_values")  # renamed 'cache' in transformers 5.2x
+        if isinstance(cache, tuple):  # transformers 4.x hands back the legacy tuples when given no Cache
+            from transformers import DynamicCache
+
+            cache = DynamicCache.from_legacy_cache(cache)  # type: ignore[attr-defined]  # 4.x only
         tok = ids[:, -1:]
         ckw = _cache_kw(model)
 
