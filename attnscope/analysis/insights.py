@@ -370,6 +370,9 @@ def score_matrix(r: dict[str, Any]) -> Out:
     # peak beyond the output must hold a whole score matrix.
     if not materialises_scores(r) or peak - minimum < score:
         return []
+    kv = 2 * case["batch"] * (case.get("kv_heads") or case["heads"]) * sk * case["head_dim"] * elem
+    if score < kv:  # decode and other short query blocks: one score matrix is smaller than K and V, its ratios
+        return []  # say nothing about what limits memory
     ev = {
         "peak_memory_bytes": peak,
         "peak_mib": r1(peak / MIB),

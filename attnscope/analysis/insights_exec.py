@@ -24,6 +24,7 @@ from attnscope.analysis.insights import (
     score_matrix,
     short,
 )
+from attnscope.analysis.insights_masks import RULES as MASK_RULES
 from attnscope.types import Insight, NotChecked, Severity
 
 
@@ -250,6 +251,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("low_occupancy", low_occupancy),
     ("cpu_bound", cpu_bound),
     ("opaque_library", opaque_library),
+    *MASK_RULES,
 )
 
 

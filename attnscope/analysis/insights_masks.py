@@ -1,0 +1,123 @@
+"""Insights about the mask's cost and decode's kernels.  Pure: reads the JSON-shaped result dict.
+
+- ``dense_mask``: the mask reached SDPA as a dense ``attn_mask``: flash cannot take it, and whichever
+  backend runs computes every score and reads the mask, though the mask keeps only part of them.
+- ``block_sparsity``: flex's BlockMask skips a share of the tiles (compiled), or eager flex does not.
+- ``split_kv``: a split-KV kernel and its combine kernel: one attention step in two kernels.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from attnscope.analysis.insights import Out, compute_kernels, r1, short
+from attnscope.types import DTYPE_BYTES, Insight, NotChecked
+
+MIB = 1024 * 1024
+# A combine/merge kernel finishes what a split-KV attention kernel started (FA2's flash_fwd_splitkv_combine_kernel,
+# FlashInfer's MergeStates*); the split kernel is the attention kernel beside it.
+COMBINE = re.compile(r"splitkv_combine|combine_kernel|MergeStates|merge_state|flash_fwd_combine", re.IGNORECASE)
+SPLIT = re.compile(r"splitkv|split_kv|SplitKV|Decode", re.IGNORECASE)
+
+
+def _kept_pct(case: dict[str, Any]) -> float | None:
+    """Share of the score entries the case's mask keeps, in % (attnscope.flops' exact count)."""
+    from attnscope.flops import kept_fraction
+    from attnscope.types import Case
+
+    try:
+        return 100.0 * kept_fraction(Case.from_dict(case))
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def dense_mask(r: dict[str, Any]) -> Out:
+    case = r.get("case")
+    if not r.get("dense_mask"):  # only SDPA runs record how the mask was passed
+        return []
+    if not case:
+        return NotChecked("dense_mask", "needs the case (its mask and shapes)")
+    kept = _kept_pct(case)
+    sq, sk = case["seq_q"], case.get("seq_kv") or case["seq_q"]
+    mask_elems = case["batch"] * sq * sk if (case.get("mask") or "").startswith("padding") else sq * sk
+    ev = {
+        "mask_form": r.get("mask_form"),
+        "mask": case.get("mask"),
+        "kept_pct": r1(kept) if kept is not None else None,
+        "scores_computed": case["batch"] * case["heads"] * sq * sk,
+        "mask_mib": r1(mask_elems * (1 if not case.get("alibi") else DTYPE_BYTES[case["dtype"]]) / MIB),
+        "backend": r.get("sdpa_backend"),
+    }
+    gpu = r.get("device_kind") == "gpu"
+    ran = f"torch ran {ev['backend']}" if ev["backend"] else "the chosen backend"
+    msg = (
+        f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({ev['mask_mib']:.1f} MiB)"
+        + (f": FlashAttention takes no arbitrary mask, so {ran}, which" if gpu else f"; {ran}, which")
+        + f" computes all {ev['scores_computed']:,} scores and reads the mask"
+        + (f", though the mask keeps only {ev['kept_pct']:.1f}% of them" if kept is not None else "")
+    )
+    return [
+        Insight(
+            id="dense_mask",
+            variant=r["variant"],
+            severity="warning" if kept is not None and kept < 60 else "info",
+            message=msg,
+            advice="a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a "
+            "BlockMask (flex_compiled), or a library's native form (FlashAttention window_size or varlen, FlashInfer "
+            "window_left)",
+            evidence=ev,
+        )
+    ]
+
+
+def block_sparsity(r: dict[str, Any]) -> Out:
+    pct, case = r.get("block_sparsity_pct"), r.get("case")
+    if pct is None or not case:  # only flex runs record their BlockMask
+        return []
+    kept = _kept_pct(case)
+    ev = {"block_sparsity_pct": r1(pct), "block_size": r.get("block_size"), "kept_pct": r1(kept) if kept else None}
+    if not r.get("compile_time_s"):  # eager flex: the BlockMask is honoured by masking, not by skipping
+        if pct <= 0:
+            return []
+        msg = (
+            f"eager flex computes every score: its BlockMask would skip {ev['block_sparsity_pct']:.1f}% of the tiles "
+            "only inside the compiled kernel"
+        )
+        return [Insight("block_sparsity", r["variant"], "info", msg, "compile it: torch.compile(flex_attention)", ev)]
+    size = "×".join(str(b) for b in r.get("block_size") or []) or "?"
+    kept_txt = f" (the mask keeps {ev['kept_pct']:.1f}% of the scores)" if kept is not None else ""
+    msg = f"flex skips {ev['block_sparsity_pct']:.1f}% of the {size} tiles of the score matrix{kept_txt}"
+    advice = (
+        "nothing to fix: the empty tiles cost nothing; partly masked tiles still compute all their scores"
+        if pct > 0
+        else "the mask leaves no tile empty at this block size: all of them are computed"
+    )
+    return [Insight("block_sparsity", r["variant"], "info", msg, advice, ev)]
+
+
+def split_kv(r: dict[str, Any]) -> Out:
+    ks = compute_kernels(r)
+    combine = [k for k in ks if COMBINE.search(k["name"])]
+    split = [k for k in ks if k not in combine and (k["category"] == "attention" or SPLIT.search(k["name"]))]
+    if not combine or not split:
+        return []
+    s, c = max(split, key=lambda k: k["duration_us"]), max(combine, key=lambda k: k["duration_us"])
+    total = s["duration_us"] + c["duration_us"]
+    ev = {
+        "split_kernel": s["name"],
+        "split_us": r1(s["duration_us"]),
+        "combine_kernel": c["name"],
+        "combine_us": r1(c["duration_us"]),
+        "combine_pct": r1(100.0 * c["duration_us"] / total) if total else None,
+    }
+    msg = (
+        f"one attention step in two kernels: {short(s['name'], 50)} computes partial results over chunks of the "
+        f"keys ({ev['split_us']:.1f} µs), {short(c['name'], 50)} combines them ({ev['combine_us']:.1f} µs"
+        + (f", {ev['combine_pct']:.1f}% of the step)" if ev["combine_pct"] is not None else ")")
+    )
+    advice = "nothing to fix: splitting the keys keeps every SM busy when there are too few queries to share out"
+    return [Insight("split_kv", r["variant"], "info", msg, advice, ev, kernels=(s["name"], c["name"]))]
+
+
+RULES = (("dense_mask", dense_mask), ("block_sparsity", block_sparsity), ("split_kv", split_kv))
