@@ -263,3 +263,40 @@ def test_max_warps_per_sm(limits, pct):
     occ = theoretical_occupancy(32, 0, 1024, limits)
     assert occ is not None
     assert occ.pct == pytest.approx(pct)
+
+
+# ---- degenerate launches ------------------------------------------------------------------------
+
+
+def test_one_thread_is_one_warp():
+    """A 1-thread block still takes a whole warp: 16 regs, sm90 → 32 blocks (the block limit)
+    of 1 warp = 32/64 = 50 %."""
+    occ = theoretical_occupancy(16, 0, 1, SM90)
+    assert occ is not None
+    assert (occ.active_blocks_per_sm, occ.active_warps_per_sm, occ.pct) == (32, 32, 50.0)
+
+
+def test_unknown_registers_leave_the_register_limit_out():
+    """A trace without 'registers per thread' gives 0: no register limit (it equals the block
+    limit), so 128-thread blocks on sm90 are limited by warps: 16 blocks = 100 %."""
+    occ = theoretical_occupancy(0, 0, 128, SM90)
+    assert occ is not None
+    assert occ.blocks_by_limit["registers"] == 32
+    assert occ.pct == 100.0 and occ.limiter == "warps"
+
+
+def test_one_register_is_one_allocation_unit():
+    """1 reg · 32 = 32 → 256 per warp; 16384 // 256 = 64 warps per partition → 256 warps → 256
+    one-warp blocks by registers (never binding)."""
+    occ = theoretical_occupancy(1, 0, 32, SM90)
+    assert occ is not None
+    assert occ.blocks_by_limit["registers"] == 256
+
+
+def test_block_counts_are_whole_numbers():
+    """Blocks and warps are integers (the JSON shows 24, not 24.0), whichever limit binds."""
+    for regs, smem, threads in ((33, 0, 64), (32, 57344, 256), (16, 0, 161), (16, 0, 32)):
+        occ = theoretical_occupancy(regs, smem, threads, SM90)
+        assert occ is not None
+        assert type(occ.active_blocks_per_sm) is int and type(occ.active_warps_per_sm) is int
+        assert all(type(v) is int for v in occ.blocks_by_limit.values())
