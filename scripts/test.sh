@@ -13,4 +13,5 @@ export KINETO_LOG_LEVEL=6
 .venv/bin/python -m ruff check attnscope tests benchmarks
 .venv/bin/python -m ruff format --check attnscope tests benchmarks
 .venv/bin/python -m mypy
-.venv/bin/python -m pytest -q "$@"
+# -rs lists every skip with its reason under the summary line that counts them: a skip is never silent.
+.venv/bin/python -m pytest -q -rs "$@"

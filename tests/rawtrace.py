@@ -45,3 +45,34 @@ def raw_gpu_events_in_call(events: list[dict[str, Any]]) -> list[dict[str, Any]]
         for e in events
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in corr
     ]
+
+
+LLAMA_TRACE = "llama_train_sdpa.json.gz"
+
+
+def shared_llama_trace(start: Path | None = None) -> Path:
+    """The shared Llama training trace, or a failed test naming every place it was looked for.
+
+    ``$ATTNSCOPE_SHARED_DATA`` first, then ``shared/data`` beside the checkout or beside any folder
+    above it (CI clones next to ``../shared``; worktrees sit a level deeper).  A missing trace
+    fails loudly: a model-scale check that silently skips is a check nobody runs.  Set
+    ``ATTNSCOPE_NO_SHARED_DATA=1`` to skip on purpose (the skip and its reason show in the summary).
+    """
+    import os
+
+    import pytest
+
+    env = os.environ.get("ATTNSCOPE_SHARED_DATA")
+    places = [Path(env)] if env else []
+    here = start or Path(__file__).resolve().parent
+    places += [p / "shared" / "data" for p in (here, *here.parents)][1:]
+    for d in places:
+        if (d / LLAMA_TRACE).is_file():
+            return d / LLAMA_TRACE
+    if os.environ.get("ATTNSCOPE_NO_SHARED_DATA") == "1":
+        pytest.skip(f"{LLAMA_TRACE}: ATTNSCOPE_NO_SHARED_DATA=1")
+    looked = ", ".join(str(d) for d in places)
+    pytest.fail(
+        f"{LLAMA_TRACE} not found (looked in {looked}); put the shared data beside the checkout, "
+        "set ATTNSCOPE_SHARED_DATA, or ATTNSCOPE_NO_SHARED_DATA=1 to skip on purpose"
+    )

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from attnscope.api import analyze
-from tests.rawtrace import H200, VARIANTS, raw_call_window, raw_events, raw_gpu_events_in_call
+from tests.rawtrace import H200, VARIANTS, raw_call_window, raw_events, raw_gpu_events_in_call, shared_llama_trace
 
-LLAMA = Path("/work/shared/data/llama_train_sdpa.json.gz")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
@@ -112,15 +110,16 @@ def test_math_family_owns_every_kernel_launched_inside_the_math_op():
     assert fam["family"] == "math" and fam["num_kernels"] == n_inside and fam["num_forward_calls"] == 1
 
 
-@pytest.mark.skipif(not LLAMA.exists(), reason="the shared Llama trace is not on this machine")
 def test_llama_training_trace_against_raw_counts():
+    """Fails, never skips, when the shared trace is missing (see shared_llama_trace)."""
     import gzip
 
     import orjson
 
-    events = orjson.loads(gzip.decompress(LLAMA.read_bytes()))["traceEvents"]
+    llama = shared_llama_trace()
+    events = orjson.loads(gzip.decompress(llama.read_bytes()))["traceEvents"]
     gpu = [e for e in events if e.get("cat") in GPU_CATS]
-    r = analyze(LLAMA)
+    r = analyze(llama)
     s = r.extra["trace_summary"]
     assert s["num_events"] == len(events) and s["num_skipped_events"] == 0
     assert s["num_gpu_events"] == len(gpu)
@@ -141,3 +140,20 @@ def test_llama_training_trace_against_raw_counts():
     rt = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
     assert s["launch"]["runtime_total_us"] == pytest.approx(sum(e["dur"] for e in rt), rel=1e-9)
     assert sum(x["num"] for x in s["launch"]["runtime_calls"]) == len(rt)
+
+
+def test_a_missing_shared_trace_fails_loudly(tmp_path, monkeypatch):
+    """The locator fails the test (not a skip) when the trace is nowhere, unless skipping is asked."""
+    monkeypatch.delenv("ATTNSCOPE_SHARED_DATA", raising=False)
+    monkeypatch.delenv("ATTNSCOPE_NO_SHARED_DATA", raising=False)
+    start = tmp_path / "clone" / "tests"
+    start.mkdir(parents=True)
+    with pytest.raises(pytest.fail.Exception, match=r"llama_train_sdpa\.json\.gz not found"):
+        shared_llama_trace(start)
+    monkeypatch.setenv("ATTNSCOPE_NO_SHARED_DATA", "1")
+    with pytest.raises(pytest.skip.Exception):
+        shared_llama_trace(start)
+    data = tmp_path / "shared" / "data"
+    data.mkdir(parents=True)
+    (data / "llama_train_sdpa.json.gz").write_bytes(b"")
+    assert shared_llama_trace(start) == data / "llama_train_sdpa.json.gz"  # ../shared beside the clone
