@@ -1,4 +1,5 @@
-"""The library API, mirroring the CLI: ``run`` a case, ``analyze`` a trace."""
+"""The library API, mirroring the CLI: ``run`` a case, ``sweep`` a grid, ``analyze`` a trace,
+``annotate`` a document (the one place insights and the recommendation are computed)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def analyze(path: str | Path, variant: str | None = None, *, summary: bool = Tru
     """The fingerprint of a trace captured anywhere; fields a trace cannot tell stay None.
 
     ``summary`` adds the model-scale ``trace_summary`` (categories, attention families,
-    launching ops, launch overhead, idle time, top copies and upcasts) to ``extra``.
+    launching ops, launch overhead, idle time, top copies and upcasts).
     ``require_gpu`` raises :class:`TraceError` for a trace without GPU events.
     """
     with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
@@ -39,17 +40,17 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
         )
     an = analyse(tr)
     fp = an.fingerprint
-    extra = {"trace_summary": summarize(tr, an)} if summary and fp.device_kind == "gpu" else {}
+    trace_summary = summarize(tr, an) if summary and fp.device_kind == "gpu" else None
     gpu_t = _one_sample(fp.trace_gpu_time_us, "sum of GPU event durations in the trace (one sample)")
     cpu_t = _one_sample(fp.trace_cpu_time_us, "host span of the traced region (one sample, profiler overhead included)")
     name = variant or Path(path).name.removesuffix(".gz").removesuffix(".json")
     case, flops, rate, read = case_from_trace(an, fp.device_kind)
-    extra.update(read)
     from attnscope.model.split import breakdown as model_split
 
     split = model_split(tr)  # attention's share of a model step, where the trace names its modules
-    if split is not None:
-        extra["model_split"] = split
+    from attnscope.variants import REGISTRY
+
+    known = REGISTRY.get(name)  # a trace said to be of a known variant carries its declared flags
     return Result(
         variant=name,
         case=case,
@@ -63,7 +64,14 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
         peak_memory_source="profiler [memory] events in the trace" if fp.trace_peak_memory_bytes is not None else None,
         trace_path=str(path),
         source="trace",
-        extra=extra,
+        family=known.family if known else None,
+        backend=known.backend if known else None,
+        trace_summary=trace_summary,
+        attention_calls=read.get("attention_calls"),
+        case_unknown=read.get("case_unknown"),
+        flops_basis=read.get("flops_basis"),
+        flops_unknown=read.get("flops_unknown"),
+        model_split=split,
     )
 
 
@@ -100,8 +108,15 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
 
 
 def run(case: Case, variants: str | list[str] | None = None, **options: Any) -> Any:
-    """Run variants on a case (needs torch); returns a ``RunReport``."""
+    """Run variants on a case (needs torch); returns a ``RunReport``.  ``case.mode`` picks fwd or fwd_bwd."""
     from attnscope.runner import Options
     from attnscope.runner import run as _run
 
     return _run(case, variants, Options(**options))
+
+
+def annotate(doc: dict[str, Any], predictions: list[Any] | None = None) -> dict[str, Any]:
+    """A copy of a result document with insights per row and the recommendation (and verdicts)."""
+    from attnscope.analysis.explain import annotate as _annotate
+
+    return _annotate(doc, predictions)

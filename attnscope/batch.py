@@ -39,7 +39,7 @@ def _one(path: Path, require_gpu: bool) -> Result | str:
 
 
 def _set_rank(r: Result, index: int) -> None:
-    s = r.extra.get("trace_summary")
+    s = r.trace_summary
     if s is None:
         return
     if s.get("rank") is not None:

@@ -58,6 +58,9 @@ def _add_case_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--mask", help=f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)")
     g.add_argument("--softcap", type=float, help="tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)")
     g.add_argument("--alibi", action="store_true", default=None, help="add ALiBi slopes to the scores")
+    g.add_argument(
+        "--mode", choices=("fwd", "fwd_bwd"), help="fwd, or fwd_bwd: forward and backward (dq, dk, dv) per call"
+    )
 
 
 def _case_from(args: argparse.Namespace) -> Any:
@@ -76,6 +79,7 @@ def _case_from(args: argparse.Namespace) -> Any:
         mask=getattr(args, "mask", None),
         softcap=getattr(args, "softcap", None),
         alibi=getattr(args, "alibi", None),
+        mode=getattr(args, "mode", None),
     )
 
 
@@ -107,7 +111,9 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
     if why:
         raise UsageError(f"{case.label()}: {why}")
     dev = "cuda" if case.device.startswith("cuda") else "cpu"
-    runnable = [n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].check(case) is None]
+    runnable = [
+        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
+    ]
     rate = sizing.CEILING_TFLOPS[dev]
     reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
     if runnable and all(reasons.values()):
@@ -118,6 +124,8 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from attnscope.api import annotate
+    from attnscope.executors import make_executor
     from attnscope.report.json import document, write_atomic
     from attnscope.report.table import render
     from attnscope.runner import Options, run
@@ -157,7 +165,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         def start(name: str) -> None:
             prog.update(task, description=f"{case.label()}: {name}")
 
-        rep = run(case, args.variants, opts, on_result=save, on_start=start)
+        ex = make_executor(args.executor, timeout_s=args.timeout)
+        try:
+            rep = run(case, args.variants, opts, on_result=save, on_start=start, executor=ex)
+        finally:
+            ex.close()
         if getattr(args, "ncu", False):  # deep mode: each variant's call once more, under Nsight Compute
             from attnscope.ncu_run import attach
 
@@ -165,11 +177,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             why = attach(case, rep.results)
             if why:
                 console.print(f"[yellow]--ncu: {why}; the run's results are complete without it[/yellow]")
-    doc = document(
-        rep.env,
-        rep.results,
-        case=case.to_dict(),
-        peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+    doc = annotate(
+        document(
+            rep.env,
+            rep.results,
+            case=case.to_dict(),
+            peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+        )
     )
     if preds is not None:
         from attnscope.guess import with_verdicts
@@ -256,9 +270,11 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
     from attnscope.report.summary import render_overall, render_summary
     from attnscope.report.table import render
 
-    named = [(r.variant, r.extra["trace_summary"]) for r in results if "trace_summary" in r.extra]
+    named = [(r.variant, r.trace_summary) for r in results if r.trace_summary is not None]
     overall = combine(named) if len(named) > 1 else None
-    doc = document(None, results, **({"overall": overall} if overall else {}))
+    from attnscope.api import annotate
+
+    doc = annotate(document(None, results, **({"overall": overall} if overall else {})))
     if args.json:
         write_atomic(args.json, doc)
     _write_html(args, doc)
@@ -365,6 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
         sp.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
         sp.add_argument("--strict", action="store_true", help="exit 1 on any missed or unmeasurable prediction (CI)")
+        sp.add_argument(
+            "--executor",
+            choices=("inline", "process"),
+            default="inline",
+            help="inline (this process, default) or process (a worker process: a crash becomes a row)",
+        )
+        sp.add_argument("--timeout", type=float, help="seconds per variant before its worker is stopped (process)")
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
     r.set_defaults(func=cmd_run)
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")

@@ -1,4 +1,4 @@
-"""The one place that knows FLOP formulas.  Peaks are measured per run (runner.measure_peak)."""
+"""The one place that knows FLOP formulas.  Peaks are measured per run (worker.measure_peak)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,24 @@ def tflops(flops: int, time_us: float | None) -> float | None:
     if time_us is None or time_us <= 0:
         return None
     return flops / (time_us * 1e-6) / 1e12
+
+
+# Backward: dV = PᵀdO and dP = dO·Vᵀ (two GEMMs), dS → dQ = dS·K and dK = dSᵀ·Q (two more), plus
+# recomputing S = QKᵀ in fused kernels: counted as 2.5× the forward, the convention FlashAttention's
+# papers use, so fwd+bwd is 3.5×.  Stated beside every number it produces.
+MODE_FACTOR: dict[str, tuple[int, int]] = {"fwd": (1, 1), "bwd": (5, 2), "fwd_bwd": (7, 2)}  # numerator, denominator
+MODE_FORMULA: dict[str, str] = {
+    "fwd": "",
+    "bwd": " × 2.5 (backward = 2.5× forward)",
+    "fwd_bwd": " × 3.5 (forward + backward, backward = 2.5× forward)",
+}
+
+
+def mode_flops(forward_flops: int, mode: str) -> int:
+    """FLOPs of ``mode`` given the forward's: exact in integers (the forward count is even)."""
+    num, den = MODE_FACTOR[mode]
+    return forward_flops * num // den
+
+
+def flop_formula(mode: str) -> str:
+    return FLOP_FORMULA + MODE_FORMULA[mode]

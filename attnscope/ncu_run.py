@@ -54,27 +54,27 @@ def profile(case: Case, variants: list[str], timeout_s: float = TIMEOUT_S) -> tu
 
 
 def attach(case: Case, results: list[Result]) -> str | None:
-    """Profile every ok variant and put the deep fields into each result's ``extra['ncu']``."""
+    """Profile every ok variant and put the deep fields into each result's ``ncu``."""
     ok = [r for r in results if r.status == "ok"]
     per_variant, why = profile(case, [r.variant for r in ok]) if ok else ({}, "no variant ran")
     for r in ok:
         if why is not None:
-            r.extra["ncu"] = {"status": "unavailable", "reason": why}
+            r.ncu.update(status="unavailable", reason=why)
             continue
         got = per_variant.get(r.variant)
         if got is None:
-            r.extra["ncu"] = {"status": "unavailable", "reason": "the variant's call did not run under ncu"}
+            r.ncu.update(status="unavailable", reason="the variant's call did not run under ncu")
             continue
         names: list[tuple[str, str]] = [
             (k.name, str(k.category)) for k in (r.fingerprint.kernels if r.fingerprint else ())
         ]
         joined = ncu.join(names, got, case.dtype)
-        r.extra["ncu"] = {
-            "status": "ok",
-            "num_kernels": len(got),
-            "kernels": joined,  # trace_kernel: the index in this result's kernels
-            "source": "Nsight Compute, one more call of the variant after the timed ones",
-        }
+        r.ncu.update(
+            status="ok",
+            num_kernels=len(got),
+            kernels=joined,  # trace_kernel: the index in this result's kernels
+            source="Nsight Compute, one more call of the variant after the timed ones",
+        )
     return why
 
 

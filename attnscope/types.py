@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from attnscope.masks import MaskSpec
 
-Status = Literal["ok", "skipped", "oom", "error"]
+# crashed: the worker process died (signal, CUDA fault); timeout: it ran past --timeout.
+Status = Literal["ok", "skipped", "oom", "error", "crashed", "timeout"]
+STATUSES: tuple[str, ...] = ("ok", "skipped", "oom", "error", "crashed", "timeout")
+Mode = Literal["fwd", "fwd_bwd"]
+MODES: tuple[str, ...] = ("fwd", "fwd_bwd")
 Category = Literal[
     "gemm",
     "attention",
@@ -50,6 +54,7 @@ class Case:
     mask: str | None = None
     softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
     alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
+    mode: Mode = "fwd"  # fwd_bwd: one forward and its backward (dq, dk, dv) per call
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads", "seq_q", "head_dim"):
@@ -61,6 +66,8 @@ class Case:
             raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
         if self.dtype not in DTYPE_BYTES:
             raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         self._check_mask()
 
     def _check_mask(self) -> None:
@@ -109,9 +116,10 @@ class Case:
         kv = f" KV={self.num_kv_heads}" if self.is_gqa else ""
         sk = f"x{self.num_seq_kv}" if self.num_seq_kv != self.seq_q else ""
         mask = f" {self.mask_label}" if self.mask_label else ""
+        mode = " fwd+bwd" if self.mode == "fwd_bwd" else ""
         return (
             f"B={self.batch} H={self.heads}{kv} S={self.seq_q}{sk} D={self.head_dim} "
-            f"{self.dtype}{mask} on {self.device}"
+            f"{self.dtype}{mask}{mode} on {self.device}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,8 +253,21 @@ class Env:
 
 
 @dataclass(frozen=True)
+class PeakRate:
+    """The matmul rate the % of peak is measured against, and how it was obtained."""
+
+    tflops: float
+    source: str
+
+
+@dataclass(frozen=True)
 class Result:
-    """One variant on one case: the spec, the status, and everything observed."""
+    """One variant on one case: the spec, the status, and everything observed.
+
+    Each kind of note has its own field: what the trace says (``fingerprint.notes``) and what
+    the run says (``notes``) can never overwrite each other.  ``extra`` is for plugins and is
+    serialised nested under its own key, never merged into the row.
+    """
 
     variant: str
     case: Case | None  # None when analysing a trace of unknown shape
@@ -266,7 +287,32 @@ class Result:
     compile_time_s: float | None = None
     trace_path: str | None = None
     source: Literal["run", "trace"] = "run"
+    family: str | None = None  # the variant's declared family (naive, sdpa, flex, ...)
+    backend: str | None = None  # the backend the variant forces, if it forces one
+    env: Env | None = None
+    peak: PeakRate | None = None
+    rel_errors: dict[str, float] | None = None  # per output: out, and dq/dk/dv in fwd_bwd
+    notes: tuple[str, ...] = ()  # the run's and the variant's notes (the trace's are in the fingerprint)
+    context_overhead_us: float | None = None
+    sdpa_why: dict[str, Any] | None = None
+    trace_summary: dict[str, Any] | None = None
+    # What `analyze` read of the case from the trace's attention ops (analysis/shape.py), and what it could not.
+    attention_calls: list[dict[str, Any]] | None = None
+    case_unknown: dict[str, str] | None = None
+    flops_basis: str | None = None
+    flops_unknown: str | None = None
+    model_split: dict[str, Any] | None = None  # attention's share of a model step (attnscope.model.split)
+    gpu_time_graph: Timing | None = None  # device time per call by CUDA-graph replay
+    gpu_time_graph_why: str | None = None  # why there is no graph timing (the call is not capturable)
+    launch: dict[str, Any] | None = None  # stream time against graph time: launch gaps and event overhead
+    # Nsight Compute's deep fields (run --ncu), filled after the run by ncu_run.attach; empty: not asked
+    ncu: dict[str, Any] = field(default_factory=dict)
+    cost_s: dict[str, float] | None = None  # wall seconds this job spent per stage (worker, timing, ...)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return self.case.mode if self.case else "fwd"
 
     @property
     def numerics_ok(self) -> bool | None:

@@ -32,7 +32,7 @@ def test_summary_counts_and_launchers_match_the_raw_trace(variant):
     events = raw_events(path)
     gpu = raw_gpu_events_in_call(events)
     r = analyze(path)
-    s = r.extra["trace_summary"]
+    s = r.trace_summary
     assert s["num_gpu_events"] == len(gpu)
     assert s["gpu_time_us"] == pytest.approx(sum(e["dur"] for e in gpu), abs=1e-3)
     assert sum(c["num_kernels"] for c in s["categories"]) == len(gpu)
@@ -81,7 +81,7 @@ def _raw_inside(events, op_name):
 def test_fused_attention_family_is_read_off_the_kernel_name(variant, family, impl, op):
     path = H200 / f"{variant}.json"
     events = raw_events(path)
-    s = analyze(path).extra["trace_summary"]
+    s = analyze(path).trace_summary
     (fam,) = s["attention_families"]
     assert fam["family"] == family and impl in fam["implementations"]
     if op is None:  # compiled: Inductor records the Triton launch as a cpu_op named like the kernel
@@ -105,7 +105,7 @@ def test_math_family_owns_every_kernel_launched_inside_the_math_op():
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and m["ts"] <= e["ts"] <= m["ts"] + m["dur"]
     }
     n_inside = sum(e["args"]["correlation"] in inside for e in raw_gpu_events_in_call(events))
-    s = analyze(path).extra["trace_summary"]
+    s = analyze(path).trace_summary
     (fam,) = s["attention_families"]
     assert fam["family"] == "math" and fam["num_kernels"] == n_inside and fam["num_forward_calls"] == 1
 
@@ -120,7 +120,7 @@ def test_llama_training_trace_against_raw_counts():
     events = orjson.loads(gzip.decompress(llama.read_bytes()))["traceEvents"]
     gpu = [e for e in events if e.get("cat") in GPU_CATS]
     r = analyze(llama)
-    s = r.extra["trace_summary"]
+    s = r.trace_summary
     assert s["num_events"] == len(events) and s["num_skipped_events"] == 0
     assert s["num_gpu_events"] == len(gpu)
     assert s["gpu_time_us"] == pytest.approx(sum(e["dur"] for e in gpu), rel=1e-9)

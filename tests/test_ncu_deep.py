@@ -100,7 +100,7 @@ def test_a_good_run_joins_into_the_result_and_the_occupancy_insight(path_with) -
     r = analyze(H200 / "sdpa_flash.json", variant="sdpa_flash")
     r = type(r)(**{**r.__dict__, "case": CUDA_CASE})
     assert ncu_run.attach(CUDA_CASE, [r]) is None
-    deep = r.extra["ncu"]
+    deep = r.ncu
     assert deep["status"] == "ok" and deep["num_kernels"] == 1
     (k,) = deep["kernels"]
     assert k["trace_kernel"] == 0 and k["theoretical_occupancy_pct"] == 12.5

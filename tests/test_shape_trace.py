@@ -111,7 +111,7 @@ def test_analyze_fills_case_flops_and_rate() -> None:
     raw_us = sum(e["dur"] for e in raw_events(H200 / "sdpa_cudnn.json") if e.get("cat") in ("kernel", "gpu_memset"))
     assert r.tflops == pytest.approx(flops / (raw_us * 1e-6) / 1e12, rel=1e-6)
     flex = analyze(H200 / "flex.json")
-    assert flex.case is None and flex.flops is None and "causal" in flex.extra["case_unknown"]
+    assert flex.case is None and flex.flops is None and "causal" in flex.case_unknown
 
 
 def _bwd_doc(causal: str, scale: str, mask_type: str) -> dict:

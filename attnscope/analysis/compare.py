@@ -158,8 +158,8 @@ def _fastest_forced(r: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str
     forced = [
         p
         for p in peers
-        if p["variant"].startswith("sdpa_")
-        and p["variant"] != "sdpa_default"
+        if p.get("family") == "sdpa"
+        and p.get("backend")  # a forced backend, declared by the variant (not read from its name)
         and case_key(p) == case_key(r)
         and case_key(r) is not None
     ]

@@ -128,6 +128,7 @@ CPU_METADATA_OPS = frozenset(
 CPU_ATOMIC_OPS = frozenset(
     {
         "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",  # one fused op, as the forward
         "aten::_flash_attention_forward",
         "aten::_efficient_attention_forward",
         "aten::mm",

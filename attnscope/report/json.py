@@ -1,4 +1,10 @@
-"""The versioned JSON document: one schema for `run` and `analyze`."""
+"""The versioned JSON document and its rows: one schema for `run`, `analyze` and `sweep`.
+
+Serialising only: no analysis runs here.  ``result_from_dict(result_to_dict(r)) == r``;
+keys that are derived (``gpu_time_us``, ``noisy``, ``numerics_ok``, ``flop_formula``, ...) are
+written for readers and recomputed, not read, on the way back.  Insights and the recommendation
+are added at read time by ``api.annotate``.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from attnscope.analysis.explain import annotate
-from attnscope.flops import FLOP_FORMULA
-from attnscope.types import Env, Fingerprint, Result, Timing
+from attnscope.flops import flop_formula
+from attnscope.types import Case, Env, Fingerprint, HiddenCopy, KernelRecord, PeakRate, Result, Timing, Upcast
 
 SCHEMA_VERSION = 1
 
@@ -61,6 +66,7 @@ def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
             "compute_capability": None,
             "trace_gpu_time_us": None,
             "trace_cpu_time_us": None,
+            "trace_peak_memory_bytes": None,
             "notes": [],
         }
     return {
@@ -80,7 +86,8 @@ def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
         "compute_capability": list(fp.compute_capability) if fp.compute_capability else None,
         "trace_gpu_time_us": fp.trace_gpu_time_us,
         "trace_cpu_time_us": fp.trace_cpu_time_us,
-        "notes": list(fp.notes),
+        "trace_peak_memory_bytes": fp.trace_peak_memory_bytes,
+        "notes": list(fp.notes),  # what the trace says; the run's own notes are "run_notes"
     }
 
 
@@ -91,6 +98,9 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         "status": r.status,
         "reason": r.reason,
         "source": r.source,
+        "mode": r.mode,
+        "family": r.family,
+        "backend": r.backend,
     }
     d.update(_fp_fields(r.fingerprint))
     d.update(
@@ -102,7 +112,7 @@ def result_to_dict(r: Result) -> dict[str, Any]:
             "peak_memory_bytes": r.peak_memory_bytes,
             "peak_memory_source": r.peak_memory_source,
             "flops": r.flops,
-            "flop_formula": FLOP_FORMULA if r.flops is not None else None,
+            "flop_formula": flop_formula(r.mode) if r.flops is not None else None,
             "tflops": r.tflops,
             "pct_of_peak": r.pct_of_peak,
             "max_rel_error": r.max_rel_error,
@@ -111,13 +121,118 @@ def result_to_dict(r: Result) -> dict[str, Any]:
             "numerics_ok": r.numerics_ok,
             "compile_time_s": r.compile_time_s,
             "trace_path": r.trace_path,
+            "peak": dataclasses.asdict(r.peak) if r.peak else None,
+            "rel_errors": r.rel_errors,
+            "run_notes": list(r.notes),
+            "context_overhead_us": r.context_overhead_us,
+            "sdpa_why": r.sdpa_why,
+            "trace_summary": r.trace_summary,
+            "attention_calls": r.attention_calls,
+            "case_unknown": r.case_unknown,
+            "flops_basis": r.flops_basis,
+            "flops_unknown": r.flops_unknown,
+            "model_split": r.model_split,
+            "gpu_time_graph": _timing(r.gpu_time_graph),
+            "gpu_time_graph_why": r.gpu_time_graph_why,
+            "launch": r.launch,
+            "ncu": r.ncu or None,
+            "cost_s": r.cost_s,
+            "env": dataclasses.asdict(r.env) if r.env else None,
+            "extra": r.extra,  # plugins' data, nested: it can never overwrite a field above
         }
     )
-    d.update(r.extra)
     return d
 
 
+def _timing_from(d: dict[str, Any] | None) -> Timing | None:
+    if not d:
+        return None
+    return Timing(d["median_us"], d["p25_us"], d["p75_us"], d["min_us"], d["num_samples"], d["method"])
+
+
+def _tuple3(x: Any) -> tuple[int, int, int] | None:
+    return (int(x[0]), int(x[1]), int(x[2])) if x else None
+
+
+def _kernel_from(d: dict[str, Any]) -> KernelRecord:
+    return KernelRecord(**{**d, "grid": _tuple3(d.get("grid")), "block": _tuple3(d.get("block"))})
+
+
+def _fingerprint_from(d: dict[str, Any]) -> Fingerprint | None:
+    if d.get("num_kernels") is None:
+        return None
+    cc = d.get("compute_capability")
+    return Fingerprint(
+        kernels=tuple(_kernel_from(k) for k in d.get("kernels") or []),
+        num_kernels=d["num_kernels"],
+        num_memcpy=d["num_memcpy"],
+        num_memset=d["num_memset"],
+        hidden_copies=tuple(HiddenCopy(**{**c, "dims": tuple(c["dims"])}) for c in d.get("hidden_copies") or []),
+        upcasts=tuple(Upcast(**{**u, "dims": tuple(u["dims"])}) for u in d.get("upcasts") or []),
+        mask_rebuilt=d["mask_rebuilt"],
+        mask_ops=tuple(d.get("mask_ops") or []),
+        sdpa_backend=d.get("sdpa_backend"),
+        device_kind=d["device_kind"],
+        device_name=d.get("device_name"),
+        compute_capability=(int(cc[0]), int(cc[1])) if cc else None,
+        trace_gpu_time_us=d.get("trace_gpu_time_us"),
+        trace_cpu_time_us=d.get("trace_cpu_time_us"),
+        trace_peak_memory_bytes=d.get("trace_peak_memory_bytes"),
+        notes=tuple(d.get("notes") or []),
+    )
+
+
+def result_from_dict(d: dict[str, Any]) -> Result:
+    """The Result a row was written from (a row of an older schema gives None where it lacks a field)."""
+    case = dict(d["case"]) if d.get("case") else None
+    if case is not None and "mode" not in case and d.get("mode"):
+        case["mode"] = d["mode"]
+    env = d.get("env")
+    peak = d.get("peak")
+    return Result(
+        variant=d["variant"],
+        case=Case.from_dict(case) if case is not None else None,
+        status=d["status"],
+        reason=d.get("reason"),
+        fingerprint=_fingerprint_from(d),
+        gpu_time=_timing_from(d.get("gpu_time")),
+        cpu_time=_timing_from(d.get("cpu_time")),
+        peak_memory_bytes=d.get("peak_memory_bytes"),
+        peak_memory_source=d.get("peak_memory_source"),
+        flops=d.get("flops"),
+        tflops=d.get("tflops"),
+        pct_of_peak=d.get("pct_of_peak"),
+        max_rel_error=d.get("max_rel_error"),
+        error_tolerance=d.get("error_tolerance"),
+        nonfinite=d.get("nonfinite"),
+        compile_time_s=d.get("compile_time_s"),
+        trace_path=d.get("trace_path"),
+        source=d.get("source", "run"),
+        family=d.get("family"),
+        backend=d.get("backend"),
+        env=Env(**env) if isinstance(env, dict) else None,
+        peak=PeakRate(**peak) if isinstance(peak, dict) else None,
+        rel_errors=d.get("rel_errors"),
+        notes=tuple(d.get("run_notes") or []),
+        context_overhead_us=d.get("context_overhead_us"),
+        sdpa_why=d.get("sdpa_why"),
+        trace_summary=d.get("trace_summary"),
+        attention_calls=d.get("attention_calls"),
+        case_unknown=d.get("case_unknown"),
+        flops_basis=d.get("flops_basis"),
+        flops_unknown=d.get("flops_unknown"),
+        model_split=d.get("model_split"),
+        gpu_time_graph=_timing_from(d.get("gpu_time_graph")),
+        gpu_time_graph_why=d.get("gpu_time_graph_why"),
+        launch=d.get("launch"),
+        ncu=d.get("ncu") or {},
+        cost_s=d.get("cost_s"),
+        extra=d.get("extra") or {},
+    )
+
+
 def document(env: Env | None, results: list[Result], **top: Any) -> dict[str, Any]:
+    """The document as data: no insights (``api.annotate`` adds them when it is read)."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": "attnscope",
@@ -125,7 +240,7 @@ def document(env: Env | None, results: list[Result], **top: Any) -> dict[str, An
     }
     doc.update(top)
     doc["results"] = [result_to_dict(r) for r in results]
-    return annotate(doc)  # insights per result and the recommendation, for run and analyze alike
+    return doc
 
 
 def _default(o: Any) -> Any:
@@ -160,6 +275,15 @@ def _umask() -> int:
     mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
     os.umask(mask)
     return mask
+
+
+def row_bytes(row: dict[str, Any]) -> bytes:
+    """One result as one JSON line (no newline inside), NaN/Inf written as null."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - the GPU image may lack orjson
+        return json.dumps(_clean(row), default=_default, allow_nan=False, separators=(",", ":")).encode()
+    return orjson.dumps(_clean(row), default=_default, option=orjson.OPT_NON_STR_KEYS)
 
 
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:

@@ -133,7 +133,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
         # Hidden copies, upcasts, masks and SDPA's choice are told by the insights, with evidence.
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
-        for n in r.get("notes") or []:
+        for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])]:
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
     ok = [r for r in doc["results"] if r["status"] == "ok"]
@@ -165,7 +165,11 @@ def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
 
 def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
     """Which time the GPU µs column is, and the device time by CUDA-graph replay beside it."""
-    rows = [r for r in ok if r.get("source") == "run" and "gpu_time_graph" in r]
+    rows = [
+        r
+        for r in ok
+        if r.get("source") == "run" and (r.get("gpu_time_graph") is not None or r.get("gpu_time_graph_why"))
+    ]
     if not rows:
         return []
     out = ["GPU µs is stream time per call (CUDA events around each call); device time per call by CUDA-graph replay:"]

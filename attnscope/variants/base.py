@@ -19,6 +19,7 @@ class Inputs:
     k: torch.Tensor
     v: torch.Tensor
     scale: float
+    grad_out: torch.Tensor | None = None  # dO for the backward (fwd_bwd mode), same shape as the output
 
 
 class Unsupported(Exception):
@@ -37,10 +38,20 @@ class Prepared:
     extra: dict[str, Any] = field(default_factory=dict)  # plain data for the Result (e.g. sdpa_why)
 
 
+def device_kind(device: str) -> str:
+    """'cuda:1' → 'cuda': what a variant's ``devices`` flag speaks of."""
+    return device.split(":", 1)[0]
+
+
 @dataclass(frozen=True)
 class Variant:
+    """An attention implementation and what it declares about itself.
+
+    Code tells variants apart by these flags, never by the shape of their names.
+    """
+
     name: str
-    family: str
+    family: str  # naive, sdpa, flex, ... (what kind of implementation)
     description: str
     # Cheap check before any tensor exists: None if it may run, else the reason it cannot.
     check: Callable[[Case], str | None]
@@ -51,6 +62,21 @@ class Variant:
     opt_in_reason: str = ""
     # Preparing means compiling (seconds to minutes): `attnscope variants` does not try it.
     compiles: bool = False
+    # The backend this variant forces (e.g. "flash" for sdpa_kernel(FLASH_ATTENTION)); None: it picks none.
+    backend: str | None = None
+    modes: tuple[str, ...] = ("fwd", "fwd_bwd")
+    devices: tuple[str, ...] = ("cpu", "cuda")  # device kinds it has kernels for
+    requires: tuple[str, ...] = ()  # what it needs beyond torch, in words (e.g. "torch>=2.5")
+
+    def refusal(self, case: Case) -> str | None:
+        """Why this variant cannot run ``case`` (declared flags first, then its own check), or None."""
+        if case.mode not in self.modes:
+            return f"{self.name} declares modes {', '.join(self.modes)} only, not {case.mode}"
+        kind = device_kind(case.device)
+        reason = self.check(case)
+        if reason is None and kind not in self.devices:
+            reason = f"{self.name} declares devices {', '.join(self.devices)} only, not {kind}"
+        return reason
 
 
 def torch_version() -> tuple[int, int]:

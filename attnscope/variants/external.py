@@ -70,7 +70,15 @@ def external(
         return first_reason(import_reason(module, requirement), check(case))
 
     _MODULE_OF[name] = module
-    return Variant(name=name, family="external", description=description, check=full_check, prepare=prepare)
+    return Variant(
+        name=name,
+        family="external",
+        description=description,
+        check=full_check,
+        prepare=prepare,
+        devices=("cuda",),
+        requires=(requirement,),
+    )
 
 
 _MODULE_OF: dict[str, str] = {}  # variant name → the module it imports

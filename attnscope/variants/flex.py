@@ -75,6 +75,7 @@ FLEX = Variant(
     description="flex_attention, eager (unfused reference path)",
     check=_check,
     prepare=lambda c, x: _prepare(c, x, compiled=False),
+    requires=("torch>=2.5",),
 )
 FLEX_COMPILED = Variant(
     name="flex_compiled",
@@ -83,6 +84,7 @@ FLEX_COMPILED = Variant(
     check=_check,
     prepare=lambda c, x: _prepare(c, x, compiled=True),
     compiles=True,
+    requires=("torch>=2.5", "a working torch.compile (Inductor: Triton on CUDA, a C++ compiler on CPU)"),
     opt_in_on=("cpu",),
     opt_in_reason=(
         "not in the CPU default set: torch.compile of flex_attention takes ~20 s on a "

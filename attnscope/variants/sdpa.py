@@ -10,6 +10,7 @@ from typing import Any
 
 from attnscope.types import Case
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
+from attnscope.variants.sdpa_why import BACKEND_OF_FORCED
 
 BACKENDS = {
     "sdpa_math": "MATH",
@@ -147,6 +148,8 @@ def _forced(name: str, backend_attr: str) -> Variant:
         description=f"F.scaled_dot_product_attention under sdpa_kernel(SDPBackend.{backend_attr})",
         check=check,
         prepare=prepare,
+        backend=BACKEND_OF_FORCED[backend_attr],
+        devices=("cuda",) if backend_attr in ("EFFICIENT_ATTENTION", "CUDNN_ATTENTION") else ("cpu", "cuda"),
     )
 
 
