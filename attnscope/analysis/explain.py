@@ -22,10 +22,22 @@ def verdict_to_dict(v: Verdict) -> dict[str, Any]:
     return d
 
 
+def _with_declared_flags(r: dict[str, Any]) -> dict[str, Any]:
+    """A row written before variants declared their flags gets them from the registry, by its variant."""
+    if "family" in r:
+        return r
+    from attnscope.variants import REGISTRY  # plain declarations; no torch at import
+
+    v = REGISTRY.get(r.get("variant") or "")
+    if v is not None:
+        r["family"], r["backend"] = v.family, v.backend
+    return r
+
+
 def annotate(doc: dict[str, Any], predictions: list[Prediction] | None = None) -> dict[str, Any]:
     """A copy of ``doc`` with ``insights``/``insights_not_checked`` per result, ``recommendation``,
     and, if ``predictions`` is given, ``predictions`` and ``verdicts``."""
-    results = [dict(r) for r in doc.get("results") or []]
+    results = [_with_declared_flags(dict(r)) for r in doc.get("results") or []]
     for r, (found, missing) in zip(results, explain_results(results), strict=True):
         r["insights"] = [dataclasses.asdict(i) for i in found]
         r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
