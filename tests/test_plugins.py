@@ -53,7 +53,7 @@ def test_the_example_plugin_installs_and_runs_with_a_mask(installed_example, mon
     [r] = run(c, "sdpa_query_chunks", FAST).results
     assert r.status == "ok", r.reason
     assert r.max_rel_error is not None and r.max_rel_error < 1e-5
-    assert "3 SDPA call(s)" in " ".join(r.extra["notes"])
+    assert "3 SDPA call(s)" in " ".join(r.notes)
 
 
 def _bad_module(monkeypatch):
