@@ -26,7 +26,7 @@ else
     targets=(attnscope/analysis/*.py attnscope/measure.py attnscope/flops.py attnscope/masks.py attnscope/diff.py)
 fi
 slow=(test_live_run test_run_cpu test_cli test_guess_cli test_html_browser test_model_cli test_external
-    test_copy_context test_bad_inputs test_peak test_sizing)
+    test_copy_context test_bad_inputs test_peak test_sizing test_plugins)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
     exit 2
@@ -41,6 +41,12 @@ ignore=()
 for s in "${slow[@]}"; do ignore+=("\"--ignore=tests/$s.py\""); done
 # It reloads attnscope.trace: tests that run after it (mutmut reorders them) hold a stale TraceError.
 ignore+=("\"--deselect=tests/test_trace_reader.py::test_reader_without_orjson_gives_the_same_trace\"")
+# The model-scale trace takes seconds per run; the synthetic and H200 traces pin the same rules.
+ignore+=("\"--deselect=tests/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
+
+# Tests read the repository's own files (data, docs, examples): mutmut's copy gets them all.
+copy=()
+for f in $(git ls-files | cut -d/ -f1 | sort -u); do copy+=("\"$f\""); done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -49,7 +55,7 @@ cat >>"$work/pyproject.toml" <<EOF
 
 [tool.mutmut]
 source_paths = [$(quoted "${paths[@]}")]
-also_copy = ["attnscope", "tests"]
+also_copy = [$(quoted "${copy[@]}")]
 pytest_add_cli_args = ["-p", "no:warnings", "-p", "no:cacheprovider", "-q", $(quoted "${ignore[@]}")]
 pytest_add_cli_args_test_selection = ["tests"]
 EOF

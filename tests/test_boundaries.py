@@ -255,3 +255,26 @@ def test_prediction_at_its_bound_is_a_hit_through_check_predictions():
     assert (hit.outcome, hit.measured) == ("hit", 150.0)
     assert close.outcome == close2.outcome == "close"
     assert (miss.outcome, miss.measured) == ("miss", 150.0)
+
+
+# ---- the main kernel ----------------------------------------------------------------------------
+
+
+def test_main_kernel_is_the_longest_compute_kernel_not_the_first():
+    """Kernels in start order: a 5 µs elementwise, the 80 µs attention kernel, a 200 µs DtoD
+    memcpy (not compute), a 10 µs reduction.  The main kernel is the attention kernel, and the
+    occupancy a prediction is checked against is its 12.5 %."""
+    from attnscope.analysis.insights import main_kernel
+    from attnscope.analysis.predict import measured_value
+
+    ks = [
+        {"name": "elementwise", "category": "elementwise", "duration_us": 5.0, "theoretical_occupancy_pct": 100.0},
+        {"name": "flash_fwd", "category": "attention", "duration_us": 80.0, "theoretical_occupancy_pct": 12.5},
+        {"name": "Memcpy DtoD", "category": "memcpy", "duration_us": 200.0, "theoretical_occupancy_pct": None},
+        {"name": "reduce", "category": "reduction", "duration_us": 10.0, "theoretical_occupancy_pct": 50.0},
+    ]
+    r = {"variant": "v", "kernels": ks}
+    k = main_kernel(r)
+    assert k is not None and k["name"] == "flash_fwd"
+    assert measured_value("occupancy_pct", [10, 15], r, {}) == 12.5
+    assert main_kernel({"variant": "v", "kernels": [ks[2]]}) is None  # a memcpy alone is no compute kernel

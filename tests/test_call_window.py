@@ -10,7 +10,9 @@ Timeline (µs), main thread 100 of process 100:
                     aten::softmax [260, 290]  launches softmax_kernel (runs at 420)
     310 ─ 330   aten::after launches after_kernel: outside the call
     thread 200 (same process): dataloader::next [150, 450] straddles the call: not part of it
-               a runtime call at 280 launches bwd_kernel (autograd's device thread launches this way)
+               autograd::engine::evaluate_function: MmBackward0 [275, 295], wholly inside the call:
+               its runtime call at 280 launches bwd_kernel (autograd's device thread, as in a
+               forward+backward call); it belongs to the call
     process 999: aten::other_process [220, 230]: another process, never part of the call
     GPU side: a gpu_user_annotation named attnscope::call at [500, 550] is the GPU's copy of a
     marker, not the host call, and a ProfilerStep annotation covers everything.
@@ -67,6 +69,7 @@ def events() -> list[dict[str, Any]]:
         launch(315, corr=4, ext=4),
         kernel("after_kernel", 430, 7, corr=4),
         op("dataloader::next", 150, 300, 6, tid=OTHER),
+        op("autograd::engine::evaluate_function: MmBackward0", 275, 20, 8, tid=OTHER),
         launch(280, corr=7, ext=None, tid=OTHER),
         kernel("bwd_kernel", 440, 3, corr=7),
         other_process,
@@ -97,10 +100,16 @@ def test_the_last_host_call_annotation_is_the_window(trace):
 
 def test_ops_of_the_call_only(trace):
     """The warm-up's op, the op after the call, an op of another thread straddling the call and
-    an op of another process are all left out; the op spanning exactly the call is kept."""
+    an op of another process are all left out; the op spanning exactly the call is kept, and so is
+    the backward op of the same process's other thread, wholly inside the call."""
     ops, _, _ = select_window(trace)
     names = sorted(o.name for o in ops)
-    assert names == ["aten::mm", "aten::scaled_dot_product_attention", "aten::softmax"]
+    assert names == [
+        "aten::mm",
+        "aten::scaled_dot_product_attention",
+        "aten::softmax",
+        "autograd::engine::evaluate_function: MmBackward0",
+    ]
 
 
 def test_gpu_events_are_chosen_by_launch_not_by_when_they_run(trace):
@@ -115,7 +124,11 @@ def test_gpu_events_are_chosen_by_launch_not_by_when_they_run(trace):
 def test_fingerprint_of_the_window(trace):
     fp = analyse(trace).fingerprint
     assert [k.name for k in fp.kernels] == ["mm_kernel", "softmax_kernel", "bwd_kernel"]
-    assert [k.launched_by for k in fp.kernels][:2] == ["aten::mm", "aten::softmax"]
+    assert [k.launched_by for k in fp.kernels] == [
+        "aten::mm",
+        "aten::softmax",
+        "autograd::engine::evaluate_function: MmBackward0",  # by time on its own thread
+    ]
     assert fp.trace_gpu_time_us == 10 + 5 + 3  # the three kernels' own durations
     assert fp.trace_cpu_time_us == 100.0  # the annotation's span, 300 − 200
 
@@ -147,3 +160,44 @@ def test_a_gpu_marker_alone_does_not_make_a_window():
     evs.append(annotation("attnscope::call", 500, 50, cat="gpu_user_annotation", tid=7))
     _, _, win = select_window(trace_from_doc(doc(evs)))
     assert win is None
+
+
+# ---- the real forward+backward traces (H200): the backward runs on autograd's own thread ---------
+
+FWD_BWD = ["flash", "cudnn", "efficient", "math"]
+
+
+@pytest.mark.parametrize("backend", FWD_BWD)
+def test_backward_kernels_on_autograd_thread_are_in_the_call(backend):
+    """Counts and launchers read from the raw JSON: every GPU event whose runtime call lies inside
+    attnscope::call (either thread), each launched by the op whose External id its runtime call
+    carries.  The backward's runtime calls are on another tid than the annotation's."""
+    import json
+
+    from attnscope.analysis.fingerprint import fingerprint
+    from tests.rawtrace import H200, raw_gpu_events_in_call
+
+    path = H200 / "context" / f"fwd_bwd_{backend}.json"
+    events = json.loads(path.read_text())["traceEvents"]
+    (ann,) = [e for e in events if e.get("cat") == "user_annotation" and e["name"] == "attnscope::call"]
+    t0, t1 = ann["ts"], ann["ts"] + ann["dur"]
+    rt = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and t0 <= e["ts"] <= t1
+    }
+    other_thread = {c for c, e in rt.items() if e["tid"] != ann["tid"]}
+    assert other_thread, "the backward launches from autograd's thread"
+    op_by_ext = {e["args"]["External id"]: e["name"] for e in events if e.get("cat") == "cpu_op"}
+
+    def launcher(e):
+        return op_by_ext.get(rt[e["args"]["correlation"]]["args"].get("External id"))
+
+    gpu = raw_gpu_events_in_call(events)
+    fp = fingerprint(load_trace(path))
+    assert fp.num_kernels == sum(e["cat"] == "kernel" for e in gpu)
+    assert fp.num_memcpy == sum(e["cat"] == "gpu_memcpy" for e in gpu)
+    assert fp.trace_gpu_time_us == pytest.approx(sum(e["dur"] for e in gpu))
+    assert sorted(str(k.launched_by) for k in fp.kernels) == sorted(str(launcher(e)) for e in gpu)
+    backward = [e for e in gpu if e["args"]["correlation"] in other_thread]
+    assert backward and all(launcher(e) for e in backward)
