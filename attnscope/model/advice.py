@@ -54,9 +54,10 @@ def repeat_kv(
     attn = row["attention"]
     t_us = attn["parts"]["repeat_kv"]
     n = counts[-1]
+    plural = "s" if n_layers > 1 else ""
     msg = (
         f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{_mib(one)} per layer per {row['mode']} "
-        f"step ({len(copies)} copies in {n_layers} layers, {_mib(total)} in all, {t_us:,.1f} µs in repeat_kv, "
+        f"step ({len(copies)} copies in {n_layers} layer{plural}, {_mib(total)} in all, {t_us:,.1f} µs in repeat_kv, "
         f"{_pct(t_us, row['breakdown']['total_us'])}% of the profiled step)"
     )
     clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]

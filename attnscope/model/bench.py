@@ -8,6 +8,7 @@ taken without the annotation hooks; the profiled step carries them.
 
 from __future__ import annotations
 
+import copy
 import gc
 import importlib.util
 import inspect
@@ -122,15 +123,19 @@ def make_step(model: Any, mode: str, ids: Any, encoder: bool) -> tuple[Callable[
         tok = ids[:, -1:]
         ckw = _cache_kw(model)
 
+        snapshot = cache
+        live = [copy.deepcopy(snapshot)]
+
         def decode() -> Any:
             with torch.no_grad():
-                return model(tok, use_cache=True, **{ckw: cache}).logits
+                return model(tok, use_cache=True, **{ckw: live[0]}).logits
 
-        def drop_last() -> None:
-            if cache.get_seq_length() > ids.shape[1]:
-                cache.crop(-1)  # negative: remove that many tokens (every transformers >= 4.45)
+        def fresh_cache() -> None:
+            # A copy of the cache of --seq tokens before every step: crop() cannot undo a sliding-window
+            # layer that already dropped tokens, a copy always can.
+            live[0] = copy.deepcopy(snapshot)
 
-        return decode, drop_last
+        return decode, fresh_cache
     return _train_step(model, ids, encoder), lambda: None
 
 

@@ -139,7 +139,7 @@ def document(
             "impls": impls,
             "modes": modes,
         },
-        "results": rows,
+        "results": sorted(rows, key=lambda r: (impls.index(r["impl"]), modes.index(r["mode"]))),
         "recommendations": recs or {},
     }
 
