@@ -108,6 +108,17 @@ def panel_figures(
     return tag("div", *figs, class_="grid2")
 
 
+def _quartiles(r: dict[str, Any], tkey: str) -> tuple[float, float] | None:
+    t = r.get(tkey.removesuffix("_us")) or {}
+    return (t["p25_us"], t["p75_us"]) if t.get("p25_us") is not None and t.get("p75_us") is not None else None
+
+
+def tied(a: dict[str, Any], b: dict[str, Any], tkey: str) -> bool:
+    """Inside the noise: the slower one's lower quartile reaches the faster one's upper quartile."""
+    qa, qb = _quartiles(a, tkey), _quartiles(b, tkey)
+    return bool(qa and qb and qb[0] <= qa[1])
+
+
 def best_at(rows: list[dict[str, Any]], tkey: str) -> dict[str, Any] | None:
     """The fastest numerically sound variant at one point, the runner-up, and sdpa_default's gap."""
     ok = sorted((r for r in rows if _usable(r, tkey)), key=lambda r: r[tkey])
@@ -122,15 +133,38 @@ def best_at(rows: list[dict[str, Any]], tkey: str) -> dict[str, Any] | None:
         "best_us": best[tkey],
         "runner_up": second["variant"] if second else None,
         "margin": second[tkey] / best[tkey] if second and best[tkey] else None,
+        "tied": bool(second and tied(best, second, tkey)),
         "default_ratio": dflt[tkey] / best[tkey] if dflt and best[tkey] else None,
+        "default_tied": bool(dflt and dflt is not best and tied(best, dflt, tkey)),
     }
 
 
-def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str) -> Markup:
+def points(rows: list[dict[str, Any]], tkey: str) -> list[dict[str, Any]]:
     by_seq: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_seq[params(r)["seq_q"]].append(r)
-    pts = [b for s in sorted(by_seq) if (b := best_at(by_seq[s], tkey))]
+    return [b for s in sorted(by_seq) if (b := best_at(by_seq[s], tkey))]
+
+
+def policy(pts: list[dict[str, Any]]) -> str:
+    """Runs of measured seq_len with the same fastest variant: 'S 128 → flash; S 512–8192 → cudnn'."""
+    runs: list[list[dict[str, Any]]] = []
+    for p in pts:
+        if runs and runs[-1][-1]["best"] == p["best"]:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    parts = []
+    for run in runs:
+        lo, hi = run[0]["seq_q"], run[-1]["seq_q"]
+        span = f"S {lo}" if lo == hi else f"S {lo}–{hi}"
+        ties = " (tied at some points)" if any(p["tied"] for p in run) else ""
+        parts.append(f"{span} → {run[0]['best']}{ties}")
+    return "; ".join(parts)
+
+
+def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str) -> Markup:
+    pts = points(rows, tkey)
     if not pts:
         return tag("p", "no successful measurements here", class_="dim")
     body = [
@@ -139,7 +173,7 @@ def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str)
             p["best"],
             f"{p['best_us']:,.1f}",
             p["runner_up"] or "—",
-            f"{p['margin']:.2f}×" if p["margin"] else "—",
+            (f"{p['margin']:.2f}×" + (" (tied: quartiles overlap)" if p["tied"] else "")) if p["margin"] else "—",
             _default_cell(p),
         ]
         for p in pts
@@ -150,9 +184,9 @@ def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str)
         if a["best"] != b["best"]
     ]
     heads = ["seq_len", "fastest", "µs", "runner-up", "margin", f"{DEFAULT} vs fastest"]
-    parts = [table(heads, body)]
+    parts = [table(heads, body), tag("p", tag("b", "Policy: "), policy(pts))]
     parts.append(tag("p", "Crossovers: " + ("; ".join(cross) if cross else "none (one variant is fastest throughout)")))
-    ratios = [(p["seq_q"], p["default_ratio"]) for p in pts if p["default_ratio"] is not None]
+    ratios = [(p["seq_q"], 1.0 if p["default_tied"] else p["default_ratio"]) for p in pts if p["default_ratio"]]
     if ratios:
         data = [
             {
@@ -169,7 +203,8 @@ def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str)
             "xaxis": {"type": "category", "title": {"text": "seq_len"}},
             "yaxis": {"title": {"text": "% slower than the fastest"}},
         }
-        parts.append(page.figure(data, layout, "0: PyTorch's default choice is the fastest here (a tie counts as 0)."))
+        cap = "0: PyTorch's default choice is the fastest here, or tied with it (quartiles overlap)."
+        parts.append(page.figure(data, layout, cap))
     return join(parts)
 
 
@@ -179,6 +214,8 @@ def _default_cell(p: dict[str, Any]) -> Markup | str:
         return "—"
     if p["best"] == DEFAULT:
         return "fastest"
+    if p["default_tied"]:
+        return f"{r:.2f}× (tied: quartiles overlap)"
     return tag("span", f"{r:.2f}× slower", class_="bad" if r > 1.05 else "")
 
 
@@ -191,13 +228,8 @@ def crossover_map(
     for key in sorted(panels, key=repr):
         title = plot_text(_title(axes, key))
         titles.append(title)
-        by_seq: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-        for r in panels[key]:
-            by_seq[params(r)["seq_q"]].append(r)
-        for s in sorted(by_seq):
-            b = best_at(by_seq[s], tkey)
-            if b is None:
-                continue
+        for b in points(panels[key], tkey):
+            s = b["seq_q"]
             t = by_variant[b["best"]]
             t["x"].append(s)
             t["y"].append(title)
@@ -249,7 +281,13 @@ def sweep_section(page: Page, src: Source, out_dir: Path | None) -> None:
     for r, p in zip(rows, ps, strict=True):
         panels[tuple(p.get(a) for a in axes)].append(r)
     variants = sorted({str(r["variant"]) for r in rows})
-    page.add(tag("h3", "Crossover map"), crossover_map(page, panels, axes, tkey, variants))
+    pol = [(_title(axes, k), policy(points(panels[k], tkey))) for k in sorted(panels, key=repr)]
+    page.add(
+        tag("h3", "Policy: the fastest variant by seq_len, per panel"),
+        table(["panel", "policy (measured points; numerically sound rows only)"], pol, cls="data policy"),
+        tag("h3", "Crossover map"),
+        crossover_map(page, panels, axes, tkey, variants),
+    )
     for key in sorted(panels, key=repr):
         title = _title(axes, key)
         page.add(
