@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 
 # ../shared/data beside the checkout (see the project brief)
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "llama_train_sdpa.json.gz"
+DEFAULT_TRACE = next(
+    (
+        p / "shared" / "data" / "llama_train_sdpa.json.gz"
+        for p in Path(__file__).resolve().parents[2:4]
+        if (p / "shared" / "data" / "llama_train_sdpa.json.gz").exists()
+    ),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "llama_train_sdpa.json.gz",
+)  # ../shared/data beside the checkout (or beside a worktree's parent)
 TARGET_WALL_S, TARGET_RSS_MIB, TARGET_RATIO = 1.5, 250, 6.0
 
 HTA_SCRIPT = """
