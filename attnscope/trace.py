@@ -185,6 +185,7 @@ class Trace:
     meta: dict[str, Any] = field(default_factory=dict)
     num_events: int = 0
     num_skipped: int = 0  # malformed events passed over
+    shapes_dropped: bool = False  # ops outside SHAPES_READ were read without their shapes
 
     @property
     def has_gpu(self) -> bool:
@@ -296,7 +297,17 @@ def load_trace(path: str | Path) -> Trace:
         return _load(p)
 
 
-def _load(p: Path) -> Trace:
+def _load(p: Path, keep_all_shapes: bool = False) -> Trace:
+    tr = _load_once(p, keep_all_shapes)
+    if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
+        return _load_once(p, True)
+    return tr
+
+
+_GPU_HEAD = re.compile(rb'"deviceProperties":\s*\[\s*\{')
+
+
+def _load_once(p: Path, keep_all_shapes: bool) -> Trace:
     chunks = _chunks(p)
     head = b""
     for c in chunks:
@@ -308,7 +319,9 @@ def _load(p: Path) -> Trace:
     m = _KINETO_HEAD.search(head)
     if m is None:
         return _load_whole(p, head, chunks)
-    return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], chunks)
+    # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
+    keep = keep_all_shapes or _GPU_HEAD.search(head, 0, m.start()) is None
+    return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], chunks, keep)
 
 
 def _load_whole(p: Path, head: bytes, chunks: Iterator[bytes]) -> Trace:
@@ -325,10 +338,11 @@ def _load_whole(p: Path, head: bytes, chunks: Iterator[bytes]) -> Trace:
     return trace_from_doc(doc, str(p))
 
 
-def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes]) -> Trace:
+def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes], keep_all: bool = True) -> Trace:
     """``head`` ends with ``[`` of traceEvents; ``buf`` starts at the first event's ``{``."""
     tr = Trace(path=str(p), device_properties=[])
-    names: dict[str, str] = {}
+    tr.shapes_dropped = not keep_all
+    names: dict[Any, Any] = {} if keep_all else {_KEEP: {}}
     for c in itertools.chain((b"",), chunks):  # b"": first cut the events read with the head
         buf += c
         cut = buf.rfind(_SEP)
@@ -348,7 +362,28 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes]) -
     tr.device_properties = list(top.pop("deviceProperties", None) or [])
     top.pop("traceEvents", None)
     tr.meta = top
+    if tr.gpu:
+        drop_unread_shapes(tr)
     return tr
+
+
+# Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes) and attention
+# ops (the case).  A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
+SHAPES_READ = re.compile(r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex")
+
+
+def drop_unread_shapes(tr: Trace) -> None:
+    """Free the args text of ops whose shapes are never read: at 10^6 ops it is ~200 MB."""
+    keep: dict[str, bool] = {}
+    for op in tr.cpu_ops:
+        if op._raw is not None:
+            k = keep.get(op.name)
+            if k is None:
+                k = keep[op.name] = SHAPES_READ.search(op.name) is not None
+            if not k:
+                op._raw = None
+        elif op._input_dims is not None and not keep.setdefault(op.name, SHAPES_READ.search(op.name) is not None):
+            op._input_dims = op._input_types = op._input_strides = op._concrete = None  # the same for a parsed doc
 
 
 # Kineto's own layout of a whole cpu_op event (args on one line): read in bulk by one findall,
@@ -377,6 +412,9 @@ _MODULE = re.compile(
 )
 
 
+_KEEP = object()  # key in the per-load dict: names → whether their shapes are kept
+
+
 def _name(names: dict[Any, str], nm: bytes) -> str:
     name = names.get(nm)
     if name is None:
@@ -384,7 +422,7 @@ def _name(names: dict[Any, str], nm: bytes) -> str:
     return name
 
 
-def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
+def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, Any]) -> None:
     """Read the wanted events of ``buf[:stop]`` (whole events); bulk regexes, checked by counting."""
     for nm, _pid, tid, ts, dur in _MODULE.findall(buf, 0, stop):
         tr.modules.append(Annotation(_name(names, nm), "python_function", int(tid), float(ts), float(dur)))
@@ -397,11 +435,21 @@ def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
         return
     tr.num_events += buf.count(_SEP, 0, stop) + 1
     append, get = tr.cpu_ops.append, names.get
+    keep: dict[str, bool] | None = names.get(_KEEP)
     for nm, pid, tid, ts, dur, ext, rest in ops:
         name = get(nm) or _name(names, nm)
         # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
         raw = (b"," + rest if not ext else rest) if rest else None
-        append(CpuOp(name, int(tid), float(ts), float(dur), int(ext) if ext else None, None, None, int(pid), raw))
+        if raw is not None and keep is not None:
+            k = keep.get(name)
+            if k is None:
+                k = keep[name] = SHAPES_READ.search(name) is not None
+            if not k:
+                raw = None
+        # pids and tids repeat: one int object each (10^6 ops)
+        t = get(tid) or names.setdefault(tid, int(tid))
+        q = get(pid) or names.setdefault(pid, int(pid))
+        append(CpuOp(name, t, float(ts), float(dur), int(ext) if ext else None, None, None, q, raw))
     find, loads = buf.find, _loads
     for m in starts:
         start = m.start()
@@ -454,6 +502,8 @@ def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:
             _add_event(tr, ev, names)
         except (KeyError, TypeError, ValueError, AttributeError):
             tr.num_skipped += 1
+    if tr.gpu:
+        drop_unread_shapes(tr)
     return tr
 
 

@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 
 # ../shared/data beside the checkout (see the project brief)
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "llama_train_sdpa.json.gz"
+DEFAULT_TRACE = next(
+    (
+        p / "shared" / "data" / "llama_train_sdpa.json.gz"
+        for p in Path(__file__).resolve().parents[2:4]
+        if (p / "shared" / "data" / "llama_train_sdpa.json.gz").exists()
+    ),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "llama_train_sdpa.json.gz",
+)  # ../shared/data beside the checkout (or beside a worktree's parent)
 TARGET_WALL_S, TARGET_RSS_MIB, TARGET_RATIO = 1.5, 250, 6.0
 
 HTA_SCRIPT = """
@@ -78,6 +85,41 @@ def find_hta(explicit: str | None) -> str | None:
     return None
 
 
+LONG_RSS_MIB = 400
+
+
+def long_trace(trace: Path, n: int, runs: int, one: tuple[float, float]) -> bool:
+    """attnscope on an n-times longer trace (benchmarks/long_trace.py): RSS ≤ 400 MiB, time ≤ n × the 1× time."""
+    longer = Path(tempfile.gettempdir()) / f"{trace.name.split('.')[0]}_x{n}.json.gz"
+    if not longer.exists():
+        here = Path(__file__).parent / "long_trace.py"
+        subprocess.run([sys.executable, str(here), str(trace), "--times", str(n), "--out", str(longer)], check=True)
+    w, r = series(f"attnscope {n}x", [sys.executable, "-m", "attnscope.cli", "analyze", str(longer)], runs)
+    growth = w / one[0]
+    print(
+        f"attnscope analyze on {n}x the trace: median {w:.3f} s ({growth:.1f}× the 1× time for {n}× the events), "
+        f"{r:.0f} MiB peak RSS (target ≤ {LONG_RSS_MIB} MiB, time growing no faster than the trace)"
+    )
+    return r <= LONG_RSS_MIB and growth <= n
+
+
+def paired(ours: list[str], hta: list[str], rounds: int) -> None:
+    """Each round: attnscope, then HTA right after; on a shared machine the load drifts between
+    series, so the ratio within a round is the fair comparison.  Median and best round reported."""
+    ratios, best = [], (float("inf"), float("inf"))
+    for i in range(rounds):
+        a, _, _ = measure(ours)
+        b, _, _ = measure(hta)
+        ratios.append(b / a)
+        best = (min(best[0], a), min(best[1], b))
+        print(f"  round {i + 1}: attnscope {a:.3f} s, HTA visualize=False {b:.3f} s: {b / a:.1f}×", flush=True)
+    print(
+        f"paired: HTA/attnscope per round median {statistics.median(ratios):.1f}× "
+        f"(range {min(ratios):.1f}–{max(ratios):.1f}×); fastest of each: {best[0]:.3f} s against {best[1]:.3f} s = "
+        f"{best[1] / best[0]:.1f}×"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace", nargs="?", default=str(DEFAULT_TRACE))
@@ -85,6 +127,14 @@ def main() -> int:
     ap.add_argument("--hta-runs", type=int, default=3, help="runs of HTA (median reported)")
     ap.add_argument("--hta-python", help="interpreter with HolisticTraceAnalysis installed")
     ap.add_argument("--hta-aten", action="store_true", help="also time HTA's aten-op → kernel mapping once")
+    ap.add_argument("--long", type=int, default=0, metavar="N", help="also time attnscope on an N-times longer trace")
+    ap.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="R",
+        help="R rounds of attnscope then HTA (visualize=False) back to back; the ratio per round (for a busy machine)",
+    )
     args = ap.parse_args()
     trace = Path(args.trace)
     if not trace.exists():
@@ -97,6 +147,8 @@ def main() -> int:
         f"(targets ≤ {TARGET_WALL_S} s, ≤ {TARGET_RSS_MIB} MiB)"
     )
     ok = ours[0] <= TARGET_WALL_S and ours[1] <= TARGET_RSS_MIB
+    if args.long:
+        ok = long_trace(trace, args.long, args.runs, ours) and ok
     hta_py = find_hta(args.hta_python)
     if hta_py is None:
         print("HTA not installed (pip install HolisticTraceAnalysis in a separate venv): no ratio")
@@ -110,6 +162,12 @@ def main() -> int:
         if args.hta_aten:
             _, _, err = measure([hta_py, "-c", HTA_SCRIPT, str(local), d, "1", "0"])
             print("  " + err.strip().splitlines()[-1])
+        if args.paired:
+            paired(
+                [sys.executable, "-m", "attnscope.cli", "analyze", str(trace)],
+                [hta_py, "-c", HTA_SCRIPT, str(local), d, "0", "0"],
+                args.paired,
+            )
     print(f"\n{'':38}{'wall (median)':>15}{'peak RSS':>12}{'attnscope is':>16}")
     print(f"{'attnscope analyze (+ attribution)':38}{ours[0]:>13.3f} s{ours[1]:>8.0f} MiB")
     for label, (w, r) in (("HTA load + breakdown, visualize=False", fast), ("HTA load + breakdown, defaults", default)):

@@ -168,3 +168,30 @@ def test_reader_without_orjson_gives_the_same_trace(monkeypatch):
     assert [(o.name, o.ts, o.ext_id) for o in slow.cpu_ops] == [(o.name, o.ts, o.ext_id) for o in fast.cpu_ops]
     assert [(g.name, g.dur, g.correlation) for g in slow.gpu] == [(g.name, g.dur, g.correlation) for g in fast.gpu]
     assert len(slow.runtime) == len(fast.runtime) and slow.device_properties == fast.device_properties
+
+
+def _shape_doc(with_kernel: bool) -> dict:
+    dims = {"Input Dims": [[4, 8], [4, 8]], "Input type": ["float", "float"]}
+    evs = [
+        op("aten::mm", 0, 10, 1, **dims),
+        op("aten::copy_", 20, 5, 2, **dims),
+    ]
+    if with_kernel:
+        evs += [launch(1, corr=1, ext=1), kernel("gemm_kernel", 5, 3, corr=1)]
+    return doc(evs, deviceProperties=[{"name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}])
+
+
+@pytest.mark.parametrize("layout", ["kineto", "whole"])
+def test_a_gpu_trace_keeps_only_the_shapes_the_analysis_reads(tmp_path, layout):
+    d = _shape_doc(with_kernel=True)
+    tr = load_trace(write_kineto(tmp_path / "t.json", d)) if layout == "kineto" else trace_from_doc(d)
+    by = {o.name: o for o in tr.cpu_ops}
+    assert by["aten::copy_"].input_dims == [[4, 8], [4, 8]]  # copies are judged by their shapes
+    assert by["aten::mm"].input_dims is None  # never read on a GPU trace: not kept (memory at 10^6 ops)
+
+
+def test_a_cpu_only_profile_from_a_gpu_machine_keeps_every_shape(tmp_path):
+    """deviceProperties lists the GPU but no GPU event exists: the CPU analysis counts every leaf op by
+    its dims, so the reader goes back for the shapes it first skipped."""
+    tr = load_trace(write_kineto(tmp_path / "t.json", _shape_doc(with_kernel=False)))
+    assert not tr.gpu and {o.name: o.input_dims for o in tr.cpu_ops}["aten::mm"] == [[4, 8], [4, 8]]

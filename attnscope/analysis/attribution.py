@@ -30,10 +30,22 @@ class OpTree:
 
     ops: list[CpuOp]
     parent: list[int]  # -1 for roots
-    children: list[list[int]]
     by_ext_id: dict[int, int]
     # (pid, tid) → (start times, op indices), both sorted by start: for rule 2
     by_thread: dict[tuple[object, object], tuple[list[float], list[int]]] = field(default_factory=dict)
+    _children: list[list[int]] | None = None
+
+    @property
+    def children(self) -> list[list[int]]:
+        """Child indices per op, built on first use: a training step has 10^5 ops and most
+        analyses walk up (ancestors), not down, so the lists are not built otherwise."""
+        if self._children is None:
+            kids: list[list[int]] = [[] for _ in self.parent]
+            for i, p in enumerate(self.parent):
+                if p >= 0:
+                    kids[p].append(i)
+            self._children = kids
+        return self._children
 
     def ancestors(self, i: int) -> Iterable[int]:
         p = self.parent[i]
@@ -67,7 +79,6 @@ def build_op_tree(ops: list[CpuOp]) -> OpTree:
         sorted_ops += same
     n = len(sorted_ops)
     parent = [-1] * n
-    children: list[list[int]] = [[] for _ in range(n)]
     thread_index: dict[tuple[object, object], tuple[list[float], list[int]]] = {}
     stack: list[int] = []
     last: object = object()
@@ -85,12 +96,11 @@ def build_op_tree(ops: list[CpuOp]) -> OpTree:
             stack.pop()
         if stack:
             parent[i] = stack[-1]
-            children[stack[-1]].append(i)
         stack.append(i)
         starts.append(op.ts)
         idx.append(i)
     by_ext = {op.ext_id: i for i, op in enumerate(sorted_ops) if op.ext_id is not None}
-    return OpTree(sorted_ops, parent, children, by_ext, thread_index)
+    return OpTree(sorted_ops, parent, by_ext, thread_index)
 
 
 @dataclass

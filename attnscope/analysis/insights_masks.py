@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -96,10 +97,18 @@ def block_sparsity(r: dict[str, Any]) -> Out:
     return [Insight("block_sparsity", r["variant"], "info", msg, advice, ev)]
 
 
+@functools.cache
+def _kv_role(name: str) -> str | None:
+    """'combine', 'split' or None, by name (cached: a training step repeats 10^4 kernel names)."""
+    return "combine" if COMBINE.search(name) else "split" if SPLIT.search(name) else None
+
+
 def split_kv(r: dict[str, Any]) -> Out:
     ks = compute_kernels(r)
-    combine = [k for k in ks if COMBINE.search(k["name"])]
-    split = [k for k in ks if k not in combine and (k["category"] == "attention" or SPLIT.search(k["name"]))]
+    combine = [k for k in ks if _kv_role(k["name"]) == "combine"]
+    split = [
+        k for k in ks if _kv_role(k["name"]) != "combine" and (k["category"] == "attention" or _kv_role(k["name"]))
+    ]
     if not combine or not split:
         return []
     s, c = max(split, key=lambda k: k["duration_us"]), max(combine, key=lambda k: k["duration_us"])

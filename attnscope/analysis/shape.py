@@ -10,6 +10,7 @@ the field unknown, with the reason, rather than read a wrong argument.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -167,9 +168,7 @@ def _call_at(tree: OpTree, i: int, family: str) -> AttentionCall:
     name = tree.ops[i].name
     direction: Direction = "backward" if "backward" in name.lower() else "forward"
     call = AttentionCall(op=name, family=family, direction=direction)
-    stack = [i]
-    while stack:  # the outer op first, then the ones inside it: the first that records a field wins
-        j = stack.pop(0)
+    for j in _attention_ops_within(tree, i):  # the outer op first: the first that records a field wins
         op = tree.ops[j]
         sig = _sig(op.name)
         if sig is not None:
@@ -178,9 +177,23 @@ def _call_at(tree: OpTree, i: int, family: str) -> AttentionCall:
         fam = attention_op_family(op.name)
         if call.family == "sdpa" and fam is not None:
             call.family = fam  # the backend that ran, from the op inside the public one
-        stack.extend(c for c in tree.children[j] if _is_attention(tree.ops[c].name))
     _explain_missing(call, tree.ops[i].name)
     return call
+
+
+def _attention_ops_within(tree: OpTree, i: int) -> list[int]:
+    """``i`` and the attention ops nested in it.  Ops are sorted by start per thread, so its
+    descendants are the ops right after it on the same thread that start before it ends."""
+    op = tree.ops[i]
+    end, key = op.ts + op.dur, (op.pid, op.tid)
+    out = [i]
+    for k in range(i + 1, len(tree.ops)):
+        o = tree.ops[k]
+        if (o.pid, o.tid) != key or o.ts > end:
+            break
+        if _is_attention(o.name):
+            out.append(k)
+    return out
 
 
 def _explain_missing(call: AttentionCall, name: str) -> None:
@@ -204,6 +217,7 @@ def _sig(name: str) -> OpSig | None:
     return sig
 
 
+@functools.cache
 def _is_attention(name: str) -> bool:
     return name in OP_SIGS or attention_op_family(name) is not None
 
