@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.explain import annotate
-from attnscope.flops import FLOP_FORMULA
+from attnscope.flops import FLOP_FORMULA, mask_flop_note
 from attnscope.types import Env, Fingerprint, Result, Timing
 
 SCHEMA_VERSION = 1
@@ -102,7 +102,7 @@ def result_to_dict(r: Result) -> dict[str, Any]:
             "peak_memory_bytes": r.peak_memory_bytes,
             "peak_memory_source": r.peak_memory_source,
             "flops": r.flops,
-            "flop_formula": FLOP_FORMULA if r.flops is not None else None,
+            "flop_formula": _flop_formula(r),
             "tflops": r.tflops,
             "pct_of_peak": r.pct_of_peak,
             "max_rel_error": r.max_rel_error,
@@ -213,3 +213,12 @@ def check_document(doc: Any, where: str) -> None:
     for key in ("env", "case"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise DocumentError(f"{where}: {key} must be an object, got {type(doc[key]).__name__}")
+
+
+def _flop_formula(r: Result) -> str | None:
+    """The formula, and for a run how the case's mask's kept scores were counted."""
+    if r.flops is None:
+        return None
+    if r.source != "run" or r.case is None:
+        return FLOP_FORMULA
+    return f"{FLOP_FORMULA}; {mask_flop_note(r.case)}"
