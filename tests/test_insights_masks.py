@@ -103,3 +103,10 @@ def test_score_matrix_stays_quiet_on_decode_but_not_on_prefill():
     assert i.id == "score_matrix"
     ids = [x.id for x in result_insights(decode)[0]]
     assert "score_matrix" not in ids
+
+
+def test_values_nested_in_extra_are_read_too():
+    r = {"variant": "flex_compiled", "case": _case(mask="sliding:128"), "compile_time_s": 3.0,
+         "extra": {"block_sparsity_pct": 50.0, "block_size": [128, 128]}}  # fmt: skip
+    [i] = block_sparsity(r)
+    assert "flex skips 50.0% of the 128×128 tiles" in i.message

@@ -236,7 +236,8 @@ def test_every_variant_applies_the_mask(mask, sq, sk, kw):
         assert r.status == "ok", (r.variant, r.reason)
         assert r.max_rel_error is not None and r.max_rel_error < 1e-5, (r.variant, r.max_rel_error)
         assert r.flops == attention_flops(c)
-    notes = " ".join(rows["sdpa_math"].extra.get("notes", []))
+    r = rows["sdpa_math"]
+    notes = " ".join([*getattr(r, "notes", ()), *r.extra.get("notes", [])])
     if c.alibi:
         assert "ALiBi bias, -inf where masked" in notes  # an additive float mask
     elif c.causal or c.softcap is not None:

@@ -21,6 +21,14 @@ COMBINE = re.compile(r"splitkv_combine|combine_kernel|MergeStates|merge_state|fl
 SPLIT = re.compile(r"splitkv|split_kv|SplitKV|Decode", re.IGNORECASE)
 
 
+def _x(r: dict[str, Any], key: str) -> Any:
+    """A value a variant recorded (mask_form, dense_mask, block_sparsity_pct, ...): on the row, or nested in its
+    ``extra`` where the document keeps variant data apart."""
+    if key in r:
+        return r[key]
+    return (r.get("extra") or {}).get(key)
+
+
 def _kept_pct(case: dict[str, Any]) -> float | None:
     """Share of the score entries the case's mask keeps, in % (attnscope.flops' exact count)."""
     from attnscope.flops import kept_fraction
@@ -34,7 +42,7 @@ def _kept_pct(case: dict[str, Any]) -> float | None:
 
 def dense_mask(r: dict[str, Any]) -> Out:
     case = r.get("case")
-    if not r.get("dense_mask"):  # only SDPA runs record how the mask was passed
+    if not _x(r, "dense_mask"):  # only SDPA runs record how the mask was passed
         return []
     if not case:
         return NotChecked("dense_mask", "needs the case (its mask and shapes)")
@@ -42,7 +50,7 @@ def dense_mask(r: dict[str, Any]) -> Out:
     sq, sk = case["seq_q"], case.get("seq_kv") or case["seq_q"]
     mask_elems = case["batch"] * sq * sk if (case.get("mask") or "").startswith("padding") else sq * sk
     ev = {
-        "mask_form": r.get("mask_form"),
+        "mask_form": _x(r, "mask_form"),
         "mask": case.get("mask"),
         "kept_pct": r1(kept) if kept is not None else None,
         "scores_computed": case["batch"] * case["heads"] * sq * sk,
@@ -72,11 +80,11 @@ def dense_mask(r: dict[str, Any]) -> Out:
 
 
 def block_sparsity(r: dict[str, Any]) -> Out:
-    pct, case = r.get("block_sparsity_pct"), r.get("case")
+    pct, case = _x(r, "block_sparsity_pct"), r.get("case")
     if pct is None or not case:  # only flex runs record their BlockMask
         return []
     kept = _kept_pct(case)
-    ev = {"block_sparsity_pct": r1(pct), "block_size": r.get("block_size"), "kept_pct": r1(kept) if kept else None}
+    ev = {"block_sparsity_pct": r1(pct), "block_size": _x(r, "block_size"), "kept_pct": r1(kept) if kept else None}
     if not r.get("compile_time_s"):  # eager flex: the BlockMask is honoured by masking, not by skipping
         if pct <= 0:
             return []
@@ -85,7 +93,7 @@ def block_sparsity(r: dict[str, Any]) -> Out:
             "only inside the compiled kernel"
         )
         return [Insight("block_sparsity", r["variant"], "info", msg, "compile it: torch.compile(flex_attention)", ev)]
-    size = "×".join(str(b) for b in r.get("block_size") or []) or "?"
+    size = "×".join(str(b) for b in _x(r, "block_size") or []) or "?"
     kept_txt = f" (the mask keeps {ev['kept_pct']:.1f}% of the scores)" if kept is not None else ""
     msg = f"flex skips {ev['block_sparsity_pct']:.1f}% of the {size} tiles of the score matrix{kept_txt}"
     advice = (
