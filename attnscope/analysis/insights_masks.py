@@ -15,8 +15,8 @@ from attnscope.analysis.insights import Out, compute_kernels, r1, short
 from attnscope.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
-# A combine/merge kernel finishes what a split-KV attention kernel started (FA2's flash_fwd_splitkv_combine_kernel,
-# FlashInfer's MergeStates*); the split kernel is the attention kernel beside it.
+# A combine/merge kernel finishes what a split-KV attention kernel started: pytorch_flash::flash_fwd_splitkv_kernel +
+# flash_fwd_splitkv_combine_kernel and FlashInfer's SingleDecodeWithKVCacheKernel + MergeStates*, both seen on the H200.
 COMBINE = re.compile(r"splitkv_combine|combine_kernel|MergeStates|merge_state|flash_fwd_combine", re.IGNORECASE)
 SPLIT = re.compile(r"splitkv|split_kv|SplitKV|Decode", re.IGNORECASE)
 
@@ -107,7 +107,8 @@ def block_sparsity(r: dict[str, Any]) -> Out:
 def split_kv(r: dict[str, Any]) -> Out:
     ks = compute_kernels(r)
     combine = [k for k in ks if COMBINE.search(k["name"])]
-    split = [k for k in ks if k not in combine and (k["category"] == "attention" or SPLIT.search(k["name"]))]
+    # The partner is named as a split-KV or decode kernel; a backward kernel in the same call is not one.
+    split = [k for k in ks if k not in combine and SPLIT.search(k["name"])]
     if not combine or not split:
         return []
     s, c = max(split, key=lambda k: k["duration_us"]), max(combine, key=lambda k: k["duration_us"])
