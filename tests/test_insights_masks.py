@@ -103,3 +103,25 @@ def test_score_matrix_stays_quiet_on_decode_but_not_on_prefill():
     assert i.id == "score_matrix"
     ids = [x.id for x in result_insights(decode)[0]]
     assert "score_matrix" not in ids
+
+
+def test_values_nested_in_extra_are_read_too():
+    r = {"variant": "flex_compiled", "case": _case(mask="sliding:128"), "compile_time_s": 3.0,
+         "extra": {"block_sparsity_pct": 50.0, "block_size": [128, 128]}}  # fmt: skip
+    [i] = block_sparsity(r)
+    assert "flex skips 50.0% of the 128×128 tiles" in i.message
+
+
+def test_split_kv_on_a_real_h200_flash_trace():
+    """pytorch_flash's split-KV forward and its combine kernel, as the H200 recorded them (S=512 fwd+bwd)."""
+    from pathlib import Path
+
+    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.trace import load_trace
+
+    path = Path(__file__).parent / "data" / "h200" / "context" / "fwd_bwd_flash.json"
+    fp = fingerprint(load_trace(path))
+    kernels = [{"name": k.name, "category": k.category, "duration_us": k.duration_us} for k in fp.kernels]
+    [i] = split_kv({"variant": "sdpa_flash", "kernels": kernels})
+    assert "flash_fwd_splitkv_kernel" in i.evidence["split_kernel"]
+    assert "flash_fwd_splitkv_combine_kernel" in i.evidence["combine_kernel"]

@@ -16,10 +16,18 @@ from attnscope.analysis.insights import Out, compute_kernels, r1, short
 from attnscope.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
-# A combine/merge kernel finishes what a split-KV attention kernel started (FA2's flash_fwd_splitkv_combine_kernel,
-# FlashInfer's MergeStates*); the split kernel is the attention kernel beside it.
+# A combine/merge kernel finishes what a split-KV attention kernel started: pytorch_flash::flash_fwd_splitkv_kernel +
+# flash_fwd_splitkv_combine_kernel and FlashInfer's SingleDecodeWithKVCacheKernel + MergeStates*, both seen on the H200.
 COMBINE = re.compile(r"splitkv_combine|combine_kernel|MergeStates|merge_state|flash_fwd_combine", re.IGNORECASE)
 SPLIT = re.compile(r"splitkv|split_kv|SplitKV|Decode", re.IGNORECASE)
+
+
+def _x(r: dict[str, Any], key: str) -> Any:
+    """A value a variant recorded (mask_form, dense_mask, block_sparsity_pct, ...): on the row, or nested in its
+    ``extra`` where the document keeps variant data apart."""
+    if key in r:
+        return r[key]
+    return (r.get("extra") or {}).get(key)
 
 
 def _kept_pct(case: dict[str, Any]) -> float | None:
@@ -35,7 +43,7 @@ def _kept_pct(case: dict[str, Any]) -> float | None:
 
 def dense_mask(r: dict[str, Any]) -> Out:
     case = r.get("case")
-    if not r.get("dense_mask"):  # only SDPA runs record how the mask was passed
+    if not _x(r, "dense_mask"):  # only SDPA runs record how the mask was passed
         return []
     if not case:
         return NotChecked("dense_mask", "needs the case (its mask and shapes)")
@@ -43,7 +51,7 @@ def dense_mask(r: dict[str, Any]) -> Out:
     sq, sk = case["seq_q"], case.get("seq_kv") or case["seq_q"]
     mask_elems = case["batch"] * sq * sk if (case.get("mask") or "").startswith("padding") else sq * sk
     ev = {
-        "mask_form": r.get("mask_form"),
+        "mask_form": _x(r, "mask_form"),
         "mask": case.get("mask"),
         "kept_pct": r1(kept) if kept is not None else None,
         "scores_computed": case["batch"] * case["heads"] * sq * sk,
@@ -73,11 +81,11 @@ def dense_mask(r: dict[str, Any]) -> Out:
 
 
 def block_sparsity(r: dict[str, Any]) -> Out:
-    pct, case = r.get("block_sparsity_pct"), r.get("case")
+    pct, case = _x(r, "block_sparsity_pct"), r.get("case")
     if pct is None or not case:  # only flex runs record their BlockMask
         return []
     kept = _kept_pct(case)
-    ev = {"block_sparsity_pct": r1(pct), "block_size": r.get("block_size"), "kept_pct": r1(kept) if kept else None}
+    ev = {"block_sparsity_pct": r1(pct), "block_size": _x(r, "block_size"), "kept_pct": r1(kept) if kept else None}
     if not r.get("compile_time_s"):  # eager flex: the BlockMask is honoured by masking, not by skipping
         if pct <= 0:
             return []
@@ -86,7 +94,7 @@ def block_sparsity(r: dict[str, Any]) -> Out:
             "only inside the compiled kernel"
         )
         return [Insight("block_sparsity", r["variant"], "info", msg, "compile it: torch.compile(flex_attention)", ev)]
-    size = "×".join(str(b) for b in r.get("block_size") or []) or "?"
+    size = "×".join(str(b) for b in _x(r, "block_size") or []) or "?"
     kept_txt = f" (the mask keeps {ev['kept_pct']:.1f}% of the scores)" if kept is not None else ""
     msg = f"flex skips {ev['block_sparsity_pct']:.1f}% of the {size} tiles of the score matrix{kept_txt}"
     advice = (
@@ -106,9 +114,8 @@ def _kv_role(name: str) -> str | None:
 def split_kv(r: dict[str, Any]) -> Out:
     ks = compute_kernels(r)
     combine = [k for k in ks if _kv_role(k["name"]) == "combine"]
-    split = [
-        k for k in ks if _kv_role(k["name"]) != "combine" and (k["category"] == "attention" or _kv_role(k["name"]))
-    ]
+    # The partner is named as a split-KV or decode kernel; a backward kernel in the same call is not one.
+    split = [k for k in ks if _kv_role(k["name"]) == "split"]
     if not combine or not split:
         return []
     s, c = max(split, key=lambda k: k["duration_us"]), max(combine, key=lambda k: k["duration_us"])

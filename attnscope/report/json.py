@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from attnscope.flops import flop_formula
+from attnscope.flops import flop_formula, mask_flop_note
 from attnscope.types import Case, Env, Fingerprint, HiddenCopy, KernelRecord, PeakRate, Result, Timing, Upcast
 
 SCHEMA_VERSION = 1
@@ -112,7 +112,7 @@ def result_to_dict(r: Result) -> dict[str, Any]:
             "peak_memory_bytes": r.peak_memory_bytes,
             "peak_memory_source": r.peak_memory_source,
             "flops": r.flops,
-            "flop_formula": flop_formula(r.mode) if r.flops is not None else None,
+            "flop_formula": _flop_formula(r),
             "tflops": r.tflops,
             "pct_of_peak": r.pct_of_peak,
             "max_rel_error": r.max_rel_error,
@@ -337,3 +337,12 @@ def check_document(doc: Any, where: str) -> None:
     for key in ("env", "case"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise DocumentError(f"{where}: {key} must be an object, got {type(doc[key]).__name__}")
+
+
+def _flop_formula(r: Result) -> str | None:
+    """The formula, and for a run how the case's mask's kept scores were counted."""
+    if r.flops is None:
+        return None
+    if r.source != "run" or r.case is None:
+        return flop_formula(r.mode)
+    return f"{flop_formula(r.mode)}; {mask_flop_note(r.case)}"
