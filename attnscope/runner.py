@@ -210,6 +210,17 @@ def run_variant(
     )
 
 
+def _size_skip(case: Case, name: str, free: int | None, peak: PeakRate | None) -> str | None:
+    """Why this variant is not run (memory or time, estimated by attnscope.sizing), else None."""
+    from attnscope import sizing
+
+    if free is None:
+        return None
+    # twice the fastest matmul measured here (or the device kind's ceiling): a time floor no kernel beats
+    rate = 2 * peak.tflops if peak else sizing.CEILING_TFLOPS["cuda" if case.device.startswith("cuda") else "cpu"]
+    return sizing.variant_skip(case, name, free, rate)
+
+
 def run(
     case: Case,
     variants: str | list[str] | None = None,
@@ -226,6 +237,7 @@ def run(
     explicit = variants is not None
     chosen = resolve(variants)
     torch.manual_seed(opts.seed)
+    free = env_mod.free_memory_bytes(case.device)  # before any tensor: what sizing's estimates are weighed against
     x = make_inputs(case, opts.seed)
     ref = reference(case, x)
     peak = measure_peak(case) if opts.measure_peak else None
@@ -242,8 +254,11 @@ def run(
         for v in chosen:
             if on_start:
                 on_start(v.name)
+            too_big = _size_skip(case, v.name, free, peak)
             if not explicit and dev in v.opt_in_on:
                 r = _skip(v, case, v.opt_in_reason)
+            elif too_big:
+                r = _skip(v, case, too_big)
             else:
                 r = run_variant(v, case, x, ref, opts, peak, trace_dir)
             results.append(r)

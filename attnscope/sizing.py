@@ -79,16 +79,19 @@ def reference_bytes(case: Case, chunk_bytes: int | None = None) -> tuple[int, in
     """(peak while computing, resident after) of the fp64 reference.
 
     ``chunk_bytes=None``: one call of the math backend on fp64 copies (four S×S fp64 matrices at
-    its peak); else the chunked reference, whose scores never exceed ``chunk_bytes`` per chunk
-    (three such buffers: scores, softmax, probabilities).
+    its peak); else the chunked reference (attnscope.reference), whose scores never exceed
+    ``chunk_bytes`` per chunk of one batch row and one KV head's query heads (three such buffers:
+    scores, softmax, probabilities).
     """
     q, kv, out, score = _elems(case)
     resident = out * FP64
     if chunk_bytes is None:
         gqa = 2 * case.batch * case.heads * case.num_seq_kv * case.head_dim if case.is_gqa else 0
         return (q + 2 * kv + gqa) * FP64 + 4 * score * FP64 + resident, resident
+    # one chunk covers one batch row and one KV head's group of query heads
+    group_scores = (case.heads // case.num_kv_heads) * case.seq_q * case.num_seq_kv * FP64
     per_head_kv = 2 * case.num_seq_kv * case.head_dim * FP64
-    return resident + 3 * min(chunk_bytes, score * FP64) + per_head_kv, resident
+    return resident + 3 * min(chunk_bytes, group_scores) + per_head_kv, resident
 
 
 def variant_bytes(case: Case, variant: str) -> Estimate:
@@ -157,8 +160,8 @@ def case_skip(case: Case, free_bytes: int, chunk_bytes: int | None = None) -> st
     return None
 
 
-def reference_chunk_bytes() -> int | None:
-    """The chunk size of the run's fp64 reference (runner.reference is attnscope.reference's chunked one)."""
+def reference_chunk_bytes() -> int:
+    """The chunk size of the run's fp64 reference (attnscope.reference computes it in chunks)."""
     from attnscope.reference import CHUNK_BYTES
 
-    return CHUNK_BYTES
+    return int(CHUNK_BYTES)

@@ -100,3 +100,24 @@ def test_cli_refuses_a_case_that_cannot_fit_before_any_work(monkeypatch, capsys)
     assert main(["run", "--device", "cpu", "--no-peak", "--seq", "1000000", "--variants", "sdpa_flash"]) == 2
     err = capsys.readouterr().err
     assert "too slow to measure" in err and "at least 512 s" in err
+
+
+@pytest.mark.slow
+def test_a_variant_that_does_not_fit_is_a_skipped_row_and_the_others_run(monkeypatch, tmp_path) -> None:
+    """B=1 H=1 S=8192 D=16 bf16 with 300 MiB free: naive needs 2·8192²·2 B = 256 MiB of scores plus a 64 MiB
+    mask, above the 0.85·300 − inputs − reference output ≈ 253 MiB left; flash needs ~3 MiB; the chunked
+    reference peaks near 3·64 MiB."""
+    import json
+
+    pytest.importorskip("torch")
+    monkeypatch.setattr("attnscope.env.free_memory_bytes", lambda device: 300 * MIB)
+    out = tmp_path / "o.json"
+    case = ["--batch", "1", "--heads", "1", "--seq", "8192", "--head-dim", "16", "--dtype", "bf16"]
+    argv = ["run", "--device", "cpu", *case, "--variants", "naive,sdpa_flash", "--budget", "0.02", "--no-peak"]
+    assert main([*argv, "--json", str(out)]) == 0
+    rows = {r["variant"]: r for r in json.loads(out.read_text())["results"]}
+    assert rows["naive"]["status"] == "skipped"
+    # 256 + 64 + 0.25 (bf16 output) + 2 (fp64 check: 2·8192·16·8 B) = 322.25 MiB, printed to one decimal
+    assert rows["naive"]["reason"].startswith("does not fit: needs ~322.2 MiB")
+    assert "2 score matrices 256.0 MiB" in rows["naive"]["reason"] and "of 300.0 MiB free" in rows["naive"]["reason"]
+    assert rows["sdpa_flash"]["status"] == "ok" and rows["sdpa_flash"]["numerics_ok"] is True
