@@ -12,7 +12,8 @@ Memory per variant (extra peak of one call, while the inputs and the reference's
   peak (scores, additive mask, softmax, the safe-softmax guard), plus fp32 copies of q, k, v.
 - fused kernels (flash, efficient, cuDNN, default, compiled flex): the output and one fp32
   log-sum-exp per query row; the scores stay on chip.
-- every variant: the error check's fp64 copy of the output and its difference to the reference.
+- every variant: the error check's fp64 copy of the output and its difference to the reference, and a
+  fixed workspace allowance (``WORKSPACE_BYTES``).
 
 Time: the case's FLOPs over the fastest matmul rate the device could reach, times the calls the run
 makes (warm-up, timing, profiling): a floor.  A variant whose floor is above ``MAX_VARIANT_S`` is
@@ -30,6 +31,9 @@ GIB = 1024**3
 FP32, FP64 = 4, 8
 SCORE_FAMILIES = {"naive": "naive", "naive_inplace": "naive", "sdpa_math": "upcast", "flex": "upcast"}
 HEADROOM = 0.85  # of the free memory: the allocator, the profiler and torch's own buffers need the rest
+# Kernel workspaces, allocator rounding and per-thread buffers, measured as 0.2 MiB (CPU, flash's
+# per-thread blocks) to 0.5 MiB (H200, compiled flex) beyond the terms below on the committed runs.
+WORKSPACE_BYTES = 8 * 1024**2
 MIN_CALLS = 10  # 3 warm-up, at least 5 timed, 1 profiled, 1 for peak memory
 MAX_VARIANT_S = 300.0
 # Above every matmul rate a device of that kind reaches today (dense, 16-bit): a time floor
@@ -79,16 +83,19 @@ def reference_bytes(case: Case, chunk_bytes: int | None = None) -> tuple[int, in
     """(peak while computing, resident after) of the fp64 reference.
 
     ``chunk_bytes=None``: one call of the math backend on fp64 copies (four S×S fp64 matrices at
-    its peak); else the chunked reference, whose scores never exceed ``chunk_bytes`` per chunk
-    (three such buffers: scores, softmax, probabilities).
+    its peak); else the chunked reference (attnscope.reference), whose scores never exceed
+    ``chunk_bytes`` per chunk of one batch row and one KV head's query heads (three such buffers:
+    scores, softmax, probabilities).
     """
     q, kv, out, score = _elems(case)
     resident = out * FP64
     if chunk_bytes is None:
         gqa = 2 * case.batch * case.heads * case.num_seq_kv * case.head_dim if case.is_gqa else 0
         return (q + 2 * kv + gqa) * FP64 + 4 * score * FP64 + resident, resident
+    # one chunk covers one batch row and one KV head's group of query heads
+    group_scores = (case.heads // case.num_kv_heads) * case.seq_q * case.num_seq_kv * FP64
     per_head_kv = 2 * case.num_seq_kv * case.head_dim * FP64
-    return resident + 3 * min(chunk_bytes, score * FP64) + per_head_kv, resident
+    return resident + 3 * min(chunk_bytes, group_scores) + per_head_kv, resident
 
 
 def variant_bytes(case: Case, variant: str) -> Estimate:
@@ -110,7 +117,7 @@ def variant_bytes(case: Case, variant: str) -> Estimate:
         }
     else:
         parts = {"log-sum-exp": case.batch * case.heads * case.seq_q * FP32}
-    parts.update({"output": out * e, "error check (fp64)": check})
+    parts.update({"output": out * e, "workspace allowance": WORKSPACE_BYTES, "error check (fp64)": check})
     return Estimate(variant, sum(parts.values()), parts)
 
 
@@ -157,8 +164,8 @@ def case_skip(case: Case, free_bytes: int, chunk_bytes: int | None = None) -> st
     return None
 
 
-def reference_chunk_bytes() -> int | None:
-    """The chunk size of the run's fp64 reference (runner.reference is attnscope.reference's chunked one)."""
+def reference_chunk_bytes() -> int:
+    """The chunk size of the run's fp64 reference (attnscope.reference computes it in chunks)."""
     from attnscope.reference import CHUNK_BYTES
 
-    return CHUNK_BYTES
+    return int(CHUNK_BYTES)

@@ -25,6 +25,8 @@ from attnscope.workloads.attention import TORCH_DTYPES, make_inputs, reference, 
 _workload: dict[tuple[Case, int], tuple[Inputs, Any]] = {}
 _peaks: dict[tuple[str, str], PeakRate] = {}
 _envs: dict[str, Env] = {}
+# Free memory per case, read before that case's tensors exist: what sizing's estimates are weighed against.
+_free: dict[Case, int | None] = {}
 
 # Messages of errors after which CUDA refuses all further work in this process.
 STICKY_CUDA = (
@@ -164,6 +166,8 @@ def measure_one(job: Job) -> Result:
     reason = v.refusal(case)
     if reason is None and not job.explicit and case.device.split(":")[0] in v.opt_in_on:
         reason = v.opt_in_reason
+    if reason is None:
+        reason = _size_skip(case, job.variant, job.options.seed)
     if reason:
         return _row(job, "skipped", reason)
     try:
@@ -173,6 +177,24 @@ def measure_one(job: Job) -> Result:
     cost = dict(r.cost_s or {})
     cost["total"] = time.perf_counter() - t0
     return replace(r, env=_env(case.device), family=v.family, backend=v.backend, cost_s=cost)
+
+
+def _size_skip(case: Case, name: str, seed: int) -> str | None:
+    """Why this variant is not run (memory or time, estimated by attnscope.sizing), else None."""
+    from attnscope import env, sizing
+
+    if case not in _free:
+        if (case, seed) not in _workload:
+            free_memory()  # the last case's tensors are not this case's concern
+        _free.clear()
+        _free[case] = env.free_memory_bytes(case.device)
+    free = _free[case]
+    if free is None:
+        return None
+    peak = _peaks.get((case.device, case.dtype))
+    # twice the fastest matmul measured here (or the device kind's ceiling): a time floor no kernel beats
+    rate = 2 * peak.tflops if peak else sizing.CEILING_TFLOPS["cuda" if case.device.startswith("cuda") else "cpu"]
+    return sizing.variant_skip(case, name, free, rate)
 
 
 def _measure(v: Variant, job: Job) -> Result:

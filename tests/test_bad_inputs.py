@@ -31,6 +31,21 @@ FILES: dict[str, str | bytes] = {
     "env_str.json": json.dumps({"schema_version": 1, "results": [], "env": "cpu"}),
     "case_list.json": json.dumps({"schema_version": 1, "results": [], "case": [1]}),
     "list.json": "[1, 2, 3]",
+    "time_str.json": json.dumps(
+        {"schema_version": 1, "results": [{"variant": "naive", "status": "ok", "gpu_time_us": "x"}]}
+    ),
+    "peak_bool.json": json.dumps(
+        {"schema_version": 1, "results": [{"variant": "naive", "status": "ok", "peak_memory_bytes": True}]}
+    ),
+    "kernels_str.json": json.dumps(
+        {"schema_version": 1, "results": [{"variant": "naive", "status": "ok", "kernels": "k"}]}
+    ),
+    "kernel_noname.json": json.dumps(
+        {"schema_version": 1, "results": [{"variant": "naive", "status": "ok", "kernels": [{"category": "gemm"}]}]}
+    ),
+    "timing_list.json": json.dumps(
+        {"schema_version": 1, "results": [{"variant": "naive", "status": "ok", "cpu_time": [1]}]}
+    ),
     "not_json.json": "this is not json {",
     "empty.json": "",
     "binary.json": b"\x00\x01\x02\xff\xfe",
@@ -220,6 +235,20 @@ CASES: list[tuple[str, list[str], int]] = [
     ("diff_binary", ["diff", f"{D}/good.json", f"{D}/binary.json"], 2),
     ("diff_plain_gz", ["diff", f"{D}/good.json", f"{D}/plain.gz"], 2),
     ("diff_one_arg", ["diff", f"{D}/good.json"], 2),
+    ("diff_time_str", ["diff", f"{D}/good.json", f"{D}/time_str.json"], 2),
+    ("diff_peak_bool", ["diff", f"{D}/good.json", f"{D}/peak_bool.json"], 2),
+    ("diff_kernels_str", ["diff", f"{D}/good.json", f"{D}/kernels_str.json"], 2),
+    ("diff_kernel_noname", ["diff", f"{D}/good.json", f"{D}/kernel_noname.json"], 2),
+    ("diff_timing_list", ["diff", f"{D}/good.json", f"{D}/timing_list.json"], 2),
+    # the HTML page: its path checked before any work, its inputs read as documents
+    ("run_html_proc", [*RUN, "--html", "/proc/attnscope-x.html"], 2),
+    ("run_html_dir", [*RUN, "--html", D], 2),
+    ("analyze_html_proc", ["analyze", f"{D}/good.json", "--html", "/proc/attnscope-x.html"], 2),
+    ("report_out_proc", ["report", f"{D}/good.json", "-o", "/proc/attnscope-x.html"], 2),
+    ("report_out_dir", ["report", f"{D}/good.json", "-o", D], 2),
+    ("report_missing", ["report", f"{D}/missing.json", "-o", f"{D}/r.html"], 2),
+    ("report_not_json", ["report", f"{D}/not_json.json", "-o", f"{D}/r.html"], 2),
+    ("report_no_out", ["report", f"{D}/good.json"], 2),
     # top level
     ("no_command", [], 2),
     ("unknown_command", ["profile"], 2),
@@ -290,3 +319,24 @@ def test_json_keeps_the_users_umask(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "b.json").stat().st_mode) == 0o664
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--device", "tpu"],
+        ["run", "--budget", "nan"],
+        ["diff", "/nonexistent/a.json", "/nonexistent/b.json"],
+        ["analyze", "/nonexistent/trace.json"],
+    ],
+    ids=["device", "budget", "diff", "analyze"],
+)
+def test_the_real_process_prints_one_line_too(argv: list[str]) -> None:
+    """Through the interpreter as a user starts it: the same one line, exit 2, nothing on stdout."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "attnscope.cli", *argv], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stdout == ""

@@ -43,9 +43,17 @@ def test_each_advice_once_with_every_finding_under_it() -> None:
         assert out.count(f"→ {a}") == 1  # … the output says each once
     n = len(advices)
     assert f"Insights: {n}, grouped by what to do" in out
+    loud = _text(_cpu_doc(), verbose=True)
     for r in doc["results"]:
         for i in r["insights"]:
-            assert f"{r['variant']} [{i['id']}] {i['message']}" in out
+            assert f"{r['variant']} [{i['id']}] {i['message']}" in loud  # --verbose: every finding in full
+            if i["id"] == "score_matrix":  # default: one line, each variant's own numbers
+                ev = i["evidence"]
+                assert f"{r['variant']} {ev['peak_mib']:.1f} MiB ({ev['peak_over_score']:.1f}×)" in out
+            elif i["id"] == "slower_than_best":
+                assert f"{r['variant']} {i['evidence']['ratio']:.2f}×" in out
+            else:
+                assert i["message"] in out
 
 
 def test_host_side_notes_and_unchecked_rules_only_with_verbose() -> None:

@@ -33,20 +33,55 @@ def advice_groups(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, dict[s
     return sorted(groups.items(), key=worst)  # stable: first appearance within a severity
 
 
-def insight_lines(doc: dict[str, Any]) -> list[Text]:
+def _slower_line(found: list[tuple[str, dict[str, Any]]]) -> str:
+    ev0 = found[0][1]["evidence"]
+    each = ", ".join(f"{v} {i['evidence']['ratio']:.2f}×" for v, i in found)
+    return f"slower than {ev0['best']} ({ev0['best_us']:,.1f} µs, {ev0['basis']}): {each}"
+
+
+def _scores_line(found: list[tuple[str, dict[str, Any]]]) -> str:
+    ev0 = found[0][1]["evidence"]
+    each = ", ".join(
+        f"{v} {i['evidence']['peak_mib']:.1f} MiB ({i['evidence']['peak_over_score']:.1f}×)" for v, i in found
+    )
+    return (
+        f"the score matrix is materialised: peak extra memory against one score matrix ({ev0['score_mib']:.1f} MiB, "
+        f"grows with S²; the O(S·D) minimum is {ev0['minimum_mib']:.1f} MiB): {each}"
+    )
+
+
+# Findings of one rule under one advice, said in one line (numbers from each one's evidence).
+CONDENSED = {"slower_than_best": _slower_line, "score_matrix": _scores_line}
+
+
+def _finding(variant: str, i: dict[str, Any], message: str) -> Text:
+    mark, style = SEVERITY_STYLE[i["severity"]]
+    t = Text("      ")
+    t.append(f"{mark} ", style=style)
+    t.append(f"{variant} ", style="bold")
+    t.append(f"[{i['id']}] ", style=style)
+    t.append(message)
+    return t
+
+
+def insight_lines(doc: dict[str, Any], verbose: bool = True) -> list[Text]:
     lines: list[Text] = []
     for advice, found in advice_groups(doc):
         head = Text("  → ", style="bold")
         head.append(advice, style="bold")
         lines.append(head)
+        ids = {i["id"] for _, i in found}
+        if not verbose and len(found) > 1 and len(ids) == 1:
+            worst = min(found, key=lambda f: SEVERITY_ORDER[f[1]["severity"]])[1]
+            variants = ", ".join(v for v, _ in found)
+            if worst["id"] in CONDENSED:
+                lines.append(_finding(f"{len(found)} variants", worst, CONDENSED[worst["id"]](found)))
+                continue
+            if len({i["message"] for _, i in found}) == 1:  # the same finding in several variants: said once
+                lines.append(_finding(variants, worst, worst["message"]))
+                continue
         for variant, i in found:
-            mark, style = SEVERITY_STYLE[i["severity"]]
-            t = Text("      ")
-            t.append(f"{mark} ", style=style)
-            t.append(f"{variant} ", style="bold")
-            t.append(f"[{i['id']}] ", style=style)
-            t.append(i["message"])
-            lines.append(t)
+            lines.append(_finding(variant, i, i["message"]))
     return lines
 
 
@@ -76,7 +111,7 @@ def verdict_table(doc: dict[str, Any]) -> Table:
 
 
 def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool = False) -> None:
-    lines = insight_lines(doc)
+    lines = insight_lines(doc, verbose)
     if lines:
         n = sum(len(r.get("insights") or []) for r in doc.get("results") or [])
         console.print(Text(f"Insights: {n}, grouped by what to do (each advice once)", style="bold"))

@@ -319,6 +319,28 @@ def load_document(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+NUMBER_FIELDS = ("gpu_time_us", "cpu_time_us", "peak_memory_bytes", "flops", "tflops", "pct_of_peak", "max_rel_error")
+LIST_FIELDS = ("kernels", "hidden_copies", "upcasts", "insights")
+
+
+def _check_fields(r: dict[str, Any], where: str) -> None:
+    """The fields diff, insights and the table compute with: numbers are numbers, lists are lists of objects."""
+    for k in NUMBER_FIELDS:
+        v = r.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise DocumentError(f"{where}: {k} must be a number or null, got {v!r}"[:300])
+    for k in LIST_FIELDS:
+        v = r.get(k)
+        if v is not None and (not isinstance(v, list) or not all(isinstance(x, dict) for x in v)):
+            raise DocumentError(f"{where}: {k} must be a list of objects"[:300])
+    for k in ("gpu_time", "cpu_time", "case"):
+        if r.get(k) is not None and not isinstance(r[k], dict):
+            raise DocumentError(f"{where}: {k} must be an object or null")
+    for j, k in enumerate(r.get("kernels") or []):
+        if not isinstance(k.get("name"), str) or not isinstance(k.get("category"), str):
+            raise DocumentError(f"{where}: kernels[{j}] needs name and category strings")
+
+
 def check_document(doc: Any, where: str) -> None:
     """The shape every reader of a document relies on; a DocumentError names what is off."""
     if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
@@ -334,6 +356,7 @@ def check_document(doc: Any, where: str) -> None:
     for i, r in enumerate(results):
         if not isinstance(r, dict) or not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
             raise DocumentError(f"{where}: results[{i}] is not a result (needs variant and status strings)")
+        _check_fields(r, f"{where}: results[{i}] ({r['variant']})")
     for key in ("env", "case"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise DocumentError(f"{where}: {key} must be an object, got {type(doc[key]).__name__}")
