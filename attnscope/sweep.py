@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import re
 import signal
 import threading
@@ -99,6 +100,10 @@ def grid(axes: Axes, device: str) -> list[Case]:
     """Every combination, in axis order; a combination that is not a valid case is an error naming it."""
     cases: list[Case] = []
     batches: list[int | None] = [None] if axes.budget_tokens else list(axes.batch)
+    axis_lists = (batches, axes.heads, axes.kv_heads, axes.seq, axes.seq_kv, axes.head_dim, axes.dtype, axes.causal)
+    n = len(axes.mode) * math.prod(len(a) for a in axis_lists)
+    if n > MAX_JOBS:
+        raise ValueError(f"the grid holds {n:,} cases, over {MAX_JOBS:,}: narrow it")
     for b, h, kvh, s, skv, d, dt, causal, mode in itertools.product(
         batches, axes.heads, axes.kv_heads, axes.seq, axes.seq_kv, axes.head_dim, axes.dtype, axes.causal, axes.mode
     ):

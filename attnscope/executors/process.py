@@ -30,6 +30,7 @@ from attnscope.types import Result, Status
 def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
     """The worker's loop: receive a job, send its Result; None or a closed pipe ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent()
     if visible is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before torch is imported
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -52,6 +53,18 @@ def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: flo
             r = replace(r, cost_s={**(r.cost_s or {}), "worker_start": start_s})
             start_s = None
         conn.send(("result", r))
+
+
+def _die_with_parent() -> None:
+    """Linux: end this worker when the sweep dies (kill -9 included) instead of finishing its job on
+    a GPU nobody reads; elsewhere (or had the parent died before this) the worker ends at its next
+    read of the closed pipe."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def last_error_line(log: Path) -> str | None:
