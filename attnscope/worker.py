@@ -40,6 +40,17 @@ STICKY_CUDA = (
 )
 
 
+def import_all() -> None:
+    """Import what every job needs, so that a fresh worker pays for it at start, not inside a job's timeout."""
+    import torch  # noqa: F401
+
+    import attnscope.analysis.fingerprint
+    import attnscope.capture
+    import attnscope.env
+    import attnscope.sizing
+    import attnscope.trace  # noqa: F401
+
+
 def measure_peak(case: Case) -> PeakRate:
     """The matmul rate of this device in the case dtype (and fp32 on a CPU), measured now: the % of peak
     baseline (attnscope.peak says which one and why)."""

@@ -37,7 +37,9 @@ def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: flo
     os.dup2(fd, 2)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     faulthandler.enable()  # a segfault writes its reason and stack to the log
-    from attnscope.worker import measure_one
+    from attnscope.worker import import_all, measure_one
+
+    import_all()
 
     start_s: float | None = time.time() - spawned_at
     while True:

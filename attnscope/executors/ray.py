@@ -29,6 +29,7 @@ class _Actor:
     def __init__(self, spawned_at: float) -> None:
         from attnscope import worker  # imports torch once, here
 
+        worker.import_all()
         self._measure = worker.measure_one
         self._start_s: float | None = time.time() - spawned_at
 
