@@ -118,7 +118,9 @@ def grid(axes: Axes, device: str) -> list[Case]:
             fields: dict[str, Any] = {"batch": b, "heads": h, "kv_heads": kvh, "seq_q": s, "seq_kv": skv}
             c = Case(**fields, head_dim=d, dtype=dt, causal=causal, device=device, mode=mode)  # type: ignore[arg-type]
         except ValueError as e:
-            raise ValueError(f"the grid point B={b} H={h} KV={kvh} S={s} Skv={skv} D={d}: {e}") from None
+            kv = f" KV={kvh}" if kvh is not None else ""
+            sk = f" Skv={skv}" if skv is not None else ""
+            raise ValueError(f"the grid point B={b} H={h}{kv} S={s}{sk} D={d}: {e}") from None
         cases.append(c)
     return list(dict.fromkeys(cases))
 
@@ -201,7 +203,10 @@ def axes_from(args: Any) -> Axes:
     if getattr(args, "seq_kv", None) is not None:
         a.seq_kv = list(parse_int_axis("seq-kv", args.seq_kv, limits["seq_kv"]))
     if getattr(args, "dtype", None) is not None:
-        a.dtype = list(dict.fromkeys(parse_dtype(t.strip()) for t in args.dtype.split(",")))
+        try:
+            a.dtype = list(dict.fromkeys(parse_dtype(t.strip()) for t in args.dtype.split(",")))
+        except ValueError as e:
+            raise ValueError(f"--dtype {args.dtype!r}: {e}") from None
     if getattr(args, "causal", None) is not None:
         a.causal = parse_causal(args.causal)
     if getattr(args, "mode", None) is not None:

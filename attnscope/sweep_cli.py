@@ -121,8 +121,10 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
 
     defaults = GPU_DEFAULTS if device.startswith("cuda") else CPU_DEFAULTS
     ns = argparse.Namespace(**vars(args))
+    given = {k for k, v in vars(args).items() if v is not None}
     for k, v in defaults.items():
-        if getattr(ns, k, None) is None and not (k == "budget_tokens" and args.batch is not None):
+        # batch and --budget-tokens are two ways to one axis: a default never joins the one given
+        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}):
             setattr(ns, k, v)
     return axes_from(ns)
 
