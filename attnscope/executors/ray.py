@@ -22,6 +22,9 @@ from attnscope.job import Job
 from attnscope.types import Result
 from attnscope.variants import MODULES_ENV
 
+# Starting an actor (a worker process, torch, CUDA) is not the job's time; past this it is a failure.
+START_ALLOWANCE_S = 120.0
+
 
 class _Actor:
     """Runs in a Ray worker process: ``measure_one`` with the same per-process caches."""
@@ -101,16 +104,17 @@ class RayExecutor:
             self._new_actor(len(self._actors))
         todo = deque(jobs)
         idle = list(range(n))[::-1]
-        running: dict[Any, list[Any]] = {}  # ref → [actor, job, start (None: the actor is still starting)]
+        # ref → [actor, job, start (None: the actor is still starting), submitted]
+        running: dict[Any, list[Any]] = {}
         while todo or running:
             while idle and todo:
                 i, job = idle.pop(), todo.popleft()
                 if on_start:
                     on_start(job)
-                running[self._actors[i].measure.remote(job)] = [i, job, None]
+                running[self._actors[i].measure.remote(job)] = [i, job, None, time.monotonic()]
             done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
             for ref in done:
-                i, job, _t = running.pop(ref)
+                i, job = running.pop(ref)[:2]
                 try:
                     r: Result = ray.get(ref)
                 except RayTaskError as e:  # raised inside measure: a bug there, the actor lives on
@@ -131,17 +135,25 @@ class RayExecutor:
 
         now = time.monotonic()
         assert self.timeout_s is not None
-        for ref, (i, job, t) in list(running.items()):
+        for ref, (i, job, t, submitted) in list(running.items()):
+            why = None
             if t is None:
                 if self._started(i):  # Ray runs an actor's calls in order: ready() answered, the job began
                     running[ref][2] = now
-                continue
-            if now - t > self.timeout_s:
+                elif now - submitted > self.timeout_s + START_ALLOWANCE_S:
+                    why = (
+                        f"the Ray actor did not start within {self.timeout_s + START_ALLOWANCE_S:g} s "
+                        "(does the cluster have a free GPU or CPU for it?)"
+                    )
+            elif now - t > self.timeout_s:
+                why = f"no result after --timeout {self.timeout_s:g} s: the Ray actor was stopped"
+            if why:
                 running.pop(ref)
-                ray.kill(self._actors[i])
+                with contextlib.suppress(Exception):
+                    ray.kill(self._actors[i])
                 self._new_actor(i)
                 idle.append(i)
-                yield _row(job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the Ray actor was stopped")
+                yield _row(job, "timeout", why)
 
     def close(self) -> None:
         import ray
