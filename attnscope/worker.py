@@ -41,7 +41,9 @@ STICKY_CUDA = (
 
 
 def import_all() -> None:
-    """Import what every job needs, so that a fresh worker pays for it at start, not inside a job's timeout."""
+    """In a worker process: import what every job needs, so that a fresh worker pays for it at start, not
+    inside a job's timeout; then freeze those objects out of the collector's sight, so that the
+    ``gc.collect()`` after each job scans only what jobs made (0.08 s → microseconds with torch loaded)."""
     import torch  # noqa: F401
 
     import attnscope.analysis.fingerprint
@@ -49,6 +51,9 @@ def import_all() -> None:
     import attnscope.env
     import attnscope.sizing
     import attnscope.trace  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
 
 
 def measure_peak(case: Case) -> PeakRate:
