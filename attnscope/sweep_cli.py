@@ -101,7 +101,9 @@ def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
 
             device = default_device()
         if args.executor == "ray" and device.startswith("cuda"):
-            return "cuda", ["0"]  # Ray pins the actor's GPU itself
+            if device != "cuda":
+                raise UsageError(f"--device {args.device}: Ray picks each actor's GPU; give --device cuda or --devices")
+            return "cuda", ["0"]  # one actor asking Ray for one GPU
         return device, None
     devices = parse_devices(args.devices)
     if devices is None:
