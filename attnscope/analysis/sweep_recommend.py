@@ -1,0 +1,625 @@
+"""The recommendation over a sweep: the best variant per (case, mode), where it changes along each
+axis, a compact policy over the measured points, and where PyTorch's own choice is not the best.  Pure:
+plain row dicts in (``report/json.py``'s rows, e.g. from ``attnscope.store.load_rows``), plain dicts out.
+
+It speaks with the run recommendation's voice (:mod:`attnscope.analysis.recommend`): the same tie
+rule (:func:`attnscope.analysis.compare.tied`: interquartile ranges overlap, or the same compute
+kernels ran) and the same choice (:func:`attnscope.analysis.compare.choose_best`: a variant that
+writes the S×S scores out is recommended only when every fused variant is slower beyond the noise).
+
+Only rows with status ``ok`` and ``numerics_ok`` true compete: a fast but wrong variant never wins,
+and every row left out is listed with the reason.  Times are medians per call: the GPU time (CUDA
+events) where a (case, mode) has any, else the CPU time; each entry says which.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations, pairwise
+from typing import Any
+
+from attnscope.analysis.compare import Row, choose_best, ran_backend, same_kernels, tied
+
+DEFAULT = "sdpa_default"  # PyTorch's own choice among the SDPA backends
+# Axes in the order a policy and a label name them; any other case field follows, sorted.
+AXES = (
+    "mode",
+    "seq_q",
+    "head_dim",
+    "causal",
+    "mask",
+    "dtype",
+    "heads",
+    "kv_heads",
+    "seq_kv",
+    "batch",
+    "softcap",
+    "alibi",
+    "device",
+)
+NUMERIC = frozenset({"seq_q", "seq_kv", "head_dim", "batch", "heads", "kv_heads", "softcap"})
+SYMBOL = {"seq_q": "S", "seq_kv": "S_kv", "head_dim": "D", "batch": "B", "heads": "H", "kv_heads": "H_kv"}
+# The order a case label names them in: 'B=2 H=8 S=512 D=64 bf16 causal fwd'.
+LABEL_AXES = (
+    "batch",
+    "heads",
+    "kv_heads",
+    "seq_q",
+    "seq_kv",
+    "head_dim",
+    "dtype",
+    "causal",
+    "mask",
+    "softcap",
+    "alibi",
+    "mode",
+    "device",
+)
+MAX_RULES = 6  # rules before "otherwise": past that, the disagreeing points are listed as exceptions
+TIE_RULE = (
+    "tied when the interquartile ranges (p25–p75 of the timed calls) overlap, or both ran the same compute "
+    "kernels (the run recommendation's rule)"
+)
+TWIN = {"seq_kv": "seq_q", "kv_heads": "heads"}  # filled in from these where the case leaves them out
+MARGIN_FORMULA = "runner_up_us / median_us (median time per call of the runner-up over the best's)"
+BASIS = {
+    "gpu": "GPU time per call (median)",
+    "cpu": "wall time per call on the CPU (median)",
+    "host": "host time per call (median): these rows hold no GPU time",
+}
+
+
+# --------------------------------------------------------------------------------------------- reading rows
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def axes_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The case of a row as axis values: mode from the row or its case; seq_kv and kv_heads filled in
+    where the case leaves them to follow seq_q and heads."""
+    c = row["case"]
+    out = {a: c.get(a) for a in AXES}
+    out["mode"] = row.get("mode") or c.get("mode") or "fwd"
+    if out["seq_kv"] is None:
+        out["seq_kv"] = c.get("seq_q")
+    if out["kv_heads"] is None:
+        out["kv_heads"] = c.get("heads")
+    for k in sorted(c):
+        if k not in out:
+            out[k] = c[k]
+    return out
+
+
+def _key(axes: dict[str, Any]) -> str:
+    return json.dumps(axes, sort_keys=True, default=str)
+
+
+def _source(rows: list[dict[str, Any]]) -> str:
+    """GPU time when any row of the (case, mode) has one; else wall time on a CPU, host time elsewhere."""
+    if any(_median(r, "gpu") is not None for r in rows):
+        return "gpu"
+    dev = str((rows[0].get("case") or {}).get("device") or "cpu")
+    return "cpu" if dev == "cpu" else "host"
+
+
+def _median(r: dict[str, Any], source: str) -> float | None:
+    kind = "cpu" if source == "host" else source
+    t = r.get(f"{kind}_time")
+    med = _num(r.get(f"{kind}_time_us"))
+    if med is None and isinstance(t, dict):
+        med = _num(t.get("median_us"))
+    return med
+
+
+def _quartiles(r: dict[str, Any], source: str) -> dict[str, Any] | None:
+    """The timing as :func:`compare.overlaps` reads it; None when the quartiles are not both numbers."""
+    t = r.get(f"{'cpu' if source == 'host' else source}_time")
+    if not isinstance(t, dict):
+        return None
+    p25, p75 = _num(t.get("p25_us")), _num(t.get("p75_us"))
+    if p25 is None or p75 is None:
+        return None
+    return {"p25_us": p25, "p75_us": p75, "noisy": bool(t.get("noisy")), "method": t.get("method")}
+
+
+def _why_out(r: dict[str, Any], source: str) -> str | None:
+    """Why a row cannot compete (None: it can)."""
+    st = r.get("status")
+    if st != "ok":
+        reason = " ".join(str(r.get("reason") or "no reason recorded").split())
+        return f"status {st}: {reason[:200]}"
+    if r.get("numerics_ok") is False:
+        err, tol = _num(r.get("max_rel_error")), _num(r.get("error_tolerance"))
+        if r.get("nonfinite"):
+            return "numerics off: NaN/Inf in the output"
+        if err is not None and tol is not None:
+            return f"numerics off: error {err:.1e} against the fp64 reference, over the tolerance {tol:.0e}"
+        return "numerics off"
+    if r.get("numerics_ok") is not True:
+        return "numerics not checked (no comparison with the fp64 reference recorded)"
+    if _median(r, source) is None:
+        return f"no {'GPU' if source == 'gpu' else 'CPU'} time recorded"
+    return None
+
+
+def label(axes: dict[str, Any], only: list[str] | None = None) -> str:
+    """'B=2 H=8 S=512 D=64 bf16 causal fwd', or just the axes named in ``only``."""
+    names = only if only is not None else [a for a in LABEL_AXES if a in axes]
+    parts = []
+    for a in names:
+        v = axes.get(a)
+        if only is None:
+            if a == "kv_heads" and v == axes.get("heads"):
+                continue
+            if a == "seq_kv" and v == axes.get("seq_q"):
+                continue
+            if a in ("mask", "softcap") and v is None:
+                continue
+            if a == "alibi" and not v:
+                continue
+            if a == "causal" and axes.get("mask") is not None:
+                continue
+        parts.append(_value_text(a, v))
+    return " ".join(parts)
+
+
+def _value_text(a: str, v: Any) -> str:
+    if a in SYMBOL:
+        return f"{SYMBOL[a]}={_fmt(v)}"
+    if a == "causal":
+        return "causal" if v else "non-causal"
+    if a == "alibi":
+        return "alibi" if v else "no-alibi"
+    if a in ("mode", "dtype", "device"):
+        return str(v)
+    return f"{a}={_fmt(v)}"
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _order(v: Any) -> tuple[int, Any]:
+    """Measured values in order: none, then booleans, numbers, text."""
+    if v is None:
+        return (0, 0)
+    if isinstance(v, bool):
+        return (1, int(v))
+    if isinstance(v, int | float):
+        return (2, v)
+    return (3, str(v))
+
+
+# --------------------------------------------------------------------------------------------- best per case
+
+
+@dataclass
+class _Point:
+    axes: dict[str, Any]
+    case: dict[str, Any]
+    source: str
+    rows: list[Row]  # usable rows, fastest first
+    best: Row
+    agree: set[str] = field(default_factory=set)  # the best and every variant tied with it
+    by_variant: dict[str, dict[str, Any]] = field(default_factory=dict)  # every row of the point
+
+
+def _best_entry(p: _Point, index: int) -> dict[str, Any]:
+    best, preferred_over = choose_best(p.rows)
+    b, best_us, bt, basis = best
+    nxt = preferred_over or next((r for r in p.rows if r is not best), None)
+    entry: dict[str, Any] = {
+        "index": index,
+        "case": p.case,
+        "mode": p.axes["mode"],
+        "label": label(p.axes),
+        "variant": b["variant"],
+        "median_us": best_us,
+        "p25_us": bt["p25_us"] if bt else None,
+        "p75_us": bt["p75_us"] if bt else None,
+        "runner_up": nxt[0]["variant"] if nxt else None,
+        "runner_up_us": nxt[1] if nxt else None,
+        "margin": nxt[1] / best_us if nxt and best_us > 0 else None,
+        "tied": False,
+        "tie_reason": None,
+        "tied_with": sorted(p.agree - {b["variant"]}),
+        "preferred_over": preferred_over[0]["variant"] if preferred_over else None,
+        "time_source": p.source,
+        "basis": basis,
+        "time_method": bt.get("method") if bt else None,
+        "noisy": False,
+        "variants_compared": len(p.rows),
+        "default": _default_at(p, best),
+    }
+    if nxt:
+        entry["tied"] = tied(best, nxt)
+        if preferred_over:
+            entry["tie_reason"] = (
+                f"quartiles overlap, and {preferred_over[0]['variant']} writes the S×S score matrix out: "
+                f"{b['variant']} does the same work in O(S·D) memory"
+            )
+        elif entry["tied"]:
+            entry["tie_reason"] = "same kernels" if same_kernels(b, nxt[0]) else "quartiles overlap"
+        noisy = [x[0]["variant"] for x in (best, nxt) if x[2] and x[2].get("noisy")]
+        entry["noisy"] = bool(noisy) and not entry["tied"]
+    return entry
+
+
+def _default_at(p: _Point, best: Row) -> dict[str, Any] | None:
+    """sdpa_default against the best at this point, and the backend its kernels show it ran."""
+    d = next((r for r in p.rows if r[0]["variant"] == DEFAULT), None)
+    if d is None:
+        raw = p.by_variant.get(DEFAULT)
+        return {"measured": False, "why": _why_out(raw, p.source)} if raw else None
+    backend, seen_in = ran_backend(d[0])
+    out: dict[str, Any] = {
+        "measured": True,
+        "median_us": d[1],
+        "ratio": d[1] / best[1] if best[1] > 0 else None,
+        "lost_us": d[1] - best[1],
+        "is_best": d is best,
+        "tied": d is not best and tied(best, d),
+        "ran": backend,
+        "kernel": seen_in if seen_in and seen_in != "aten op" else None,
+    }
+    return out
+
+
+def _points(
+    rows: list[dict[str, Any]],
+) -> tuple[list[_Point], list[dict[str, Any]], Counter[str], int, int]:
+    groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    axes_by: dict[str, dict[str, Any]] = {}
+    excluded: list[dict[str, Any]] = []
+    status: Counter[str] = Counter()
+    superseded = no_case = 0
+    for r in rows:
+        status[str(r.get("status"))] += 1
+        if not isinstance(r.get("case"), dict) or not isinstance(r.get("variant"), str):
+            no_case += 1
+            excluded.append({"variant": r.get("variant"), "label": None, "why": "no case recorded (e.g. a trace)"})
+            continue
+        ax = axes_of(r)
+        k = _key(ax)
+        axes_by[k] = ax
+        if r["variant"] in groups[k]:
+            superseded += 1  # the same (variant, case, mode) again: the later row stands
+        groups[k][r["variant"]] = r
+    points = []
+    for k in sorted(groups, key=lambda k: [_order(axes_by[k].get(a)) for a in AXES]):
+        by_v = groups[k]
+        src = _source(list(by_v.values()))
+        usable: list[Row] = []
+        out: list[tuple[dict[str, Any], str]] = []
+        for v in sorted(by_v):
+            r = by_v[v]
+            why = _why_out(r, src)
+            if why:
+                out.append((r, why))
+            else:
+                usable.append((r, _median(r, src) or 0.0, _quartiles(r, src), BASIS[src]))
+        usable.sort(key=lambda x: (x[1], x[0]["variant"]))
+        best_us = None
+        if usable:
+            best = choose_best(usable)[0]
+            best_us = best[1]
+            p = _Point(axes_by[k], by_v[next(iter(by_v))]["case"], src, usable, best, by_variant=by_v)
+            p.agree = {best[0]["variant"]} | {x[0]["variant"] for x in usable if x is not best and tied(best, x)}
+            points.append(p)
+        for r, why in out:
+            e: dict[str, Any] = {"variant": r["variant"], "label": label(axes_by[k]), "status": r.get("status")}
+            e["why"] = why
+            us = _median(r, src)
+            if r.get("status") == "ok" and us is not None:
+                e["median_us"] = us
+                e["faster_than_best"] = best_us is not None and us < best_us
+            excluded.append(e)
+    return points, excluded, status, superseded, no_case
+
+
+# --------------------------------------------------------------------------------------------- axes
+
+
+def _axes(points: list[_Point]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """(axes that vary on their own, axes that only follow the others, axes held at one value)."""
+    names = [a for a in AXES if any(a in p.axes for p in points)]
+    names += sorted({a for p in points for a in p.axes} - set(names))
+    values = {a: {json.dumps(p.axes.get(a), default=str) for p in points} for a in names}
+    fixed = {a: points[0].axes.get(a) for a in names if len(values[a]) == 1} if points else {}
+    kept = [a for a in names if len(values[a]) > 1]
+    derived: dict[str, str] = {}
+    for a in reversed(list(kept)):
+        others = [b for b in kept if b != a]
+        seen: dict[str, Any] = {}
+        if all(
+            seen.setdefault(_key({b: p.axes.get(b) for b in others}), p.axes.get(a)) == p.axes.get(a) for p in points
+        ):
+            kept.remove(a)
+            twin = TWIN.get(a)
+            if twin and all(p.axes.get(a) == p.axes.get(twin) for p in points):
+                derived[a] = f"{a} = {twin} at every point"
+            else:
+                derived[a] = f"{a} changes only with the other axes here (never alone): not an axis of its own"
+    return kept, derived, fixed
+
+
+# --------------------------------------------------------------------------------------------- crossovers
+
+
+def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) -> list[dict[str, Any]]:
+    """Along each axis, holding the other axes fixed: where the best variant changes between adjacent
+    measured values.  ``within_noise``: either variant was tied for best at the other's point."""
+    out = []
+    for a in axes:
+        others = [b for b in axes if b != a]
+        lines: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(points):
+            lines[_key({b: p.axes.get(b) for b in others})].append(i)
+        for idx in lines.values():
+            idx.sort(key=lambda i: _order(points[i].axes.get(a)))
+            for i, j in pairwise(idx):
+                bi, bj = best[i]["variant"], best[j]["variant"]
+                if bi == bj:
+                    continue
+                pi, pj = points[i], points[j]
+                also = {
+                    k: [pi.axes.get(k), pj.axes.get(k)]
+                    for k in pi.axes
+                    if k != a and k not in axes and pi.axes.get(k) != pj.axes.get(k) and not _twinned(k, pi, pj)
+                }
+                out.append(
+                    {
+                        "axis": a,
+                        "between": [pi.axes.get(a), pj.axes.get(a)],
+                        "from": bi,
+                        "to": bj,
+                        "fixed": {b: pi.axes.get(b) for b in others},
+                        "also_changes": also,
+                        "within_noise": bj in pi.agree or bi in pj.agree,
+                        "points": [i, j],
+                        "text": (
+                            f"{_cond_text(a, '=', pi.axes.get(a))} → {_cond_text(a, '=', pj.axes.get(a))}: "
+                            f"{bi} → {bj}" + (f" ({label(pi.axes, others)})" if others else "")
+                        ),
+                    }
+                )
+    return out
+
+
+def _twinned(k: str, *ps: _Point) -> bool:
+    twin = TWIN.get(k)
+    return twin is not None and all(p.axes.get(k) == p.axes.get(twin) for p in ps)
+
+
+# --------------------------------------------------------------------------------------------- policy
+
+
+def _cond_text(a: str, op: str, v: Any) -> str:
+    if a in ("causal", "alibi") and op == "=":
+        return _value_text(a, v)
+    name = SYMBOL.get(a, a)
+    return f"{name} {op} {_fmt(v)}"
+
+
+@dataclass
+class _Cond:
+    axis: str
+    op: str
+    value: Any
+    mask: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis, "op": self.op, "value": self.value}
+
+    @property
+    def text(self) -> str:
+        return _cond_text(self.axis, self.op, self.value)
+
+
+def _conditions(points: list[_Point], axes: list[str]) -> list[_Cond]:
+    """Conditions over measured values only: '=' for each value, and '≤'/'≥' cuts between measured values
+    of a numeric axis; of two with the same points, the first (the plainer) is kept."""
+    conds: list[_Cond] = []
+    seen: set[int] = set()
+    full = (1 << len(points)) - 1
+    for a in axes:
+        vals = sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=_order)
+        masks = {json.dumps(v, default=str): 0 for v in vals}
+        for i, p in enumerate(points):
+            masks[json.dumps(p.axes.get(a), default=str)] |= 1 << i
+        cands = [(a, "=", v, masks[json.dumps(v, default=str)]) for v in vals]
+        if a in NUMERIC and all(isinstance(v, int | float) for v in vals):
+            acc = 0
+            for v in vals[:-1]:
+                acc |= masks[json.dumps(v, default=str)]
+                cands.append((a, "≤", v, acc))
+            acc = 0
+            for v in reversed(vals[1:]):
+                acc |= masks[json.dumps(v, default=str)]
+                cands.append((a, "≥", v, acc))
+        for ax, op, v, m in cands:
+            if m not in seen and m != full:
+                seen.add(m)
+                conds.append(_Cond(ax, op, v, m))
+    return conds
+
+
+def _candidates(conds: list[_Cond]) -> list[tuple[tuple[_Cond, ...], int]]:
+    """Single conditions, then pairs (two axes, or a range of one numeric axis) with new point sets."""
+    out: list[tuple[tuple[_Cond, ...], int]] = [((c,), c.mask) for c in conds]
+    seen = {c.mask for c in conds}
+    for c1, c2 in combinations(conds, 2):
+        if c1.axis == c2.axis and {c1.op, c2.op} != {"≥", "≤"}:
+            continue
+        m = c1.mask & c2.mask
+        if m and m not in seen:
+            seen.add(m)
+            out.append(((c1, c2), m))
+    return out
+
+
+def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) -> list[dict[str, Any]]:
+    """A decision list over the measured points, first matching rule applies, then "otherwise".
+
+    Built greedily: each rule is the one (at most two conditions) that leaves the fewest points
+    where the named variant is not best or tied for best, counting the fallback after it; a rule
+    must agree on more than half the points it takes and leave fewer such points than before.
+    """
+    n = len(points)
+    if n == 0:
+        return []
+    variants = sorted({v for p in points for v in p.agree})
+    agree = {v: sum(1 << i for i, p in enumerate(points) if v in p.agree) for v in variants}
+    strict = {v: sum(1 << i for i, b in enumerate(best) if b["variant"] == v) for v in variants}
+
+    def fallback(m: int) -> tuple[str, int]:
+        v = max(variants, key=lambda w: ((m & agree[w]).bit_count(), (m & strict[w]).bit_count(), [-ord(c) for c in w]))
+        return v, m.bit_count() - (m & agree[v]).bit_count()
+
+    cands = _candidates(_conditions(points, axes))
+    rem = (1 << n) - 1
+    rules: list[tuple[tuple[_Cond, ...], str, int]] = []
+    while rem and len(rules) < MAX_RULES:
+        _, base_err = fallback(rem)
+        if base_err == 0:
+            break
+        choice: tuple[Any, ...] | None = None
+        for order, (conds, cmask) in enumerate(cands):
+            cov = cmask & rem
+            if not cov or cov == rem:
+                continue
+            ncov = cov.bit_count()
+            _, out_err = fallback(rem & ~cov)
+            for v in variants:
+                a = (cov & agree[v]).bit_count()
+                if 2 * a <= ncov:
+                    continue
+                # equal counts: fewer conditions, then the narrower rule (the broad case is left to "otherwise")
+                key = (ncov - a + out_err, len(conds), ncov, -(cov & strict[v]).bit_count(), order, v)
+                if choice is None or key < choice[0]:
+                    choice = (key, conds, v, cov)
+        if choice is None or choice[0][0] >= base_err:
+            break
+        rules.append((choice[1], choice[2], choice[3]))
+        rem &= ~choice[3]
+    out = [_rule(best, points, list(c), v, m) for c, v, m in rules]
+    if rem:
+        v, _ = fallback(rem)
+        out.append(_rule(best, points, [], v, rem))
+    return out
+
+
+def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], v: str, mask: int) -> dict[str, Any]:
+    idx = [i for i in range(len(points)) if mask >> i & 1]
+    exceptions = []
+    for i in idx:
+        if v in points[i].agree:
+            continue
+        p, b = points[i], best[i]
+        mine = next((r for r in p.rows if r[0]["variant"] == v), None)
+        e = {"index": i, "label": b["label"], "best": b["variant"], "best_us": b["median_us"]}
+        if mine:
+            e |= {"variant_us": mine[1], "ratio": mine[1] / b["median_us"] if b["median_us"] > 0 else None}
+        else:
+            raw = p.by_variant.get(v)
+            e |= {"variant_us": None, "ratio": None, "why": _why_out(raw, p.source) if raw else "not run here"}
+        exceptions.append(e)
+    agreeing = len(idx) - len(exceptions)
+    strict = sum(1 for i in idx if best[i]["variant"] == v)
+    return {
+        "when": [c.as_dict() for c in conds],
+        "text": " and ".join(c.text for c in conds) or "otherwise",
+        "variant": v,
+        "points": len(idx),
+        "agree": agreeing,
+        "agree_via_tie": agreeing - strict,
+        "exceptions": exceptions,
+    }
+
+
+def measured_ranges(points: list[_Point], axes: list[str]) -> dict[str, list[Any]]:
+    """The measured values of each varying axis: the policy says nothing beyond them."""
+    return {
+        a: sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=_order)
+        for a in axes
+    }
+
+
+# --------------------------------------------------------------------------------------------- the whole
+
+
+def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The recommendation over the rows of a sweep (any number of files' rows, in order: a later row of
+    the same (variant, case, mode) stands).  ``best`` is empty when no row could compete."""
+    points, excluded, status, superseded, no_case = _points(rows)
+    best = [_best_entry(p, i) for i, p in enumerate(points)]
+    axes, derived, fixed = _axes(points)
+    gaps = []
+    summary = Counter[str]()
+    for b in best:
+        d = b["default"]
+        if d is None:
+            summary["not_run"] += 1
+        elif not d["measured"]:
+            summary["not_usable"] += 1
+        elif d["is_best"]:
+            summary["best"] += 1
+        elif d["tied"]:
+            summary["tied"] += 1
+        else:
+            summary["slower"] += 1
+            gaps.append(
+                {
+                    "index": b["index"],
+                    "case": b["case"],
+                    "mode": b["mode"],
+                    "label": b["label"],
+                    "best": b["variant"],
+                    "best_us": b["median_us"],
+                    "default_us": d["median_us"],
+                    "ratio": d["ratio"],
+                    "lost_us": d["lost_us"],
+                    "ran": d["ran"],
+                    "kernel": d["kernel"],
+                    "basis": b["basis"],
+                }
+            )
+    sources = sorted({b["basis"] for b in best})
+    return {
+        "kind": "recommend",
+        "time_source": "; ".join(sources) if sources else None,
+        "time_methods": sorted({b["time_method"] for b in best if b["time_method"]}),
+        "tie_rule": TIE_RULE,
+        "margin_formula": MARGIN_FORMULA,
+        "axes": axes,
+        "derived_axes": derived,
+        "fixed": fixed,
+        "measured": measured_ranges(points, axes),
+        "best": best,
+        "crossovers": crossovers(best, points, axes),
+        "policy": policy(best, points, axes),
+        "default_gaps": gaps,
+        "default_summary": {k: summary.get(k, 0) for k in ("best", "tied", "slower", "not_usable", "not_run")},
+        "excluded": excluded,
+        "counts": {
+            "rows": len(rows),
+            "by_status": dict(sorted(status.items())),
+            "points": len(points),
+            "compared": sum(len(p.rows) for p in points),
+            "excluded": len(excluded),
+            "superseded": superseded,
+            "no_case": no_case,
+            "wrong_but_faster": sum(1 for e in excluded if e.get("faster_than_best")),
+        },
+    }
