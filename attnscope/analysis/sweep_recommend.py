@@ -190,7 +190,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _order(v: Any) -> tuple[int, Any]:
+def value_order(v: Any) -> tuple[int, Any]:
     """Measured values in order: none, then booleans, numbers, text."""
     if v is None:
         return (0, 0)
@@ -273,6 +273,8 @@ def _default_at(p: _Point, best: Row) -> dict[str, Any] | None:
         "ran": backend,
         "kernel": seen_in if seen_in and seen_in != "aten op" else None,
     }
+    if out["tied"]:
+        out["tie_reason"] = "same kernels" if same_kernels(best[0], d[0]) else "quartiles overlap"
     return out
 
 
@@ -297,7 +299,7 @@ def _points(
             superseded += 1  # the same (variant, case, mode) again: the later row stands
         groups[k][r["variant"]] = r
     points = []
-    for k in sorted(groups, key=lambda k: [_order(axes_by[k].get(a)) for a in AXES]):
+    for k in sorted(groups, key=lambda k: [value_order(axes_by[k].get(a)) for a in AXES]):
         by_v = groups[k]
         src = _source(list(by_v.values()))
         usable: list[Row] = []
@@ -367,7 +369,7 @@ def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]
         for i, p in enumerate(points):
             lines[_key({b: p.axes.get(b) for b in others})].append(i)
         for idx in lines.values():
-            idx.sort(key=lambda i: _order(points[i].axes.get(a)))
+            idx.sort(key=lambda i: value_order(points[i].axes.get(a)))
             for i, j in pairwise(idx):
                 bi, bj = best[i]["variant"], best[j]["variant"]
                 if bi == bj:
@@ -434,7 +436,7 @@ def _conditions(points: list[_Point], axes: list[str]) -> list[_Cond]:
     seen: set[int] = set()
     full = (1 << len(points)) - 1
     for a in axes:
-        vals = sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=_order)
+        vals = sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=value_order)
         masks = {json.dumps(v, default=str): 0 for v in vals}
         for i, p in enumerate(points):
             masks[json.dumps(p.axes.get(a), default=str)] |= 1 << i
@@ -548,10 +550,63 @@ def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], 
     }
 
 
+def exception_text(rule: dict[str, Any], limit: int = 3) -> str:
+    """'B=2 … S=512 …: sdpa_flash best (sdpa_cudnn 1.05× slower); … 2 more', or 'none'."""
+    parts = []
+    for e in rule["exceptions"][:limit]:
+        if e.get("ratio") is not None:
+            how = f"{rule['variant']} {e['ratio']:.2f}× slower"
+        else:
+            how = f"{rule['variant']} not measured: {e.get('why')}"
+        parts.append(f"{e['label']}: {e['best']} best ({how})")
+    more = len(rule["exceptions"]) - limit
+    if more > 0:
+        parts.append(f"… {more} more")
+    return "; ".join(parts) or "none"
+
+
+def policy_text(rules: list[dict[str, Any]]) -> str:
+    """The policy in one line: 'S = 128 → sdpa_flash; otherwise sdpa_cudnn'."""
+    return "; ".join(f"{r['text']} → {r['variant']}" if r["when"] else f"otherwise {r['variant']}" for r in rules)
+
+
+def tie_text(b: dict[str, Any]) -> str:
+    """Why a best entry is tied with its runner-up, in a few words ('' when it is not)."""
+    if not b["tied"]:
+        return ""
+    if b["preferred_over"]:
+        return f"quartiles overlap; {b['preferred_over']} writes the S×S scores out"
+    return str(b["tie_reason"])
+
+
+def crossover_note(x: dict[str, Any]) -> str:
+    """What else to know about a crossover: inside the noise, derived axes that changed with it."""
+    notes = []
+    if x["within_noise"]:
+        notes.append("within the noise (tied at one of the two points)")
+    if x["also_changes"]:
+        notes.append("also " + ", ".join(f"{SYMBOL.get(k, k)} {a}→{b}" for k, (a, b) in x["also_changes"].items()))
+    return "; ".join(notes)
+
+
+def default_summary_text(rec: dict[str, Any]) -> str:
+    """'sdpa_default (PyTorch's own choice) against the best: best at 2, tied at 10, slower at 4 of 16 points'."""
+    s = rec["default_summary"]
+    n = sum(s.values())
+    if not n or s["not_run"] == n:
+        return f"{DEFAULT} was not run: PyTorch's own choice cannot be compared"
+    return (
+        f"{DEFAULT} (PyTorch's own choice) against the best: best at {s['best']}, tied at {s['tied']}, "
+        f"slower at {s['slower']} of {n} points"
+        + (f"; not usable at {s['not_usable']}" if s["not_usable"] else "")
+        + (f"; not run at {s['not_run']}" if s["not_run"] else "")
+    )
+
+
 def measured_ranges(points: list[_Point], axes: list[str]) -> dict[str, list[Any]]:
     """The measured values of each varying axis: the policy says nothing beyond them."""
     return {
-        a: sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=_order)
+        a: sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=value_order)
         for a in axes
     }
 
@@ -596,6 +651,7 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 }
             )
     sources = sorted({b["basis"] for b in best})
+    rules = policy(best, points, axes)
     return {
         "kind": "recommend",
         "time_source": "; ".join(sources) if sources else None,
@@ -608,7 +664,8 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "measured": measured_ranges(points, axes),
         "best": best,
         "crossovers": crossovers(best, points, axes),
-        "policy": policy(best, points, axes),
+        "policy": rules,
+        "policy_text": policy_text(rules),
         "default_gaps": gaps,
         "default_summary": {k: summary.get(k, 0) for k in ("best", "tied", "slower", "not_usable", "not_run")},
         "excluded": excluded,

@@ -12,7 +12,15 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attnscope.analysis.sweep_recommend import DEFAULT, SYMBOL, axes_of, label
+from attnscope.analysis.sweep_recommend import (
+    DEFAULT,
+    SYMBOL,
+    axes_of,
+    crossover_note,
+    default_summary_text,
+    exception_text,
+    label,
+)
 
 LIMIT = 30  # rows per long table; the JSON holds every one
 
@@ -82,31 +90,12 @@ def _crossovers(rec: dict[str, Any]) -> RenderableType:
     for h in ("axis", "between", "best", "other axes held", "note"):
         t.add_column(h)
     for x in xs[:LIMIT]:
-        notes = []
-        if x["within_noise"]:
-            notes.append("within the noise (tied at one of the two points)")
-        if x["also_changes"]:
-            notes.append("also " + ", ".join(f"{_axis_name(k)} {a}→{b}" for k, (a, b) in x["also_changes"].items()))
         a = x["axis"]
         held = label(x["fixed"], list(x["fixed"])) if x["fixed"] else "—"
         t.add_row(
-            _axis_name(a), f"{x['between'][0]} → {x['between'][1]}", f"{x['from']} → {x['to']}", held, "; ".join(notes)
+            _axis_name(a), f"{x['between'][0]} → {x['between'][1]}", f"{x['from']} → {x['to']}", held, crossover_note(x)
         )
     return t
-
-
-def _exceptions(rule: dict[str, Any]) -> str:
-    parts = []
-    for e in rule["exceptions"][:3]:
-        if e.get("ratio") is not None:
-            how = f"{rule['variant']} {_ratio(e['ratio'])} slower"
-        else:
-            how = f"{rule['variant']} not measured: {e.get('why')}"
-        parts.append(f"{e['label']}: {e['best']} best ({how})")
-    more = len(rule["exceptions"]) - 3
-    if more > 0:
-        parts.append(f"… {more} more")
-    return "; ".join(parts) or "none"
 
 
 def _policy(rec: dict[str, Any]) -> RenderableType:
@@ -119,30 +108,13 @@ def _policy(rec: dict[str, Any]) -> RenderableType:
             Text(r["variant"], style="bold"),
             str(r["points"]),
             f"{r['agree']} ({r['agree_via_tie']})",
-            _exceptions(r),
+            exception_text(r),
         )
     return t
 
 
-def policy_line(rec: dict[str, Any]) -> str:
-    """The policy in one line: 'S = 128 → sdpa_flash; otherwise sdpa_cudnn'."""
-    parts = []
-    for r in rec["policy"]:
-        parts.append(f"otherwise {r['variant']}" if not r["when"] else f"{r['text']} → {r['variant']}")
-    return "; ".join(parts)
-
-
 def _defaults(rec: dict[str, Any]) -> list[RenderableType]:
-    s = rec["default_summary"]
-    n = sum(s.values())
-    if not n or s["not_run"] == n:
-        return [Text(f"{DEFAULT} was not run: PyTorch's own choice cannot be compared")]
-    head = Text(
-        f"{DEFAULT} (PyTorch's own choice) against the best: best at {s['best']}, tied at {s['tied']}, "
-        f"slower at {s['slower']} of {n} points"
-        + (f"; not usable at {s['not_usable']}" if s["not_usable"] else "")
-        + (f"; not run at {s['not_run']}" if s["not_run"] else "")
-    )
+    head = Text(default_summary_text(rec))
     gaps = sorted(rec["default_gaps"], key=lambda g: -(g["ratio"] or 0))
     if not gaps:
         return [head]
@@ -212,7 +184,7 @@ def render(rec: dict[str, Any]) -> RenderableType:
     if any(b["noisy"] for b in rec["best"]):
         notes.append(Text("~ noisy timing (IQR/median > 10%): confirm with a larger --budget", style="dim"))
     parts: list[RenderableType] = [head, *notes, best_grid(rec), _crossovers(rec), _policy(rec)]
-    parts.append(Text.assemble(("Policy: ", "bold"), policy_line(rec)))
+    parts.append(Text.assemble(("Policy: ", "bold"), rec["policy_text"]))
     parts += _defaults(rec)
     parts += _excluded(rec)
     return Group(*parts)
