@@ -18,7 +18,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import combinations, pairwise
+from itertools import pairwise
 from typing import Any
 
 from attnscope.analysis.compare import Row, choose_best, ran_backend, same_kernels, tied
@@ -59,6 +59,8 @@ LABEL_AXES = (
     "device",
 )
 MAX_RULES = 6  # rules before "otherwise": past that, the disagreeing points are listed as exceptions
+MAX_CONDITIONS = 3  # per rule, e.g. 'S ≥ 256 and S ≤ 512 and D = 64'
+MIN_GAIN = 2  # a rule must put right at least this many points: a lone point is an exception, not a rule
 TIE_RULE = (
     "tied when the interquartile ranges (p25–p75 of the timed calls) overlap, or both ran the same compute "
     "kernels (the run recommendation's rule)"
@@ -457,30 +459,57 @@ def _conditions(points: list[_Point], axes: list[str]) -> list[_Cond]:
     return conds
 
 
+def conditions_text(conds: list[_Cond]) -> str:
+    """'S ≤ 256 and D = 128'; a range of one axis as '256 ≤ S ≤ 512'."""
+    parts = []
+    for c in conds:
+        other = next((x for x in conds if x.axis == c.axis and x is not c), None)
+        if other is None:
+            parts.append(c.text)
+        elif c.op == "≥":
+            parts.append(f"{_fmt(c.value)} ≤ {SYMBOL.get(c.axis, c.axis)} ≤ {_fmt(other.value)}")
+    return " and ".join(parts)
+
+
 def _candidates(conds: list[_Cond]) -> list[tuple[tuple[_Cond, ...], int]]:
-    """Single conditions, then pairs (two axes, or a range of one numeric axis) with new point sets."""
-    out: list[tuple[tuple[_Cond, ...], int]] = [((c,), c.mask) for c in conds]
+    """Conjunctions of up to ``MAX_CONDITIONS`` conditions, each on its own axis except a range
+    (≥ and ≤ on one numeric axis), simplest first; of two with the same points the simpler is kept."""
+    level: list[tuple[tuple[_Cond, ...], int, int]] = [((c,), c.mask, i) for i, c in enumerate(conds)]
+    out: list[tuple[tuple[_Cond, ...], int]] = [(cs, m) for cs, m, _ in level]
     seen = {c.mask for c in conds}
-    for c1, c2 in combinations(conds, 2):
-        if c1.axis == c2.axis and {c1.op, c2.op} != {"≥", "≤"}:
-            continue
-        m = c1.mask & c2.mask
-        if m and m not in seen:
-            seen.add(m)
-            out.append(((c1, c2), m))
+    for _ in range(MAX_CONDITIONS - 1):
+        nxt: list[tuple[tuple[_Cond, ...], int, int]] = []
+        for cs, mask, last in level:
+            for i in range(last + 1, len(conds)):
+                c = conds[i]
+                same = [x for x in cs if x.axis == c.axis]
+                if same and (len(same) > 1 or {same[0].op, c.op} != {"≥", "≤"}):
+                    continue
+                m = mask & c.mask
+                if m and m not in seen:
+                    seen.add(m)
+                    nxt.append(((*cs, c), m, i))
+        out += [(cs, m) for cs, m, _ in nxt]
+        level = nxt
     return out
 
 
 def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) -> list[dict[str, Any]]:
-    """A decision list over the measured points, first matching rule applies, then "otherwise".
+    """A decision list over the measured points: the first rule that matches applies, then "otherwise".
 
-    Built greedily: each rule is the one (at most two conditions) that leaves the fewest points
-    where the named variant is not best or tied for best, counting the fallback after it; a rule
-    must agree on more than half the points it takes and leave fewer such points than before.
+    An exception is a point where the variant named for it is neither best nor tied for best.  Built
+    greedily: each step adds the rule (at most ``MAX_CONDITIONS`` conditions on measured values) that
+    leaves the fewest exceptions, put either last before "otherwise" (it takes what no rule took) or
+    first (it takes its points from the rules after it); "otherwise" is the variant that agrees with
+    most of what is left.  A rule must agree on more than half the points it takes and leave at least
+    ``MIN_GAIN`` fewer exceptions than before.  Between moves that leave as many: fewer conditions,
+    last before first, the narrower rule (the broad case is left to "otherwise"), then the rule whose
+    variant is strictly best on more of its points.
     """
     n = len(points)
     if n == 0:
         return []
+    full = (1 << n) - 1
     variants = sorted({v for p in points for v in p.agree})
     agree = {v: sum(1 << i for i, p in enumerate(points) if v in p.agree) for v in variants}
     strict = {v: sum(1 << i for i, b in enumerate(best) if b["variant"] == v) for v in variants}
@@ -489,36 +518,53 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
         v = max(variants, key=lambda w: ((m & agree[w]).bit_count(), (m & strict[w]).bit_count(), [-ord(c) for c in w]))
         return v, m.bit_count() - (m & agree[v]).bit_count()
 
+    def spans(rules: list[tuple[tuple[_Cond, ...], str, int]]) -> tuple[list[int], int]:
+        """The points each rule takes (those no rule before it took), and what is left for "otherwise"."""
+        taken, out = 0, []
+        for _, _, cmask in rules:
+            out.append(cmask & ~taken)
+            taken |= cmask
+        return out, full & ~taken
+
     cands = _candidates(_conditions(points, axes))
-    rem = (1 << n) - 1
     rules: list[tuple[tuple[_Cond, ...], str, int]] = []
-    while rem and len(rules) < MAX_RULES:
-        _, base_err = fallback(rem)
+    while len(rules) < MAX_RULES:
+        took, rem = spans(rules)
+        rule_err = 0
+        for (_, v, _), cov in zip(rules, took, strict=True):
+            rule_err |= cov & ~agree[v]
+        err_mask = rule_err | (rem & ~agree[fallback(rem)[0]] if rem else 0)
+        base_err = err_mask.bit_count()
         if base_err == 0:
             break
         choice: tuple[Any, ...] | None = None
         for order, (conds, cmask) in enumerate(cands):
+            moves = []
             cov = cmask & rem
-            if not cov or cov == rem:
-                continue
-            ncov = cov.bit_count()
-            _, out_err = fallback(rem & ~cov)
-            for v in variants:
-                a = (cov & agree[v]).bit_count()
-                if 2 * a <= ncov:
-                    continue
-                # equal counts: fewer conditions, then the narrower rule (the broad case is left to "otherwise")
-                key = (ncov - a + out_err, len(conds), ncov, -(cov & strict[v]).bit_count(), order, v)
-                if choice is None or key < choice[0]:
-                    choice = (key, conds, v, cov)
-        if choice is None or choice[0][0] >= base_err:
+            if cov and cov != rem:  # last: the points no rule took
+                moves.append((0, cov, rule_err.bit_count() + fallback(rem & ~cov)[1]))
+            if rules:  # first: every point it matches, the rules after it keep the rest
+                moves.append((1, cmask, (err_mask & ~cmask).bit_count()))
+            for pos, cov, rest in moves:
+                ncov = cov.bit_count()
+                for v in variants:
+                    a = (cov & agree[v]).bit_count()
+                    if 2 * a <= ncov:
+                        continue
+                    key = (ncov - a + rest, len(conds), pos, ncov, -(cov & strict[v]).bit_count(), order, v)
+                    if choice is None or key < choice[0]:
+                        choice = (key, conds, v, cmask)
+        if choice is None or base_err - choice[0][0] < MIN_GAIN:
             break
-        rules.append((choice[1], choice[2], choice[3]))
-        rem &= ~choice[3]
-    out = [_rule(best, points, list(c), v, m) for c, v, m in rules]
+        rule = (choice[1], choice[2], choice[3])
+        if choice[0][2]:
+            rules.insert(0, rule)
+        else:
+            rules.append(rule)
+    took, rem = spans(rules)
+    out = [_rule(best, points, list(c), v, cov) for (c, v, _), cov in zip(rules, took, strict=True) if cov]
     if rem:
-        v, _ = fallback(rem)
-        out.append(_rule(best, points, [], v, rem))
+        out.append(_rule(best, points, [], fallback(rem)[0], rem))
     return out
 
 
@@ -541,7 +587,7 @@ def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], 
     strict = sum(1 for i in idx if best[i]["variant"] == v)
     return {
         "when": [c.as_dict() for c in conds],
-        "text": " and ".join(c.text for c in conds) or "otherwise",
+        "text": conditions_text(conds) or "otherwise",
         "variant": v,
         "points": len(idx),
         "agree": agreeing,
