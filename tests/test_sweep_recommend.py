@@ -259,6 +259,15 @@ def test_tie_boundary_is_inclusive():
     assert _two(11.0)["margin"] == 1.2
 
 
+def test_noisy_margin_is_flagged_unless_tied():
+    a = row("sdpa_flash", 128, 64, 10, 9, 11)
+    b = row("sdpa_cudnn", 128, 64, 15, 12, 16)
+    b["gpu_time"]["noisy"] = True  # IQR/median > 10%, as measure.py sets it
+    assert recommend([a, b])["best"][0]["noisy"] is True
+    b["gpu_time"]["p25_us"] = 11.0  # now inside the noise: a tie, not a noisy margin
+    assert recommend([a, b])["best"][0]["noisy"] is False
+
+
 def test_a_variant_that_writes_scores_out_wins_only_beyond_the_noise():
     naive = row("naive", 128, 64, 9, 8.5, 10.5, kernels=GEMM)
     flash = row("sdpa_flash", 128, 64, 10, 9.5, 10.5, kernels=FLASH)
@@ -303,7 +312,8 @@ def test_batch_that_follows_seq_is_not_an_axis():
     (x,) = rec["crossovers"]
     assert (x["between"], x["from"], x["to"], x["also_changes"]) == ([1024, 2048], "x", "y", {"batch": [4, 2]})
     # "S = 2048 → y" would put 1 point right, under the 2 a rule must: that point is an exception
-    assert rec["policy_text"] == "otherwise x" and rec["policy"][0]["exceptions"][0]["best"] == "y"
+    assert rec["policy_text"] == "x everywhere measured" and rec["policy"][0]["text"] == "everywhere measured"
+    assert rec["policy"][0]["exceptions"][0]["best"] == "y"
 
 
 # ------------------------------------------------------------------------------------------- command line

@@ -565,6 +565,8 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
     out = [_rule(best, points, list(c), v, cov) for (c, v, _), cov in zip(rules, took, strict=True) if cov]
     if rem:
         out.append(_rule(best, points, [], fallback(rem)[0], rem))
+        if len(out) == 1:
+            out[0]["text"] = "everywhere measured"
     return out
 
 
@@ -613,6 +615,8 @@ def exception_text(rule: dict[str, Any], limit: int = 3) -> str:
 
 def policy_text(rules: list[dict[str, Any]]) -> str:
     """The policy in one line: 'S = 128 → sdpa_flash; otherwise sdpa_cudnn'."""
+    if len(rules) == 1 and not rules[0]["when"]:
+        return f"{rules[0]['variant']} everywhere measured"
     return "; ".join(f"{r['text']} → {r['variant']}" if r["when"] else f"otherwise {r['variant']}" for r in rules)
 
 

@@ -96,7 +96,7 @@ def panel_figures(
     for ykey, yname in ((tkey, tname), ("tflops", "TFLOP/s")):
         data = []
         for v, rs in by_var.items():
-            rs = sorted((r for r in rs if r.get(ykey) is not None), key=lambda r: params(r)["seq_q"])
+            rs = sorted((r for r in rs if r.get(ykey) is not None), key=lambda r: value_order(params(r)["seq_q"]))
             data.append(
                 {
                     "type": "scatter",
