@@ -351,8 +351,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
-    """Rows of sweep JSONL files, in order, each row checked like a document's results (DocumentError)."""
-    from attnscope.report.json import DocumentError, _check_fields
+    """Rows of sweep JSONL files (or the results of `run --json` documents), in order, each row checked
+    like a document's results (DocumentError)."""
+    from attnscope.report.json import DocumentError, _check_fields, load_document
     from attnscope.store import load_rows
 
     rows: list[dict[str, Any]] = []
@@ -364,6 +365,10 @@ def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
             got = load_rows(p)
         except OSError as e:
             raise DocumentError(f"{p}: cannot read ({e.strerror or type(e).__name__})") from None
+        except DocumentError:
+            if not p.exists() or not p.read_bytes().lstrip().startswith(b"{"):
+                raise
+            got = load_document(p)["results"]  # a run document: its results are rows of one case
         for i, r in enumerate(got, 1):
             where = f"{p}: row {i}"
             if not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
@@ -383,7 +388,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     rec = recommend(load_sweep_rows(args.files))
     if not rec["best"]:
         by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
-        raise UsageError(f"{', '.join(args.files)}: no row is ok with sound numerics to compare ({by})")
+        raise UsageError(
+            f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
+            f"time; rows by status: {by})"
+        )
     if args.json:
         from attnscope.report.json import SCHEMA_VERSION, write_atomic
 
@@ -465,7 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
         "recommend", help="the best variant per case of a sweep, crossovers, a policy, sdpa_default's gaps"
     )
     rc.add_argument(
-        "files", nargs="+", help="sweep JSONL files (a later row of the same variant, case and mode stands)"
+        "files",
+        nargs="+",
+        help="sweep JSONL files or run --json documents (a later row of the same variant, case and mode stands)",
     )
     rc.add_argument("--json", help="write the recommendation as JSON here")
     rc.set_defaults(func=cmd_recommend)

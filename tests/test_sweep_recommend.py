@@ -358,7 +358,7 @@ def test_page_and_terminal_say_the_same(tmp_path, capsys):
         (None, "no such file"),
         ("", "no attnscope result rows"),
         ("not json\n", "no attnscope result rows"),
-        ('{"variant": "a", "status": "oom", "case": {"seq_q": 1}}\n', "no row is ok with sound numerics"),
+        ('{"variant": "a", "status": "oom", "case": {"seq_q": 1}}\n', "no row to compare (one needs status ok"),
         ('{"variant": "a", "status": "ok", "kernels": 5}\n', "kernels must be a list of objects"),
         ('{"variant": 3, "status": "ok"}\n', "needs variant and status strings"),
         ('{"variant": "a", "status": "ok", "case": "big"}\n', "case must be an object or null"),
@@ -440,3 +440,25 @@ def test_real_cpu_sweep_against_its_jsonl():
         assert r["agree"] + len(r["exceptions"]) == r["points"]
         for e in r["exceptions"]:
             assert e["best"] != r["variant"]
+
+
+@pytest.mark.parametrize("doc", [DATA / "run_all.json", DATA.parent / "h200" / "run.json"], ids=["cpu", "h200"])
+def test_one_case_says_what_the_run_recommendation_says(doc, capsys):
+    """A run document is one case: the sweep recommendation names the same best, runner-up, margin and tie."""
+    from attnscope.analysis.recommend import recommend as run_recommend
+
+    results = json.loads(doc.read_text())["results"]
+    run = run_recommend(results)
+    (b,) = recommend(results)["best"]
+    assert run is not None
+    assert (b["variant"], b["median_us"], b["runner_up"], b["runner_up_us"], b["margin"], b["tied"], b["basis"]) == (
+        run.best,
+        run.best_us,
+        run.runner_up,
+        run.runner_up_us,
+        run.margin,
+        run.within_noise,
+        run.basis,
+    )
+    assert main(["recommend", str(doc)]) == 0  # the command reads a run document too
+    assert f"Policy: {b['variant']} everywhere measured" in capsys.readouterr().out
