@@ -220,3 +220,15 @@ def test_run_html_flag_draws_from_the_documents_own_start_times(tmp_path):
         assert ks and all(k["start_us"] is not None for k in ks)  # no trace kept: the document carries them
         drawn = sorted(b for t in bars for y, b in zip(t["y"], t["base"], strict=True) if y == r["variant"])
         assert drawn == pytest.approx(sorted(k["start_us"] - min(x["start_us"] for x in ks) for k in ks))
+
+
+def test_a_sweep_row_with_a_non_scalar_case_value_is_a_panel_shown_as_text(tmp_path):
+    """A hand-edited or foreign row whose head_dim is a dict: its own panel titled by the JSON text, no crash."""
+    rows = [json.loads(line) for line in open("tests/data/cpu/tiny_sweep.jsonl")]
+    rows[0]["case"]["head_dim"] = {"x": 1}
+    src = tmp_path / "odd.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert params(rows[0])["head_dim"] == '{"x": 1}'
+    out = tmp_path / "odd.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0
+    assert html.escape('head_dim={"x": 1}') in out.read_text()

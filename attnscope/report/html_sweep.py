@@ -6,6 +6,8 @@ Winners, ties, crossovers, the policy and the default's gaps all come from
 
 from __future__ import annotations
 
+import json
+
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -47,10 +49,15 @@ def colour(variant: str, variants: list[str]) -> str:
     return PALETTE[variants.index(variant) % len(PALETTE)] if variant in variants else "#333"
 
 
+def _scalar(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True, default=str) if isinstance(v, (dict, list)) else v
+
+
 def params(row: dict[str, Any]) -> dict[str, Any]:
     """The case of a row, with its mode; seq_kv kept only where it differs from seq_q."""
     case = dict(row.get("case") or {})
-    p = {k: case.get(k) for k in PANEL_AXES if k in case}
+    # a value that is not a scalar (a hand-edited or foreign row) is shown as its JSON text: panels key on it
+    p = {k: _scalar(case.get(k)) for k in PANEL_AXES if k in case}
     p["mode"] = row.get("mode") or case.get("mode") or "fwd"
     if p.get("seq_kv") in (None, case.get("seq_q")):
         p.pop("seq_kv", None)
