@@ -218,40 +218,13 @@ def axes_from(args: Any) -> Axes:
     return a
 
 
-RECOMMENDER = "attnscope.analysis.sweep_recommend"
+def recommendation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """The recommendation over a sweep's rows (attnscope.analysis.sweep_recommend, as `attnscope recommend`
+    gives it) and its rendering."""
+    from attnscope.analysis.sweep_recommend import recommend
+    from attnscope.report.sweep_text import render
 
-
-def _recommender() -> tuple[Callable[[list[dict[str, Any]]], dict[str, Any]] | None, Any]:
-    """(recommend, render) from the recommendation modules, or (None, None) where this build lacks them.
-
-    The one place a sweep reaches the recommender; a module that exists but fails to import is a bug
-    and is not hidden.
-    """
-    try:
-        from attnscope.analysis.sweep_recommend import recommend  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as e:
-        if e.name != RECOMMENDER:
-            raise
-        return None, None
-    try:
-        from attnscope.report.recommend_text import render  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as e:
-        if e.name != "attnscope.report.recommend_text":
-            raise
-        render = None
-    return recommend, render
-
-
-def recommender_available() -> bool:
-    return _recommender()[0] is not None
-
-
-def recommendation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, Any]:
-    """The recommendation over a sweep's rows and what to print for it (text or a rich renderable)."""
-    recommend, render = _recommender()
-    if recommend is None:
-        return None, f"recommendation: not available in this build ({RECOMMENDER} is missing)"
     rec = recommend(rows)
-    if render is None:
-        return rec, f"recommendation: {len(rec.get('best') or [])} best-variant entries (no text renderer)"
+    if not rec["best"]:
+        return rec, "recommendation: no row to compare yet (one needs status ok, numerics within tolerance, a time)"
     return rec, render(rec)

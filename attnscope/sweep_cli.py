@@ -137,7 +137,7 @@ def check(args: argparse.Namespace) -> Plan:
     from attnscope.executors import make_executor
     from attnscope.job import Options
     from attnscope.store import Store
-    from attnscope.sweep import MAX_JOBS, grid, plan, recommender_available
+    from attnscope.sweep import MAX_JOBS, grid, plan
     from attnscope.variants import resolve
 
     if args.ray_address and args.executor != "ray":
@@ -164,8 +164,6 @@ def check(args: argparse.Namespace) -> Plan:
     check_output_dir(args.trace_dir, "--trace-dir")
     if args.json and Path(args.json).resolve() == Path(args.out).resolve():
         raise UsageError("--json and --out name the same file")
-    if args.json and not recommender_available():
-        raise UsageError("--json writes the recommendation, which this build of attnscope lacks")
     store = Store(args.out)
     done: set[tuple[str, str, str]] = set()
     if store.path.exists() and store.path.stat().st_size > 0:
@@ -317,9 +315,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for line in summary_lines([result_to_dict(r) for r in new], all_rows, args.out, elapsed if new else None):
         console.print(line, highlight=False, markup=False)
     rec, text = sweep.recommendation(all_rows)
-    console.print(text)
-    if args.json and rec is not None:
-        write_atomic(args.json, rec)
+    console.print(text, highlight=False)
+    if args.json:  # the document `attnscope recommend --json` writes
+        from attnscope.report.json import SCHEMA_VERSION
+
+        write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": [args.out], **rec})
         console.print(f"  recommendation JSON written to {args.json}", highlight=False)
     return 0
 

@@ -299,6 +299,16 @@ CASES: list[tuple[str, list[str], int]] = [
     ("sweep_json_is_out", [*SWEEP, "--json", f"{D}/s.jsonl"], 2),
     ("sweep_trace_dir_file", [*SWEEP, "--trace-dir", f"{D}/afile"], 2),
     ("sweep_positional", [*SWEEP, "extra"], 2),
+    # the recommendation over sweep JSONL files
+    ("recommend_no_file", ["recommend"], 2),
+    ("recommend_missing", ["recommend", f"{D}/missing.jsonl"], 2),
+    ("recommend_dir", ["recommend", f"{D}/emptydir"], 2),
+    ("recommend_not_json", ["recommend", f"{D}/not_json.json"], 2),
+    ("recommend_empty", ["recommend", f"{D}/empty.json"], 2),
+    ("recommend_binary", ["recommend", f"{D}/binary.json"], 2),
+    ("recommend_a_document", ["recommend", f"{D}/good.json"], 2),
+    ("recommend_json_dir", ["recommend", f"{D}/good.json", "--json", D], 2),
+    ("recommend_json_proc", ["recommend", f"{D}/good.json", "--json", "/proc/attnscope-x.json"], 2),
     # top level
     ("no_command", [], 2),
     ("unknown_command", ["profile"], 2),

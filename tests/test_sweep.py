@@ -123,14 +123,14 @@ def _sweep(tmp_path: Path, *extra: str, out: str = "s.jsonl") -> tuple[int, list
 
 
 def _fake_recommender(monkeypatch) -> list[list[dict]]:
-    """Stand-ins for the recommendation modules: they record what the sweep hands them."""
+    """Stand-ins for the recommendation and its rendering: they record what the sweep hands them."""
     seen: list[list[dict]] = []
     rec = types.ModuleType("attnscope.analysis.sweep_recommend")
     rec.recommend = lambda rows: (seen.append(rows), {"best": [{"variant": "x"}], "crossovers": [], "policy": []})[1]
-    text = types.ModuleType("attnscope.report.recommend_text")
+    text = types.ModuleType("attnscope.report.sweep_text")
     text.render = lambda r: f"FAKE POLICY with {len(r['best'])} entry"
     monkeypatch.setitem(sys.modules, "attnscope.analysis.sweep_recommend", rec)
-    monkeypatch.setitem(sys.modules, "attnscope.report.recommend_text", text)
+    monkeypatch.setitem(sys.modules, "attnscope.report.sweep_text", text)
     return seen
 
 
@@ -146,7 +146,13 @@ def test_inline_sweep_resume_torn_line_and_recommendation(tmp_path, capsys, monk
         ("sdpa_flash", "ok", "fwd"),
     ]
     assert all(r["env"] and r["env"]["torch"] and r["cost_s"]["total"] > 0 for r in rows)
-    assert json.loads(js.read_text()) == {"best": [{"variant": "x"}], "crossovers": [], "policy": []}
+    doc = json.loads(js.read_text())
+    assert doc["files"] == [str(tmp_path / "s.jsonl")] and doc["tool"] == "attnscope"
+    assert {k: doc[k] for k in ("best", "crossovers", "policy")} == {
+        "best": [{"variant": "x"}],
+        "crossovers": [],
+        "policy": [],
+    }
     assert "FAKE POLICY with 1 entry" in capsys.readouterr().out
     assert [r["variant"] for r in seen[-1]] == ["naive", "sdpa_flash"]  # every row of the file
 
@@ -165,12 +171,18 @@ def test_inline_sweep_resume_torn_line_and_recommendation(tmp_path, capsys, monk
     assert len(seen[-1]) == 4
 
 
-def test_json_without_a_recommender_is_refused(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "attnscope.analysis.sweep_recommend", None)  # import fails: not there
-    rc, _ = _sweep(tmp_path, "--seq", "32", "--variants", "naive", "--json", str(tmp_path / "r.json"))
-    err = capsys.readouterr().err
-    assert rc == 2 and "lacks" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "s.jsonl").exists()
+@pytest.mark.slow
+def test_the_sweep_prints_and_writes_what_attnscope_recommend_gives(tmp_path, capsys):
+    rc, rows = _sweep(
+        tmp_path, "--seq", "32", "--variants", "naive,sdpa_flash", "--executor", "inline", "--json", str(tmp_path / "a")
+    )
+    assert rc == 0 and len(rows) == 2
+    swept = capsys.readouterr().out
+    assert main(["recommend", str(tmp_path / "s.jsonl"), "--json", str(tmp_path / "b")]) == 0
+    alone = capsys.readouterr().out
+    a, b = (json.loads((tmp_path / n).read_text()) for n in "ab")
+    assert a["best"] and a == b  # the same document, the same file named
+    assert alone.strip().splitlines()[0] in swept  # and the same text
 
 
 @pytest.mark.slow

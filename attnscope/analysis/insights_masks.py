@@ -62,7 +62,11 @@ def dense_mask(r: dict[str, Any]) -> Out:
     ran = f"torch ran {ev['backend']}" if ev["backend"] else "the chosen backend"
     msg = (
         f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({ev['mask_mib']:.1f} MiB)"
-        + (f": FlashAttention takes no arbitrary mask, so {ran}, which" if gpu else f"; {ran}, which")
+        + (
+            f": FlashAttention takes no arbitrary mask, so {ran}, which"
+            if gpu and not r.get("backend")  # PyTorch's own choice; a forced backend was the user's pick
+            else f"; {ran}, which"
+        )
         + f" computes all {ev['scores_computed']:,} scores and reads the mask"
         + (f", though the mask keeps only {ev['kept_pct']:.1f}% of them" if kept is not None else "")
     )

@@ -122,9 +122,11 @@ def _cudnn_mask(case: Case) -> tuple[dict[str, Any], str]:
             return {"use_causal_mask": True}, "use_causal_mask=True"
         return {"use_causal_mask_bottom_right": True}, "use_causal_mask_bottom_right=True"
     if m.kind == "sliding" and lower_right:
+        # The preferred band arguments (frontend ≥ 1.11): bottom-right diagonal, no key to its right, and
+        # left_bound keys counted from the diagonal (the fp64 check says whether that is W keys, as sliding:W).
         return (
-            {"use_causal_mask_bottom_right": True, "sliding_window": m.window},
-            f"use_causal_mask_bottom_right=True, sliding_window={m.window}",
+            {"diagonal_alignment": "BOTTOM_RIGHT", "left_bound": m.window, "right_bound": 0},
+            f"diagonal_alignment=BOTTOM_RIGHT, left_bound={m.window}, right_bound=0",
         )
     if m.kind == "padding":
         return {"use_padding_mask": True}, "use_padding_mask=True with seq_len_q / seq_len_kv"
@@ -164,6 +166,11 @@ def _cudnn_graph(case: Case, x: Inputs, cudnn: Any) -> tuple[Any, dict[Any, Any]
         pack.update({kw["seq_len_q"]: sq, kw["seq_len_kv"]: sk})
     if case.alibi:
         kw["use_alibi_mask"] = True
+    if "diagonal_alignment" in kw:
+        if not hasattr(cudnn, "diagonal_alignment"):  # older frontends: the deprecated sliding_window form
+            kw = {"use_causal_mask_bottom_right": True, "sliding_window": kw["left_bound"]}
+        else:
+            kw["diagonal_alignment"] = getattr(cudnn.diagonal_alignment, kw["diagonal_alignment"])
     try:
         o, _ = g.sdpa(name="sdpa", q=q, k=k, v=v, attn_scale=x.scale, generate_stats=False, **kw)
     except TypeError:  # frontends before generate_stats took is_inference

@@ -6,7 +6,8 @@
 #                        naive first, flex_compiled (a compile per case) after them.  Stopped by SIGINT at
 #                        the time cap and resumable: carry it back as docs/results/raw/h200_sweep.jsonl (or
 #                        set SWEEP_PREV) and run again with PARTS=sweep to measure what is still missing.
-#   sweep_*.txt          what the sweep printed (per-job lines, summary, recommendation where built in)
+#   sweep_*.txt          what the sweep printed (per-job lines, summary, recommendation)
+#   recommend.json       the recommendation over every row of sweep.jsonl (attnscope recommend's document)
 #   subset_process.jsonl 7 variants × 2 cases (S=1024, 4096, D=128, causal, fwd_bwd) on the process executor
 #   subset_ray.jsonl     the same jobs on the Ray executor (one GPU actor), if Ray imports
 #   traces/              the fwd_bwd traces of sdpa_flash and sdpa_cudnn from the subset (gzipped)
@@ -76,14 +77,12 @@ GRID="--device cuda --heads 16 --seq 128..16384x2 --head-dim 64,128 --causal bot
 PREV=${SWEEP_PREV:-docs/results/raw/h200_sweep.jsonl}
 if [[ $PARTS == *sweep* ]]; then
   if [ -f "$PREV" ]; then cp "$PREV" $W/sweep.jsonl; echo "resuming from $PREV ($(wc -l < "$PREV") lines)"; fi
-  REC=""
-  python3 -c "import attnscope.analysis.sweep_recommend" 2>/dev/null && REC="--json $W/recommend.json"
   for phase in "sdpa_flash,sdpa_cudnn,sdpa_efficient,sdpa_default,sdpa_math,naive" "flex_compiled"; do
     c=$(cap 600 25)
     if [ "$c" -lt 20 ]; then echo "sweep [$phase]: no time left" | tee -a $W/steps.txt; continue; fi
     t=$(now)
     # shellcheck disable=SC2086
-    timeout -s INT -k 20 "$c" $A sweep $GRID --variants "$phase" --out $W/sweep.jsonl --resume $REC \
+    timeout -s INT -k 20 "$c" $A sweep $GRID --variants "$phase" --out $W/sweep.jsonl --resume --json $W/recommend.json \
       > "$W/sweep_${phase%%,*}.txt" 2>&1
     echo "sweep [$phase]: rc=$? wall $(python3 -c "print(f'{$(now) - $t:.1f}')") s (cap $c s; 130 = stopped at the cap, resumable)" \
       | tee -a $W/steps.txt
