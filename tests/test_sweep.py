@@ -98,6 +98,29 @@ def test_plan_is_the_grid_minus_what_is_done():
     assert len({j.trace_name for j in jobs}) == len(jobs)  # each job its own trace file
 
 
+def test_a_free_worker_keeps_to_its_case_and_leaves_others_theirs():
+    from collections import deque
+
+    from attnscope.executors import pick
+    from attnscope.job import Job
+
+    c1, c2, c3 = grid(Axes(seq=[32, 64, 128]), "cpu")
+    queue = [Job(c, v) for c in (c1, c2, c3) for v in ("naive", "sdpa_flash", "sdpa_math")]
+    one = deque(queue)  # one worker: the queue's own order
+    order, last = [], None
+    while one:
+        j = pick(one, last, set())
+        order.append(j)
+        last = j.case
+    assert order == queue
+    two = deque(queue[1:])  # worker A took queue[0] (c1) and is busy with it; B is free
+    b = pick(two, None, {c1})
+    assert b == queue[3]  # the first job of c2: c1 is A's
+    assert pick(two, c1, {c2}) == queue[1]  # A, free again, goes on with c1
+    assert pick(two, c3, {c2}) == queue[6]  # its own case first, wherever it is in the queue
+    assert pick(deque(queue[4:6]), c1, {c2}) == queue[4]  # nothing of c1, every other case taken: the first
+
+
 def test_summary_numbers_by_hand():
     rows = [
         {"status": "ok", "cost_s": {"workload": 1.0, "timing": 2.0, "total": 4.0, "worker_start": 2.5}},
@@ -219,7 +242,7 @@ def test_run_mode_fwd_bwd_on_the_command_line(tmp_path):
 @pytest.mark.slow
 def test_every_failure_is_a_row_and_the_sweep_goes_on(tmp_path, test_variants):
     names = ["naive", "t_raise", "t_abort", "t_hang", "t_oom", "t_sticky", "naive_inplace"]
-    rc, rows = _sweep(tmp_path, "--seq", "32", "--variants", ",".join(names), "--timeout", "20")
+    rc, rows = _sweep(tmp_path, "--seq", "32", "--variants", ",".join(names), "--timeout", "10")
     assert rc == 0
     got = [(r["variant"], r["status"]) for r in rows]
     assert got == list(zip(names, ["ok", "error", "crashed", "timeout", "oom", "crashed", "ok"], strict=True)), got
@@ -227,7 +250,7 @@ def test_every_failure_is_a_row_and_the_sweep_goes_on(tmp_path, test_variants):
     assert "kernel exploded on purpose" in by["t_raise"]["reason"]
     # the signal and the last line the dying worker wrote (faulthandler's, after the variant's own)
     assert "signal SIGABRT" in by["t_abort"]["reason"] and "Fatal Python error: Aborted" in by["t_abort"]["reason"]
-    assert "--timeout 20" in by["t_hang"]["reason"]
+    assert "--timeout 10" in by["t_hang"]["reason"]
     assert "64.00 GiB" in by["t_oom"]["reason"]
     assert "sticky" in by["t_sticky"]["reason"]
     # after the sticky CUDA fault a fresh worker ran the next job; rows of dead workers still say where

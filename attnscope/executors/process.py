@@ -22,9 +22,9 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from attnscope.executors import OnStart
+from attnscope.executors import OnStart, pick
 from attnscope.job import Job
-from attnscope.types import Result, Status
+from attnscope.types import Case, Result, Status
 
 
 def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
@@ -99,6 +99,7 @@ class _Worker:
     conn: Connection | None = None
     job: Job | None = None
     since: float | None = None  # when the worker began the job (None: still starting up)
+    last: Case | None = None  # the case of its last job: its inputs are cached in the worker
 
     def start(self, ctx: Any) -> None:
         self.log.write_text("")
@@ -117,7 +118,7 @@ class _Worker:
             self.proc.join(timeout=5)
         if self.conn is not None:
             self.conn.close()
-        self.proc, self.conn, self.job = None, None, None
+        self.proc, self.conn, self.job, self.last = None, None, None, None
 
 
 @dataclass
@@ -144,7 +145,9 @@ class ProcessExecutor:
                 if w.job is None and todo:
                     if w.proc is None:
                         w.start(ctx)
-                    w.job, w.since = todo.popleft(), None
+                    busy = {o.job.case for o in self._pool if o.job is not None}
+                    w.job, w.since = pick(todo, w.last, busy), None
+                    w.last = w.job.case
                     if on_start:
                         on_start(w.job)
                     assert w.conn is not None

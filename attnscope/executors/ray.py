@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from attnscope.executors import OnStart
+from attnscope.executors import OnStart, pick
 from attnscope.executors.process import _row
 from attnscope.job import Job
 from attnscope.types import Result
@@ -104,11 +104,14 @@ class RayExecutor:
             self._new_actor(len(self._actors))
         todo = deque(jobs)
         idle = list(range(n))[::-1]
+        last: dict[int, Any] = {}  # actor → the case of its last job (cached there)
         # ref → [actor, job, start (None: the actor is still starting), submitted]
         running: dict[Any, list[Any]] = {}
         while todo or running:
             while idle and todo:
-                i, job = idle.pop(), todo.popleft()
+                i = idle.pop()
+                job = pick(todo, last.get(i), {j.case for _, j, *_ in running.values()})
+                last[i] = job.case
                 if on_start:
                     on_start(job)
                 running[self._actors[i].measure.remote(job)] = [i, job, None, time.monotonic()]
