@@ -14,7 +14,8 @@
 #   summary.txt          rows and statuses, what is missing, per-job cost by stage, process vs Ray
 # Ray: its wheels (ray without ray/jars/, and its pure-Python dependencies) in .whl/ray/; installed with
 # --no-deps --no-index into /tmp/site_ray.  If `import ray` fails the Ray step is skipped and says so.
-# PARTS (default subset,sweep) picks the steps.
+# PARTS (default subset,sweep) picks the steps; PARTS=gpus2 on a two-GPU host times the same 120 fwd jobs on
+# --devices cuda:0 and on --devices cuda:0,cuda:1 (gpus1/gpus2.jsonl; the goal is ≥ 1.8× the jobs per second).
 set -u
 T0=$(date +%s)
 BUDGET=${SWEEP_BUDGET_S:-340}
@@ -87,6 +88,22 @@ if [[ $PARTS == *sweep* ]]; then
     echo "sweep [$phase]: rc=$? wall $(python3 -c "print(f'{$(now) - $t:.1f}')") s (cap $c s; 130 = stopped at the cap, resumable)" \
       | tee -a $W/steps.txt
   done
+fi
+
+# 2 GPUs against 1 on the same 120 jobs (PARTS=gpus2, on a host with two GPUs: nvidia-h200-x2)
+G="--heads 16 --seq 256..4096x2 --head-dim 64,128 --causal both --mode fwd --budget-tokens 16384 --budget 0.05
+   --variants sdpa_flash,sdpa_cudnn,sdpa_efficient,sdpa_default,sdpa_math,naive --timeout 90"
+if [[ $PARTS == *gpus2* ]]; then
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    for devs in cuda:0 cuda:0,cuda:1; do
+      n=$(( ${#devs} > 6 ? 2 : 1 )); c=$(cap 170 30); t=$(now)
+      # shellcheck disable=SC2086
+      timeout -s INT -k 20 "$c" $A sweep $G --devices $devs --out $W/gpus$n.jsonl > $W/gpus$n.txt 2>&1
+      echo "gpus$n: rc=$? wall $(python3 -c "print(f'{$(now) - $t:.1f}')") s (cap $c s)" | tee -a $W/steps.txt
+    done
+  else
+    echo "gpus2: this host has fewer than 2 GPUs; skipped" | tee -a $W/steps.txt
+  fi
 fi
 
 timeout 60 python3 benchmarks/gpu/sweep_report.py $W > $W/summary.txt 2>&1

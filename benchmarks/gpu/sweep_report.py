@@ -125,6 +125,33 @@ def executors_part(w: Path) -> None:
                 print(f"      {r['variant']:15s} S={s}: GPU µs process {p:10,.1f}  ray {r['gpu_time_us']:10,.1f}")
 
 
+def gpus_part(w: Path) -> None:
+    """Jobs per second of the sweep loop ('wall clock' in each sweep's summary) on 1 GPU and on 2."""
+    rate: dict[int, float] = {}
+    steady: dict[int, float] = {}
+    for n in (1, 2):
+        log = w / f"gpus{n}.txt"
+        rows = Store(w / f"gpus{n}.jsonl").rows()
+        m = re.search(r"wall clock: ([\d.,]+) s for (\d+) job", log.read_text()) if log.exists() else None
+        if not m:
+            continue
+        secs, jobs = float(m[1].replace(",", "")), int(m[2])
+        rate[n] = jobs / secs
+        # workers start side by side: the longest start is the time before the first jobs run
+        start = max((float((r.get("cost_s") or {}).get("worker_start", 0.0)) for r in rows), default=0.0)
+        steady[n] = jobs / max(secs - start, 1e-9)
+        print(
+            f"== {n} GPU(s): {jobs} jobs in {secs:.1f} s, {rate[n]:.2f} jobs/s ({steady[n]:.2f} jobs/s after the "
+            f"workers' start, {start:.1f} s); {counts_text(status_counts(rows))}"
+        )
+    if len(rate) == 2:
+        print(
+            f"   2 GPUs / 1 GPU: {rate[2] / rate[1]:.2f}× the jobs per second, {steady[2] / steady[1]:.2f}× after the "
+            "workers' start (goal ≥ 1.8×)"
+        )
+        print("   (the same jobs only if both ran all 120; a run stopped at its cap compares different jobs)")
+
+
 def main() -> None:
     w = Path(sys.argv[1])
     for f in ("env.txt", "steps.txt"):
@@ -133,6 +160,7 @@ def main() -> None:
     if (w / "sweep.jsonl").exists():
         sweep_part(w)
     executors_part(w)
+    gpus_part(w)
     traces = sorted(p.name for p in (w / "traces").glob("*.gz"))
     print(f"== traces kept: {', '.join(traces) or 'none'}")
 
