@@ -493,7 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_diff)
 
     from attnscope.model.cli import add_parser as add_model_parser
+    from attnscope.sweep_cli import add_parser as add_sweep_parser
 
+    add_sweep_parser(sub)
     add_model_parser(sub)
     return p
 
@@ -504,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
         return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what to print when telling how to resume
     try:
         return int(args.func(args))
     except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks

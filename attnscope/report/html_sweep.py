@@ -7,7 +7,6 @@ Winners, ties, crossovers, the policy and the default's gaps all come from
 from __future__ import annotations
 
 import json
-
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
