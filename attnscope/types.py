@@ -152,6 +152,9 @@ class KernelRecord:
     bytes: int | None = None  # memcpy / memset only
     stream: int | None = None
     start_us: float | None = None  # start on the trace's clock (Kineto ts): the HTML timeline draws from it
+    # Matrix kernels: the launching op's first floating input type (Kineto "Input type"), e.g. bf16; None
+    # when not recorded or not a matrix kernel.
+    input_dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,8 +234,11 @@ class Fingerprint:
 
     @property
     def tensor_cores(self) -> bool | None:
-        """True if any matrix kernel used tensor cores, False if matrix work ran without."""
-        matrix = [k for k in self.kernels if k.category in ("gemm", "attention")]
+        """True if any matrix kernel used tensor cores, False if matrix work ran without (attention
+        helpers such as a split-KV combine are not matrix work)."""
+        from attnscope.analysis.kernels import is_matrix_kernel
+
+        matrix = [k for k in self.kernels if is_matrix_kernel(k.name, k.category)]
         known = [k.tensor_cores for k in matrix if k.tensor_cores is not None]
         if not known:
             return None

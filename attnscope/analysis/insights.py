@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.copy_context import copy_advice, upcast_advice
+from attnscope.analysis.kernels import is_matrix_kernel
 from attnscope.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -179,7 +180,19 @@ def hidden_copy(r: dict[str, Any]) -> Out:
 
 
 def fp32_cuda_core_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
-    return [k for k in compute_kernels(r) if k["category"] in MATRIX and k.get("tensor_cores") is False]
+    """Matrix kernels (gemm, attention; not a combine/merge helper) that ran without tensor cores."""
+    return [
+        k for k in compute_kernels(r) if is_matrix_kernel(k["name"], k["category"]) and k.get("tensor_cores") is False
+    ]
+
+
+def _input_dtypes(ks: list[dict[str, Any]], r: dict[str, Any]) -> list[str]:
+    """The inputs' dtypes of these kernels: each launching op's recorded Input type, else the case's dtype
+    (a run knows it); empty when neither says."""
+    got: set[str] = {k["input_dtype"] for k in ks if k.get("input_dtype")}
+    if not got and ks and (r.get("case") or {}).get("dtype"):
+        got = {r["case"]["dtype"]}
+    return sorted(got)
 
 
 def _fp32_gpu_part(r: dict[str, Any], ev: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -188,13 +201,38 @@ def _fp32_gpu_part(r: dict[str, Any], ev: dict[str, Any]) -> tuple[str, tuple[st
         return "", ()
     us = sum(k["duration_us"] for k in ks)
     ev.update(num_fp32_matrix_kernels=len(ks), fp32_matrix_us=r1(us), fp32_matrix_share_pct=share_pct(us, r))
+    ev["input_dtypes"] = _input_dtypes(ks, r)
     conv = [k for k in compute_kernels(r) if k["category"] == "copy"]
     ev["num_conversion_kernels"] = len(conv)
+    dts = ev["input_dtypes"]
+    how = "in fp32 " if dts == ["fp32"] else f"with {'/'.join(dts)} inputs " if dts else ""
     text = (
-        f"{len(ks)} matrix kernel(s) run in fp32 on CUDA cores, not tensor cores: "
+        f"{len(ks)} matrix kernel(s) run {how}on CUDA cores, not tensor cores: "
         f"{_share_text(ev['fp32_matrix_us'], ev['fp32_matrix_share_pct'])}"
     )
     return text, tuple(k["name"] for k in ks + conv)
+
+
+def _cuda_core_advice(dts: list[str], names: tuple[str, ...] = ()) -> str:
+    """What to do about matrix work on CUDA cores, by the inputs' recorded dtype: TF32 only helps fp32."""
+    if dts == ["fp32"]:
+        return (
+            "fp32 inputs: allow TF32 (torch.set_float32_matmul_precision('high')) or run in "
+            "bf16/fp16 so the matrix work lands on tensor cores"
+        )
+    if dts and "fp32" not in dts:
+        gemv = bool(names) and all("gemv" in n.lower() for n in names)
+        return f"the inputs are already {'/'.join(dts)}, so neither TF32 nor a cast would change this: " + (
+            "cuBLAS picked gemv, a matrix-vector product (one row, as in decode), which is memory-bound on any "
+            "core; more rows per call (several sequences batched) let it pick a tensor-core kernel"
+            if gemv
+            else "the library picked a CUDA-core kernel for this shape; compare another backend or shape"
+        )
+    return (
+        "check the inputs' dtype (not recorded for these kernels): fp32 inputs run on CUDA cores unless TF32 "
+        "is allowed (torch.set_float32_matmul_precision('high')); 16-bit inputs on CUDA cores are the library's "
+        "choice for this shape"
+    )
 
 
 def fp32_upcast(r: dict[str, Any]) -> Out:
@@ -252,8 +290,7 @@ def no_tensor_cores(r: dict[str, Any]) -> Out:
             variant=r["variant"],
             severity="warning",
             message=text,
-            advice="fp32 inputs: allow TF32 (torch.set_float32_matmul_precision('high')) or run in "
-            "bf16/fp16 so the matrix work lands on tensor cores",
+            advice=_cuda_core_advice(ev["input_dtypes"], tuple(k["name"] for k in fp32_cuda_core_kernels(r))),
             evidence=ev,
             kernels=kernels,
         )
