@@ -143,3 +143,27 @@ def test_flashinfer_merge_kernel_counts_as_attention() -> None:
     # the decode kernel's tensor-core use is not known from its name: the column says so (None), and the
     # merge kernel (no MMA) does not turn it into a "no"
     assert docs()["flashinfer_decode"]["tensor_cores"] is None
+
+
+# ---- 2. the case from the trace: decode's causal flag means lower-right at the flash op --------------
+
+
+@pytest.mark.parametrize("variant", ["sdpa_flash", "sdpa_default"])
+def test_flash_decode_flops_count_every_key_for_the_one_query(variant: str) -> None:
+    a = raw_op(variant, "aten::_scaled_dot_product_flash_attention")
+    q, k = a["Input Dims"][0], a["Input Dims"][1]
+    assert (q, k) == ([1, 32, 1, 128], [1, 8, 8192, 128]) and a["Concrete Inputs"][4] == "True"
+    # lower-right: the single query is the last position and sees all 8192 keys, in each of the 32 heads:
+    # QKᵀ and PV are 2·D FLOP each per kept score → 4·H·D·Sk
+    hand = 4 * 32 * 128 * 8192
+    assert hand == 134_217_728
+    r = docs()[variant]
+    assert r["flops"] == hand
+    (c,) = r["attention_calls"]
+    assert (c["mask"], c["causal_align"]) == ("causal_lower_right", "lower_right")
+    assert "bottom-right" in c["mask_basis"] and "causal_lower_right" in c["mask_basis"]
+    assert "bottom-right" in r["flop_formula"]
+    # TFLOP/s over the GPU time of the two kernels the flash op launched
+    us = sum(e["dur"] for e in raw_kernels(variant))
+    assert r["tflops"] == pytest.approx(hand / (us * 1e-6) / 1e12, rel=1e-9)
+    assert r["case"]["mask"] == "causal_lower_right" and r["case"]["seq_kv"] == 8192

@@ -33,11 +33,19 @@ def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tupl
     pct, rate, lim = r.get("pct_of_peak"), r.get("tflops"), ev["limiter"]
     if pct is None or rate is None:
         ev["by_design"] = None
+        if rate is not None:
+            ev["tflops"] = r1(rate)
+        need = (
+            "the rate (needs the case's FLOPs)"
+            if rate is None
+            else f"the share of peak ({ev['tflops']:.1f} TFLOP/s, but no matmul peak was measured for this result)"
+        )
         return (
             "low_occupancy",
             "info",
-            head + "; by design or hurting cannot be told without the rate (needs the case's FLOPs)",
-            "run it through attnscope run for the rate, or Nsight Compute for achieved occupancy",
+            head + f"; by design or hurting cannot be told without {need}",
+            "run it through attnscope run for the rate against a measured peak, or Nsight Compute for achieved "
+            "occupancy",
         )
     ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
     if ("registers" in lim or "shared_memory" in lim) and pct >= HIGH_RATE_PCT:

@@ -366,6 +366,8 @@ def _flop_formula(r: Result) -> str | None:
     """The formula, and for a run how the case's mask's kept scores were counted."""
     if r.flops is None:
         return None
+    if r.source == "trace" and r.flops_basis:  # read from the trace: its calls and how their masks were told
+        return f"{flop_formula('fwd')}; {r.flops_basis}"
     if r.source != "run" or r.case is None:
         return flop_formula(r.mode)
     return f"{flop_formula(r.mode)}; {mask_flop_note(r.case)}"
