@@ -369,11 +369,11 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes], k
 
 # Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes), attention
 # ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores) and the causal-mask
-# builders (analysis/shape.py reads a materialised mask's diagonal).  A CPU-only trace keeps every
-# op's shapes (its leaf ops are counted by their dims).
+# builders and converters (analysis/mask_build.py reads a materialised mask's shape and diagonal).
+# A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
 SHAPES_READ = re.compile(
     r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex|"
-    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|tril|triu)$"
+    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|ones_like|tril|triu|where)$"
 )
 
 

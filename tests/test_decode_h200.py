@@ -17,7 +17,7 @@ from attnscope.analysis.insights import no_tensor_cores
 from attnscope.analysis.kernels import is_matrix_kernel
 from attnscope.api import analyze
 from attnscope.report.json import result_to_dict
-from tests.rawtrace import H200, raw_events
+from tests.rawtrace import H200, raw_events, raw_mask_kernels
 
 DECODE = H200 / "decode"
 VARIANTS = ("sdpa_flash", "sdpa_default", "sdpa_cudnn", "cudnn_frontend", "flashinfer_decode", "flex", "flex_compiled")
@@ -167,3 +167,102 @@ def test_flash_decode_flops_count_every_key_for_the_one_query(variant: str) -> N
     us = sum(e["dur"] for e in raw_kernels(variant))
     assert r["tflops"] == pytest.approx(hand / (us * 1e-6) / 1e12, rel=1e-9)
     assert r["case"]["mask"] == "causal_lower_right" and r["case"]["seq_kv"] == 8192
+
+
+# ---- 3. the mask SDPA's cuDNN path was given: a lower-right CausalBias, materialised ----------------
+
+
+def test_sdpa_cudnn_mask_is_a_materialised_lower_right_bias_and_the_advice_fits() -> None:
+    ev = raw("sdpa_cudnn")
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    names = [e["name"] for e in ops]
+    ones = ops[names.index("aten::ones")]
+    tril = ops[names.index("aten::tril")]
+    sdpa = raw_op("sdpa_cudnn", "aten::scaled_dot_product_attention")
+    # ones([Sq, Sk]) then tril(diagonal = Sk - Sq = 8191) before SDPA, which takes a [1, 8192] bool attn_mask and
+    # is_causal=False (Concrete Inputs[5]); cuDNN ran it
+    assert ones["args"]["Concrete Inputs"][0] == "[1, 8192]" and tril["args"]["Concrete Inputs"][1] == "8191"
+    assert tril["ts"] + tril["dur"] <= next(e["ts"] for e in ops if e["name"] == "aten::scaled_dot_product_attention")
+    assert sdpa["Input Dims"][3] == [1, 8192] and sdpa["Input type"][3] == "bool"
+    assert sdpa["Concrete Inputs"][5] == "False"
+    assert "aten::_cudnn_attention_forward" in names
+
+    (m,) = insights("sdpa_cudnn", "mask_rebuilt")
+    e = m["evidence"]
+    assert (e["mask"], e["built_inside"], e["taken_by"], e["backend"], e["is_causal_passed"]) == (
+        "causal_lower_right",
+        None,
+        "aten::scaled_dot_product_attention",
+        "cudnn",
+        False,
+    )
+    assert e["dims"] == [1, 8192] and e["diagonal"] == 8191
+    raw_mask = raw_mask_kernels(DECODE / "sdpa_cudnn.json", [1, 8192])
+    assert e["num_mask_kernels"] == len(raw_mask) == 4
+    assert e["mask_us"] == pytest.approx(sum(x["dur"] for x in raw_mask), abs=0.05)
+    assert "already passed" not in m["advice"] and "math backend" not in m["advice"]
+    assert "causal_lower_right" in m["advice"] and "cuDNN" in m["advice"]
+    assert "pass no mask" in m["advice"]  # Sq = 1: the lower-right mask keeps all 8192 keys
+    assert "cuDNN" in m["message"] and "aten::tril(diagonal=8191)" in m["message"]
+
+
+def test_sdpa_cudnn_flops_from_the_inferred_mask() -> None:
+    r = docs()["sdpa_cudnn"]
+    (c,) = r["attention_calls"]
+    assert c["mask"] == "causal_lower_right" and c["mask_inferred_from"] == ["aten::ones", "aten::tril"]
+    assert "inferred" in c["mask_basis"] and "shape and order" in c["mask_basis"]
+    assert r["flops"] == 4 * 32 * 128 * 8192  # one query sees all 8192 keys, 32 heads, D = 128
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_advice_to_pass_a_flag_already_passed(variant: str) -> None:
+    passed = [
+        e["args"]["Concrete Inputs"][5] == "True"
+        for e in raw(variant)
+        if e.get("cat") == "cpu_op" and e["name"] == "aten::scaled_dot_product_attention"
+    ]
+    for i in docs()[variant]["insights"]:
+        if any(passed):
+            assert "pass is_causal=True" not in i["advice"], (variant, i["id"])
+        if passed and not any(passed):
+            assert "already passed" not in i["advice"], (variant, i["id"])
+
+
+# ---- 4. split-KV: the partial kernel and its combine/merge kernel(s) are one attention step ---------------
+
+# Per variant: (the kernel that computes partial results, the kernels that merge them), by a name fragment read
+# off the raw trace.
+SPLIT_PAIRS = {
+    "sdpa_flash": ("flash_fwd_splitkv_kernel", ("flash_fwd_splitkv_combine_kernel",)),
+    "sdpa_default": ("flash_fwd_splitkv_kernel", ("flash_fwd_splitkv_combine_kernel",)),
+    "flashinfer_decode": ("SingleDecodeWithKVCacheKernel", ("MergeStatesLargeNumIndexSetsKernel",)),
+    "sdpa_cudnn": ("cudnn_generated_fort_native_sdpa", ("lean_reduction_kernel",)),
+    "flex_compiled": ("triton_tem_fused_flex_attention_0", ("triton_per_fused_flex_attention_1",
+                                                            "triton_per_fused_flex_attention_2")),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", sorted(SPLIT_PAIRS))
+def test_split_kv_names_the_step_from_the_raw_kernels(variant: str) -> None:
+    split_frag, combine_frags = SPLIT_PAIRS[variant]
+    ks = raw_kernels(variant)
+    (split,) = [e for e in ks if split_frag in e["name"]]
+    combine = [e for f in combine_frags for e in ks if f in e["name"]]
+    assert len(combine) == len(combine_frags)
+    (i,) = insights(variant, "split_kv")
+    ev = i["evidence"]
+    assert ev["split_kernel"] == split["name"] and ev["split_us"] == pytest.approx(split["dur"], abs=0.05)
+    assert ev["combine_kernels"] == [e["name"] for e in combine]
+    c_us = sum(e["dur"] for e in combine)
+    assert ev["combine_us"] == pytest.approx(c_us, abs=0.05)
+    assert ev["combine_pct"] == pytest.approx(100 * c_us / (c_us + split["dur"]), abs=0.05)
+    words = {2: "two", 3: "three"}[1 + len(combine)]
+    assert f"one attention step in {words} kernels" in i["message"]
+    assert set(i["kernels"]) == {split["name"], *(e["name"] for e in combine)}
+
+
+@pytest.mark.parametrize("variant", ["cudnn_frontend", "flex"])
+def test_no_split_kv_without_a_combine_kernel(variant: str) -> None:
+    ks = raw_kernels(variant)
+    assert not any(f in e["name"] for e in ks for f in ("combine", "MergeStates", "lean_reduction", "triton_per"))
+    assert insights(variant, "split_kv") == []

@@ -13,6 +13,8 @@ from functools import lru_cache
 from attnscope.analysis import kernels as K
 from attnscope.analysis.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.copy_context import copy_kind, inside_of
+from attnscope.analysis.mask_build import describe as describe_mask
+from attnscope.analysis.mask_build import find as find_masks
 from attnscope.analysis.occupancy import ArchLimits, arch_limits, theoretical_occupancy
 from attnscope.trace import CpuOp, GpuEvent, Trace
 from attnscope.types import Fingerprint, HiddenCopy, KernelRecord, Upcast
@@ -338,6 +340,7 @@ def analyse(trace: Trace) -> Analysis:
         copies += _orphan_dtod(att, linked)
     op_names = {o.name for o in ops}
     mask_ops = sorted(op_names & MASK_OPS)
+    builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
     if not mask_ops and any("triu_tril" in r.name for r in records):
         mask_ops = ["triu_tril_kernel"]
     backend = None
@@ -363,6 +366,7 @@ def analyse(trace: Trace) -> Analysis:
         trace_cpu_time_us=window_us,
         trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
         notes=tuple(notes),
+        mask_builds=builds,
     )
     upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
     return Analysis(fp, att, upcast_us, win)

@@ -162,16 +162,35 @@ def opaque_library(r: dict[str, Any]) -> Out:
     if not ks:
         return []
     k = max(ks, key=lambda x: x["duration_us"])
+    main = [x for x in ks if "cudnn_generated" in x["name"]] or [k]
+    helpers = sorted({x["name"] for x in ks} - {x["name"] for x in main})
     ev = {
         "kernel": k["name"],
         "kernel_us": r1(k["duration_us"]),
         "launched_by": k.get("launched_by"),
+        "num_cudnn_kernels": len(ks),
+        "num_generated_kernels": len(main),
+        "cudnn_us": r1(sum(x["duration_us"] for x in ks)),
+        "helper_kernels": helpers,
         "num_memset": r.get("num_memset"),
     }
+    by = (
+        f"launched by {ev['launched_by']}"
+        if ev["launched_by"]
+        else "launched outside any recorded op (a library call the profiler shows no aten op for)"
+    )
+    what = (
+        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, {by}) does"
+        if len(ks) == 1
+        else f"{len(ks)} cuDNN kernels"
+        + (f" in {len(main)} calls" if len(main) > 1 else "")
+        + f" ({ev['cudnn_us']:.1f} µs: {short(k['name'], 56)}"
+        + (f" with {', '.join(short(h, 40) for h in helpers)}" if helpers else "")
+        + f", {by}) do"
+    )
     msg = (
-        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, launched by "
-        f"{ev['launched_by']}) does the whole attention: the work moved into a library, out of the profiler's "
-        "view (no aten steps, no transposes to see)"
+        f"{what} the whole attention: the work moved into a library, out of the profiler's view (no aten steps, "
+        "no transposes to see)"
     )
     return [
         Insight(
@@ -182,8 +201,8 @@ def opaque_library(r: dict[str, Any]) -> Out:
             advice="a clean trace is not less work: look inside with Nsight Compute on this kernel, and "
             "weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
             evidence=ev,
-            kernels=(k["name"],),
-            ops=(str(ev["launched_by"]),),
+            kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
+            ops=(str(ev["launched_by"]),) if ev["launched_by"] else (),
         )
     ]
 

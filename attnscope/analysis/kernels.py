@@ -148,7 +148,8 @@ CPU_ATOMIC_OPS = frozenset(
 # backward's helpers (rowwise dO·O, dQ conversion).  Attention by what they serve, never matrix work: a
 # CUDA-core verdict on them says nothing about the dtype or the matrix kernels.
 ATTENTION_HELPER = re.compile(
-    r"splitkv_combine|flash_fwd_combine|combine_kernel|MergeStates|merge_state|lean_reduction|dot_do_o|convert_dq",
+    r"splitkv_combine|flash_fwd_combine|combine_kernel|MergeStates|merge_state|lean_reduction|dot_do_o|convert_dq|"
+    r"triton_(?:per|red|poi)_fused_\w*flex_attention",  # inductor's generated reductions: no tl.dot, only templates
     _I,
 )
 

@@ -104,6 +104,7 @@ OP_SIGS: dict[str, OpSig] = {
 }
 # Inductor's FlexAttention template call records q, k, v (B, H, S, D) first; its mask is compiled in.
 COMPILED_FLEX = re.compile(r"^triton_tem_fused_flex_attention(?!.*backward)")
+MASK_BUILD_OPS = frozenset({"aten::tril", "aten::triu"})
 FIELDS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal", "scale", "enable_gqa")
 
 
@@ -306,13 +307,43 @@ def _is_attention(name: str) -> bool:
 def attention_calls(tree: OpTree) -> list[AttentionCall]:
     """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
     out = []
+    at: dict[int, AttentionCall] = {}
     found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name)]
     for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
         op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
             continue  # inside another attention op: part of that call
-        out.append(_call_at(tree, i, attention_op_family(op.name) or "sdpa"))
+        at[i] = _call_at(tree, i, attention_op_family(op.name) or "sdpa")
+        out.append(at[i])
+    if at and any(op.name in MASK_BUILD_OPS for op in tree.ops):
+        _read_built_masks(tree, at)
     return out
+
+
+def _read_built_masks(tree: OpTree, at: dict[int, AttentionCall]) -> None:
+    """A call given a tensor mask that the trace shows being built as a causal one (mask_build.py)."""
+    from attnscope.analysis.mask_build import find
+
+    for mb in find(tree):
+        call = at.get(mb.consumer) if mb.consumer is not None and mb.inside is None else None
+        kind = mb.kind()
+        if call is None or kind is None or not call.values.get("attn_mask") or "causal" in call.values:
+            continue
+        sq, sk = call.values.get("seq_q"), call.values.get("seq_kv")
+        if mb.dims[-2:] != [sq, sk]:
+            continue
+        call.values["causal"] = True
+        call.source["causal"] = f"{tree.ops[mb.ones].name if mb.ones is not None else ''} + {tree.ops[mb.tril].name}"
+        call.unknown.pop("causal", None)
+        call.align = {"causal@top_left": "top_left", "causal_lower_right": "lower_right"}.get(kind)
+        call.mask_inferred_from = tuple(tree.ops[i].name for i in (mb.ones, mb.tril) if i is not None)
+        d = mb.diagonal
+        off = "= Sk - Sq: lower-right" if kind == "causal_lower_right" else "= 0: top-left" if d == 0 else ""
+        call.align_why = (
+            f"the attn_mask {mb.dims} {call.op} took was built just before it by aten::ones({mb.dims}) then "
+            f"{tree.ops[mb.tril].name}(diagonal={d} {off}), the form torch.nn.attention.bias materialises; linked by "
+            "shape and order (a trace records no tensor identities)"
+        )
 
 
 def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) -> float:
