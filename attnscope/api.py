@@ -83,6 +83,11 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
     att = an.attribution
     calls = shape.attention_calls(att.tree)
     fields, unknown = shape.case_of(calls)
+    if not calls and any(k.category == "attention" for k in an.fingerprint.kernels):
+        unknown = {
+            "case": "attention kernels ran with no attention op above them (a library called outside aten, e.g. "
+            "FlashInfer or the cuDNN frontend): no op records their shapes"
+        }
     case = None
     if fields is not None:
         try:

@@ -266,3 +266,60 @@ def test_no_split_kv_without_a_combine_kernel(variant: str) -> None:
     ks = raw_kernels(variant)
     assert not any(f in e["name"] for e in ks for f in ("combine", "MergeStates", "lean_reduction", "triton_per"))
     assert insights(variant, "split_kv") == []
+
+
+# ---- other numbers on these traces that could not be true ---------------------------------------------
+
+
+def test_compiled_flex_decode_is_one_call_of_three_kernels() -> None:
+    ev = raw("flex_compiled")
+    tem = [e for e in ev if e.get("cat") == "cpu_op" and e["name"].startswith("triton_tem_fused_flex_attention")]
+    per = [e for e in ev if e.get("cat") == "cpu_op" and e["name"].startswith("triton_per_fused_flex_attention")]
+    assert len(tem) == 1 and len(per) == 2 and len(raw_kernels("flex_compiled")) == 3
+    r = docs()["flex_compiled"]
+    (fam,) = r["trace_summary"]["attention_families"]
+    assert (fam["num_kernels"], fam["num_forward_calls"], fam["num_backward_calls"]) == (3, 1, 0)
+    (c,) = r["attention_calls"]  # the template's op records q, k, v; the reductions are parts of its call
+    assert c["op"] == tem[0]["name"]
+    assert [c["batch"], c["heads"], c["seq_q"], c["head_dim"]] == tem[0]["args"]["Input Dims"][0]
+    assert [c["kv_heads"], c["seq_kv"]] == tem[0]["args"]["Input Dims"][1][1:3]
+    # the mask is compiled in: not recorded, and said so (not "2 different attention shapes")
+    assert "causal" in r["case_unknown"] and "different attention shapes" not in str(r["case_unknown"])
+
+
+@pytest.mark.parametrize("variant", ["cudnn_frontend", "flashinfer_decode"])
+def test_a_library_called_outside_aten_has_no_call_count(variant: str) -> None:
+    ops = [e for e in raw(variant) if e.get("cat") == "cpu_op"]
+    assert not any("attention" in e["name"].lower() for e in ops)  # no attention op recorded at all
+    r = docs()[variant]
+    (fam,) = r["trace_summary"]["attention_families"]
+    assert fam["num_kernels"] == len(raw_kernels(variant))
+    assert fam["num_forward_calls"] is None and "no attention op" in fam["calls_unknown"]
+    assert "no attention op above them" in r["case_unknown"]["case"]
+
+
+def test_cudnn_frontend_kernel_is_not_said_to_be_launched_by_none() -> None:
+    (k,) = raw_kernels("cudnn_frontend")
+    (i,) = insights("cudnn_frontend", "opaque_library")
+    assert i["evidence"]["kernel"] == k["name"] and i["evidence"]["launched_by"] is None
+    assert "None" not in i["message"] and "outside any recorded op" in i["message"]
+    assert i["message"].startswith("one cuDNN-generated kernel")
+
+
+def test_sdpa_cudnn_is_two_cudnn_kernels_not_one() -> None:
+    ks = [e for e in raw_kernels("sdpa_cudnn") if "cudnn" in e["name"]]
+    assert len(ks) == 2
+    (i,) = insights("sdpa_cudnn", "opaque_library")
+    assert i["evidence"]["num_cudnn_kernels"] == 2
+    assert i["evidence"]["cudnn_us"] == pytest.approx(sum(e["dur"] for e in ks), abs=0.05)
+    assert i["message"].startswith("2 cuDNN kernels")
+
+
+def test_traces_compared_on_one_sample_each_say_so() -> None:
+    results = [result_to_dict(analyze(DECODE / f"{v}.json", variant=v)) for v in ("sdpa_cudnn", "sdpa_flash")]
+    doc = annotate({"results": results})
+    by = {r["variant"]: r for r in doc["results"]}
+    (s,) = [i for i in by["sdpa_flash"]["insights"] if i["id"] == "slower_than_best"]
+    assert "one sample" in s["message"] and "median" not in s["message"]
+    assert s["severity"] == "info" and "confirm with attnscope run" in s["advice"]
+    assert "one traced call each" in doc["recommendation"]["text"]

@@ -310,6 +310,17 @@ def attention_family(name: str) -> AttentionFamily | None:
     return hit[0] if hit else None
 
 
+# Ops of compiled flex that are parts of a call, not calls: inductor's generated reductions and pointwise kernels
+# around the FlexAttention template (at decode, the merge of the KV splits), each recorded as an op of its own.
+_CALL_PART_OP = re.compile(r"^triton_(?:per|red|poi)_fused_")
+
+
+@functools.cache
+def attention_call_op(op_name: str) -> bool:
+    """Whether an attention op starts a call (an SDPA op, a backend op, flex's op or template), not part of one."""
+    return attention_op_family(op_name) is not None and not _CALL_PART_OP.match(op_name)
+
+
 @functools.cache
 def attention_op_family(op_name: str) -> AttentionFamily | None:
     """The attention family an aten op belongs to (SDPA backends, flash-attn, flex), or None."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from attnscope.analysis.attribution import OpTree
-from attnscope.analysis.kernels import attention_op_family
+from attnscope.analysis.kernels import attention_call_op, attention_op_family
 from attnscope.flops import attention_flops
 from attnscope.types import Case
 
@@ -299,6 +299,11 @@ def _sig(name: str) -> OpSig | None:
     return sig
 
 
+def _starts_call(name: str) -> bool:
+    """An attention op that is a call of its own (compiled flex's generated reductions are parts of one)."""
+    return name in OP_SIGS or attention_call_op(name)
+
+
 @functools.cache
 def _is_attention(name: str) -> bool:
     return name in OP_SIGS or attention_op_family(name) is not None
@@ -308,7 +313,7 @@ def attention_calls(tree: OpTree) -> list[AttentionCall]:
     """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
     out = []
     at: dict[int, AttentionCall] = {}
-    found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name)]
+    found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name) and _starts_call(op.name)]
     for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
         op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
