@@ -23,6 +23,9 @@ from attnscope.analysis.attribution import Attribution, OpTree
 from attnscope.analysis.kernels import SDPA_BACKEND_OPS, attention_op_family
 
 BUILD_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
+# How far (in ops on the thread) the ones before a tril, and the call after it, are looked for: the builds
+# seen (CausalBias, SDPA's math backend) are a handful of ops apart; a bound keeps a 10^5-op trace linear.
+NEAR = 256
 
 
 @dataclass
@@ -89,10 +92,10 @@ def _outermost_attention(tree: OpTree, i: int) -> int | None:
 
 def _ones_before(tree: OpTree, i: int, dims: list[int]) -> int | None:
     """The aten::ones of ``dims`` that the tril at ``i`` most likely took: the latest one before it under the same
-    parent on the same thread (its size is a Concrete Input, e.g. '[1, 8192]')."""
+    parent on the same thread, within :data:`NEAR` ops (its size is a Concrete Input, e.g. '[1, 8192]')."""
     op, want = tree.ops[i], str(dims)
     best = None
-    for j in range(i - 1, -1, -1):
+    for j in range(i - 1, max(-1, i - 1 - NEAR), -1):
         o = tree.ops[j]
         if (o.pid, o.tid) != (op.pid, op.tid):
             break
@@ -107,12 +110,12 @@ def _ones_before(tree: OpTree, i: int, dims: list[int]) -> int | None:
 
 
 def _taker(tree: OpTree, i: int, dims: list[int]) -> int | None:
-    """The next outermost attention op on the thread after the op at ``i``, if its attn_mask has ``dims``'
-    last two sizes; None when another attention op comes first or the shapes differ."""
+    """The next outermost attention op on the thread after the op at ``i`` (within :data:`NEAR` ops), if its
+    attn_mask has ``dims``' last two sizes; None when another attention op comes first or the shapes differ."""
     from attnscope.analysis.shape import OP_SIGS
 
     op = tree.ops[i]
-    for j in range(i + 1, len(tree.ops)):
+    for j in range(i + 1, min(len(tree.ops), i + 1 + NEAR)):
         o = tree.ops[j]
         if (o.pid, o.tid) != (op.pid, op.tid):
             break
