@@ -7,6 +7,7 @@ Inputs) or worked by hand (FLOPs), never from attnscope's own output.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -323,3 +324,25 @@ def test_traces_compared_on_one_sample_each_say_so() -> None:
     assert "one sample" in s["message"] and "median" not in s["message"]
     assert s["severity"] == "info" and "confirm with attnscope run" in s["advice"]
     assert "one traced call each" in doc["recommendation"]["text"]
+
+
+def test_the_run_document_of_this_case_gets_lower_right_advice_not_is_causal() -> None:
+    """The committed run output (docs/results/raw/masks/decode.json) has no mask build facts: the advice then goes
+    by the case's mask, which the run recorded as causal_lower_right with Sq=1, Sk=8192."""
+    from pathlib import Path
+
+    d = json.loads((Path(__file__).parents[1] / "docs/results/raw/masks/decode.json").read_text())
+    rows = {r["variant"]: r for r in d["results"]}
+    assert rows["sdpa_cudnn"]["case"]["mask"] == "causal_lower_right" and rows["sdpa_cudnn"]["case"]["seq_q"] == 1
+    doc = annotate(d)
+    seen = 0
+    for r in doc["results"]:
+        for i in r.get("insights") or []:
+            if i["id"] == "mask_rebuilt":
+                seen += 1
+                assert (
+                    "is_causal=True is already passed" not in i["advice"] and "pass is_causal=True" not in i["advice"]
+                )
+                assert "lower-right" in i["advice"]
+            assert "fp32 inputs" not in i["advice"], (r["variant"], i["id"])
+    assert seen == 2  # sdpa_math and sdpa_cudnn materialise the mask (a tril kernel in each)

@@ -322,15 +322,32 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
         ev["mask_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['mask_us'], ev['mask_share_pct'])}"
     msg += ")"
+    # A document without the build's context (older, or a CPU trace): the advice goes by the case's mask and
+    # the backend, never by what the call may have been passed.
     math = r.get("sdpa_backend") == "math"
-    advice = (
-        # a trace of an older document, without the build's context: what the backend is, not what was passed
-        f"SDPA's math backend masks with a full tensor, built on every call; a fused backend ({fused_names(r)}) "
-        "masks inside the kernel"
-        if math
-        else f"pass is_causal=True to a fused SDPA backend ({fused_names(r)}), which masks inside the kernel; "
-        "or build the mask once outside the call and reuse it"
-    )
+    case = r.get("case") or {}
+    mask = case.get("mask")
+    sq, sk = case.get("seq_q"), case.get("seq_kv") or case.get("seq_q")
+    if mask == "causal_lower_right" and sq and sk and sq != sk:
+        advice = _mask_advice(
+            r,
+            {"mask": mask, "backend": r.get("sdpa_backend"), "dims": [sq, sk], "built_inside": None},
+        )
+    elif mask not in (None, "causal", "causal@top_left"):
+        advice = (
+            f"the {mask} mask is built as a full tensor on every call: build it once and reuse it, or use a kernel "
+            "that takes the mask's own form (see dense_mask)"
+        )
+    elif math:
+        advice = (
+            f"SDPA's math backend masks with a full tensor, built on every call; a fused backend ({fused_names(r)}) "
+            "masks inside the kernel"
+        )
+    else:
+        advice = (
+            f"pass is_causal=True to a fused SDPA backend ({fused_names(r)}), which masks inside the kernel; "
+            "or build the mask once outside the call and reuse it"
+        )
     ev["inside_sdpa"] = math
     return [
         Insight(
@@ -410,7 +427,7 @@ def _mask_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
     mask, dims = ev["mask"], ev["dims"]
     backend = BACKEND_NAMES.get(ev["backend"], ev["backend"]) if ev["backend"] else "the chosen"
     if ev["built_inside"] is not None:
-        if ev["is_causal_passed"]:
+        if ev.get("is_causal_passed"):
             return (
                 f"is_causal=True is already passed; the {backend} backend expands it into a full mask on every call, "
                 f"while a fused backend ({fused_names(r)}) masks inside the kernel"
