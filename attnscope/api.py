@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.fingerprint import Analysis, analyse
 from attnscope.trace import TraceError, load_trace, no_gc
-from attnscope.types import Case, Result, Timing
+from attnscope.types import Case, Mode, Result, Timing
 
 
 def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:
@@ -119,12 +121,51 @@ def _why_no_flops(c: Any) -> str:
     return "shape not recorded"
 
 
-def run(case: Case, variants: str | list[str] | None = None, **options: Any) -> Any:
-    """Run variants on a case (needs torch); returns a ``RunReport``.  ``case.mode`` picks fwd or fwd_bwd."""
+def run(case: Case, variants: str | list[str] | None = None, *, mode: Mode | None = None, **options: Any) -> Any:
+    """Run variants on a case (needs torch); returns a ``RunReport``.
+
+    ``mode`` ("fwd" or "fwd_bwd") overrides ``case.mode``; ``options`` are ``attnscope.job.Options`` fields.
+    """
     from attnscope.runner import Options
     from attnscope.runner import run as _run
 
-    return _run(case, variants, Options(**options))
+    return _run(case if mode is None else replace(case, mode=mode), variants, Options(**options))
+
+
+def sweep(
+    cases: Iterable[Case],
+    variants: str | list[str] | None = None,
+    *,
+    out: str | Path,
+    resume: bool = False,
+    executor: str = "process",
+    devices: list[str] | None = None,
+    timeout_s: float | None = None,
+    ray_address: str | None = None,
+    workers: int | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    **options: Any,
+) -> list[Result]:
+    """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
+
+    ``resume`` skips the (variant, case, mode) rows ``out`` already holds; without it a non-empty ``out``
+    is an error.  Cases come from ``attnscope.sweep.grid`` or anywhere; ``devices`` pins one worker per
+    GPU (``["0", "1"]``).  Returns this call's results (the file holds them all).
+    """
+    from attnscope.executors import make_executor
+    from attnscope.job import Options
+    from attnscope.store import Store
+    from attnscope.sweep import plan, run_sweep
+    from attnscope.variants import resolve
+
+    store = Store(out)
+    if not resume and store.path.exists() and store.path.stat().st_size > 0:
+        raise ValueError(f"{out} already holds rows: pass resume=True to measure only what is missing")
+    names = [v.name for v in resolve(variants)]
+    done = store.done() if resume else set()
+    jobs = plan(list(cases), names, Options(**options), explicit=variants is not None, done=done)
+    ex = make_executor(executor, devices=devices, timeout_s=timeout_s, ray_address=ray_address, workers=workers)
+    return run_sweep(jobs, store, ex, on_result=on_result)
 
 
 def annotate(doc: dict[str, Any], predictions: list[Any] | None = None) -> dict[str, Any]:

@@ -116,8 +116,13 @@ def test_sweep_panels_crossovers_and_default():
     assert html_only.count("1.62× slower") == 4  # sdpa_default 0.81 against flash 0.5 at S=128
     # 0.81 against 0.8 elsewhere: 0.81·0.98 < 0.8·1.02, the quartiles overlap
     assert html_only.count("1.01× (tied: quartiles overlap)") == 12 * 2  # margin (runner-up is the default) and default
-    policy = "S 128 → sdpa_flash; S 512–8192 → sdpa_cudnn (tied at some points)"
-    assert html_only.count(policy) == 4 * 2  # the policy table and each panel
+    # one policy over all 16 points: flash is best at the 4 points with S=128, cudnn at the other 12
+    assert html_only.count("<b>Policy: </b>S = 128 → sdpa_flash; otherwise sdpa_cudnn") == 1
+    assert "<td>S = 128</td><td>sdpa_flash</td><td>4</td><td>4 (0)</td><td>none</td>" in html_only
+    assert "<td>otherwise</td><td>sdpa_cudnn</td><td>12</td><td>12 (0)</td><td>none</td>" in html_only
+    assert html_only.count("<td>128 → 512</td><td>sdpa_flash → sdpa_cudnn</td>") == 4  # every axis: only S
+    # sdpa_default: tied with cudnn at the 12 points with S ≥ 512, 1.62× slower than flash at the 4 with S=128
+    assert "best at 0, tied at 12, slower at 4 of 16 points" in html_only
     cmap = {t["name"]: t for t in figures(page)[0]["data"]}  # the crossover map comes first
     assert sorted(cmap) == ["sdpa_cudnn", "sdpa_flash"]
     assert (
@@ -215,3 +220,15 @@ def test_run_html_flag_draws_from_the_documents_own_start_times(tmp_path):
         assert ks and all(k["start_us"] is not None for k in ks)  # no trace kept: the document carries them
         drawn = sorted(b for t in bars for y, b in zip(t["y"], t["base"], strict=True) if y == r["variant"])
         assert drawn == pytest.approx(sorted(k["start_us"] - min(x["start_us"] for x in ks) for k in ks))
+
+
+def test_a_sweep_row_with_a_non_scalar_case_value_is_a_panel_shown_as_text(tmp_path):
+    """A hand-edited or foreign row whose head_dim is a dict: its own panel titled by the JSON text, no crash."""
+    rows = [json.loads(line) for line in open("tests/data/cpu/tiny_sweep.jsonl")]
+    rows[0]["case"]["head_dim"] = {"x": 1}
+    src = tmp_path / "odd.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert params(rows[0])["head_dim"] == '{"x": 1}'
+    out = tmp_path / "odd.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0
+    assert html.escape('head_dim={"x": 1}') in out.read_text()

@@ -1,0 +1,464 @@
+"""The sweep recommendation: a hand-built sweep whose answers are worked out below by hand, boundary
+cases of the tie rule and the policy, the command line, and a real recorded CPU sweep checked against
+values read straight from its JSONL."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attnscope.analysis.sweep_recommend import recommend
+from attnscope.cli import main
+
+DATA = Path(__file__).parent / "data" / "cpu"
+CUDNN = [{"name": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0"}]
+CUDNN[0]["category"] = "attention"
+FLASH = [{"name": "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)"}]
+FLASH[0]["category"] = "attention"
+GEMM = [{"name": "sm90_xmma_gemm_bf16bf16_bf16f32", "category": "gemm"}]
+
+
+def row(
+    variant: str,
+    s: int,
+    d: int,
+    med: float | None = None,
+    p25: float | None = None,
+    p75: float | None = None,
+    *,
+    status: str = "ok",
+    numerics_ok: bool | None = True,
+    kernels: list[dict[str, Any]] | None = None,
+    device: str = "cuda",
+    batch: int = 1,
+    mode: str = "fwd",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A row as report/json.py writes it.  Its CPU time is 1 µs everywhere: were it compared on a GPU,
+    every variant would tie."""
+    case = {"batch": batch, "heads": 8, "seq_q": s, "head_dim": d, "dtype": "bf16", "causal": True}
+    case |= {"kv_heads": None, "seq_kv": None, "device": device, "mask": None, "softcap": None, "alibi": False}
+    r: dict[str, Any] = {"variant": variant, "case": case | {"mode": mode}, "status": status, "mode": mode}
+    r["reason"] = extra.pop("reason", None)
+    r["numerics_ok"] = numerics_ok if status == "ok" else None
+    r["kernels"] = kernels or []
+    t = {"median_us": med, "p25_us": p25, "p75_us": p75, "noisy": False, "method": "CUDA events, median of 200"}
+    if device == "cpu":
+        r |= {"gpu_time_us": None, "gpu_time": None, "cpu_time_us": med, "cpu_time": t if med is not None else None}
+    else:
+        r |= {"gpu_time_us": med, "gpu_time": t if med is not None else None}
+        r |= {"cpu_time_us": 1.0, "cpu_time": {"median_us": 1.0, "p25_us": 1.0, "p75_us": 1.0}}
+    return r | extra
+
+
+def hand_sweep() -> list[dict[str, Any]]:
+    """8 points: S 128, 256, 512, 1024 × D 64, 128, forward, on a GPU (µs: median [p25, p75]).
+
+    S,D       flash           cudnn           sdpa_default (ran)       naive / others
+    128,64    10 [9.5,10.5]   12 [11.5,12.5]  12.5 [12,13] (cudnn)     40; flex_compiled 4, wrong; sdpa_math oom
+    256,64    20 [19,21]      22 [21,23]      22 [21,23] (cudnn)       80
+    512,64    50 [48,52]      40 [39,41]      40.5 [40,41] (cudnn)     160
+    1024,64   124 [120,128]   100 [98,102]    125 [123,127] (flash)    timeout
+    128,128   20 [19,21]      30 [29,31]      30 [29.5,30.5] (cudnn)   80
+    256,128   40 [39,41]      60 [58,62]      40.4 [39.8,41] (flash)   160
+    512,128   80 [78,82]      90 [88,92]      90 [89,91] (cudnn)       320, numerics not checked
+    1024,128  260 [250,270]   200 [195,205]   198 [194,202] (cudnn)    crashed
+    """
+    rows = []
+    table = {
+        (128, 64): ((10, 9.5, 10.5), (12, 11.5, 12.5), (12.5, 12, 13, CUDNN)),
+        (256, 64): ((20, 19, 21), (22, 21, 23), (22, 21, 23, CUDNN)),
+        (512, 64): ((50, 48, 52), (40, 39, 41), (40.5, 40, 41, CUDNN)),
+        (1024, 64): ((124, 120, 128), (100, 98, 102), (125, 123, 127, FLASH)),
+        (128, 128): ((20, 19, 21), (30, 29, 31), (30, 29.5, 30.5, CUDNN)),
+        (256, 128): ((40, 39, 41), (60, 58, 62), (40.4, 39.8, 41, FLASH)),
+        (512, 128): ((80, 78, 82), (90, 88, 92), (90, 89, 91, CUDNN)),
+        (1024, 128): ((260, 250, 270), (200, 195, 205), (198, 194, 202, CUDNN)),
+    }
+    for (s, d), (fl, cu, de) in table.items():
+        rows.append(row("sdpa_flash", s, d, *fl, kernels=FLASH))
+        rows.append(row("sdpa_cudnn", s, d, *cu, kernels=CUDNN))
+        rows.append(row("sdpa_default", s, d, *de[:3], kernels=de[3]))
+        naive = s * d / 204.8  # 40 at S=128 D=64, doubling with S and with D
+        if (s, d) == (1024, 64):
+            rows.append(row("naive", s, d, status="timeout", reason="no result within 60 s"))
+        elif (s, d) == (1024, 128):
+            rows.append(row("naive", s, d, status="crashed", reason="worker died: SIGABRT\nlast line"))
+        else:
+            ok = None if (s, d) == (512, 128) else True
+            rows.append(row("naive", s, d, naive, naive - 1, naive + 1, kernels=GEMM, numerics_ok=ok))
+    wrong = row("flex_compiled", 128, 64, 4, 3.9, 4.1, numerics_ok=False, max_rel_error=0.5, error_tolerance=0.02)
+    rows += [wrong, row("sdpa_math", 128, 64, status="oom", reason="CUDA out of memory")]
+    return rows
+
+
+def _at(rec: dict[str, Any], s: int, d: int) -> dict[str, Any]:
+    (b,) = [b for b in rec["best"] if b["case"]["seq_q"] == s and b["case"]["head_dim"] == d]
+    return b
+
+
+def test_best_runner_up_margin_and_ties():
+    rec = recommend(hand_sweep())
+    assert rec["time_source"] == "GPU time per call (median)"  # not the 1 µs CPU times: those would tie all
+    assert len(rec["best"]) == 8
+    got = {
+        (b["case"]["seq_q"], b["case"]["head_dim"]): (b["variant"], b["median_us"], b["runner_up"], b["runner_up_us"])
+        for b in rec["best"]
+    }
+    assert got == {
+        (128, 64): ("sdpa_flash", 10, "sdpa_cudnn", 12),  # the wrong flex_compiled (4 µs) never wins
+        (256, 64): ("sdpa_flash", 20, "sdpa_cudnn", 22),  # cudnn and default both 22: cudnn first by name
+        (512, 64): ("sdpa_cudnn", 40, "sdpa_default", 40.5),
+        (1024, 64): ("sdpa_cudnn", 100, "sdpa_flash", 124),
+        (128, 128): ("sdpa_flash", 20, "sdpa_cudnn", 30),
+        (256, 128): ("sdpa_flash", 40, "sdpa_default", 40.4),
+        (512, 128): ("sdpa_flash", 80, "sdpa_cudnn", 90),
+        (1024, 128): ("sdpa_default", 198, "sdpa_cudnn", 200),
+    }
+    b = _at(rec, 128, 64)
+    assert b["margin"] == 1.2 and b["tied"] is False and b["tie_reason"] is None  # 12 / 10; 11.5 > 10.5
+    b = _at(rec, 256, 64)
+    assert b["margin"] == 22 / 20 and b["tied"] is True and b["tie_reason"] == "quartiles overlap"  # 21 = 21
+    assert b["tied_with"] == ["sdpa_cudnn", "sdpa_default"]
+    b = _at(rec, 512, 64)
+    assert b["margin"] == 40.5 / 40 and b["tied"] and b["tie_reason"] == "same kernels"  # both ran cuDNN's kernel
+    b = _at(rec, 1024, 64)
+    assert b["margin"] == 1.24 and not b["tied"]  # 124 / 100; 120 > 102
+    assert _at(rec, 512, 128)["margin"] == 1.125 and not _at(rec, 512, 128)["tied"]  # 90 / 80; 88 > 82
+    b = _at(rec, 1024, 128)
+    assert b["margin"] == 200 / 198 and b["tied"] and b["default"]["is_best"]
+
+
+def test_excluded_rows_and_counts():
+    rec = recommend(hand_sweep())
+    c = rec["counts"]
+    # 8 points × (flash, cudnn, default, naive) + flex_compiled + sdpa_math = 34 rows
+    assert c["rows"] == 34 and c["by_status"] == {"crashed": 1, "ok": 31, "oom": 1, "timeout": 1}
+    assert c["points"] == 8 and c["excluded"] == 5 and c["compared"] == 29 and c["wrong_but_faster"] == 1
+    why = {(e["variant"], e["label"]): e for e in rec["excluded"]}
+    wrong = why[("flex_compiled", "B=1 H=8 S=128 D=64 bf16 causal fwd cuda")]
+    assert wrong["faster_than_best"] is True and wrong["median_us"] == 4
+    assert wrong["why"] == "numerics off: error 5.0e-01 against the fp64 reference, over the tolerance 2e-02"
+    assert why[("naive", "B=1 H=8 S=512 D=128 bf16 causal fwd cuda")]["why"].startswith("numerics not checked")
+    assert why[("naive", "B=1 H=8 S=1024 D=128 bf16 causal fwd cuda")]["why"] == (
+        "status crashed: worker died: SIGABRT last line"
+    )
+    assert why[("sdpa_math", "B=1 H=8 S=128 D=64 bf16 causal fwd cuda")]["why"] == "status oom: CUDA out of memory"
+
+
+def test_crossovers():
+    rec = recommend(hand_sweep())
+    got = {
+        (x["axis"], *x["between"], x["from"], x["to"], json.dumps(x["fixed"]), x["within_noise"])
+        for x in rec["crossovers"]
+    }
+    assert got == {
+        ("seq_q", 256, 512, "sdpa_flash", "sdpa_cudnn", '{"head_dim": 64}', True),  # cudnn was tied at S=256
+        ("seq_q", 512, 1024, "sdpa_flash", "sdpa_default", '{"head_dim": 128}', False),
+        ("head_dim", 64, 128, "sdpa_cudnn", "sdpa_flash", '{"seq_q": 512}', False),
+        ("head_dim", 64, 128, "sdpa_cudnn", "sdpa_default", '{"seq_q": 1024}', True),  # cudnn tied at D=128
+    }
+    assert rec["axes"] == ["seq_q", "head_dim"] and rec["fixed"]["mode"] == "fwd"
+
+
+def test_policy_rule_with_a_tie_and_an_exception():
+    """Best (≈ tied) per point:        S=128   256                 512             1024
+    D=64:                              flash   flash ≈cudnn≈dflt   cudnn ≈dflt     cudnn
+    D=128:                             flash   flash ≈dflt         flash           dflt ≈cudnn
+    Flash is best at 5 points, so it is left to "otherwise" (3 exceptions without a rule).  "S = 1024 →
+    cudnn" leaves 1 (S=512 D=64): 2 put right, the least a rule must; no rule of ≤ 2 conditions leaves 0,
+    and fixing that lone point is worth 1 < 2, so it stays an exception."""
+    rec = recommend(hand_sweep())
+    pol = rec["policy"]
+    assert rec["policy_text"] == "S = 1024 → sdpa_cudnn; otherwise sdpa_flash"
+    assert [(r["text"], r["variant"], r["points"], r["agree"], r["agree_via_tie"]) for r in pol] == [
+        ("S = 1024", "sdpa_cudnn", 2, 2, 1),  # at S=1024 D=128 default is best, cudnn tied with it
+        ("otherwise", "sdpa_flash", 6, 5, 0),
+    ]
+    assert pol[0]["when"] == [{"axis": "seq_q", "op": "=", "value": 1024}] and pol[0]["exceptions"] == []
+    (e,) = pol[1]["exceptions"]
+    assert (e["label"], e["best"], e["best_us"], e["variant_us"], e["ratio"]) == (
+        "B=1 H=8 S=512 D=64 bf16 causal fwd cuda",
+        "sdpa_cudnn",
+        40,
+        50,
+        1.25,
+    )
+    assert rec["measured"] == {"seq_q": [128, 256, 512, 1024], "head_dim": [64, 128]}
+
+
+def _winners(table: dict[tuple[Any, ...], str]) -> list[dict[str, Any]]:
+    """One row per variant per point (S, D[, mode]): the winner at 10 µs [9, 11], the others at 20 µs [19, 21]."""
+    rows = []
+    for (s, d, *mode), w in table.items():
+        for v in sorted(set(table.values())):
+            us = 10.0 if v == w else 20.0
+            rows.append(row(v, s, d, us, us - 1, us + 1, mode=mode[0] if mode else "fwd"))
+    return rows
+
+
+def test_policy_takes_three_conditions_and_no_half_right_rule():
+    """z at S=128 and 1024; x at S 256–512 with D=64, y there with D=128.  "256 ≤ S ≤ 512 → x" would
+    leave 2 exceptions like the rule below, with a condition less, but is right on only half its
+    points (2 of 4): refused.  Then "256 ≤ S ≤ 512 → y" takes the two y points left, and z the rest."""
+    table = {(s, d): "z" for s in (128, 1024) for d in (64, 128)}
+    table |= {(s, 64): "x" for s in (256, 512)} | {(s, 128): "y" for s in (256, 512)}
+    rec = recommend(_winners(table))
+    assert rec["policy_text"] == "256 ≤ S ≤ 512 and D = 64 → x; 256 ≤ S ≤ 512 → y; otherwise z"
+    assert [(r["points"], r["agree"]) for r in rec["policy"]] == [(2, 2), (2, 2), (4, 4)]
+    assert rec["policy"][0]["when"] == [
+        {"axis": "seq_q", "op": "≤", "value": 512},
+        {"axis": "seq_q", "op": "≥", "value": 256},
+        {"axis": "head_dim", "op": "=", "value": 64},
+    ]
+
+
+def test_policy_puts_a_narrow_rule_first():
+    """S 128…2048 × D 64, 128 × fwd, fwd_bwd: cudnn at S ≥ 512 (12 points), sdpa_default at S ≤ 256 (8)
+    but flash at S=128 D=128 (2).  "S ≤ 256 → default" and "S ≥ 512 → cudnn" both leave the 2 flash
+    points (the narrower goes first); the rule that puts them right must come before it: it takes its
+    2 points from it, and leaves no exception."""
+    table = {(s, d, m): "sdpa_cudnn" for s in (512, 1024, 2048) for d in (64, 128) for m in ("fwd", "fwd_bwd")}
+    table |= {(s, d, m): "sdpa_default" for s in (128, 256) for d in (64, 128) for m in ("fwd", "fwd_bwd")}
+    table |= {(128, 128, m): "sdpa_flash" for m in ("fwd", "fwd_bwd")}
+    rec = recommend(_winners(table))
+    assert rec["policy_text"] == "S = 128 and D = 128 → sdpa_flash; S ≤ 256 → sdpa_default; otherwise sdpa_cudnn"
+    assert [(r["points"], r["agree"], r["exceptions"]) for r in rec["policy"]] == [(2, 2, []), (6, 6, []), (12, 12, [])]
+
+
+def test_default_gaps():
+    rec = recommend(hand_sweep())
+    assert rec["default_summary"] == {"best": 1, "tied": 3, "slower": 4, "not_usable": 0, "not_run": 0}
+    got = {
+        (g["case"]["seq_q"], g["case"]["head_dim"]): (g["best"], g["ratio"], g["lost_us"], g["ran"])
+        for g in rec["default_gaps"]
+    }
+    assert got == {
+        (128, 64): ("sdpa_flash", 1.25, 2.5, "cudnn"),  # 12.5 / 10
+        (1024, 64): ("sdpa_cudnn", 1.25, 25, "flash"),  # 125 / 100
+        (128, 128): ("sdpa_flash", 1.5, 10, "cudnn"),  # 30 / 20
+        (512, 128): ("sdpa_flash", 1.125, 10, "cudnn"),  # 90 / 80
+    }
+    assert all(g["kernel"] in (CUDNN[0]["name"], FLASH[0]["name"]) for g in rec["default_gaps"])
+
+
+def _two(b_p25: float, **kw: Any) -> dict[str, Any]:
+    a = row("sdpa_flash", 128, 64, 10, 9, 11, **kw)
+    b = row("sdpa_cudnn", 128, 64, 12, b_p25, 13, **kw)
+    return recommend([a, b])["best"][0]
+
+
+def test_tie_boundary_is_inclusive():
+    assert _two(11.0)["tied"] is True  # the runner-up's p25 equals the best's p75: the ranges touch
+    assert _two(math.nextafter(11.0, 12.0))["tied"] is False
+    assert _two(11.0)["margin"] == 1.2
+
+
+def test_noisy_margin_is_flagged_unless_tied():
+    a = row("sdpa_flash", 128, 64, 10, 9, 11)
+    b = row("sdpa_cudnn", 128, 64, 15, 12, 16)
+    b["gpu_time"]["noisy"] = True  # IQR/median > 10%, as measure.py sets it
+    assert recommend([a, b])["best"][0]["noisy"] is True
+    b["gpu_time"]["p25_us"] = 11.0  # now inside the noise: a tie, not a noisy margin
+    assert recommend([a, b])["best"][0]["noisy"] is False
+
+
+def test_a_variant_that_writes_scores_out_wins_only_beyond_the_noise():
+    naive = row("naive", 128, 64, 9, 8.5, 10.5, kernels=GEMM)
+    flash = row("sdpa_flash", 128, 64, 10, 9.5, 10.5, kernels=FLASH)
+    b = recommend([naive, flash])["best"][0]
+    assert (b["variant"], b["preferred_over"], b["runner_up"], b["runner_up_us"]) == ("sdpa_flash", "naive", "naive", 9)
+    assert b["margin"] == 0.9 and b["tied"]
+    naive = row("naive", 128, 64, 9, 8.5, 9.4, kernels=GEMM)  # 9.4 < 9.5: faster beyond the noise
+    assert recommend([naive, flash])["best"][0]["variant"] == "naive"
+
+
+def test_time_source_per_case():
+    cpu = recommend([row("a", 64, 32, 5, 4, 6, device="cpu"), row("b", 64, 32, 7, 6.5, 8, device="cpu")])
+    assert cpu["time_source"] == "wall time per call on the CPU (median)" and cpu["best"][0]["variant"] == "a"
+    host = [row("a", 64, 32), row("b", 64, 32)]
+    for r, us in zip(host, (3.0, 2.0), strict=True):
+        r |= {"gpu_time_us": None, "gpu_time": None, "cpu_time_us": us, "cpu_time": {"median_us": us}}
+    rec = recommend(host)
+    assert rec["best"][0]["variant"] == "b" and rec["time_source"].startswith("host time per call")
+    # on a GPU a row without GPU time is left out, never compared by its host time
+    rows = [row("a", 64, 32, 5, 4, 6), row("b", 64, 32) | {"gpu_time_us": None, "gpu_time": None}]
+    rec = recommend(rows)
+    assert rec["best"][0]["runner_up"] is None and rec["excluded"][0]["why"] == "no GPU time recorded"
+
+
+def test_later_row_of_a_job_stands_and_nothing_usable():
+    rows = [row("a", 64, 32, 5, 4, 6), row("b", 64, 32, 7, 6, 8), row("a", 64, 32, 9, 8.5, 9.5)]
+    rec = recommend(rows)
+    assert rec["best"][0]["variant"] == "b" and rec["counts"]["superseded"] == 1
+    empty = recommend([row("a", 64, 32, status="oom"), row("b", 64, 32, 1, 1, 1, numerics_ok=False)])
+    assert empty["best"] == [] and empty["policy"] == [] and empty["counts"]["by_status"] == {"oom": 1, "ok": 1}
+
+
+def test_batch_that_follows_seq_is_not_an_axis():
+    """A fixed token budget: B·S = 4096.  Along S the batch changes too; crossovers are still found."""
+    rows = []
+    for s, fast in ((512, "x"), (1024, "x"), (2048, "y")):
+        for v in ("x", "y"):
+            us = 10.0 if v == fast else 20.0
+            rows.append(row(v, s, 64, us, us - 1, us + 1, batch=4096 // s))
+    rec = recommend(rows)
+    assert rec["axes"] == ["seq_q"] and "batch" in rec["derived_axes"]
+    (x,) = rec["crossovers"]
+    assert (x["between"], x["from"], x["to"], x["also_changes"]) == ([1024, 2048], "x", "y", {"batch": [4, 2]})
+    # "S = 2048 → y" would put 1 point right, under the 2 a rule must: that point is an exception
+    assert rec["policy_text"] == "x everywhere measured" and rec["policy"][0]["text"] == "everywhere measured"
+    assert rec["policy"][0]["exceptions"][0]["best"] == "y"
+
+
+# ------------------------------------------------------------------------------------------- command line
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_cli_prints_and_writes_json(tmp_path, capsys):
+    src = _write(tmp_path / "s.jsonl", hand_sweep())
+    out = tmp_path / "rec.json"
+    assert main(["recommend", str(src), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Policy: S = 1024 → sdpa_cudnn; otherwise sdpa_flash" in text
+    assert "best at 1, tied at 3, slower at 4 of 8 points" in text
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "recommend" and doc["files"] == [str(src)]
+    assert {"best", "crossovers", "policy", "default_gaps", "excluded", "counts", "time_source"} <= set(doc)
+    b = next(b for b in doc["best"] if b["case"]["seq_q"] == 128 and b["case"]["head_dim"] == 64)
+    assert {"case", "mode", "variant", "median_us", "runner_up", "margin", "tied"} <= set(b)
+
+
+def test_page_and_terminal_say_the_same(tmp_path, capsys):
+    pytest.importorskip("plotly")
+    from attnscope.report.html import render_html
+
+    page = render_html([hand_sweep()])
+    src = _write(tmp_path / "s.jsonl", hand_sweep())
+    assert main(["recommend", str(src)]) == 0
+    text = capsys.readouterr().out
+    rec = recommend(hand_sweep())
+    for said in (rec["policy_text"], "best at 1, tied at 3, slower at 4 of 8 points"):
+        assert said in text and said in page
+    assert "1.25× slower" in page and "1.10× (tied: quartiles overlap)" in page  # S=128 D=64 default; S=256 D=64
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("", "no attnscope result rows"),
+        ("not json\n", "no attnscope result rows"),
+        ('{"variant": "a", "status": "oom", "case": {"seq_q": 1}}\n', "no row to compare (one needs status ok"),
+        ('{"variant": "a", "status": "ok", "kernels": 5}\n', "kernels must be a list of objects"),
+        ('{"variant": 3, "status": "ok"}\n', "needs variant and status strings"),
+        ('{"variant": "a", "status": "ok", "case": "big"}\n', "case must be an object or null"),
+        ('{"variant": "a", "status": "ok", "gpu_time_us": "fast"}\n', "gpu_time_us must be a number"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, content, message):
+    path = tmp_path / "in.jsonl"
+    if content is not None:
+        path.write_text(content)
+    assert main(["recommend", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_bad_paths(tmp_path, capsys):
+    src = _write(tmp_path / "s.jsonl", hand_sweep())
+    assert main(["recommend", str(tmp_path)]) == 2
+    assert main(["recommend", str(src), "--json", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"attnscope: error: {tmp_path}: not a file",
+        f"attnscope: error: --json {tmp_path}: is a directory; name a file",
+    ]
+
+
+# ------------------------------------------------------------------------------------------- a real sweep
+
+
+def _raw(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_real_cpu_sweep_against_its_jsonl():
+    """tests/data/cpu/tiny_sweep.jsonl: 4 variants × S 64, 256, 1024 × D 32, 64 × fwd, fwd_bwd on a CPU
+    (make_tiny_sweep.py).  Every number the recommendation gives is read back from the file's own rows."""
+    raw = _raw(DATA / "tiny_sweep.jsonl")
+    rec = recommend(raw)
+    assert rec["counts"]["rows"] == len(raw) and rec["counts"]["by_status"] == dict(Counter(r["status"] for r in raw))
+    by_point: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in raw:
+        c = r["case"]
+        by_point[(c["seq_q"], c["head_dim"], r["mode"])][r["variant"]] = r
+    assert len(by_point) == 12 and len(rec["best"]) == 12
+    assert all(r["gpu_time_us"] is None for r in raw) and rec["time_source"] == "wall time per call on the CPU (median)"
+
+    def kernels(r: dict[str, Any]) -> set[str]:
+        return {k["name"] for k in r["kernels"] if k["category"] not in ("memcpy", "memset")}
+
+    def tied(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        ta, tb = a["cpu_time"], b["cpu_time"]
+        overlap = ta["p75_us"] >= tb["p25_us"] and tb["p75_us"] >= ta["p25_us"]
+        return overlap or (bool(kernels(a)) and kernels(a) == kernels(b))
+
+    for b in rec["best"]:
+        rows = by_point[(b["case"]["seq_q"], b["case"]["head_dim"], b["mode"])]
+        ok = {v: r for v, r in rows.items() if r["status"] == "ok" and r["numerics_ok"] is True}
+        assert b["variants_compared"] == len(ok)
+        best = ok[b["variant"]]
+        assert b["median_us"] == best["cpu_time_us"]
+        fastest = min(ok.values(), key=lambda r: r["cpu_time_us"])
+        if b["preferred_over"] is None:
+            assert best is fastest
+        else:
+            assert fastest["variant"] == b["preferred_over"] and tied(best, fastest)
+        nxt = ok[b["runner_up"]]
+        assert b["runner_up_us"] == nxt["cpu_time_us"] and b["margin"] == nxt["cpu_time_us"] / best["cpu_time_us"]
+        assert b["tied"] == tied(best, nxt)
+        assert sorted(b["tied_with"]) == sorted(v for v, r in ok.items() if r is not best and tied(best, r))
+        d = ok.get("sdpa_default")
+        if d is not None and d is not best and not tied(best, d):
+            (g,) = [g for g in rec["default_gaps"] if g["index"] == b["index"]]
+            assert g["ratio"] == d["cpu_time_us"] / best["cpu_time_us"] and g["ran"] == "flash"
+    gaps = sum(1 for b in rec["best"] if b["default"] and not b["default"]["is_best"] and not b["default"]["tied"])
+    assert len(rec["default_gaps"]) == gaps
+    # the policy covers every measured point once, and its counts add up
+    assert sum(r["points"] for r in rec["policy"]) == 12
+    for r in rec["policy"]:
+        assert r["agree"] + len(r["exceptions"]) == r["points"]
+        for e in r["exceptions"]:
+            assert e["best"] != r["variant"]
+
+
+@pytest.mark.parametrize("doc", [DATA / "run_all.json", DATA.parent / "h200" / "run.json"], ids=["cpu", "h200"])
+def test_one_case_says_what_the_run_recommendation_says(doc, capsys):
+    """A run document is one case: the sweep recommendation names the same best, runner-up, margin and tie."""
+    from attnscope.analysis.recommend import recommend as run_recommend
+
+    results = json.loads(doc.read_text())["results"]
+    run = run_recommend(results)
+    (b,) = recommend(results)["best"]
+    assert run is not None
+    assert (b["variant"], b["median_us"], b["runner_up"], b["runner_up_us"], b["margin"], b["tied"], b["basis"]) == (
+        run.best,
+        run.best_us,
+        run.runner_up,
+        run.runner_up_us,
+        run.margin,
+        run.within_noise,
+        run.basis,
+    )
+    assert main(["recommend", str(doc)]) == 0  # the command reads a run document too
+    assert f"Policy: {b['variant']} everywhere measured" in capsys.readouterr().out
