@@ -346,3 +346,17 @@ def test_the_run_document_of_this_case_gets_lower_right_advice_not_is_causal() -
                 assert "lower-right" in i["advice"]
             assert "fp32 inputs" not in i["advice"], (r["variant"], i["id"])
     assert seen == 2  # sdpa_math and sdpa_cudnn materialise the mask (a tril kernel in each)
+
+
+def test_the_flop_footnote_gives_each_trace_its_own_basis() -> None:
+    from attnscope.report.table import footnotes
+
+    names = ("sdpa_cudnn", "sdpa_flash", "flex_compiled")
+    doc = annotate({"results": [result_to_dict(analyze(DECODE / f"{v}.json", variant=v)) for v in names]})
+    lines = footnotes(doc)
+    cudnn = next(ln for ln in lines if ln.startswith("FLOPs (sdpa_cudnn)"))
+    flash = next(ln for ln in lines if ln.startswith("FLOPs (sdpa_flash)"))
+    assert "inferred" in cudnn and "bottom-right" not in cudnn and cudnn.endswith("= 134,217,728")
+    assert "_scaled_dot_product_flash_attention" in flash and "inferred" not in flash
+    flex = next(ln for ln in lines if ln.startswith("FLOPs (flex_compiled)"))
+    assert "not known" in flex and "mask" in flex
