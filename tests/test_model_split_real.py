@@ -102,3 +102,18 @@ def test_analyze_carries_the_same_split() -> None:
     assert r.model_split is not None
     assert r.model_split["attention"]["kernel_us"] == pytest.approx(raw_walk()["attention_kernels"], abs=1e-3)
     assert r.model_split["total_us"] == pytest.approx(r.gpu_time.median_us if r.gpu_time else -1, abs=1e-3)
+
+
+def test_a_gemm_is_never_judged_by_the_attention_rate() -> None:
+    from attnscope.analysis.explain import annotate
+    from attnscope.report.json import result_to_dict
+
+    path = H200 / "model" / "model_sdpa_train.json.gz"
+    ev = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    longest = max((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["dur"])
+    assert longest["name"].startswith("nvjet")  # a GEMM of the model, not attention
+    r = annotate({"results": [result_to_dict(analyze(path))]})["results"][0]
+    assert r["tflops"] is not None  # the attention calls' rate
+    occ = [i for i in r["insights"] if i["id"].startswith("low_occupancy")]
+    assert occ and occ[0]["evidence"]["kernel"] == longest["name"]
+    assert "TFLOP/s" not in occ[0]["message"] and "attention calls, not this kernel" in occ[0]["message"]

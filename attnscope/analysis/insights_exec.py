@@ -31,6 +31,16 @@ from attnscope.types import Insight, NotChecked, Severity
 def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tuple[str, Severity, str, str]:
     """(id, severity, message, advice): low occupancy by design, hurting, or not decidable."""
     pct, rate, lim = r.get("pct_of_peak"), r.get("tflops"), ev["limiter"]
+    if r.get("source") == "trace" and ev.get("category") != "attention":
+        # a trace's FLOPs count its attention calls only: their rate says nothing of a GEMM or other kernel
+        ev["by_design"] = None
+        return (
+            "low_occupancy",
+            "info",
+            head + "; by design or hurting cannot be told: the trace's FLOP count covers its attention calls, not "
+            "this kernel",
+            "Nsight Compute gives this kernel's achieved occupancy and throughput",
+        )
     if pct is None or rate is None:
         ev["by_design"] = None
         if rate is not None:
@@ -82,6 +92,7 @@ def low_occupancy(r: dict[str, Any]) -> Out:
         "registers_per_thread": k.get("registers_per_thread"),
         "shared_memory_bytes": k.get("shared_memory_bytes"),
         "kernel_us": r1(k["duration_us"]),
+        "category": k["category"],
     }
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
     head += _achieved_text(r, k, ev)
