@@ -85,6 +85,11 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
     att = an.attribution
     calls = shape.attention_calls(att.tree)
     fields, unknown = shape.case_of(calls)
+    if not calls and any(k.category == "attention" for k in an.fingerprint.kernels):
+        unknown = {
+            "case": "attention kernels ran with no attention op above them (a library called outside aten, e.g. "
+            "FlashInfer or the cuDNN frontend): no op records their shapes"
+        }
     case = None
     if fields is not None:
         try:
@@ -97,16 +102,23 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
     rate = tflops(flops, att_us) if flops and att_us > 0 else None
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
     if flops is not None:
+        masks = "; ".join(dict.fromkeys(b for c in calls if (b := c.mask_basis())))
         read["flops_basis"] = (
             f"{len(calls)} attention call(s): forward 4·H·D·(kept score entries), backward "
             f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
-            f"({att_us:,.1f} µs)"
+            f"({att_us:,.1f} µs); mask {masks}"
         )
     elif calls:
-        read["flops_unknown"] = next(
-            (f"{c.op}: {c.unknown.get('causal') or 'shape not recorded'}" for c in calls if c.flops() is None), ""
-        )
+        read["flops_unknown"] = next((f"{c.op}: {_why_no_flops(c)}" for c in calls if c.flops() is None), "")
     return case, flops, rate, read
+
+
+def _why_no_flops(c: Any) -> str:
+    """Why one attention call has no FLOP count: the field the trace could not tell, and why."""
+    for f in ("causal", "causal_align", "batch", "heads", "seq_q", "seq_kv", "head_dim"):
+        if f in c.unknown:
+            return c.unknown[f]
+    return "shape not recorded"
 
 
 def run(case: Case, variants: str | list[str] | None = None, *, mode: Mode | None = None, **options: Any) -> Any:

@@ -47,6 +47,31 @@ def raw_gpu_events_in_call(events: list[dict[str, Any]]) -> list[dict[str, Any]]
     ]
 
 
+def raw_mask_kernels(path: Path, dims: list[int]) -> list[dict[str, Any]]:
+    """GPU events launched (runtime call by correlation, then the cpu_ops around it on its thread) under an
+    aten::ones or aten::tril of ``dims``, or an aten::where whose first input is that boolean mask."""
+    ev = raw_events(path)
+    calls = {e["args"]["correlation"]: e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+
+    def mask_op(o: dict[str, Any]) -> bool:
+        a = o.get("args", {})
+        if o["name"] == "aten::ones":
+            return a.get("Concrete Inputs", [""])[0] == str(dims)
+        first = (a.get("Input Dims") or [None])[0]
+        if o["name"] == "aten::tril":
+            return first == dims
+        return o["name"] == "aten::where" and first == dims and a.get("Input type", [""])[0] == "bool"
+
+    out = []
+    for g in raw_gpu_events_in_call(ev):
+        c = calls[g["args"]["correlation"]]
+        around = [o for o in ops if o["tid"] == c["tid"] and o["ts"] <= c["ts"] <= o["ts"] + o["dur"]]
+        if any(mask_op(o) for o in around):
+            out.append(g)
+    return out
+
+
 LLAMA_TRACE = "llama_train_sdpa.json.gz"
 
 
