@@ -142,7 +142,7 @@ def test_cudnn_band_uses_the_first_spelling_the_frontend_accepts():
     sliding:256 is W=256 keys on a bottom-right diagonal, none to its right."""
     from attnscope.variants import external_nv as nv
 
-    kw, how = nv._cudnn_mask(Case(1, 2, 512, 64, device="cuda", mask="sliding:256"))
+    kw, _how = nv._cudnn_mask(Case(1, 2, 512, 64, device="cuda", mask="sliding:256"))
     cudnn = types.SimpleNamespace(
         diagonal_alignment=types.SimpleNamespace(BOTTOM_RIGHT=types.SimpleNamespace(name="BOTTOM_RIGHT"))
     )

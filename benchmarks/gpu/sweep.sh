@@ -85,7 +85,7 @@ if [[ $PARTS == *sweep* ]]; then
     # shellcheck disable=SC2086
     timeout -s INT -k 20 "$c" $A sweep $GRID --variants "$phase" --out $W/sweep.jsonl --resume --json $W/recommend.json \
       > "$W/sweep_${phase%%,*}.txt" 2>&1
-    echo "sweep [$phase]: rc=$? wall $(python3 -c "print(f'{$(now) - $t:.1f}')") s (cap $c s; 130 = stopped at the cap, resumable)" \
+    echo "sweep [$phase]: rc=$? wall $(python3 -c "print(f'{$(now) - $t:.1f}')") s (cap $c s; 124 = stopped at the cap by SIGINT after saving, resumable)" \
       | tee -a $W/steps.txt
   done
 fi
