@@ -391,30 +391,29 @@ def drop_unread_shapes(tr: Trace) -> None:
             op._input_dims = op._input_types = op._input_strides = op._concrete = None  # the same for a parsed doc
 
 
-# Kineto's own layout of a whole cpu_op event (args on one line): read in bulk by one findall,
-# the shapes kept as the args text and parsed only when asked for (CpuOp.input_dims).
-_FAST_OP = re.compile(
-    rb'\{\n    "ph": "X", "cat": "cpu_op", "name": "([^"\\]*(?:\\.[^"\\]*)*)", "pid": (-?\d+), "tid": (-?\d+),\n'
-    rb'    "ts": (-?\d+(?:\.\d*)?), "dur": (-?\d+(?:\.\d*)?)'
-    rb'(?:,\n    "args": \{\n      (?:"External id": (\d+))?([^\n]*)\n    \})?\n  \}'
+# Kineto's own layout: every event starts with "{\n    " then "ph" (or, for metadata, "name"), and a
+# complete event has its args on one line.  One regex reads every event of a chunk in one pass: a
+# wanted complete event ("X") with its fields, a [memory] instant event, or the head of an event
+# the analysis passes over.  Every event must be one of the three (checked by counting the events):
+# one in any other layout sends the chunk to the event-by-event path.
+_X_CATS = (
+    b"cpu_op|kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|user_annotation|gpu_user_annotation|python_function"
 )
-# Start of any other wanted event in that layout; each is cut at its closing line and parsed.
-_OTHER_START = re.compile(
-    rb'\{\n    "ph": "[^"]*", "cat": "(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|'
-    rb'user_annotation|gpu_user_annotation|cpu_instant_event)"'
-)
-_WANTED_CAT = re.compile(rb'"cat":\s*"(' + b"|".join(sorted(_WANTED)) + rb')"')
-_RUNTIME_HEAD = re.compile(
-    rb'\{\n    "ph": "X", "cat": "cuda_(?:runtime|driver)", "name": "([^"\\]*(?:\\.[^"\\]*)*)", '
-    rb'"pid": (-?\d+), "tid": (-?\d+),\n    "ts": (-?\d+(?:\.\d*)?), "dur": (-?\d+(?:\.\d*)?)'
-    rb'(?:,\n    "args": \{\n      "External id": (\d+))?'
+_STR = rb'"([^"\\]*(?:\\.[^"\\]*)*)"'
+_NUM = rb"(-?\d+(?:\.\d*)?)"
+_EVENT = re.compile(
+    rb'\{\n    (?:"ph": "X", "cat": "(' + _X_CATS + rb')", "name": ' + _STR + rb', "pid": (-?\d+), "tid": (-?\d+),\n'
+    rb'    "ts": '
+    + _NUM
+    + rb', "dur": '
+    + _NUM
+    + rb'(?:,\n    "args": \{\n      (?:"External id": (\d+))?([^\n]*)\n    \})?\n  \}'
+    rb'|"ph": "i", "cat": "cpu_instant_event", "s": "[a-z]", "name": ' + _STR + rb',\n    "pid": -?\d+, "tid": -?\d+,\n'
+    rb'    "ts": ' + _NUM + rb',\n    "args": \{\n      ([^\n]*)\n    \}\n  \}'
+    rb'|"ph": "[^Xi"]"|"ph": "X", "cat": "(?!(?:' + _X_CATS + rb'|cpu_instant_event)")'
+    rb'|"name": "(?!\[memory\]")(?:[^"\\]|\\.)*", "ph": "[Mi]")'
 )
 _CORR = re.compile(rb'"correlation": (\d+)')
-# A module's forward as with_stack=True records it; read by its own regex, never by the event parser.
-_MODULE = re.compile(
-    rb'"python_function",\s*"name":\s*"(nn\.Module: [^"\\]*)",\s*"pid":\s*(-?\d+),\s*"tid":\s*(-?\d+),'
-    rb'\s*"ts":\s*(-?\d+(?:\.\d*)?),\s*"dur":\s*(-?\d+(?:\.\d*)?)'
-)
 
 
 _KEEP = object()  # key in the per-load dict: names → whether their shapes are kept
@@ -428,45 +427,67 @@ def _name(names: dict[Any, str], nm: bytes) -> str:
 
 
 def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, Any]) -> None:
-    """Read the wanted events of ``buf[:stop]`` (whole events); bulk regexes, checked by counting."""
-    for nm, _pid, tid, ts, dur in _MODULE.findall(buf, 0, stop):
-        tr.modules.append(Annotation(_name(names, nm), "python_function", int(tid), float(ts), float(dur)))
-    ops = _FAST_OP.findall(buf, 0, stop)
-    starts = list(_OTHER_START.finditer(buf, 0, stop))
-    wanted = _WANTED_CAT.findall(buf, 0, stop)
-    n_instant = sum(m.group(1) == b"cpu_instant_event" for m in starts)
-    if len(wanted) != len(ops) + len(starts) or buf.count(b'"[memory]"', 0, stop) > n_instant:
+    """Read the wanted events of ``buf[:stop]`` (whole events) with one regex pass, checked by counting."""
+    found = _EVENT.findall(buf, 0, stop)
+    n = buf.count(_SEP, 0, stop) + 1
+    if len(found) != n:
         _scan_each(tr, buf, stop, names)  # an event in another layout: take them one by one
         return
-    tr.num_events += buf.count(_SEP, 0, stop) + 1
-    append, get = tr.cpu_ops.append, names.get
+    tr.num_events += n
+    ops, get, loads = tr.cpu_ops.append, names.get, _loads
     keep: dict[str, bool] | None = names.get(_KEEP)
-    for nm, pid, tid, ts, dur, ext, rest in ops:
-        name = get(nm) or _name(names, nm)
-        # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
-        raw = (b"," + rest if not ext else rest) if rest else None
-        if raw is not None and keep is not None:
-            k = keep.get(name)
-            if k is None:
-                k = keep[name] = SHAPES_READ.search(name) is not None
-            if not k:
-                raw = None
-        # pids and tids repeat: one int object each (10^6 ops)
-        t = get(tid) or names.setdefault(tid, int(tid))
-        q = get(pid) or names.setdefault(pid, int(pid))
-        append(CpuOp(name, t, float(ts), float(dur), int(ext) if ext else None, None, None, q, raw))
-    find, loads = buf.find, _loads
-    for m in starts:
-        start = m.start()
-        end = find(b"\n  }", m.end(), stop + 4) + 4
-        h = _RUNTIME_HEAD.match(buf, start, end) if m.group(1) in (b"cuda_runtime", b"cuda_driver") else None
-        if h is not None:
-            _add_runtime(tr, buf, h, end, names)
-            continue
-        try:
-            _add_event(tr, loads(buf[start:end]), names)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            tr.num_skipped += 1
+    for cat, nm, pid, tid, ts, dur, ext, rest, iname, its, iargs in found:
+        if cat == b"cpu_op":
+            name = get(nm) or _name(names, nm)
+            # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
+            raw = (b"," + rest if not ext else rest) if rest else None
+            if raw is not None and keep is not None:
+                k = keep.get(name)
+                if k is None:
+                    k = keep[name] = SHAPES_READ.search(name) is not None
+                if not k:
+                    raw = None
+            # pids and tids repeat: one int object each (10^6 ops)
+            t = get(tid) or names.setdefault(tid, int(tid))
+            q = get(pid) or names.setdefault(pid, int(pid))
+            ops(CpuOp(name, t, float(ts), float(dur), int(ext) if ext else None, None, None, q, raw))
+        elif not cat:
+            if iname == b"[memory]":
+                try:
+                    _add_memory(tr, {"ts": its, "args": loads(b"{" + iargs + b"}")})
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    tr.num_skipped += 1
+        elif cat in _GPU_CAT:
+            try:
+                a = loads(b'{"":0' + rest + b"}") if ext else loads(b"{" + rest + b"}") if rest else {}
+                if ext:
+                    a["External id"] = int(ext)
+                _gpu(tr, _GPU_CAT[cat], _name(names, nm), float(ts), float(dur), a, names)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                tr.num_skipped += 1
+        elif cat == b"cuda_runtime" or cat == b"cuda_driver":
+            c = _CORR.search(rest) if rest else None
+            t = get(tid) or names.setdefault(tid, int(tid))
+            q = get(pid) or names.setdefault(pid, int(pid))
+            tr.runtime.append(
+                RuntimeCall(
+                    get(nm) or _name(names, nm),
+                    t,
+                    float(ts),
+                    float(dur),
+                    int(c.group(1)) if c is not None else None,
+                    int(ext) if ext else None,
+                    q,
+                )
+            )
+        elif cat == b"python_function":
+            if nm.startswith(b"nn.Module: "):
+                tr.modules.append(Annotation(_name(names, nm), "python_function", int(tid), float(ts), float(dur)))
+        else:  # user_annotation, gpu_user_annotation
+            tr.annotations.append(Annotation(_name(names, nm), cat.decode(), int(tid), float(ts), float(dur)))
+
+
+_GPU_CAT = {b"kernel": "kernel", b"gpu_memcpy": "memcpy", b"gpu_memset": "memset"}
 
 
 def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
@@ -485,15 +506,6 @@ def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
             except (KeyError, TypeError, ValueError, AttributeError):
                 tr.num_skipped += 1
         start = end + nsep - 5  # the next event's "{"
-
-
-def _add_runtime(tr: Trace, buf: bytes, m: re.Match[bytes], end: int, names: dict[Any, str]) -> None:
-    nm, pid, tid, ts, dur, ext = m.groups()
-    c = _CORR.search(buf, m.end(), end)
-    corr = int(c.group(1)) if c is not None else None
-    tr.runtime.append(
-        RuntimeCall(_name(names, nm), int(tid), float(ts), float(dur), corr, int(ext) if ext else None, int(pid))
-    )
 
 
 def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:
@@ -561,26 +573,35 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
 
 
 def _add_gpu(tr: Trace, ev: dict[str, Any], kind: str, names: dict[str, str]) -> None:
-    a = ev.get("args") or {}
     name = ev["name"]
+    _gpu(tr, kind, names.setdefault(name, name), float(ev["ts"]), float(ev["dur"]), ev.get("args") or {}, names)
+
+
+def _gpu(tr: Trace, kind: str, name: str, ts: float, dur: float, a: dict[str, Any], names: dict[Any, Any]) -> None:
+    grid, block = a.get("grid"), a.get("block")
     tr.gpu.append(
         GpuEvent(
             kind,
-            names.setdefault(name, name),
-            float(ev["ts"]),
-            float(ev["dur"]),
+            name,
+            ts,
+            dur,
             _opt_int(a.get("correlation")),
             _opt_int(a.get("External id")),
             _opt_int(a.get("device")),
             _opt_int(a.get("stream")),
-            _dim3(a.get("grid")),
-            _dim3(a.get("block")),
+            _dim3(grid) if grid is None else _interned(names, _dim3(grid)),
+            _dim3(block) if block is None else _interned(names, _dim3(block)),
             _opt_int(a.get("registers per thread")),
             _opt_int(a.get("shared memory")),
             _opt_float(a.get("est. achieved occupancy %")),
             _opt_int(a.get("bytes")),
         )
     )
+
+
+def _interned(names: dict[Any, Any], v: Any) -> Any:
+    """One object for each distinct grid/block (10^5 kernels launch a few hundred shapes)."""
+    return names.setdefault(v, v) if v is not None else None
 
 
 def _add_memory(tr: Trace, ev: dict[str, Any]) -> None:
