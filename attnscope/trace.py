@@ -414,6 +414,12 @@ _EVENT = re.compile(
     rb'|"name": "(?!\[memory\]")(?:[^"\\]|\\.)*", "ph": "[Mi]")'
 )
 _CORR = re.compile(rb'"correlation": (\d+)')
+_KERNEL_ARGS = re.compile(
+    rb',\s*"queued": \d+, "device": (\d+), "context": \d+,\s*"stream": (\d+), "correlation": (\d+),'
+    rb'\s*"registers per thread": (\d+),\s*"shared memory": (\d+),\s*"blocks per SM": [^,]*,\s*"warps per SM": [^,]*,'
+    rb'\s*"grid": \[(\d+), (\d+), (\d+)\],\s*"block": \[(\d+), (\d+), (\d+)\],'
+    rb'\s*"est\. achieved occupancy %": (\d+(?:\.\d*)?)\Z'
+)
 
 
 _KEEP = object()  # key in the per-load dict: names → whether their shapes are kept
@@ -458,6 +464,29 @@ def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, Any]) -> None:
                 except (KeyError, TypeError, ValueError, AttributeError):
                     tr.num_skipped += 1
         elif cat in _GPU_CAT:
+            k = _KERNEL_ARGS.match(rest) if cat == b"kernel" and ext else None
+            if k is not None:  # Kineto's own kernel args line, read without building a dict
+                dev, stream, corr, regs, smem, g0, g1, g2, b0, b1, b2, occ = k.groups()
+                grid, block = (int(g0), int(g1), int(g2)), (int(b0), int(b1), int(b2))
+                tr.gpu.append(
+                    GpuEvent(
+                        "kernel",
+                        get(nm) or _name(names, nm),
+                        float(ts),
+                        float(dur),
+                        int(corr),
+                        int(ext),
+                        int(dev),
+                        int(stream),
+                        names.setdefault(grid, grid),
+                        names.setdefault(block, block),
+                        int(regs),
+                        int(smem),
+                        float(occ),
+                        None,
+                    )
+                )
+                continue
             try:
                 a = loads(b'{"":0' + rest + b"}") if ext else loads(b"{" + rest + b"}") if rest else {}
                 if ext:
