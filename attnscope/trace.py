@@ -14,6 +14,7 @@ other layout goes through one ``orjson.loads`` of the whole document.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -40,22 +41,11 @@ class TraceError(ValueError):
 
 
 class CpuOp:
-    """One aten op.  ``input_dims``/``input_types`` (record_shapes) are parsed on first use:
-    a training step holds 10^5 ops and the analysis reads the shapes of a few copies."""
+    """One aten op.  ``input_dims``/``input_types`` (record_shapes) are kept as the args text and
+    parsed when asked for, through a small cache rather than onto the op: a training step holds
+    10^5–10^6 ops, and parsed shapes take twice the memory of their text."""
 
-    __slots__ = (
-        "_concrete",
-        "_input_dims",
-        "_input_strides",
-        "_input_types",
-        "_raw",
-        "dur",
-        "ext_id",
-        "name",
-        "pid",
-        "tid",
-        "ts",
-    )
+    __slots__ = ("_shapes", "dur", "ext_id", "name", "pid", "tid", "ts")
 
     def __init__(
         self,
@@ -72,46 +62,44 @@ class CpuOp:
         concrete_inputs: list[Any] | None = None,
     ) -> None:
         self.name, self.tid, self.ts, self.dur, self.ext_id, self.pid = name, tid, ts, dur, ext_id, pid
-        self._input_dims, self._input_types, self._raw = input_dims, input_types, raw
-        self._input_strides, self._concrete = input_strides, concrete_inputs
+        # bytes: the args text, unread; a tuple: (dims, types, strides, concrete inputs); None: no shapes
+        self._shapes: bytes | tuple[Any, Any, Any, Any] | None = raw
+        if (
+            input_dims is not None
+            or input_types is not None
+            or input_strides is not None
+            or concrete_inputs is not None
+        ):
+            self._shapes = (input_dims, input_types, input_strides, concrete_inputs)
 
     @property
     def end(self) -> float:
         return self.ts + self.dur
 
+    def _read(self) -> tuple[Any, Any, Any, Any]:
+        s = self._shapes
+        if s is None:
+            return _NO_SHAPES
+        if type(s) is bytes:
+            return _parse_shapes(s)
+        return s  # type: ignore[return-value]
+
     @property
     def input_dims(self) -> list[Any] | None:
-        if self._raw is not None:
-            self._read_shapes()
-        return self._input_dims
+        return self._read()[0]  # type: ignore[no-any-return]
 
     @property
     def input_types(self) -> list[str] | None:
-        if self._raw is not None:
-            self._read_shapes()
-        return self._input_types
+        return self._read()[1]  # type: ignore[no-any-return]
 
     @property
     def input_strides(self) -> list[Any] | None:
-        if self._raw is not None:
-            self._read_shapes()
-        return self._input_strides
+        return self._read()[2]  # type: ignore[no-any-return]
 
     @property
     def concrete_inputs(self) -> list[Any] | None:
         """Kineto's ``Concrete Inputs``: scalar arguments as strings (``'True'``, ``'0.125'``), ``''`` for tensors."""
-        if self._raw is not None:
-            self._read_shapes()
-        return self._concrete
-
-    def _read_shapes(self) -> None:
-        raw, self._raw = self._raw, None
-        try:
-            a = _loads(b'{"":0' + raw + b"}") if raw else {}
-            self._input_dims, self._input_types = a.get("Input Dims"), a.get("Input type")
-            self._input_strides, self._concrete = a.get("Input Strides"), a.get("Concrete Inputs")
-        except (_JSONError, AttributeError):
-            pass  # shapes unreadable: the op stays, without shapes
+        return self._read()[3]  # type: ignore[no-any-return]
 
     def _key(self) -> tuple[Any, ...]:
         return (self.name, self.tid, self.ts, self.dur, self.ext_id, self.input_dims, self.input_types, self.pid)
@@ -123,6 +111,19 @@ class CpuOp:
 
     def __repr__(self) -> str:
         return f"CpuOp(name={self.name!r}, tid={self.tid!r}, ts={self.ts}, dur={self.dur}, ext_id={self.ext_id})"
+
+
+_NO_SHAPES: tuple[None, None, None, None] = (None, None, None, None)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_shapes(raw: bytes) -> tuple[Any, Any, Any, Any]:
+    """An op's recorded inputs from its args text; the few ops an analysis step is reading stay cached."""
+    try:
+        a = _loads(b'{"":0' + raw + b"}") if raw else {}
+        return a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"), a.get("Concrete Inputs")
+    except (_JSONError, AttributeError):
+        return _NO_SHAPES  # shapes unreadable: the op stays, without shapes
 
 
 @dataclass(slots=True)
@@ -381,14 +382,12 @@ def drop_unread_shapes(tr: Trace) -> None:
     """Free the args text of ops whose shapes are never read: at 10^6 ops it is ~200 MB."""
     keep: dict[str, bool] = {}
     for op in tr.cpu_ops:
-        if op._raw is not None:
+        if op._shapes is not None:
             k = keep.get(op.name)
             if k is None:
                 k = keep[op.name] = SHAPES_READ.search(op.name) is not None
             if not k:
-                op._raw = None
-        elif op._input_dims is not None and not keep.setdefault(op.name, SHAPES_READ.search(op.name) is not None):
-            op._input_dims = op._input_types = op._input_strides = op._concrete = None  # the same for a parsed doc
+                op._shapes = None  # the same for a parsed doc
 
 
 # Kineto's own layout: every event starts with "{\n    " then "ph" (or, for metadata, "name"), and a
