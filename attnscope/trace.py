@@ -76,7 +76,8 @@ class CpuOp:
     def end(self) -> float:
         return self.ts + self.dur
 
-    def _read(self) -> tuple[Any, Any, Any, Any]:
+    def shapes(self) -> tuple[Any, Any, Any, Any]:
+        """(input dims, input types, input strides, concrete inputs) as recorded, each None if not."""
         s = self._shapes
         if s is None:
             return _NO_SHAPES
@@ -86,20 +87,20 @@ class CpuOp:
 
     @property
     def input_dims(self) -> list[Any] | None:
-        return self._read()[0]  # type: ignore[no-any-return]
+        return self.shapes()[0]  # type: ignore[no-any-return]
 
     @property
     def input_types(self) -> list[str] | None:
-        return self._read()[1]  # type: ignore[no-any-return]
+        return self.shapes()[1]  # type: ignore[no-any-return]
 
     @property
     def input_strides(self) -> list[Any] | None:
-        return self._read()[2]  # type: ignore[no-any-return]
+        return self.shapes()[2]  # type: ignore[no-any-return]
 
     @property
     def concrete_inputs(self) -> list[Any] | None:
         """Kineto's ``Concrete Inputs``: scalar arguments as strings (``'True'``, ``'0.125'``), ``''`` for tensors."""
-        return self._read()[3]  # type: ignore[no-any-return]
+        return self.shapes()[3]  # type: ignore[no-any-return]
 
     def _key(self) -> tuple[Any, ...]:
         return (self.name, self.tid, self.ts, self.dur, self.ext_id, self.input_dims, self.input_types, self.pid)
@@ -463,9 +464,9 @@ def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, Any]) -> None:
                 except (KeyError, TypeError, ValueError, AttributeError):
                     tr.num_skipped += 1
         elif cat in _GPU_CAT:
-            k = _KERNEL_ARGS.match(rest) if cat == b"kernel" and ext else None
-            if k is not None:  # Kineto's own kernel args line, read without building a dict
-                dev, stream, corr, regs, smem, g0, g1, g2, b0, b1, b2, occ = k.groups()
+            line = _KERNEL_ARGS.match(rest) if cat == b"kernel" and ext else None
+            if line is not None:  # Kineto's own kernel args line, read without building a dict
+                dev, stream, corr, regs, smem, g0, g1, g2, b0, b1, b2, occ = line.groups()
                 grid, block = (int(g0), int(g1), int(g2)), (int(b0), int(b1), int(b2))
                 tr.gpu.append(
                     GpuEvent(

@@ -16,9 +16,12 @@ Rules, tried in order for every kernel, memcpy and memset (each one pinned by a 
 from __future__ import annotations
 
 import bisect
+import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
+from operator import attrgetter
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
 
@@ -92,6 +95,18 @@ def _start_key(op: CpuOp) -> tuple[float, float]:
     return (op.ts, -op.dur)
 
 
+_TS = attrgetter("ts")
+
+
+def _sort_by_start(ops: list[CpuOp]) -> None:
+    """By start, the longer first on a tie.  Kineto writes a thread's ops in start order, and
+    starts rarely tie: sort by start alone (linear on sorted input) unless two ops share one."""
+    ops.sort(key=_TS)
+    starts = [op.ts for op in ops]
+    if len(set(starts)) != len(starts):
+        ops.sort(key=_start_key)
+
+
 def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
     # Per thread (in order of first appearance), by start, longest first: a parent comes before
     # the children that start with it.
@@ -101,30 +116,33 @@ def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
     sorted_ops: list[CpuOp] = []
     threads: dict[tuple[object, object], tuple[int, int]] = {}
     for key, same in by_thread.items():
-        same.sort(key=_start_key)
+        _sort_by_start(same)
         threads[key] = (len(sorted_ops), len(sorted_ops) + len(same))
         sorted_ops += same
     del by_thread
     n = len(sorted_ops)
     parent = array("l", [-1]) * n
     starts = array("d", [op.ts for op in sorted_ops])
-    ends = array("d", [op.ts + op.dur for op in sorted_ops])
+    ends = [op.ts + op.dur for op in sorted_ops]
     for lo, hi in threads.values():
-        stack: list[int] = []
+        # The ops still open (index, end), above a bottom that never closes: the top is the parent.
+        open_i, open_end = [-1], [math.inf]
         for i in range(lo, hi):
-            end = ends[i] - 1e-3
-            while stack and ends[stack[-1]] < end:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1]
-            stack.append(i)
+            end = ends[i]
+            until = end - 1e-3
+            while open_end[-1] < until:
+                open_end.pop()
+                open_i.pop()
+            parent[i] = open_i[-1]
+            open_i.append(i)
+            open_end.append(end)
     del ends
-    ids = [op.ext_id for op in sorted_ops]
-    order = sorted((i for i in range(n) if ids[i] is not None), key=ids.__getitem__)  # stable: ties by index
+    with_id = [(op.ext_id, i) for i, op in enumerate(sorted_ops) if op.ext_id is not None]
+    with_id.sort()  # by id, then index
     # Of equal ids, the last op wins (as a dict built in order would keep it).
-    last = [i for k, i in enumerate(order) if k + 1 == len(order) or ids[order[k + 1]] != ids[i]]
-    keys, index = array("q", [ids[i] for i in last]), array("l", last)  # type: ignore[misc]
-    del ids, order, last
+    last = [p for p, q in pairwise(with_id) if p[0] != q[0]] + with_id[-1:]
+    keys, index = array("q", [e for e, _ in last]), array("l", [i for _, i in last])
+    del with_id, last
     return OpTree(sorted_ops, parent, threads, starts, keys, index)
 
 
