@@ -529,7 +529,12 @@ def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
         end = stop if end < 0 else end + 4
         tr.num_events += 1
         c = search(buf, start, end)
-        if (c is not None and c.group(1) in wanted) or (c is None and find(b'"[memory]"', start, end) >= 0):
+        cat = c.group(1) if c is not None else None
+        if (
+            cat in wanted
+            or (cat is None and find(b'"[memory]"', start, end) >= 0)
+            or (cat == b"python_function" and find(b'"nn.Module: ', start, end) >= 0)  # with_stack's modules
+        ):
             try:
                 _add_event(tr, loads(buf[start:end]), names)
             except (KeyError, TypeError, ValueError, AttributeError):

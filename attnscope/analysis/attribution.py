@@ -45,6 +45,14 @@ class OpTree:
     _ext_sorted: array[int] = field(default_factory=lambda: array("q"))  # External ids, ascending
     _ext_index: array[int] = field(default_factory=lambda: array("l"))  # the op of each, the last on a tie
     _children: list[list[int]] | None = None
+    _names: frozenset[str] | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The distinct op names: a pass over 10^5 ops can first ask which names it cares about."""
+        if self._names is None:
+            self._names = frozenset([op.name for op in self.ops])
+        return self._names
 
     @property
     def children(self) -> list[list[int]]:

@@ -54,11 +54,17 @@ def _pct(part: float, whole: float) -> float:
 def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
     """Attention family of each op from itself or its nearest ancestor (math has no kernel of its own)."""
     fam: list[K.AttentionFamily | None] = [None] * len(tree.ops)
+    own = {n: f for n in tree.names if (f := K.attention_op_family(n)) is not None}
+    if not own:
+        return fam
+    parent = tree.parent
     # tree.ops is sorted by start within a thread, so a parent always comes before its children.
     for i, op in enumerate(tree.ops):
-        f = K.attention_op_family(op.name)
-        if f is None and tree.parent[i] >= 0:
-            f = fam[tree.parent[i]]
+        f = own.get(op.name)
+        if f is None:
+            p = parent[i]
+            if p >= 0:
+                f = fam[p]
         fam[i] = f
     return fam
 
@@ -132,10 +138,11 @@ def families(
 def _family_calls(tree: OpTree) -> dict[str, tuple[int, int]]:
     """Outermost attention ops per family (an SDPA call nests several), forward and backward."""
     calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    wanted = {n for n in tree.names if K.attention_op_family(n) is not None and K.attention_call_op(n)}
     for i, op in enumerate(tree.ops):
-        f = K.attention_op_family(op.name)
-        if f is None or not K.attention_call_op(op.name):
+        if op.name not in wanted:
             continue
+        f = K.attention_op_family(op.name) or "other"  # not None: the name is in ``wanted``
         p = tree.parent[i]
         if p >= 0 and K.attention_op_family(tree.ops[p].name) == f:
             continue

@@ -360,7 +360,7 @@ def analyse(trace: Trace) -> Analysis:
     if gpu_side:
         linked = {id(g) for i, evs in by_op.items() if _typed_copy(tree.ops[i]) for g in evs}
         copies += _orphan_dtod(att, linked)
-    op_names = {o.name for o in ops}
+    op_names = tree.names
     mask_ops = sorted(op_names & MASK_OPS)
     builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
     if not mask_ops and any("triu_tril" in r.name for r in records):
