@@ -8,7 +8,9 @@ overhead, GPU idle time, and the top hidden copies and upcasts.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
+from operator import attrgetter
 from typing import Any, get_args
 
 from attnscope.analysis import kernels as K
@@ -21,6 +23,7 @@ CATEGORIES: tuple[str, ...] = get_args(Category)  # the one list, in types.py
 # Idle gaps between GPU events, bucketed by length (µs): upper bounds.
 GAP_BUCKETS_US = (10.0, 100.0, 1000.0, float("inf"))
 GAP_LABELS = ("<10us", "10-100us", "100us-1ms", ">1ms")
+_TS = attrgetter("ts")
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:
@@ -244,7 +247,7 @@ def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
 
 
 def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, Any]:
-    evs = sorted(evs, key=lambda e: e.ts)
+    evs = sorted(evs, key=_TS)  # already in start order when they come from an Attribution: linear
     busy = 0.0
     gaps: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it)
     cur_start, cur_end = evs[0].ts, evs[0].ts + evs[0].dur
@@ -257,10 +260,10 @@ def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, An
         elif end > cur_end:
             cur_end = end
     busy += cur_end - cur_start
-    span = max(e.ts + e.dur for e in evs) - evs[0].ts
+    span = max([e.ts + e.dur for e in evs]) - evs[0].ts
     buckets = [0] * len(GAP_BUCKETS_US)
     for gap, _, _ in gaps:
-        buckets[next(k for k, ub in enumerate(GAP_BUCKETS_US) if gap < ub)] += 1
+        buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
     largest = sorted(gaps, reverse=True)[:top]
     return {
         "device": dev,
