@@ -364,7 +364,7 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes], k
     tr.device_properties = list(top.pop("deviceProperties", None) or [])
     top.pop("traceEvents", None)
     tr.meta = top
-    if tr.gpu:
+    if tr.gpu and (keep_all or _SLOW in names):  # the bulk reader kept only the shapes SHAPES_READ names
         drop_unread_shapes(tr)
     return tr
 
@@ -423,6 +423,7 @@ _KERNEL_ARGS = re.compile(
 
 
 _KEEP = object()  # key in the per-load dict: names → whether their shapes are kept
+_SLOW = object()  # key in the per-load dict: present once a chunk was read one event at a time
 
 
 def _name(names: dict[Any, str], nm: bytes) -> str:
@@ -521,6 +522,7 @@ _GPU_CAT = {b"kernel": "kernel", b"gpu_memcpy": "memcpy", b"gpu_memset": "memset
 
 def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
     """One event at a time: cut at the separators, parse the wanted ones with orjson."""
+    names[_SLOW] = True  # type: ignore[assignment]  # these ops keep every shape: drop_unread_shapes runs
     start = 0
     find, search, loads, wanted = buf.find, _CAT.search, _loads, _WANTED
     nsep = len(_SEP)
