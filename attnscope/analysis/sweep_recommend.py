@@ -7,6 +7,13 @@ rule (:func:`attnscope.analysis.compare.tied`: interquartile ranges overlap, or 
 kernels ran) and the same choice (:func:`attnscope.analysis.compare.choose_best`: a variant that
 writes the S×S scores out is recommended only when every fused variant is slower beyond the noise).
 
+Implementations, not names: variants whose rows at a point ran the same compute kernels
+(:func:`attnscope.analysis.compare.same_kernels`, e.g. ``sdpa_default`` running cuDNN and ``sdpa_cudnn``)
+are one implementation there.  A best entry names the fastest of them (``variant``) and the others
+(``same_as``); its runner-up and margin are those of the next implementation, the fastest variant that
+ran other kernels.  A change of best between variants of one implementation is no crossover, and a
+policy rule says which variants ran the same kernels as the one it names.
+
 Only rows with status ``ok`` and ``numerics_ok`` true compete: a fast but wrong variant never wins,
 and every row left out is listed with the reason.  Times are medians per call: the GPU time (CUDA
 events) where a (case, mode) has any, else the CPU time; each entry says which.
@@ -58,6 +65,7 @@ LABEL_AXES = (
     "mode",
     "device",
 )
+SUMMARY_KEYS = ("best", "tied", "slower", "not_usable", "not_run")  # each point is in one of these
 MAX_RULES = 6  # rules before "otherwise": past that, the disagreeing points are listed as exceptions
 MAX_CONDITIONS = 3  # per rule, e.g. 'S ≥ 256 and S ≤ 512 and D = 64'
 MIN_GAIN = 2  # a rule must put right at least this many points: a lone point is an exception, not a rule
@@ -66,7 +74,10 @@ TIE_RULE = (
     "kernels (the run recommendation's rule)"
 )
 TWIN = {"seq_kv": "seq_q", "kv_heads": "heads"}  # filled in from these where the case leaves them out
-MARGIN_FORMULA = "runner_up_us / median_us (median time per call of the runner-up over the best's)"
+MARGIN_FORMULA = (
+    "runner_up_us / median_us (median time per call of the next implementation, the fastest variant that ran other "
+    "kernels than the best, over the best's)"
+)
 BASIS = {
     "gpu": "GPU time per call (median)",
     "cpu": "wall time per call on the CPU (median)",
@@ -215,22 +226,58 @@ class _Point:
     best: Row
     agree: set[str] = field(default_factory=set)  # the best and every variant tied with it
     by_variant: dict[str, dict[str, Any]] = field(default_factory=dict)  # every row of the point
+    twins: dict[str, list[str]] = field(default_factory=dict)  # usable variant -> the others that ran its kernels
+    ran: dict[str, str | None] = field(default_factory=dict)  # usable variant -> the backend its kernels show
+
+    def group(self, v: str) -> set[str]:
+        """``v`` and the variants that ran the same kernels here: one implementation."""
+        return {v, *self.twins.get(v, [])}
+
+
+def _twins(rows: list[Row]) -> dict[str, list[str]]:
+    """For each variant, the others that ran the same compute kernels, fastest first (none: no kernels known)."""
+    return {a[0]["variant"]: [b[0]["variant"] for b in rows if b is not a and same_kernels(a[0], b[0])] for a in rows}
+
+
+def impl_text(variant: str | None, same_as: list[str], ran: str | None) -> str:
+    """A variant as the implementation it ran: 'sdpa_cudnn (= sdpa_default)', 'sdpa_default (cudnn)',
+    'sdpa_default (cudnn; = sdpa_cudnn)', or the bare name."""
+    if variant is None:
+        return "—"
+    notes = [ran] if variant == DEFAULT and ran else []
+    if same_as:
+        notes.append("= " + " = ".join(same_as))
+    return f"{variant} ({'; '.join(notes)})" if notes else variant
+
+
+def group_text(variants: list[str], ran: str | None = None) -> str:
+    """One implementation's variants in a stable order, whichever was timed fastest: the forced ones by name,
+    sdpa_default last ('sdpa_cudnn = sdpa_default'); with ``ran``: 'cudnn (sdpa_cudnn = sdpa_default)'."""
+    names = " = ".join(sorted(variants, key=lambda v: (v == DEFAULT, v)))
+    return f"{ran} ({names})" if ran and len(variants) > 1 else names
 
 
 def _best_entry(p: _Point, index: int) -> dict[str, Any]:
     best, preferred_over = choose_best(p.rows)
     b, best_us, bt, basis = best
-    nxt = preferred_over or next((r for r in p.rows if r is not best), None)
+    mine = p.group(b["variant"])
+    # the next implementation: the fastest variant that ran other kernels (the faster one that writes the
+    # scores out, when the fused best was preferred to it)
+    nxt = next((r for r in p.rows if r[0]["variant"] not in mine), None)
     entry: dict[str, Any] = {
         "index": index,
         "case": p.case,
         "mode": p.axes["mode"],
         "label": label(p.axes),
         "variant": b["variant"],
+        "same_as": p.twins.get(b["variant"], []),
+        "ran": p.ran.get(b["variant"]),
         "median_us": best_us,
         "p25_us": bt["p25_us"] if bt else None,
         "p75_us": bt["p75_us"] if bt else None,
         "runner_up": nxt[0]["variant"] if nxt else None,
+        "runner_up_same_as": p.twins.get(nxt[0]["variant"], []) if nxt else [],
+        "runner_up_ran": p.ran.get(nxt[0]["variant"]) if nxt else None,
         "runner_up_us": nxt[1] if nxt else None,
         "margin": nxt[1] / best_us if nxt and best_us > 0 else None,
         "tied": False,
@@ -252,31 +299,35 @@ def _best_entry(p: _Point, index: int) -> dict[str, Any]:
                 f"{b['variant']} does the same work in O(S·D) memory"
             )
         elif entry["tied"]:
-            entry["tie_reason"] = "same kernels" if same_kernels(b, nxt[0]) else "quartiles overlap"
+            entry["tie_reason"] = "quartiles overlap"  # other kernels: only the quartiles can tie them
         noisy = [x[0]["variant"] for x in (best, nxt) if x[2] and x[2].get("noisy")]
         entry["noisy"] = bool(noisy) and not entry["tied"]
     return entry
 
 
 def _default_at(p: _Point, best: Row) -> dict[str, Any] | None:
-    """sdpa_default against the best at this point, and the backend its kernels show it ran."""
+    """sdpa_default against the best, and the backend its kernels show it ran.  It is the best when it is
+    the variant named best or ran the same kernels (``same_kernels_as_best``: then it is one implementation
+    with the best, timed a little slower or faster by run-to-run variation)."""
     d = next((r for r in p.rows if r[0]["variant"] == DEFAULT), None)
     if d is None:
         raw = p.by_variant.get(DEFAULT)
         return {"measured": False, "why": _why_out(raw, p.source)} if raw else None
     backend, seen_in = ran_backend(d[0])
+    twin = d is not best and DEFAULT in p.twins.get(best[0]["variant"], [])
     out: dict[str, Any] = {
         "measured": True,
         "median_us": d[1],
         "ratio": d[1] / best[1] if best[1] > 0 else None,
         "lost_us": d[1] - best[1],
-        "is_best": d is best,
-        "tied": d is not best and tied(best, d),
+        "is_best": d is best or twin,
+        "same_kernels_as_best": twin,
+        "tied": d is not best and not twin and tied(best, d),
         "ran": backend,
         "kernel": seen_in if seen_in and seen_in != "aten op" else None,
     }
     if out["tied"]:
-        out["tie_reason"] = "same kernels" if same_kernels(best[0], d[0]) else "quartiles overlap"
+        out["tie_reason"] = "quartiles overlap"
     return out
 
 
@@ -319,6 +370,8 @@ def _points(
             best = choose_best(usable)[0]
             best_us = best[1]
             p = _Point(axes_by[k], by_v[next(iter(by_v))]["case"], src, usable, best, by_variant=by_v)
+            p.twins = _twins(usable)
+            p.ran = {x[0]["variant"]: ran_backend(x[0])[0] for x in usable}
             p.agree = {best[0]["variant"]} | {x[0]["variant"] for x in usable if x is not best and tied(best, x)}
             points.append(p)
         for r, why in out:
@@ -361,9 +414,20 @@ def _axes(points: list[_Point]) -> tuple[list[str], dict[str, str], dict[str, An
 # --------------------------------------------------------------------------------------------- crossovers
 
 
+def same_implementation(bi: dict[str, Any], pi: _Point, bj: dict[str, Any], pj: _Point) -> bool:
+    """Whether the best at two points is one implementation: some variant is the best or ran the best's kernels
+    at both (e.g. sdpa_cudnn best at one, sdpa_default running the same cuDNN kernels best at the other), and
+    the backend the kernels show did not change (sdpa_default running cuDNN at one and flash at the other)."""
+    if not pi.group(bi["variant"]) & pj.group(bj["variant"]):
+        return False
+    return not (bi["ran"] and bj["ran"] and bi["ran"] != bj["ran"])
+
+
 def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) -> list[dict[str, Any]]:
-    """Along each axis, holding the other axes fixed: where the best variant changes between adjacent
-    measured values.  ``within_noise``: either variant was tied for best at the other's point."""
+    """Along each axis, holding the other axes fixed: where the best implementation changes between adjacent
+    measured values (not where the name of the best changes between variants that ran the same kernels:
+    :func:`same_implementation`).  ``within_noise``: the two variants were tied (quartiles overlap, or the
+    same kernels) at either point, so the change may be run-to-run variation."""
     out = []
     for a in axes:
         others = [b for b in axes if b != a]
@@ -373,28 +437,34 @@ def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]
         for idx in lines.values():
             idx.sort(key=lambda i: value_order(points[i].axes.get(a)))
             for i, j in pairwise(idx):
-                bi, bj = best[i]["variant"], best[j]["variant"]
-                if bi == bj:
-                    continue
                 pi, pj = points[i], points[j]
+                if same_implementation(best[i], pi, best[j], pj):
+                    continue
+                bi, bj = best[i]["variant"], best[j]["variant"]
                 also = {
                     k: [pi.axes.get(k), pj.axes.get(k)]
                     for k in pi.axes
                     if k != a and k not in axes and pi.axes.get(k) != pj.axes.get(k) and not _twinned(k, pi, pj)
                 }
+                frm = impl_text(bi, best[i]["same_as"], best[i]["ran"])
+                to = impl_text(bj, best[j]["same_as"], best[j]["ran"])
                 out.append(
                     {
                         "axis": a,
                         "between": [pi.axes.get(a), pj.axes.get(a)],
                         "from": bi,
                         "to": bj,
+                        "from_same_as": best[i]["same_as"],
+                        "to_same_as": best[j]["same_as"],
+                        "from_ran": best[i]["ran"],
+                        "to_ran": best[j]["ran"],
                         "fixed": {b: pi.axes.get(b) for b in others},
                         "also_changes": also,
-                        "within_noise": bj in pi.agree or bi in pj.agree,
+                        "within_noise": bi != bj and (bj in pi.agree or bi in pj.agree),
                         "points": [i, j],
                         "text": (
                             f"{_cond_text(a, '=', pi.axes.get(a))} → {_cond_text(a, '=', pj.axes.get(a))}: "
-                            f"{bi} → {bj}" + (f" ({label(pi.axes, others)})" if others else "")
+                            f"{frm} → {to}" + (f" ({label(pi.axes, others)})" if others else "")
                         ),
                     }
                 )
@@ -504,7 +574,8 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
     most of what is left.  A rule must agree on more than half the points it takes and leave at least
     ``MIN_GAIN`` fewer exceptions than before.  Between moves that leave as many: fewer conditions,
     last before first, the narrower rule (the broad case is left to "otherwise"), then the rule whose
-    variant is strictly best on more of its points.
+    variant is strictly best on more of its points (a variant that ran the best's kernels counts as best:
+    one implementation), then PyTorch's own choice (nothing to change in the code), then by name.
     """
     n = len(points)
     if n == 0:
@@ -512,10 +583,18 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
     full = (1 << n) - 1
     variants = sorted({v for p in points for v in p.agree})
     agree = {v: sum(1 << i for i, p in enumerate(points) if v in p.agree) for v in variants}
-    strict = {v: sum(1 << i for i, b in enumerate(best) if b["variant"] == v) for v in variants}
+    strict = {v: sum(1 << i for i, b in enumerate(best) if v == b["variant"] or v in b["same_as"]) for v in variants}
 
     def fallback(m: int) -> tuple[str, int]:
-        v = max(variants, key=lambda w: ((m & agree[w]).bit_count(), (m & strict[w]).bit_count(), [-ord(c) for c in w]))
+        v = max(
+            variants,
+            key=lambda w: (
+                (m & agree[w]).bit_count(),
+                (m & strict[w]).bit_count(),
+                w == DEFAULT,
+                [-ord(c) for c in w],
+            ),
+        )
         return v, m.bit_count() - (m & agree[v]).bit_count()
 
     def spans(rules: list[tuple[tuple[_Cond, ...], str, int]]) -> tuple[list[int], int]:
@@ -551,7 +630,8 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
                     a = (cov & agree[v]).bit_count()
                     if 2 * a <= ncov:
                         continue
-                    key = (ncov - a + rest, len(conds), pos, ncov, -(cov & strict[v]).bit_count(), order, v)
+                    hits = (cov & strict[v]).bit_count()
+                    key = (ncov - a + rest, len(conds), pos, ncov, -hits, order, v != DEFAULT, v)
                     if choice is None or key < choice[0]:
                         choice = (key, conds, v, cmask)
         if choice is None or base_err - choice[0][0] < MIN_GAIN:
@@ -578,7 +658,8 @@ def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], 
             continue
         p, b = points[i], best[i]
         mine = next((r for r in p.rows if r[0]["variant"] == v), None)
-        e = {"index": i, "label": b["label"], "best": b["variant"], "best_us": b["median_us"]}
+        e = {"index": i, "label": b["label"], "best": b["variant"], "best_same_as": b["same_as"]}
+        e["best_us"] = b["median_us"]
         if mine:
             e |= {"variant_us": mine[1], "ratio": mine[1] / b["median_us"] if b["median_us"] > 0 else None}
         else:
@@ -586,7 +667,10 @@ def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], 
             e |= {"variant_us": None, "ratio": None, "why": _why_out(raw, p.source) if raw else "not run here"}
         exceptions.append(e)
     agreeing = len(idx) - len(exceptions)
-    strict = sum(1 for i in idx if best[i]["variant"] == v)
+    strict = sum(1 for i in idx if v == best[i]["variant"] or v in best[i]["same_as"])
+    measured = [i for i in idx if v in points[i].ran]
+    same_as = Counter(t for i in measured for t in points[i].twins[v])
+    ran = Counter(str(points[i].ran[v]) for i in measured if points[i].ran[v])
     return {
         "when": [c.as_dict() for c in conds],
         "text": conditions_text(conds) or "otherwise",
@@ -594,8 +678,29 @@ def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], 
         "points": len(idx),
         "agree": agreeing,
         "agree_via_tie": agreeing - strict,
+        "measured": len(measured),
+        "same_as": dict(sorted(same_as.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "ran": dict(sorted(ran.items(), key=lambda kv: (-kv[1], kv[0]))),
         "exceptions": exceptions,
     }
+
+
+def rule_variant_text(rule: dict[str, Any]) -> str:
+    """The variant a rule names, as the implementation it ran on the rule's points: 'sdpa_cudnn (= sdpa_default)',
+    'sdpa_default (cudnn; = sdpa_cudnn)', 'sdpa_default (cudnn at 12, flash at 4; = sdpa_cudnn at 12 of 16)'."""
+    v, n = rule["variant"], rule["measured"]
+    notes = []
+    if v == DEFAULT and rule["ran"]:
+        ran = rule["ran"]
+        notes.append(
+            next(iter(ran))
+            if len(ran) == 1 and sum(ran.values()) == n
+            else ", ".join(f"{b} at {k}" for b, k in ran.items()) + (f" of {n}" if sum(ran.values()) < n else "")
+        )
+    twins = [f"= {t}" + ("" if k == n else f" at {k} of {n}") for t, k in rule["same_as"].items()]
+    if twins:
+        notes.append(", ".join(twins))
+    return f"{v} ({'; '.join(notes)})" if notes else v
 
 
 def exception_text(rule: dict[str, Any], limit: int = 3) -> str:
@@ -606,7 +711,7 @@ def exception_text(rule: dict[str, Any], limit: int = 3) -> str:
             how = f"{rule['variant']} {e['ratio']:.2f}× slower"
         else:
             how = f"{rule['variant']} not measured: {e.get('why')}"
-        parts.append(f"{e['label']}: {e['best']} best ({how})")
+        parts.append(f"{e['label']}: {impl_text(e['best'], e['best_same_as'], None)} best ({how})")
     more = len(rule["exceptions"]) - limit
     if more > 0:
         parts.append(f"… {more} more")
@@ -616,8 +721,10 @@ def exception_text(rule: dict[str, Any], limit: int = 3) -> str:
 def policy_text(rules: list[dict[str, Any]]) -> str:
     """The policy in one line: 'S = 128 → sdpa_flash; otherwise sdpa_cudnn'."""
     if len(rules) == 1 and not rules[0]["when"]:
-        return f"{rules[0]['variant']} everywhere measured"
-    return "; ".join(f"{r['text']} → {r['variant']}" if r["when"] else f"otherwise {r['variant']}" for r in rules)
+        return f"{rule_variant_text(rules[0])} everywhere measured"
+    return "; ".join(
+        f"{r['text']} → {rule_variant_text(r)}" if r["when"] else f"otherwise {rule_variant_text(r)}" for r in rules
+    )
 
 
 def tie_text(b: dict[str, Any]) -> str:
@@ -640,17 +747,39 @@ def crossover_note(x: dict[str, Any]) -> str:
 
 
 def default_summary_text(rec: dict[str, Any]) -> str:
-    """'sdpa_default (PyTorch's own choice) against the best: best at 2, tied at 10, slower at 4 of 16 points'."""
+    """'sdpa_default (PyTorch's own choice; it ran cudnn at all 16 points) against the best implementation: best
+    at 12 (at 10 of them a variant running the same kernels was timed faster), tied at 0, slower at 4 of 16 points'."""
     s = rec["default_summary"]
-    n = sum(s.values())
+    n = sum(s[k] for k in SUMMARY_KEYS)
     if not n or s["not_run"] == n:
         return f"{DEFAULT} was not run: PyTorch's own choice cannot be compared"
+    ran = rec.get("default_ran") or {}
+    m = n - s["not_run"] - s["not_usable"]
+    if len(ran) == 1 and sum(ran.values()) == m:
+        ran_text = f"; it ran {next(iter(ran))} at {'all ' if m == n and n > 1 else ''}{m} point{'s' * (m != 1)}"
+    elif ran:
+        ran_text = "; it ran " + ", ".join(f"{b} at {k}" for b, k in ran.items())
+    else:
+        ran_text = ""
+    twin = s.get("same_kernels_as_best", 0)
     return (
-        f"{DEFAULT} (PyTorch's own choice) against the best: best at {s['best']}, tied at {s['tied']}, "
-        f"slower at {s['slower']} of {n} points"
+        f"{DEFAULT} (PyTorch's own choice{ran_text}) against the best implementation: best at {s['best']}"
+        + (f" (at {twin} of them a variant running the same kernels was timed faster)" if twin else "")
+        + f", tied at {s['tied']}, slower at {s['slower']} of {n} points"
         + (f"; not usable at {s['not_usable']}" if s["not_usable"] else "")
         + (f"; not run at {s['not_run']}" if s["not_run"] else "")
     )
+
+
+def real_crossovers(rec: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """(the crossovers beyond the noise, how many more changes were within the noise): what a page or a
+    terminal shows; the JSON holds them all."""
+    real = [x for x in rec["crossovers"] if not x["within_noise"]]
+    return real, len(rec["crossovers"]) - len(real)
+
+
+def noise_changes_text(n: int) -> str:
+    return f"{n} more change{'s' * (n != 1)} within the noise: see --json" if n else ""
 
 
 def measured_ranges(points: list[_Point], axes: list[str]) -> dict[str, list[Any]]:
@@ -680,6 +809,7 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
             summary["not_usable"] += 1
         elif d["is_best"]:
             summary["best"] += 1
+            summary["same_kernels_as_best"] += d["same_kernels_as_best"]
         elif d["tied"]:
             summary["tied"] += 1
         else:
@@ -691,6 +821,7 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     "mode": b["mode"],
                     "label": b["label"],
                     "best": b["variant"],
+                    "best_same_as": b["same_as"],
                     "best_us": b["median_us"],
                     "default_us": d["median_us"],
                     "ratio": d["ratio"],
@@ -717,7 +848,13 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "policy": rules,
         "policy_text": policy_text(rules),
         "default_gaps": gaps,
-        "default_summary": {k: summary.get(k, 0) for k in ("best", "tied", "slower", "not_usable", "not_run")},
+        "default_summary": {k: summary.get(k, 0) for k in (*SUMMARY_KEYS, "same_kernels_as_best")},
+        "default_ran": dict(
+            sorted(
+                Counter(str(b["default"]["ran"]) for b in best if b["default"] and b["default"].get("ran")).items(),
+                key=lambda kv: (-kv[1], kv[0]),
+            )
+        ),
         "excluded": excluded,
         "counts": {
             "rows": len(rows),
