@@ -771,6 +771,13 @@ def default_summary_text(rec: dict[str, Any]) -> str:
     )
 
 
+def crossover_best_text(x: dict[str, Any]) -> str:
+    """'sdpa_default (cudnn; = sdpa_cudnn) → flex_compiled': the best implementation on each side."""
+    return (
+        f"{impl_text(x['from'], x['from_same_as'], x['from_ran'])} → {impl_text(x['to'], x['to_same_as'], x['to_ran'])}"
+    )
+
+
 def real_crossovers(rec: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     """(the crossovers beyond the noise, how many more changes were within the noise): what a page or a
     terminal shows; the JSON holds them all."""
