@@ -107,31 +107,45 @@ def test_best_runner_up_margin_and_ties():
     assert rec["time_source"] == "GPU time per call (median)"  # not the 1 µs CPU times: those would tie all
     assert len(rec["best"]) == 8
     got = {
-        (b["case"]["seq_q"], b["case"]["head_dim"]): (b["variant"], b["median_us"], b["runner_up"], b["runner_up_us"])
+        (b["case"]["seq_q"], b["case"]["head_dim"]): (
+            b["variant"],
+            b["same_as"],
+            b["median_us"],
+            b["runner_up"],
+            b["runner_up_same_as"],
+            b["runner_up_us"],
+        )
         for b in rec["best"]
     }
+    # sdpa_default ran cuDNN's kernel everywhere but at (1024, 64) and (256, 128), where it ran flash's: there it
+    # is one implementation with sdpa_flash, elsewhere with sdpa_cudnn.  The runner-up is the next implementation.
     assert got == {
-        (128, 64): ("sdpa_flash", 10, "sdpa_cudnn", 12),  # the wrong flex_compiled (4 µs) never wins
-        (256, 64): ("sdpa_flash", 20, "sdpa_cudnn", 22),  # cudnn and default both 22: cudnn first by name
-        (512, 64): ("sdpa_cudnn", 40, "sdpa_default", 40.5),
-        (1024, 64): ("sdpa_cudnn", 100, "sdpa_flash", 124),
-        (128, 128): ("sdpa_flash", 20, "sdpa_cudnn", 30),
-        (256, 128): ("sdpa_flash", 40, "sdpa_default", 40.4),
-        (512, 128): ("sdpa_flash", 80, "sdpa_cudnn", 90),
-        (1024, 128): ("sdpa_default", 198, "sdpa_cudnn", 200),
+        (128, 64): ("sdpa_flash", [], 10, "sdpa_cudnn", ["sdpa_default"], 12),  # the wrong flex_compiled (4) never wins
+        (256, 64): ("sdpa_flash", [], 20, "sdpa_cudnn", ["sdpa_default"], 22),  # cudnn and default both 22: by name
+        (512, 64): ("sdpa_cudnn", ["sdpa_default"], 40, "sdpa_flash", [], 50),  # not default's 40.5: the same kernel
+        (1024, 64): ("sdpa_cudnn", [], 100, "sdpa_flash", ["sdpa_default"], 124),
+        (128, 128): ("sdpa_flash", [], 20, "sdpa_cudnn", ["sdpa_default"], 30),  # cudnn and default both 30: by name
+        (256, 128): ("sdpa_flash", ["sdpa_default"], 40, "sdpa_cudnn", [], 60),  # not default's 40.4: flash's kernel
+        (512, 128): ("sdpa_flash", [], 80, "sdpa_cudnn", ["sdpa_default"], 90),
+        (1024, 128): ("sdpa_default", ["sdpa_cudnn"], 198, "sdpa_flash", [], 260),  # not cudnn's 200
     }
     b = _at(rec, 128, 64)
     assert b["margin"] == 1.2 and b["tied"] is False and b["tie_reason"] is None  # 12 / 10; 11.5 > 10.5
+    assert (b["ran"], b["runner_up_ran"]) == ("flash", "cudnn")
     b = _at(rec, 256, 64)
     assert b["margin"] == 22 / 20 and b["tied"] is True and b["tie_reason"] == "quartiles overlap"  # 21 = 21
     assert b["tied_with"] == ["sdpa_cudnn", "sdpa_default"]
     b = _at(rec, 512, 64)
-    assert b["margin"] == 40.5 / 40 and b["tied"] and b["tie_reason"] == "same kernels"  # both ran cuDNN's kernel
+    assert b["margin"] == 1.25 and not b["tied"] and b["tie_reason"] is None  # 50 / 40; 48 > 41
+    assert b["tied_with"] == ["sdpa_default"] and b["ran"] == "cudnn"  # the same kernel: tied, one implementation
     b = _at(rec, 1024, 64)
     assert b["margin"] == 1.24 and not b["tied"]  # 124 / 100; 120 > 102
+    assert _at(rec, 256, 128)["margin"] == 1.5 and not _at(rec, 256, 128)["tied"]  # 60 / 40; 58 > 41
     assert _at(rec, 512, 128)["margin"] == 1.125 and not _at(rec, 512, 128)["tied"]  # 90 / 80; 88 > 82
     b = _at(rec, 1024, 128)
-    assert b["margin"] == 200 / 198 and b["tied"] and b["default"]["is_best"]
+    assert b["margin"] == 260 / 198 and not b["tied"] and b["default"]["is_best"]  # 250 > 202
+    assert b["default"]["same_kernels_as_best"] is False  # it is the best itself
+    assert _at(rec, 512, 64)["default"]["is_best"] and _at(rec, 512, 64)["default"]["same_kernels_as_best"]
 
 
 def test_excluded_rows_and_counts():
@@ -157,34 +171,47 @@ def test_crossovers():
         (x["axis"], *x["between"], x["from"], x["to"], json.dumps(x["fixed"]), x["within_noise"])
         for x in rec["crossovers"]
     }
+    # Best implementation per point (a = b: the same kernels):
+    #   D=64:  flash, flash, cudnn=default, cudnn (default ran flash)
+    #   D=128: flash, flash=default, flash, default=cudnn
+    # Along D at S=1024, sdpa_cudnn → sdpa_default is no crossover: sdpa_cudnn ran the best kernel (cuDNN's) at
+    # both points.  Along S at D=128, 128 → 256 keeps flash (default ran flash's kernel at S=256, flash was best).
     assert got == {
         ("seq_q", 256, 512, "sdpa_flash", "sdpa_cudnn", '{"head_dim": 64}', True),  # cudnn was tied at S=256
         ("seq_q", 512, 1024, "sdpa_flash", "sdpa_default", '{"head_dim": 128}', False),
         ("head_dim", 64, 128, "sdpa_cudnn", "sdpa_flash", '{"seq_q": 512}', False),
-        ("head_dim", 64, 128, "sdpa_cudnn", "sdpa_default", '{"seq_q": 1024}', True),  # cudnn tied at D=128
     }
+    x = next(x for x in rec["crossovers"] if x["axis"] == "seq_q" and x["to"] == "sdpa_default")
+    assert (x["from_same_as"], x["to_same_as"], x["from_ran"], x["to_ran"]) == ([], ["sdpa_cudnn"], "flash", "cudnn")
+    assert x["text"] == "S = 512 → S = 1024: sdpa_flash → sdpa_default (cudnn; = sdpa_cudnn) (D=128)"
     assert rec["axes"] == ["seq_q", "head_dim"] and rec["fixed"]["mode"] == "fwd"
 
 
 def test_policy_rule_with_a_tie_and_an_exception():
-    """Best (≈ tied) per point:        S=128   256                 512             1024
-    D=64:                              flash   flash ≈cudnn≈dflt   cudnn ≈dflt     cudnn
-    D=128:                             flash   flash ≈dflt         flash           dflt ≈cudnn
+    """Best (≈ tied; = the same kernels) per point:
+                 S=128   256                   512               1024
+    D=64:        flash   flash ≈cudnn ≈dflt    cudnn =dflt       cudnn (dflt ran flash)
+    D=128:       flash   flash =dflt           flash             dflt =cudnn
     Flash is best at 5 points, so it is left to "otherwise" (3 exceptions without a rule).  "S = 1024 →
     cudnn" leaves 1 (S=512 D=64): 2 put right, the least a rule must; no rule of ≤ 2 conditions leaves 0,
-    and fixing that lone point is worth 1 < 2, so it stays an exception."""
+    and fixing that lone point is worth 1 < 2, so it stays an exception.  sdpa_default ran the named
+    variant's kernels at 1 of the 2 points of "S = 1024" and at 1 of the 6 of "otherwise"."""
     rec = recommend(hand_sweep())
     pol = rec["policy"]
-    assert rec["policy_text"] == "S = 1024 → sdpa_cudnn; otherwise sdpa_flash"
-    assert [(r["text"], r["variant"], r["points"], r["agree"], r["agree_via_tie"]) for r in pol] == [
-        ("S = 1024", "sdpa_cudnn", 2, 2, 1),  # at S=1024 D=128 default is best, cudnn tied with it
-        ("otherwise", "sdpa_flash", 6, 5, 0),
+    assert rec["policy_text"] == (
+        "S = 1024 → sdpa_cudnn (= sdpa_default at 1 of 2 points); "
+        "otherwise sdpa_flash (= sdpa_default at 1 of 6 points)"
+    )
+    assert [(r["text"], r["variant"], r["points"], r["agree"], r["agree_via_tie"], r["same_as"]) for r in pol] == [
+        ("S = 1024", "sdpa_cudnn", 2, 2, 0, {"sdpa_default": 1}),  # at D=128 default is best, on cuDNN's kernel
+        ("otherwise", "sdpa_flash", 6, 5, 0, {"sdpa_default": 1}),  # at S=256 D=128 default ran flash's kernel
     ]
     assert pol[0]["when"] == [{"axis": "seq_q", "op": "=", "value": 1024}] and pol[0]["exceptions"] == []
     (e,) = pol[1]["exceptions"]
-    assert (e["label"], e["best"], e["best_us"], e["variant_us"], e["ratio"]) == (
+    assert (e["label"], e["best"], e["best_same_as"], e["best_us"], e["variant_us"], e["ratio"]) == (
         "B=1 H=8 S=512 D=64 bf16 causal fwd cuda",
         "sdpa_cudnn",
+        ["sdpa_default"],
         40,
         50,
         1.25,
@@ -233,7 +260,17 @@ def test_policy_puts_a_narrow_rule_first():
 
 def test_default_gaps():
     rec = recommend(hand_sweep())
-    assert rec["default_summary"] == {"best": 1, "tied": 3, "slower": 4, "not_usable": 0, "not_run": 0}
+    # best: itself at (1024, 128), the same kernel as the best at (512, 64) and (256, 128); tied by the quartiles at
+    # (256, 64); slower at the 4 below
+    assert rec["default_summary"] == {
+        "best": 3,
+        "tied": 1,
+        "slower": 4,
+        "not_usable": 0,
+        "not_run": 0,
+        "same_kernels_as_best": 2,
+    }
+    assert rec["default_ran"] == {"cudnn": 6, "flash": 2}
     got = {
         (g["case"]["seq_q"], g["case"]["head_dim"]): (g["best"], g["ratio"], g["lost_us"], g["ran"])
         for g in rec["default_gaps"]
@@ -329,13 +366,15 @@ def test_cli_prints_and_writes_json(tmp_path, capsys):
     out = tmp_path / "rec.json"
     assert main(["recommend", str(src), "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "Policy: S = 1024 → sdpa_cudnn; otherwise sdpa_flash" in text
-    assert "best at 1, tied at 3, slower at 4 of 8 points" in text
+    assert f"Policy: {recommend(hand_sweep())['policy_text']}" in " ".join(text.split())
+    assert "best at 3 (at 2 of them a variant running the same kernels was timed faster), tied at 1, slower at 4" in (
+        " ".join(text.split())
+    )
     doc = json.loads(out.read_text())
     assert doc["kind"] == "recommend" and doc["files"] == [str(src)]
     assert {"best", "crossovers", "policy", "default_gaps", "excluded", "counts", "time_source"} <= set(doc)
     b = next(b for b in doc["best"] if b["case"]["seq_q"] == 128 and b["case"]["head_dim"] == 64)
-    assert {"case", "mode", "variant", "median_us", "runner_up", "margin", "tied"} <= set(b)
+    assert {"case", "mode", "variant", "median_us", "runner_up", "margin", "tied", "same_as"} <= set(b)
 
 
 def test_page_and_terminal_say_the_same(tmp_path, capsys):
@@ -347,7 +386,8 @@ def test_page_and_terminal_say_the_same(tmp_path, capsys):
     assert main(["recommend", str(src)]) == 0
     text = capsys.readouterr().out
     rec = recommend(hand_sweep())
-    for said in (rec["policy_text"], "best at 1, tied at 3, slower at 4 of 8 points"):
+    text = " ".join(text.split())  # rich wraps long lines
+    for said in (rec["policy_text"], "tied at 1, slower at 4 of 8 points"):
         assert said in text and said in page
     assert "1.25× slower" in page and "1.10× (tied: quartiles overlap)" in page  # S=128 D=64 default; S=256 D=64
 
@@ -424,7 +464,12 @@ def test_real_cpu_sweep_against_its_jsonl():
             assert best is fastest
         else:
             assert fastest["variant"] == b["preferred_over"] and tied(best, fastest)
-        nxt = ok[b["runner_up"]]
+        # one implementation: the variants that ran the best's kernels; the runner-up: the fastest of the others
+        same = sorted(v for v, r in ok.items() if r is not best and kernels(r) and kernels(r) == kernels(best))
+        assert sorted(b["same_as"]) == same
+        others = [r for v, r in ok.items() if v != b["variant"] and v not in same]
+        nxt = min(others, key=lambda r: (r["cpu_time_us"], r["variant"]))
+        assert b["runner_up"] == nxt["variant"]
         assert b["runner_up_us"] == nxt["cpu_time_us"] and b["margin"] == nxt["cpu_time_us"] / best["cpu_time_us"]
         assert b["tied"] == tied(best, nxt)
         assert sorted(b["tied_with"]) == sorted(v for v, r in ok.items() if r is not best and tied(best, r))
@@ -444,21 +489,41 @@ def test_real_cpu_sweep_against_its_jsonl():
 
 @pytest.mark.parametrize("doc", [DATA / "run_all.json", DATA.parent / "h200" / "run.json"], ids=["cpu", "h200"])
 def test_one_case_says_what_the_run_recommendation_says(doc, capsys):
-    """A run document is one case: the sweep recommendation names the same best, runner-up, margin and tie."""
+    """A run document is one case: the sweep recommendation names the same best as the run recommendation.  Its
+    runner-up is the next implementation: the run's runner-up where that ran other kernels than the best (on the
+    CPU: naive_inplace, faster but writing the scores out), else the run's "next clear step" (on the H200:
+    sdpa_cudnn ran the kernel sdpa_default ran; flex_compiled is next)."""
     from attnscope.analysis.recommend import recommend as run_recommend
 
     results = json.loads(doc.read_text())["results"]
     run = run_recommend(results)
     (b,) = recommend(results)["best"]
     assert run is not None
-    assert (b["variant"], b["median_us"], b["runner_up"], b["runner_up_us"], b["margin"], b["tied"], b["basis"]) == (
-        run.best,
-        run.best_us,
-        run.runner_up,
-        run.runner_up_us,
-        run.margin,
-        run.within_noise,
-        run.basis,
-    )
+    assert (b["variant"], b["median_us"], b["basis"]) == (run.best, run.best_us, run.basis)
+    by = {r["variant"]: r for r in results}
+    twins = sorted(v for v, r in by.items() if v != run.best and r["kernels"] and _kernels(r) == _kernels(by[run.best]))
+    assert sorted(b["same_as"]) == twins
+    if run.runner_up in twins:
+        assert doc.parent.name == "h200" and twins == ["sdpa_cudnn"]
+        assert f"the next clear step is {b['runner_up']}, {b['margin']:.2f}× slower" in run.text
+        assert b["tied"] is False  # the next clear step is beyond the noise
+    else:
+        assert doc.parent.name == "cpu"
+        assert (b["runner_up"], b["runner_up_us"], b["margin"], b["tied"]) == (
+            run.runner_up,
+            run.runner_up_us,
+            run.margin,
+            run.within_noise,
+        )
     assert main(["recommend", str(doc)]) == 0  # the command reads a run document too
-    assert f"Policy: {b['variant']} everywhere measured" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    # one implementation of two variants, equally right: the policy names PyTorch's own choice (nothing to change),
+    # with what it ran and its twin
+    ran = "flash" if doc.parent.name == "cpu" else "cudnn"
+    other = b["variant"] if b["variant"] != "sdpa_default" else twins[0]
+    assert f"Policy: sdpa_default ({ran}; = {other}) everywhere measured" in out
+
+
+def _kernels(r: dict[str, Any]) -> set[str]:
+    """The compute kernels' names of a row, read straight from it."""
+    return {k["name"] for k in r["kernels"] if k["category"] not in ("memcpy", "memset")}

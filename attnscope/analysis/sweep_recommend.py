@@ -687,7 +687,7 @@ def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], 
 
 def rule_variant_text(rule: dict[str, Any]) -> str:
     """The variant a rule names, as the implementation it ran on the rule's points: 'sdpa_cudnn (= sdpa_default)',
-    'sdpa_default (cudnn; = sdpa_cudnn)', 'sdpa_default (cudnn at 12, flash at 4; = sdpa_cudnn at 12 of 16)'."""
+    'sdpa_default (cudnn; = sdpa_cudnn)', 'sdpa_default (cudnn at 12, flash at 4; = sdpa_cudnn at 12 of 16 points)'."""
     v, n = rule["variant"], rule["measured"]
     notes = []
     if v == DEFAULT and rule["ran"]:
@@ -697,7 +697,7 @@ def rule_variant_text(rule: dict[str, Any]) -> str:
             if len(ran) == 1 and sum(ran.values()) == n
             else ", ".join(f"{b} at {k}" for b, k in ran.items()) + (f" of {n}" if sum(ran.values()) < n else "")
         )
-    twins = [f"= {t}" + ("" if k == n else f" at {k} of {n}") for t, k in rule["same_as"].items()]
+    twins = [f"= {t}" + ("" if k == n else f" at {k} of {n} points") for t, k in rule["same_as"].items()]
     if twins:
         notes.append(", ".join(twins))
     return f"{v} ({'; '.join(notes)})" if notes else v

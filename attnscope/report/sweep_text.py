@@ -73,8 +73,7 @@ def best_grid(rec: dict[str, Any]) -> Table:
     rows_of = [a for a in axes if a != col]
     cols: list[Any] = rec["measured"].get(col, []) if col else [None]
     t = Table(
-        title="Best implementation per case, its µs per call, and the next implementation with its margin "
-        "(≈ tied within the noise)",
+        title="Best implementation per case: µs per call; the next implementation and its margin (≈ tied)",
         header_style="bold",
     )
     t.add_column(" ".join(_axis_name(a) for a in rows_of) or "case", no_wrap=True)
