@@ -134,6 +134,43 @@ def test_sweep_panels_crossovers_and_default():
     assert "CUDA out of memory" in html_only
 
 
+def test_sweep_names_implementations_and_hides_changes_within_the_noise():
+    """tests/test_sweep_recommend.py's impl_sweep: sdpa_default ran flash's kernel at S 128 and 256, cuDNN's after.
+    By hand from its table: the best implementation per S and the next one, two crossovers beyond the noise and
+    one within it (flash → cudnn at S 2048 → 4096, tied at 4096)."""
+    from tests.test_sweep_recommend import impl_sweep
+
+    page = render_html([impl_sweep()])
+    html_only = html.unescape(without_scripts(page))
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<tr>(.*?)</tr>", html_only, re.S)]
+    want = [
+        "128flash (sdpa_flash = sdpa_default)10.0sdpa_cudnn1.20×best (the same kernels as sdpa_flash, 1.01×)",
+        "256flash (sdpa_flash = sdpa_default)19.9sdpa_cudnn1.06×best",  # 21 / 19.9
+        "512cudnn (sdpa_cudnn = sdpa_default)40.0sdpa_flash1.02× (tied: quartiles overlap)best",  # 41 / 40; 40.1 ≤ 40.2
+        "1024cudnn (sdpa_cudnn = sdpa_default)80.0sdpa_flash1.25×best (the same kernels as sdpa_cudnn, 1.01×)",
+        "2048sdpa_flash150.0cudnn (sdpa_cudnn = sdpa_default)1.07×1.07× slower",  # 160 / 150; default 161 / 150
+        "4096cudnn (sdpa_cudnn = sdpa_default)300.0sdpa_flash1.01× (tied: quartiles overlap)"
+        "best (the same kernels as sdpa_cudnn, 1.00×)",  # 302 / 300; 299 ≤ 303; default 301 / 300
+    ]
+    assert [c for c in cells if c[:3].isdigit() and "(" in c] == want
+    assert (
+        "Crossovers: between S=256 and S=512: sdpa_default (flash; = sdpa_flash) → sdpa_default (cudnn; = sdpa_cudnn); "
+        "between S=1024 and S=2048: sdpa_cudnn (= sdpa_default) → sdpa_flash; "
+        "1 more change within the noise: see --json"
+    ) in html_only
+    assert "Crossovers along every axis: where the best implementation changes (2)" in html_only
+    assert "1 more change within the noise: see attnscope recommend --json" in html_only
+    assert "sdpa_flash → sdpa_cudnn" not in html_only  # the change within the noise is only in the JSON
+    assert "<b>Policy: </b>sdpa_default (cudnn at 4, flash at 2; = sdpa_cudnn at 4 of 6 points" in html_only
+    cmap = {t["name"]: t for t in figures(page)[0]["data"]}  # one square per point, one name per implementation
+    assert {k: v["x"] for k, v in cmap.items()} == {
+        "sdpa_cudnn = sdpa_default": [512, 1024, 4096],
+        "sdpa_flash = sdpa_default": [128, 256],
+        "sdpa_flash": [2048],
+    }
+    assert cmap["sdpa_flash"]["marker"]["color"] == cmap["sdpa_flash = sdpa_default"]["marker"]["color"]
+
+
 def test_sweep_batch_that_follows_seq_is_no_panel_axis():
     rows = []
     for s, b in ((512, 8), (1024, 4), (2048, 2)):
