@@ -14,6 +14,19 @@ are one implementation there.  A best entry names the fastest of them (``variant
 ran other kernels.  A change of best between variants of one implementation is no crossover, and a
 policy rule says which variants ran the same kernels as the one it names.
 
+The JSON (``attnscope recommend --json``), beyond the keys the issue names:
+
+- ``best[]``: ``same_as`` (the other variants that ran the best's compute kernels, fastest first), ``ran``
+  (the backend the best's kernels show, e.g. ``cudnn``; None when they show none), ``runner_up_same_as`` and
+  ``runner_up_ran`` (the same for the next implementation), ``tied_with`` (every variant tied with the best,
+  its ``same_as`` included); ``default``: ``is_best`` (sdpa_default is the best or ran its kernels) and
+  ``same_kernels_as_best`` (the latter, not the variant named best);
+- ``crossovers[]``: ``from_same_as``/``to_same_as`` and ``from_ran``/``to_ran`` (each side's implementation),
+  ``within_noise`` (kept in the JSON; the terminal and the page only count these);
+- ``policy[]``: ``same_as`` ({variant: points of the rule where it ran the named variant's kernels}),
+  ``ran`` ({backend: points}), ``measured`` (the rule's points where the named variant was usable);
+- ``default_summary.same_kernels_as_best``, ``default_ran`` ({backend sdpa_default ran: points}).
+
 Only rows with status ``ok`` and ``numerics_ok`` true compete: a fast but wrong variant never wins,
 and every row left out is listed with the reason.  Times are medians per call: the GPU time (CUDA
 events) where a (case, mode) has any, else the CPU time; each entry says which.
