@@ -173,4 +173,23 @@ def _split_kv_insight(r: dict[str, Any], split: list[dict[str, Any]], combine: l
     return Insight("split_kv", r["variant"], "info", msg, advice, ev, kernels=tuple(names))
 
 
-RULES = (("dense_mask", dense_mask), ("block_sparsity", block_sparsity), ("split_kv", split_kv))
+def compiled_fallback(r: dict[str, Any]) -> Out:
+    from attnscope.analysis.compiled import fell_back_to_eager
+
+    why = fell_back_to_eager(r)
+    if why is None:
+        return []
+    ev = {"num_kernels": len(compute_kernels(r)), "compile_time_s": r.get("compile_time_s")}
+    advice = (
+        "not a flex_compiled measurement: measure it again (attnscope compiles each shape afresh when dynamo's "
+        "limit is reached); the recommendation leaves this row out"
+    )
+    return [Insight("compiled_fallback", r["variant"], "warning", why, advice, ev)]
+
+
+RULES = (
+    ("dense_mask", dense_mask),
+    ("block_sparsity", block_sparsity),
+    ("split_kv", split_kv),
+    ("compiled_fallback", compiled_fallback),
+)
