@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from attnscope.analysis.compiled import fell_back_to_eager
 from attnscope.analysis.sweep_recommend import (
     DEFAULT,
     SYMBOL,
@@ -93,7 +94,14 @@ def _time_key(rows: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def _usable(r: dict[str, Any], tkey: str) -> bool:
-    return r.get("status") == "ok" and r.get(tkey) is not None and r.get("numerics_ok") is not False
+    """A point of a variant's line: ok, numerics not off, and not a compiled row that ran eager code (its time is
+    another implementation's: left out of the plot as of the ranking)."""
+    return (
+        r.get("status") == "ok"
+        and r.get(tkey) is not None
+        and r.get("numerics_ok") is not False
+        and fell_back_to_eager(r) is None
+    )
 
 
 def panel_figures(
@@ -298,6 +306,14 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
     if noise:
         parts.append(tag("p", noise_changes_text(noise).replace("--json", "attnscope recommend --json"), class_="dim"))
     parts.append(tag("p", default_summary_text(rec)))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in rec["excluded"]:
+        groups[(str(e["variant"]), e["why"])].append(e)
+    if groups:
+        body = [[v, why, len(es), es[0]["label"] or "—"] for (v, why), es in sorted(groups.items())]
+        n = len(rec["excluded"])
+        parts.append(tag("h4", f"Left out of the comparison ({n} row{'s' * (n != 1)})"))
+        parts.append(table(["variant", "why", "rows", "first case"], body))
     return join(parts)
 
 
