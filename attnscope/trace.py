@@ -14,6 +14,7 @@ other layout goes through one ``orjson.loads`` of the whole document.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -40,22 +41,11 @@ class TraceError(ValueError):
 
 
 class CpuOp:
-    """One aten op.  ``input_dims``/``input_types`` (record_shapes) are parsed on first use:
-    a training step holds 10^5 ops and the analysis reads the shapes of a few copies."""
+    """One aten op.  ``input_dims``/``input_types`` (record_shapes) are kept as the args text and
+    parsed when asked for, through a small cache rather than onto the op: a training step holds
+    10^5–10^6 ops, and parsed shapes take twice the memory of their text."""
 
-    __slots__ = (
-        "_concrete",
-        "_input_dims",
-        "_input_strides",
-        "_input_types",
-        "_raw",
-        "dur",
-        "ext_id",
-        "name",
-        "pid",
-        "tid",
-        "ts",
-    )
+    __slots__ = ("_shapes", "dur", "ext_id", "name", "pid", "tid", "ts")
 
     def __init__(
         self,
@@ -72,46 +62,45 @@ class CpuOp:
         concrete_inputs: list[Any] | None = None,
     ) -> None:
         self.name, self.tid, self.ts, self.dur, self.ext_id, self.pid = name, tid, ts, dur, ext_id, pid
-        self._input_dims, self._input_types, self._raw = input_dims, input_types, raw
-        self._input_strides, self._concrete = input_strides, concrete_inputs
+        # bytes: the args text, unread; a tuple: (dims, types, strides, concrete inputs); None: no shapes
+        self._shapes: bytes | tuple[Any, Any, Any, Any] | None = raw
+        if (
+            input_dims is not None
+            or input_types is not None
+            or input_strides is not None
+            or concrete_inputs is not None
+        ):
+            self._shapes = (input_dims, input_types, input_strides, concrete_inputs)
 
     @property
     def end(self) -> float:
         return self.ts + self.dur
 
+    def shapes(self) -> tuple[Any, Any, Any, Any]:
+        """(input dims, input types, input strides, concrete inputs) as recorded, each None if not."""
+        s = self._shapes
+        if s is None:
+            return _NO_SHAPES
+        if type(s) is bytes:
+            return _parse_shapes(s)
+        return s  # type: ignore[return-value]
+
     @property
     def input_dims(self) -> list[Any] | None:
-        if self._raw is not None:
-            self._read_shapes()
-        return self._input_dims
+        return self.shapes()[0]  # type: ignore[no-any-return]
 
     @property
     def input_types(self) -> list[str] | None:
-        if self._raw is not None:
-            self._read_shapes()
-        return self._input_types
+        return self.shapes()[1]  # type: ignore[no-any-return]
 
     @property
     def input_strides(self) -> list[Any] | None:
-        if self._raw is not None:
-            self._read_shapes()
-        return self._input_strides
+        return self.shapes()[2]  # type: ignore[no-any-return]
 
     @property
     def concrete_inputs(self) -> list[Any] | None:
         """Kineto's ``Concrete Inputs``: scalar arguments as strings (``'True'``, ``'0.125'``), ``''`` for tensors."""
-        if self._raw is not None:
-            self._read_shapes()
-        return self._concrete
-
-    def _read_shapes(self) -> None:
-        raw, self._raw = self._raw, None
-        try:
-            a = _loads(b'{"":0' + raw + b"}") if raw else {}
-            self._input_dims, self._input_types = a.get("Input Dims"), a.get("Input type")
-            self._input_strides, self._concrete = a.get("Input Strides"), a.get("Concrete Inputs")
-        except (_JSONError, AttributeError):
-            pass  # shapes unreadable: the op stays, without shapes
+        return self.shapes()[3]  # type: ignore[no-any-return]
 
     def _key(self) -> tuple[Any, ...]:
         return (self.name, self.tid, self.ts, self.dur, self.ext_id, self.input_dims, self.input_types, self.pid)
@@ -123,6 +112,19 @@ class CpuOp:
 
     def __repr__(self) -> str:
         return f"CpuOp(name={self.name!r}, tid={self.tid!r}, ts={self.ts}, dur={self.dur}, ext_id={self.ext_id})"
+
+
+_NO_SHAPES: tuple[None, None, None, None] = (None, None, None, None)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_shapes(raw: bytes) -> tuple[Any, Any, Any, Any]:
+    """An op's recorded inputs from its args text; the few ops an analysis step is reading stay cached."""
+    try:
+        a = _loads(b'{"":0' + raw + b"}") if raw else {}
+        return a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"), a.get("Concrete Inputs")
+    except (_JSONError, AttributeError):
+        return _NO_SHAPES  # shapes unreadable: the op stays, without shapes
 
 
 @dataclass(slots=True)
@@ -381,39 +383,42 @@ def drop_unread_shapes(tr: Trace) -> None:
     """Free the args text of ops whose shapes are never read: at 10^6 ops it is ~200 MB."""
     keep: dict[str, bool] = {}
     for op in tr.cpu_ops:
-        if op._raw is not None:
+        if op._shapes is not None:
             k = keep.get(op.name)
             if k is None:
                 k = keep[op.name] = SHAPES_READ.search(op.name) is not None
             if not k:
-                op._raw = None
-        elif op._input_dims is not None and not keep.setdefault(op.name, SHAPES_READ.search(op.name) is not None):
-            op._input_dims = op._input_types = op._input_strides = op._concrete = None  # the same for a parsed doc
+                op._shapes = None  # the same for a parsed doc
 
 
-# Kineto's own layout of a whole cpu_op event (args on one line): read in bulk by one findall,
-# the shapes kept as the args text and parsed only when asked for (CpuOp.input_dims).
-_FAST_OP = re.compile(
-    rb'\{\n    "ph": "X", "cat": "cpu_op", "name": "([^"\\]*(?:\\.[^"\\]*)*)", "pid": (-?\d+), "tid": (-?\d+),\n'
-    rb'    "ts": (-?\d+(?:\.\d*)?), "dur": (-?\d+(?:\.\d*)?)'
-    rb'(?:,\n    "args": \{\n      (?:"External id": (\d+))?([^\n]*)\n    \})?\n  \}'
+# Kineto's own layout: every event starts with "{\n    " then "ph" (or, for metadata, "name"), and a
+# complete event has its args on one line.  One regex reads every event of a chunk in one pass: a
+# wanted complete event ("X") with its fields, a [memory] instant event, or the head of an event
+# the analysis passes over.  Every event must be one of the three (checked by counting the events):
+# one in any other layout sends the chunk to the event-by-event path.
+_X_CATS = (
+    b"cpu_op|kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|user_annotation|gpu_user_annotation|python_function"
 )
-# Start of any other wanted event in that layout; each is cut at its closing line and parsed.
-_OTHER_START = re.compile(
-    rb'\{\n    "ph": "[^"]*", "cat": "(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|'
-    rb'user_annotation|gpu_user_annotation|cpu_instant_event)"'
-)
-_WANTED_CAT = re.compile(rb'"cat":\s*"(' + b"|".join(sorted(_WANTED)) + rb')"')
-_RUNTIME_HEAD = re.compile(
-    rb'\{\n    "ph": "X", "cat": "cuda_(?:runtime|driver)", "name": "([^"\\]*(?:\\.[^"\\]*)*)", '
-    rb'"pid": (-?\d+), "tid": (-?\d+),\n    "ts": (-?\d+(?:\.\d*)?), "dur": (-?\d+(?:\.\d*)?)'
-    rb'(?:,\n    "args": \{\n      "External id": (\d+))?'
+_STR = rb'"([^"]*)"'  # a name with an escaped quote fails the event: its chunk goes one event at a time
+_NUM = rb"(-?\d+(?:\.\d*)?)"
+_EVENT = re.compile(
+    rb'\{\n    (?:"ph": "X", "cat": "(' + _X_CATS + rb')", "name": ' + _STR + rb', "pid": (-?\d+), "tid": (-?\d+),\n'
+    rb'    "ts": '
+    + _NUM
+    + rb', "dur": '
+    + _NUM
+    + rb'(?:,\n    "args": \{\n      (?:"External id": (\d+))?([^\n]*)\n    \})?\n  \}'
+    rb'|"ph": "i", "cat": "cpu_instant_event", "s": "[a-z]", "name": ' + _STR + rb',\n    "pid": -?\d+, "tid": -?\d+,\n'
+    rb'    "ts": ' + _NUM + rb',\n    "args": \{\n      ([^\n]*)\n    \}\n  \}'
+    rb'|"ph": "[^Xi"]"|"ph": "X", "cat": "(?!(?:' + _X_CATS + rb'|cpu_instant_event)")'
+    rb'|"name": "(?!\[memory\]")(?:[^"\\]|\\.)*", "ph": "[Mi]")'
 )
 _CORR = re.compile(rb'"correlation": (\d+)')
-# A module's forward as with_stack=True records it; read by its own regex, never by the event parser.
-_MODULE = re.compile(
-    rb'"python_function",\s*"name":\s*"(nn\.Module: [^"\\]*)",\s*"pid":\s*(-?\d+),\s*"tid":\s*(-?\d+),'
-    rb'\s*"ts":\s*(-?\d+(?:\.\d*)?),\s*"dur":\s*(-?\d+(?:\.\d*)?)'
+_KERNEL_ARGS = re.compile(
+    rb',\s*"queued": \d+, "device": (\d+), "context": \d+,\s*"stream": (\d+), "correlation": (\d+),'
+    rb'\s*"registers per thread": (\d+),\s*"shared memory": (\d+),\s*"blocks per SM": [^,]*,\s*"warps per SM": [^,]*,'
+    rb'\s*"grid": \[(\d+), (\d+), (\d+)\],\s*"block": \[(\d+), (\d+), (\d+)\],'
+    rb'\s*"est\. achieved occupancy %": (\d+(?:\.\d*)?)\Z'
 )
 
 
@@ -428,45 +433,90 @@ def _name(names: dict[Any, str], nm: bytes) -> str:
 
 
 def _scan(tr: Trace, buf: bytes, stop: int, names: dict[Any, Any]) -> None:
-    """Read the wanted events of ``buf[:stop]`` (whole events); bulk regexes, checked by counting."""
-    for nm, _pid, tid, ts, dur in _MODULE.findall(buf, 0, stop):
-        tr.modules.append(Annotation(_name(names, nm), "python_function", int(tid), float(ts), float(dur)))
-    ops = _FAST_OP.findall(buf, 0, stop)
-    starts = list(_OTHER_START.finditer(buf, 0, stop))
-    wanted = _WANTED_CAT.findall(buf, 0, stop)
-    n_instant = sum(m.group(1) == b"cpu_instant_event" for m in starts)
-    if len(wanted) != len(ops) + len(starts) or buf.count(b'"[memory]"', 0, stop) > n_instant:
+    """Read the wanted events of ``buf[:stop]`` (whole events) with one regex pass, checked by counting."""
+    found = _EVENT.findall(buf, 0, stop)
+    n = buf.count(_SEP, 0, stop) + 1
+    if len(found) != n:
         _scan_each(tr, buf, stop, names)  # an event in another layout: take them one by one
         return
-    tr.num_events += buf.count(_SEP, 0, stop) + 1
-    append, get = tr.cpu_ops.append, names.get
+    tr.num_events += n
+    ops, get, loads = tr.cpu_ops.append, names.get, _loads
     keep: dict[str, bool] | None = names.get(_KEEP)
-    for nm, pid, tid, ts, dur, ext, rest in ops:
-        name = get(nm) or _name(names, nm)
-        # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
-        raw = (b"," + rest if not ext else rest) if rest else None
-        if raw is not None and keep is not None:
-            k = keep.get(name)
-            if k is None:
-                k = keep[name] = SHAPES_READ.search(name) is not None
-            if not k:
-                raw = None
-        # pids and tids repeat: one int object each (10^6 ops)
-        t = get(tid) or names.setdefault(tid, int(tid))
-        q = get(pid) or names.setdefault(pid, int(pid))
-        append(CpuOp(name, t, float(ts), float(dur), int(ext) if ext else None, None, None, q, raw))
-    find, loads = buf.find, _loads
-    for m in starts:
-        start = m.start()
-        end = find(b"\n  }", m.end(), stop + 4) + 4
-        h = _RUNTIME_HEAD.match(buf, start, end) if m.group(1) in (b"cuda_runtime", b"cuda_driver") else None
-        if h is not None:
-            _add_runtime(tr, buf, h, end, names)
-            continue
-        try:
-            _add_event(tr, loads(buf[start:end]), names)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            tr.num_skipped += 1
+    for cat, nm, pid, tid, ts, dur, ext, rest, iname, its, iargs in found:
+        if cat == b"cpu_op":
+            name = get(nm) or _name(names, nm)
+            # The args text after the External id: CpuOp wraps it into an object when the shapes are read.
+            raw = (b"," + rest if not ext else rest) if rest else None
+            if raw is not None and keep is not None:
+                k = keep.get(name)
+                if k is None:
+                    k = keep[name] = SHAPES_READ.search(name) is not None
+                if not k:
+                    raw = None
+            # pids and tids repeat: one int object each (10^6 ops)
+            t = get(tid) or names.setdefault(tid, int(tid))
+            q = get(pid) or names.setdefault(pid, int(pid))
+            ops(CpuOp(name, t, float(ts), float(dur), int(ext) if ext else None, None, None, q, raw))
+        elif not cat:
+            if iname == b"[memory]":
+                try:
+                    _add_memory(tr, {"ts": its, "args": loads(b"{" + iargs + b"}")})
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    tr.num_skipped += 1
+        elif cat in _GPU_CAT:
+            line = _KERNEL_ARGS.match(rest) if cat == b"kernel" and ext else None
+            if line is not None:  # Kineto's own kernel args line, read without building a dict
+                dev, stream, corr, regs, smem, g0, g1, g2, b0, b1, b2, occ = line.groups()
+                grid, block = (int(g0), int(g1), int(g2)), (int(b0), int(b1), int(b2))
+                tr.gpu.append(
+                    GpuEvent(
+                        "kernel",
+                        get(nm) or _name(names, nm),
+                        float(ts),
+                        float(dur),
+                        int(corr),
+                        int(ext),
+                        int(dev),
+                        int(stream),
+                        names.setdefault(grid, grid),
+                        names.setdefault(block, block),
+                        int(regs),
+                        int(smem),
+                        float(occ),
+                        None,
+                    )
+                )
+                continue
+            try:
+                a = loads(b'{"":0' + rest + b"}") if ext else loads(b"{" + rest + b"}") if rest else {}
+                if ext:
+                    a["External id"] = int(ext)
+                _gpu(tr, _GPU_CAT[cat], _name(names, nm), float(ts), float(dur), a, names)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                tr.num_skipped += 1
+        elif cat == b"cuda_runtime" or cat == b"cuda_driver":
+            c = _CORR.search(rest) if rest else None
+            t = get(tid) or names.setdefault(tid, int(tid))
+            q = get(pid) or names.setdefault(pid, int(pid))
+            tr.runtime.append(
+                RuntimeCall(
+                    get(nm) or _name(names, nm),
+                    t,
+                    float(ts),
+                    float(dur),
+                    int(c.group(1)) if c is not None else None,
+                    int(ext) if ext else None,
+                    q,
+                )
+            )
+        elif cat == b"python_function":
+            if nm.startswith(b"nn.Module: "):
+                tr.modules.append(Annotation(_name(names, nm), "python_function", int(tid), float(ts), float(dur)))
+        else:  # user_annotation, gpu_user_annotation
+            tr.annotations.append(Annotation(_name(names, nm), cat.decode(), int(tid), float(ts), float(dur)))
+
+
+_GPU_CAT = {b"kernel": "kernel", b"gpu_memcpy": "memcpy", b"gpu_memset": "memset"}
 
 
 def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
@@ -479,21 +529,17 @@ def _scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
         end = stop if end < 0 else end + 4
         tr.num_events += 1
         c = search(buf, start, end)
-        if (c is not None and c.group(1) in wanted) or (c is None and find(b'"[memory]"', start, end) >= 0):
+        cat = c.group(1) if c is not None else None
+        if (
+            cat in wanted
+            or (cat is None and find(b'"[memory]"', start, end) >= 0)
+            or (cat == b"python_function" and find(b'"nn.Module: ', start, end) >= 0)  # with_stack's modules
+        ):
             try:
                 _add_event(tr, loads(buf[start:end]), names)
             except (KeyError, TypeError, ValueError, AttributeError):
                 tr.num_skipped += 1
         start = end + nsep - 5  # the next event's "{"
-
-
-def _add_runtime(tr: Trace, buf: bytes, m: re.Match[bytes], end: int, names: dict[Any, str]) -> None:
-    nm, pid, tid, ts, dur, ext = m.groups()
-    c = _CORR.search(buf, m.end(), end)
-    corr = int(c.group(1)) if c is not None else None
-    tr.runtime.append(
-        RuntimeCall(_name(names, nm), int(tid), float(ts), float(dur), corr, int(ext) if ext else None, int(pid))
-    )
 
 
 def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:
@@ -561,26 +607,35 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
 
 
 def _add_gpu(tr: Trace, ev: dict[str, Any], kind: str, names: dict[str, str]) -> None:
-    a = ev.get("args") or {}
     name = ev["name"]
+    _gpu(tr, kind, names.setdefault(name, name), float(ev["ts"]), float(ev["dur"]), ev.get("args") or {}, names)
+
+
+def _gpu(tr: Trace, kind: str, name: str, ts: float, dur: float, a: dict[str, Any], names: dict[Any, Any]) -> None:
+    grid, block = a.get("grid"), a.get("block")
     tr.gpu.append(
         GpuEvent(
             kind,
-            names.setdefault(name, name),
-            float(ev["ts"]),
-            float(ev["dur"]),
+            name,
+            ts,
+            dur,
             _opt_int(a.get("correlation")),
             _opt_int(a.get("External id")),
             _opt_int(a.get("device")),
             _opt_int(a.get("stream")),
-            _dim3(a.get("grid")),
-            _dim3(a.get("block")),
+            _dim3(grid) if grid is None else _interned(names, _dim3(grid)),
+            _dim3(block) if block is None else _interned(names, _dim3(block)),
             _opt_int(a.get("registers per thread")),
             _opt_int(a.get("shared memory")),
             _opt_float(a.get("est. achieved occupancy %")),
             _opt_int(a.get("bytes")),
         )
     )
+
+
+def _interned(names: dict[Any, Any], v: Any) -> Any:
+    """One object for each distinct grid/block (10^5 kernels launch a few hundred shapes)."""
+    return names.setdefault(v, v) if v is not None else None
 
 
 def _add_memory(tr: Trace, ev: dict[str, Any]) -> None:

@@ -173,3 +173,16 @@ def test_copies_of_empty_tensors_are_not_hidden_copies():
     ]
     fp = fingerprint(trace_from_doc({"traceEvents": events}))
     assert [(c.op, c.bytes) for c in fp.hidden_copies] == [("aten::clone", 4 * 8 * 4)]
+
+
+def test_a_gap_on_a_bucket_bound_goes_to_the_longer_bucket():
+    """Buckets are [0, 10), [10, 100), [100, 1000), [1000, inf) µs: gaps of 9, 10, 100 and 1000 µs land one in each."""
+    from attnscope.analysis.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    evs, t = [], 0.0
+    for gap in (9.0, 10.0, 100.0, 1000.0, None):
+        evs.append(GpuEvent("kernel", "k", t, 1.0, None, None, 0, 7))
+        t += 1.0 + (gap or 0.0)
+    (dev,) = idle_time(evs)["devices"]
+    assert dev["gaps_by_length"] == {"<10us": 1, "10-100us": 1, "100us-1ms": 1, ">1ms": 1}

@@ -197,3 +197,17 @@ def test_a_cpu_only_profile_from_a_gpu_machine_keeps_every_shape(tmp_path):
     its dims, so the reader goes back for the shapes it first skipped."""
     tr = load_trace(write_kineto(tmp_path / "t.json", _shape_doc(with_kernel=False)))
     assert not tr.gpu and {o.name: o.input_dims for o in tr.cpu_ops}["aten::mm"] == [[4, 8], [4, 8]]
+
+
+def test_a_name_with_an_escaped_quote_is_read_whole(tmp_path):
+    """The bulk reader takes names up to the next quote; an escaped one fails its event there, and the
+    chunk is read one event at a time: the same ops, the name decoded."""
+    text = (H200 / "sdpa_math.json").read_text()
+    assert text.count('"name": "aten::softmax"') >= 1
+    odd = text.replace('"name": "aten::softmax"', '"name": "aten::soft\\"max\\\\"')
+    p = tmp_path / "odd.json"
+    p.write_text(odd)
+    tr = load_trace(p)
+    ref = trace_from_doc(json.loads(odd), str(p))
+    assert tr.cpu_ops == ref.cpu_ops and tr.gpu == ref.gpu and tr.num_events == ref.num_events
+    assert 'aten::soft"max\\' in {o.name for o in tr.cpu_ops}

@@ -16,8 +16,12 @@ Rules, tried in order for every kernel, memcpy and memset (each one pinned by a 
 from __future__ import annotations
 
 import bisect
+import math
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
+from operator import attrgetter
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
 
@@ -26,14 +30,29 @@ RULES = ("correlation", "time", "external_id", "none")
 
 @dataclass
 class OpTree:
-    """CPU ops of one window with parent links (nesting by time on the same thread)."""
+    """CPU ops of one window with parent links (nesting by time on the same thread).
+
+    ``ops`` holds each thread's ops together, sorted by start (longest first on a tie), so a
+    parent always comes before its children.  The links are kept as compact arrays, not one
+    object per op: a training step of 10^6 ops would otherwise need ~100 MB for them alone.
+    """
 
     ops: list[CpuOp]
-    parent: list[int]  # -1 for roots
-    by_ext_id: dict[int, int]
-    # (pid, tid) → (start times, op indices), both sorted by start: for rule 2
-    by_thread: dict[tuple[object, object], tuple[list[float], list[int]]] = field(default_factory=dict)
+    parent: array[int]  # -1 for roots
+    # (pid, tid) → the slice of ``ops`` that thread holds: for rule 2
+    threads: dict[tuple[object, object], tuple[int, int]] = field(default_factory=dict)
+    starts: array[float] = field(default_factory=lambda: array("d"))  # ops[i].ts, sorted within a thread
+    _ext_sorted: array[int] = field(default_factory=lambda: array("q"))  # External ids, ascending
+    _ext_index: array[int] = field(default_factory=lambda: array("l"))  # the op of each, the last on a tie
     _children: list[list[int]] | None = None
+    _names: frozenset[str] | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The distinct op names: a pass over 10^5 ops can first ask which names it cares about."""
+        if self._names is None:
+            self._names = frozenset([op.name for op in self.ops])
+        return self._names
 
     @property
     def children(self) -> list[list[int]]:
@@ -53,54 +72,86 @@ class OpTree:
             yield p
             p = self.parent[p]
 
+    def op_of_ext(self, ext: int | None) -> int:
+        """The op whose External id is ``ext`` (the last such op in ``ops``); -1 if none."""
+        if ext is None:
+            return -1
+        keys = self._ext_sorted
+        k = bisect.bisect_right(keys, ext) - 1
+        return self._ext_index[k] if k >= 0 and keys[k] == ext else -1
+
+    @property
+    def by_ext_id(self) -> dict[int, int]:
+        """External id → op index, as a dict (for callers that want one; the tree keeps arrays)."""
+        return dict(zip(self._ext_sorted, self._ext_index, strict=True))
+
     def innermost_at(self, pid: object, tid: object, ts: float) -> int:
         """The deepest op on this thread whose span covers ``ts``; -1 if none does."""
-        hit = self.by_thread.get((pid, tid))
+        hit = self.threads.get((pid, tid))
         if hit is None:
             return -1
-        starts, idx = hit
-        k = bisect.bisect_right(starts, ts) - 1
-        if k < 0:
+        lo, hi = hit
+        i = bisect.bisect_right(self.starts, ts, lo, hi) - 1
+        if i < lo:
             return -1
-        i = idx[k]
         while i >= 0 and self.ops[i].ts + self.ops[i].dur < ts:
             i = self.parent[i]
         return i
 
 
-def build_op_tree(ops: list[CpuOp]) -> OpTree:
-    # Per thread, by start, longest first: a parent comes before the children that start with it.
+def _start_key(op: CpuOp) -> tuple[float, float]:
+    return (op.ts, -op.dur)
+
+
+_TS = attrgetter("ts")
+
+
+def _sort_by_start(ops: list[CpuOp]) -> None:
+    """By start, the longer first on a tie.  Kineto writes a thread's ops in start order, and
+    starts rarely tie: sort by start alone (linear on sorted input) unless two ops share one."""
+    ops.sort(key=_TS)
+    starts = [op.ts for op in ops]
+    if len(set(starts)) != len(starts):
+        ops.sort(key=_start_key)
+
+
+def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
+    # Per thread (in order of first appearance), by start, longest first: a parent comes before
+    # the children that start with it.
     by_thread: dict[tuple[object, object], list[CpuOp]] = {}
     for op in ops:
         by_thread.setdefault((op.pid, op.tid), []).append(op)
     sorted_ops: list[CpuOp] = []
-    for same in by_thread.values():
-        same.sort(key=lambda o: (o.ts, -o.dur))
+    threads: dict[tuple[object, object], tuple[int, int]] = {}
+    for key, same in by_thread.items():
+        _sort_by_start(same)
+        threads[key] = (len(sorted_ops), len(sorted_ops) + len(same))
         sorted_ops += same
+    del by_thread
     n = len(sorted_ops)
-    parent = [-1] * n
-    thread_index: dict[tuple[object, object], tuple[list[float], list[int]]] = {}
-    stack: list[int] = []
-    last: object = object()
+    parent = array("l", [-1]) * n
+    starts = array("d", [op.ts for op in sorted_ops])
     ends = [op.ts + op.dur for op in sorted_ops]
-    starts: list[float] = []
-    idx: list[int] = []
-    for i, op in enumerate(sorted_ops):
-        key = (op.pid, op.tid)
-        if key != last:
-            stack = []
-            last = key
-            starts, idx = thread_index.setdefault(key, ([], []))
-        end = ends[i]
-        while stack and ends[stack[-1]] < end - 1e-3:
-            stack.pop()
-        if stack:
-            parent[i] = stack[-1]
-        stack.append(i)
-        starts.append(op.ts)
-        idx.append(i)
-    by_ext = {op.ext_id: i for i, op in enumerate(sorted_ops) if op.ext_id is not None}
-    return OpTree(sorted_ops, parent, by_ext, thread_index)
+    for lo, hi in threads.values():
+        # The ops still open (index, end), above a bottom that never closes: the top is the parent.
+        open_i, open_end = [-1], [math.inf]
+        for i in range(lo, hi):
+            end = ends[i]
+            until = end - 1e-3
+            while open_end[-1] < until:
+                open_end.pop()
+                open_i.pop()
+            parent[i] = open_i[-1]
+            open_i.append(i)
+            open_end.append(end)
+    del ends
+    with_id = [(op.ext_id, i) for i, op in enumerate(sorted_ops) if op.ext_id is not None]
+    with_id.sort()  # by id, then index
+    # Of equal ids, the last op wins (as a dict built in order would keep it).
+    last = [p for p, q in pairwise(with_id) if p[0] != q[0]] + with_id[-1:]
+    keys, index = array("q", [e for e, _ in last]), array("l", [i for _, i in last])
+    del with_id, last
+    return OpTree(sorted_ops, parent, threads, starts, keys, index)
 
 
 @dataclass
@@ -137,25 +188,31 @@ def attribute(tree: OpTree, runtime: list[RuntimeCall], gpu: list[GpuEvent]) -> 
     for r in runtime:
         if r.correlation is not None:
             by_corr.setdefault(r.correlation, r)
-    by_ext = tree.by_ext_id
-    events = sorted(gpu, key=lambda e: e.ts)
+    of_ext, innermost = tree.op_of_ext, tree.innermost_at
+    events = sorted(gpu, key=_ts)
     launcher: list[int] = []
     calls: list[RuntimeCall | None] = []
     rules: list[str] = []
     for g in events:
-        rt = by_corr.get(g.correlation) if g.correlation is not None else None
+        rt = by_corr.get(g.correlation) if g.correlation is not None else None  # type: ignore[arg-type]
         i, rule = -1, "none"
         if rt is not None:
-            j = by_ext.get(rt.ext_id, -1) if rt.ext_id is not None else -1
-            if j >= 0:
-                i, rule = j, "correlation"
+            i = of_ext(rt.ext_id)
+            if i >= 0:
+                rule = "correlation"
             else:
-                j = tree.innermost_at(rt.pid, rt.tid, rt.ts)
-                if j >= 0:
-                    i, rule = j, "time"
-        elif g.ext_id is not None and g.ext_id in by_ext:
-            i, rule = by_ext[g.ext_id], "external_id"
+                i = innermost(rt.pid, rt.tid, rt.ts)
+                if i >= 0:
+                    rule = "time"
+        else:
+            i = of_ext(g.ext_id)
+            if i >= 0:
+                rule = "external_id"
         launcher.append(i)
         calls.append(rt)
         rules.append(rule)
     return Attribution(tree, events, launcher, calls, rules)
+
+
+def _ts(e: GpuEvent) -> float:
+    return e.ts

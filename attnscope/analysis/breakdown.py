@@ -8,7 +8,9 @@ overhead, GPU idle time, and the top hidden copies and upcasts.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
+from operator import attrgetter
 from typing import Any, get_args
 
 from attnscope.analysis import kernels as K
@@ -21,6 +23,7 @@ CATEGORIES: tuple[str, ...] = get_args(Category)  # the one list, in types.py
 # Idle gaps between GPU events, bucketed by length (µs): upper bounds.
 GAP_BUCKETS_US = (10.0, 100.0, 1000.0, float("inf"))
 GAP_LABELS = ("<10us", "10-100us", "100us-1ms", ">1ms")
+_TS = attrgetter("ts")
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:
@@ -54,11 +57,17 @@ def _pct(part: float, whole: float) -> float:
 def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
     """Attention family of each op from itself or its nearest ancestor (math has no kernel of its own)."""
     fam: list[K.AttentionFamily | None] = [None] * len(tree.ops)
+    own = {n: f for n in tree.names if (f := K.attention_op_family(n)) is not None}
+    if not own:
+        return fam
+    parent = tree.parent
     # tree.ops is sorted by start within a thread, so a parent always comes before its children.
     for i, op in enumerate(tree.ops):
-        f = K.attention_op_family(op.name)
-        if f is None and tree.parent[i] >= 0:
-            f = fam[tree.parent[i]]
+        f = own.get(op.name)
+        if f is None:
+            p = parent[i]
+            if p >= 0:
+                f = fam[p]
         fam[i] = f
     return fam
 
@@ -132,10 +141,11 @@ def families(
 def _family_calls(tree: OpTree) -> dict[str, tuple[int, int]]:
     """Outermost attention ops per family (an SDPA call nests several), forward and backward."""
     calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    wanted = {n for n in tree.names if K.attention_op_family(n) is not None and K.attention_call_op(n)}
     for i, op in enumerate(tree.ops):
-        f = K.attention_op_family(op.name)
-        if f is None or not K.attention_call_op(op.name):
+        if op.name not in wanted:
             continue
+        f = K.attention_op_family(op.name) or "other"  # not None: the name is in ``wanted``
         p = tree.parent[i]
         if p >= 0 and K.attention_op_family(tree.ops[p].name) == f:
             continue
@@ -237,7 +247,7 @@ def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
 
 
 def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, Any]:
-    evs = sorted(evs, key=lambda e: e.ts)
+    evs = sorted(evs, key=_TS)  # already in start order when they come from an Attribution: linear
     busy = 0.0
     gaps: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it)
     cur_start, cur_end = evs[0].ts, evs[0].ts + evs[0].dur
@@ -250,10 +260,10 @@ def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, An
         elif end > cur_end:
             cur_end = end
     busy += cur_end - cur_start
-    span = max(e.ts + e.dur for e in evs) - evs[0].ts
+    span = max([e.ts + e.dur for e in evs]) - evs[0].ts
     buckets = [0] * len(GAP_BUCKETS_US)
     for gap, _, _ in gaps:
-        buckets[next(k for k, ub in enumerate(GAP_BUCKETS_US) if gap < ub)] += 1
+        buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
     largest = sorted(gaps, reverse=True)[:top]
     return {
         "device": dev,

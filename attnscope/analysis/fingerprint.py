@@ -17,7 +17,7 @@ from attnscope.analysis.mask_build import describe as describe_mask
 from attnscope.analysis.mask_build import find as find_masks
 from attnscope.analysis.occupancy import ArchLimits, arch_limits, theoretical_occupancy
 from attnscope.trace import CpuOp, GpuEvent, Trace
-from attnscope.types import Fingerprint, HiddenCopy, KernelRecord, Upcast
+from attnscope.types import Category, Fingerprint, HiddenCopy, KernelRecord, Upcast
 
 CALL_ANNOTATION = "attnscope::call"
 
@@ -137,14 +137,34 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
     out: list[KernelRecord] = []
     ops = att.tree.ops
     dtypes: dict[int, str | None] = {}
+    # 10^5 events of a few hundred kernels and launch shapes: what depends on the name (or the
+    # shape) alone is worked out once each.
+    by_name: dict[tuple[str, str], tuple[Category, bool | None, str | None, bool]] = {}
+    by_shape: dict[tuple[int | None, int | None, tuple[int, int, int]], tuple[float, str] | None] = {}
     for g, li in zip(att.gpu, att.launcher, strict=True):
-        if li >= 0 and li not in dtypes and K.is_matrix_kernel(g.name, K.classify_gpu(g.name, g.kind)):
+        key = (g.name, g.kind)
+        info = by_name.get(key)
+        if info is None:
+            c = K.classify_gpu(g.name, g.kind)
+            info = by_name[key] = (
+                c,
+                K.tensor_cores(g.name, c),
+                K.tensor_core_precision(g.name, c),
+                K.is_matrix_kernel(g.name, c),
+            )
+        cat, tc, tc_precision, matrix = info
+        if li >= 0 and matrix and li not in dtypes:
             dtypes[li] = op_input_dtype(ops[li])  # matrix kernels only: their dtype decides the TF32 advice
-        cat = K.classify_gpu(g.name, g.kind)
         occ = None
-        if limits is not None and g.kind == "kernel" and g.block is not None:
-            b = g.block
-            occ = _occupancy(g.registers_per_thread or 0, g.shared_memory_bytes or 0, b[0] * b[1] * b[2], limits)
+        b = g.block
+        if limits is not None and b is not None and g.kind == "kernel":
+            shape = (g.registers_per_thread, g.shared_memory_bytes, b)
+            if shape in by_shape:
+                occ = by_shape[shape]
+            else:
+                occ = by_shape[shape] = _occupancy(
+                    g.registers_per_thread or 0, g.shared_memory_bytes or 0, b[0] * b[1] * b[2], limits
+                )
         out.append(
             KernelRecord(
                 name=g.name,
@@ -152,10 +172,10 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
                 duration_us=g.dur,
                 device="gpu",
                 launched_by=ops[li].name if li >= 0 else None,
-                tensor_cores=K.tensor_cores(g.name, cat),
-                tensor_core_precision=K.tensor_core_precision(g.name, cat),
+                tensor_cores=tc,
+                tensor_core_precision=tc_precision,
                 grid=g.grid,
-                block=g.block,
+                block=b,
                 registers_per_thread=g.registers_per_thread,
                 shared_memory_bytes=g.shared_memory_bytes,
                 theoretical_occupancy_pct=occ[0] if occ else None,
@@ -221,14 +241,16 @@ def copies_and_upcasts_at(
     copies: list[HiddenCopy] = []
     upcasts: list[Upcast] = []
     upcast_at: list[int] = []
-    for i, op in enumerate(tree.ops):
-        if op.name != "aten::copy_" or not op.input_types or len(op.input_types) < 2:
+    ops = tree.ops
+    for i in [i for i, op in enumerate(ops) if op.name == "aten::copy_"]:
+        all_dims, types, _, _ = ops[i].shapes()
+        if not types or len(types) < 2:
             continue
-        dims = op.input_dims[0] if op.input_dims else None
+        dims = all_dims[0] if all_dims else None
         numel = _numel(dims)
         if not numel:  # 0-dim scalar wraps (every `x * float`) and empty tensors copy nothing
             continue
-        dst, src = op.input_types[0], op.input_types[1]
+        dst, src = types[0], types[1]
         devs = records_by_op.get(i, [])
         if dst == "float" and src in HALF_TYPES:
             upcasts.append(
@@ -242,7 +264,7 @@ def copies_and_upcasts_at(
             copies.append(
                 HiddenCopy(
                     op=_cause(tree, i),
-                    copy_op=op.name,
+                    copy_op=ops[i].name,
                     bytes=numel * TYPE_BYTES.get(dst, 0),
                     dims=tuple(dims),  # type: ignore[arg-type]
                     device_event=dev.name if dev else None,
@@ -338,7 +360,7 @@ def analyse(trace: Trace) -> Analysis:
     if gpu_side:
         linked = {id(g) for i, evs in by_op.items() if _typed_copy(tree.ops[i]) for g in evs}
         copies += _orphan_dtod(att, linked)
-    op_names = {o.name for o in ops}
+    op_names = tree.names
     mask_ops = sorted(op_names & MASK_OPS)
     builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
     if not mask_ops and any("triu_tril" in r.name for r in records):

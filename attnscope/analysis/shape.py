@@ -313,14 +313,15 @@ def attention_calls(tree: OpTree) -> list[AttentionCall]:
     """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
     out = []
     at: dict[int, AttentionCall] = {}
-    found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name) and _starts_call(op.name)]
+    calls = {n for n in tree.names if _is_attention(n) and _starts_call(n)}
+    found = [i for i, op in enumerate(tree.ops) if op.name in calls] if calls else []
     for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
         op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
             continue  # inside another attention op: part of that call
         at[i] = _call_at(tree, i, attention_op_family(op.name) or "sdpa")
         out.append(at[i])
-    if at and any(op.name in MASK_BUILD_OPS for op in tree.ops):
+    if at and not MASK_BUILD_OPS.isdisjoint(tree.names):
         _read_built_masks(tree, at)
     return out
 
@@ -353,10 +354,14 @@ def _read_built_masks(tree: OpTree, at: dict[int, AttentionCall]) -> None:
 
 def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) -> float:
     """GPU time of the events launched inside attention ops (the op or one of its ancestors)."""
+    attention = {n for n in tree.names if _is_attention(n)}
+    if not attention:
+        return 0.0
     inside = [False] * len(tree.ops)
+    parent = tree.parent
     for i, op in enumerate(tree.ops):  # parents come before their children in tree.ops
-        p = tree.parent[i]
-        inside[i] = _is_attention(op.name) or (p >= 0 and inside[p])
+        p = parent[i]
+        inside[i] = op.name in attention or (p >= 0 and inside[p])
     return sum(d for li, d in zip(launcher, dur_us, strict=True) if li >= 0 and inside[li])
 
 

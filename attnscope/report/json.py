@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import os
 import tempfile
 from pathlib import Path
@@ -36,15 +37,20 @@ def _timing(t: Timing | None) -> dict[str, Any] | None:
     }
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELDS_OF: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
-def _flat(obj: Any) -> dict[str, Any]:
-    """``dataclasses.asdict`` for records of plain fields, without its deep copies (10^4 kernels)."""
-    names = _FIELD_NAMES.get(type(obj))
-    if names is None:
-        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
-    return {n: getattr(obj, n) for n in names}
+def _flat_all(objs: Any) -> list[dict[str, Any]]:
+    """``dataclasses.asdict`` of records of plain fields, without its deep copies (10^4–10^5 kernels)."""
+    out = []
+    for obj in objs:
+        got = _FIELDS_OF.get(type(obj))
+        if got is None:
+            names = tuple(f.name for f in dataclasses.fields(obj))
+            got = _FIELDS_OF[type(obj)] = (names, operator.attrgetter(*names) if len(names) > 1 else None)
+        names, values = got
+        out.append(dict(zip(names, values(obj), strict=True)) if values else {names[0]: getattr(obj, names[0])})
+    return out
 
 
 def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
@@ -74,10 +80,10 @@ def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
         "num_kernels": fp.num_kernels,
         "num_memcpy": fp.num_memcpy,
         "num_memset": fp.num_memset,
-        "kernels": [_flat(k) for k in fp.kernels],
-        "hidden_copies": [_flat(c) for c in fp.hidden_copies],
+        "kernels": _flat_all(fp.kernels),
+        "hidden_copies": _flat_all(fp.hidden_copies),
         "upcast_fp32": fp.upcast_fp32,
-        "upcasts": [_flat(u) for u in fp.upcasts],
+        "upcasts": _flat_all(fp.upcasts),
         "mask_rebuilt": fp.mask_rebuilt,
         "mask_ops": list(fp.mask_ops),
         "tensor_cores": fp.tensor_cores,
