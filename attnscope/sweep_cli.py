@@ -62,6 +62,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--out", default=DEFAULT_OUT, help=f"the JSONL file, one row per job (default {DEFAULT_OUT})")
     o.add_argument("--resume", action="store_true", help="measure only the jobs --out does not hold yet")
     o.add_argument("--json", metavar="PATH", help="write the recommendation as JSON here")
+    o.add_argument(
+        "--html", metavar="PATH", help="also write a self-contained HTML report of every row in --out here (at the end)"
+    )
     o.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per job here")
     o.add_argument("--quiet", action="store_true", help="no progress bar")
     m = s.add_argument_group("measurement")
@@ -164,6 +167,13 @@ def check(args: argparse.Namespace) -> Plan:
     check_output_dir(args.trace_dir, "--trace-dir")
     if args.json and Path(args.json).resolve() == Path(args.out).resolve():
         raise UsageError("--json and --out name the same file")
+    if args.html:
+        from attnscope.report.html import require_plotly
+
+        check_output_file(args.html, "--html")
+        if Path(args.html).resolve() in {Path(x).resolve() for x in (args.out, args.json) if x}:
+            raise UsageError("--html names the same file as --out or --json")
+        require_plotly()
     store = Store(args.out)
     done: set[tuple[str, str, str]] = set()
     if store.path.exists() and store.path.stat().st_size > 0:
@@ -321,6 +331,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": [args.out], **rec})
         console.print(f"  recommendation JSON written to {args.json}", highlight=False)
+    if args.html:  # after the rows and the JSON: a failing page never costs the results
+        from attnscope.report.html import write_html
+
+        write_html(Path(args.out), args.html)  # the JSONL, sniffed as a sweep
+        console.print(f"  HTML report written to {args.html}", highlight=False)
     return 0
 
 

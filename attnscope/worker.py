@@ -16,8 +16,8 @@ from typing import Any
 
 from attnscope import measure
 from attnscope.flops import attention_flops, mode_flops, tflops
-from attnscope.job import Job
-from attnscope.types import Case, Env, PeakRate, Result, Status
+from attnscope.job import Job, failed_row
+from attnscope.types import Case, Env, PeakRate, Result
 from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
 from attnscope.workloads.attention import TORCH_DTYPES, make_inputs, reference, reference_grads, reference_skipped
 
@@ -126,22 +126,10 @@ def failure(job: Job, e: BaseException, during: str = "") -> Result:
     msg = f"{type(e).__name__}{during}: {text[:400]}"
     if isinstance(e, torch.cuda.OutOfMemoryError) or "can't allocate memory" in text:
         free_memory()
-        return _row(job, "oom", f"out of memory{during}: {str(e).splitlines()[0] if str(e) else ''}")
+        return failed_row(job, "oom", f"out of memory{during}: {str(e).splitlines()[0] if str(e) else ''}")
     if any(s in text for s in STICKY_CUDA) or type(e).__name__ == "AcceleratorError":
-        return _row(job, "crashed", f"CUDA fault (sticky: this worker is replaced){during}: {text[:400]}")
-    return _row(job, "error", msg)
-
-
-def _row(job: Job, status: Status, reason: str | None) -> Result:
-    v = get(job.variant)
-    return Result(
-        variant=v.name,
-        case=job.case,
-        status=status,
-        reason=reason,
-        family=v.family,
-        backend=v.backend,
-    )
+        return failed_row(job, "crashed", f"CUDA fault (sticky: this worker is replaced){during}: {text[:400]}")
+    return failed_row(job, "error", msg)
 
 
 def _with_backward(fn: Any, x: Inputs) -> Any:
@@ -185,7 +173,7 @@ def measure_one(job: Job) -> Result:
     if reason is None:
         reason = _size_skip(case, job.variant, job.options.seed)
     if reason:
-        return _row(job, "skipped", reason)
+        return failed_row(job, "skipped", reason)
     try:
         r = _measure(v, job)
     except Exception as e:  # noqa: BLE001 - one job's failure must not lose the others
@@ -228,7 +216,7 @@ def _measure(v: Variant, job: Job) -> Result:
     try:
         prep = v.prepare(case, x)
     except Unsupported as e:
-        return _row(job, "skipped", str(e))
+        return failed_row(job, "skipped", str(e))
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
         return failure(job, e, " while preparing")
     cost["prepare"] = time.perf_counter() - t0

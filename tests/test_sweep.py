@@ -208,6 +208,24 @@ def test_the_sweep_prints_and_writes_what_attnscope_recommend_gives(tmp_path, ca
     assert alone.strip().splitlines()[0] in swept  # and the same text
 
 
+def test_html_flag_writes_the_page_of_every_row_and_is_checked_before_work(tmp_path, capsys):
+    pytest.importorskip("plotly")
+    page = tmp_path / "sweep.html"
+    rc, rows = _sweep(
+        tmp_path, "--seq", "32", "--variants", "naive,sdpa_flash", "--executor", "inline", "--html", str(page)
+    )
+    assert rc == 0 and len(rows) == 2
+    text = page.read_text()
+    assert "Sweep: s.jsonl (2 rows)" in text and "naive" in text and "sdpa_flash" in text
+    # a directory is no page, and --html must not overwrite the rows: one line, exit 2, nothing measured
+    for bad in (str(tmp_path), str(tmp_path / "t.jsonl")):
+        capsys.readouterr()
+        assert main(["sweep", *TINY, *FAST, "--seq", "32", "--out", str(tmp_path / "t.jsonl"), "--html", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--html" in err
+        assert not (tmp_path / "t.jsonl").exists()
+
+
 @pytest.mark.slow
 def test_library_run_mode_and_sweep(tmp_path):
     from attnscope.api import run, sweep

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.executors import OnStart, pick
-from attnscope.job import Job
-from attnscope.types import Case, Result, Status
+from attnscope.job import Job, failed_row
+from attnscope.types import Case, Result
 
 
 def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
@@ -172,7 +172,7 @@ class ProcessExecutor:
                     kind, r = w.conn.recv()
                 except (EOFError, OSError):
                     w.proc.join(timeout=5)
-                    yield _row(job, "crashed", death_reason(w.proc.exitcode, w.log))
+                    yield failed_row(job, "crashed", death_reason(w.proc.exitcode, w.log))
                     w.stop()
                     continue
                 if kind == "start":
@@ -184,7 +184,9 @@ class ProcessExecutor:
                 yield r
             elif self.timeout_s is not None and w.since is not None and time.monotonic() - w.since > self.timeout_s:
                 w.stop()
-                yield _row(job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped")
+                yield failed_row(
+                    job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped"
+                )
 
     def close(self) -> None:
         for w in self._pool:
@@ -199,18 +201,3 @@ class ProcessExecutor:
 
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = ""
-
-
-def _row(job: Job, status: Status, reason: str) -> Result:
-    """A row for a job whose worker could not answer (the worker module is not imported here)."""
-    from attnscope.variants import get
-
-    v = get(job.variant)
-    return Result(
-        variant=v.name,
-        case=job.case,
-        status=status,
-        reason=reason,
-        family=v.family,
-        backend=v.backend,
-    )

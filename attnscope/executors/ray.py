@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from attnscope.executors import OnStart, pick
-from attnscope.executors.process import _row
-from attnscope.job import Job
+from attnscope.job import Job, failed_row
 from attnscope.types import Result
 from attnscope.variants import MODULES_ENV
 
@@ -121,9 +120,9 @@ class RayExecutor:
                 try:
                     r: Result = ray.get(ref)
                 except RayTaskError as e:  # raised inside measure: a bug there, the actor lives on
-                    r = _row(job, "error", f"the Ray task failed: {_first_line(e)}")
+                    r = failed_row(job, "error", f"the Ray task failed: {_first_line(e)}")
                 except RayError as e:  # the actor died (a signal, os.abort, its node lost)
-                    r = _row(job, "crashed", f"the Ray actor died: {_first_line(e)}")
+                    r = failed_row(job, "crashed", f"the Ray actor died: {_first_line(e)}")
                 if r.status == "crashed":  # died, or a sticky CUDA fault: a fresh actor takes over
                     with contextlib.suppress(Exception):
                         ray.kill(self._actors[i])
@@ -156,7 +155,7 @@ class RayExecutor:
                     ray.kill(self._actors[i])
                 self._new_actor(i)
                 idle.append(i)
-                yield _row(job, "timeout", why)
+                yield failed_row(job, "timeout", why)
 
     def close(self) -> None:
         import ray

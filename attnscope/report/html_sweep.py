@@ -11,14 +11,20 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from attnscope.analysis.compiled import fell_back_to_eager
 from attnscope.analysis.sweep_recommend import (
     DEFAULT,
     SYMBOL,
+    crossover_best_text,
     crossover_note,
     default_summary_text,
     exception_text,
+    group_text,
     label,
+    noise_changes_text,
+    real_crossovers,
     recommend,
+    rule_variant_text,
     tie_text,
     value_order,
 )
@@ -88,7 +94,14 @@ def _time_key(rows: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def _usable(r: dict[str, Any], tkey: str) -> bool:
-    return r.get("status") == "ok" and r.get(tkey) is not None and r.get("numerics_ok") is not False
+    """A point of a variant's line: ok, numerics not off, and not a compiled row that ran eager code (its time is
+    another implementation's: left out of the plot as of the ranking)."""
+    return (
+        r.get("status") == "ok"
+        and r.get(tkey) is not None
+        and r.get("numerics_ok") is not False
+        and fell_back_to_eager(r) is None
+    )
 
 
 def panel_figures(
@@ -146,6 +159,8 @@ def _default_cell(b: dict[str, Any]) -> Markup | str:
         return "—"
     if not d["measured"]:
         return f"not compared: {d['why']}"
+    if d["same_kernels_as_best"]:
+        return f"best (the same kernels as {b['variant']}, {d['ratio']:.2f}×)"
     if d["is_best"]:
         return "best"
     if d["tied"]:
@@ -167,17 +182,28 @@ def winners_block(page: Page, bests: list[dict[str, Any]], crossings: list[dict[
         return tag("p", "no ok, numerically sound measurements here", class_="dim")
     pts = sorted(bests, key=lambda b: value_order(_seq(b)))
     body = [
-        [_seq(b), b["variant"], f"{b['median_us']:,.1f}", b["runner_up"] or "—", _margin_cell(b), _default_cell(b)]
+        [
+            _seq(b),
+            group_text([b["variant"], *b["same_as"]], b["ran"]),
+            f"{b['median_us']:,.1f}",
+            group_text([b["runner_up"], *b["runner_up_same_as"]], b["runner_up_ran"]) if b["runner_up"] else "—",
+            _margin_cell(b),
+            _default_cell(b),
+        ]
         for b in pts
     ]
+    real = [x for x in crossings if not x["within_noise"]]
     cross = [
-        f"between S={x['between'][0]} and S={x['between'][1]}: {x['from']} → {x['to']}"
+        f"between S={x['between'][0]} and S={x['between'][1]}: {crossover_best_text(x)}"
         + (f" ({crossover_note(x)})" if crossover_note(x) else "")
-        for x in crossings
+        for x in real
     ]
-    heads = ["seq_len", "best", "µs", "runner-up", "margin", f"{DEFAULT} vs best"]
-    parts = [table(heads, body)]
-    parts.append(tag("p", "Crossovers: " + ("; ".join(cross) if cross else "none (one variant is best throughout)")))
+    if len(crossings) > len(real):
+        cross.append(noise_changes_text(len(crossings) - len(real)))
+    heads = ["seq_len", "best (variants that ran the same kernels)", "µs", "next implementation", "margin"]
+    parts = [table([*heads, f"{DEFAULT} vs best"], body)]
+    none = "none (one implementation is best throughout)"
+    parts.append(tag("p", "Crossovers: " + ("; ".join(cross) if cross else none)))
     ratios = [(_seq(b), r) for b in pts if (r := _default_ratio(b)) is not None]
     if ratios:
         data = [
@@ -208,17 +234,18 @@ def crossover_map(page: Page, panels: dict[str, list[dict[str, Any]]], variants:
         titles.append(plot_text(title))
         for b in sorted(bests, key=lambda b: value_order(_seq(b))):
             s = _seq(b)
-            t = by_variant[b["variant"]]
+            impl = group_text([b["variant"], *b["same_as"]])  # one colour per implementation, whichever timed faster
+            t = by_variant[impl]
             t["x"].append(s)
             t["y"].append(plot_text(title))
             margin = f", {b['margin']:.2f}× ahead of {b['runner_up']}" if b["margin"] else ""
-            t["text"].append(plot_text(f"S={s}: {b['variant']} {b['median_us']:,.1f} µs{margin}"))
+            t["text"].append(plot_text(f"S={s}: {impl} {b['median_us']:,.1f} µs{margin}"))
     if not by_variant:
         return Markup("")
     data = [
         {"type": "scatter", "mode": "markers", "name": plot_text(v), "x": t["x"], "y": t["y"]}
         | {"hovertext": t["text"], "hoverinfo": "text"}
-        | {"marker": {"symbol": "square", "size": 22, "color": colour(v, variants)}}
+        | {"marker": {"symbol": "square", "size": 22, "color": colour(v.split(" = ")[0], variants)}}
         for v, t in sorted(by_variant.items())
     ]
     layout = {
@@ -227,7 +254,12 @@ def crossover_map(page: Page, panels: dict[str, list[dict[str, Any]]], variants:
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": titles, "autorange": "reversed"},
         "margin": {"l": 260, "r": 20, "t": 20, "b": 50},
     }
-    return page.figure(data, layout, "The recommended variant at each point of each panel (numerically sound rows).")
+    return page.figure(
+        data,
+        layout,
+        "The recommended implementation at each point of each panel (numerically sound rows; a = b: the variants "
+        "ran the same kernels there).",
+    )
 
 
 def recommendation_block(rec: dict[str, Any]) -> Markup:
@@ -236,13 +268,15 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
         return tag("p", "No row is ok with sound numerics: nothing to compare.", class_="dim")
     meas = "; ".join(f"{SYMBOL.get(a, a)} {', '.join(map(str, v))}" for a, v in rec["measured"].items())
     rules = [
-        [r["text"], r["variant"], r["points"], f"{r['agree']} ({r['agree_via_tie']})", exception_text(r, limit=10)]
+        [r["text"], rule_variant_text(r), r["points"], f"{r['agree']} ({r['agree_via_tie']})", exception_text(r, 10)]
         for r in rec["policy"]
     ]
     parts = [
         tag(
             "p",
-            f"Time: {rec['time_source']}; margin = runner-up / best; ties: {rec['tie_rule']}. "
+            f"Time: {rec['time_source']}; variants that ran the same compute kernels at a point are one "
+            "implementation there; margin = the next implementation (the fastest variant that ran other kernels) / "
+            f"the best; ties: {rec['tie_rule']}. "
             f"Measured: {meas or 'one case'}; the policy says nothing beyond these values.",
         ),
         tag("p", tag("b", "Policy: "), rec["policy_text"]),
@@ -252,23 +286,34 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
             cls="data policy",
         ),
     ]
+    real, noise = real_crossovers(rec)
     xs = [
         [
             SYMBOL.get(x["axis"], x["axis"]),
             f"{x['between'][0]} → {x['between'][1]}",
-            f"{x['from']} → {x['to']}",
+            crossover_best_text(x),
             label(x["fixed"], list(x["fixed"])) if x["fixed"] else "—",
             crossover_note(x),
         ]
-        for x in rec["crossovers"]
+        for x in real
     ]
-    parts.append(tag("h4", f"Crossovers along every axis ({len(xs)})"))
+    parts.append(tag("h4", f"Crossovers along every axis: where the best implementation changes ({len(xs)})"))
     parts.append(
         table(["axis", "between", "best", "other axes held", "note"], xs)
         if xs
-        else tag("p", "none: the best variant never changes between adjacent measured values")
+        else tag("p", "none beyond the noise: the best implementation never changes clearly between adjacent values")
     )
+    if noise:
+        parts.append(tag("p", noise_changes_text(noise).replace("--json", "attnscope recommend --json"), class_="dim"))
     parts.append(tag("p", default_summary_text(rec)))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in rec["excluded"]:
+        groups[(str(e["variant"]), e["why"])].append(e)
+    if groups:
+        body = [[v, why, len(es), es[0]["label"] or "—"] for (v, why), es in sorted(groups.items())]
+        n = len(rec["excluded"])
+        parts.append(tag("h4", f"Left out of the comparison ({n} row{'s' * (n != 1)})"))
+        parts.append(table(["variant", "why", "rows", "first case"], body))
     return join(parts)
 
 

@@ -16,10 +16,16 @@ from attnscope.analysis.sweep_recommend import (
     DEFAULT,
     SYMBOL,
     axes_of,
+    crossover_best_text,
     crossover_note,
     default_summary_text,
     exception_text,
+    group_text,
+    impl_text,
     label,
+    noise_changes_text,
+    real_crossovers,
+    rule_variant_text,
 )
 
 LIMIT = 30  # rows per long table; the JSON holds every one
@@ -41,13 +47,18 @@ def _values(vals: list[Any]) -> str:
     return ", ".join("none" if v is None else str(v) for v in vals)
 
 
+def _short(variants: list[str]) -> str:
+    """One implementation's variants, stable whichever was timed fastest, without the sdpa_ prefix: 'cudnn=default'."""
+    return group_text(variants).replace("sdpa_", "").replace(" = ", "=")
+
+
 def _cell(b: dict[str, Any]) -> Text:
-    t = Text(b["variant"], style="bold")
+    t = Text(_short([b["variant"], *b["same_as"]]), style="bold")
     if b["preferred_over"]:
         t.append(" *")
     t.append(f"\n{_us(b['median_us'])} µs")
     if b["runner_up"]:
-        t.append(f" {_ratio(b['margin'])}")
+        t.append(f"\n{_short([b['runner_up'], *b['runner_up_same_as']])} {_ratio(b['margin'])}")
         if b["tied"]:
             t.append(" ≈", style="yellow")
         elif b["noisy"]:
@@ -61,7 +72,10 @@ def best_grid(rec: dict[str, Any]) -> Table:
     col = "seq_q" if "seq_q" in axes else (axes[0] if axes else None)
     rows_of = [a for a in axes if a != col]
     cols: list[Any] = rec["measured"].get(col, []) if col else [None]
-    t = Table(title="Best variant per case (runner-up margin; ≈ tied within the noise)", header_style="bold")
+    t = Table(
+        title="Best implementation per case: µs per call; the next implementation and its margin (≈ tied)",
+        header_style="bold",
+    )
     t.add_column(" ".join(_axis_name(a) for a in rows_of) or "case", no_wrap=True)
     for v in cols:
         t.add_column(f"{_axis_name(col)}={v}" if col else "best", justify="left")
@@ -82,20 +96,30 @@ def best_grid(rec: dict[str, Any]) -> Table:
     return t
 
 
-def _crossovers(rec: dict[str, Any]) -> RenderableType:
-    xs = rec["crossovers"]
+def _crossovers(rec: dict[str, Any]) -> list[RenderableType]:
+    xs, noise = real_crossovers(rec)
+    more = [Text(noise_changes_text(noise), style="dim")] if noise else []
     if not xs:
-        return Text("Crossovers: none (the best variant never changes between adjacent measured values)")
-    t = Table(title=f"Crossovers: where the best variant changes ({len(xs)})", header_style="bold")
+        return [
+            Text(
+                "Crossovers: none beyond the noise (the best implementation never changes clearly between "
+                "adjacent measured values)"
+            ),
+            *more,
+        ]
+    t = Table(title=f"Crossovers: where the best implementation changes ({len(xs)})", header_style="bold")
     for h in ("axis", "between", "best", "other axes held", "note"):
         t.add_column(h)
     for x in xs[:LIMIT]:
         a = x["axis"]
         held = label(x["fixed"], list(x["fixed"])) if x["fixed"] else "—"
         t.add_row(
-            _axis_name(a), f"{x['between'][0]} → {x['between'][1]}", f"{x['from']} → {x['to']}", held, crossover_note(x)
+            _axis_name(a), f"{x['between'][0]} → {x['between'][1]}", crossover_best_text(x), held, crossover_note(x)
         )
-    return t
+    out: list[RenderableType] = [t]
+    if len(xs) > LIMIT:
+        out.append(Text(f"… {len(xs) - LIMIT} more beyond the noise in the JSON (--json)", style="dim"))
+    return out + more
 
 
 def _policy(rec: dict[str, Any]) -> RenderableType:
@@ -105,7 +129,7 @@ def _policy(rec: dict[str, Any]) -> RenderableType:
     for r in rec["policy"]:
         t.add_row(
             r["text"],
-            Text(r["variant"], style="bold"),
+            Text(rule_variant_text(r), style="bold"),
             str(r["points"]),
             f"{r['agree']} ({r['agree_via_tie']})",
             exception_text(r),
@@ -126,7 +150,13 @@ def _defaults(rec: dict[str, Any]) -> list[RenderableType]:
         if g["kernel"]:
             ran += f" ({g['kernel'][:48]})"
         t.add_row(
-            g["label"], g["best"], _us(g["best_us"]), _us(g["default_us"]), _ratio(g["ratio"]), _us(g["lost_us"]), ran
+            g["label"],
+            impl_text(g["best"], g["best_same_as"], None),
+            _us(g["best_us"]),
+            _us(g["default_us"]),
+            _ratio(g["ratio"]),
+            _us(g["lost_us"]),
+            ran,
         )
     out: list[RenderableType] = [head, t]
     if len(gaps) > LIMIT:
@@ -168,10 +198,18 @@ def render(rec: dict[str, Any]) -> RenderableType:
     meas = "; ".join(f"{_axis_name(a)} {_values(v)}" for a, v in rec["measured"].items()) or "one case"
     head = Text.assemble(
         ("Recommendation ", "bold"),
-        f"over {c['points']} points (case × mode) — time: {rec['time_source']}; margin = runner-up / best; "
-        f"ties: {rec['tie_rule']}",
+        f"over {c['points']} points (case × mode) — time: {rec['time_source']}; variants that ran the same compute "
+        "kernels at a point are one implementation there; margin = the next implementation (the fastest variant "
+        f"that ran other kernels) / the best; ties: {rec['tie_rule']}",
     )
     notes = [Text(f"Measured: {meas}; the policy says nothing beyond these values", style="dim")]
+    grid_note = "In the grid: names without their sdpa_ prefix"
+    if any(b["same_as"] or b["runner_up_same_as"] for b in rec["best"]):
+        grid_note += (
+            "; a=b: both ran the same kernels (one implementation, named in a fixed order; the JSON's variant is "
+            "the one timed faster)"
+        )
+    notes.append(Text(grid_note, style="dim"))
     for a, why in rec["derived_axes"].items():
         notes.append(Text(f"{_axis_name(a)}: {why}", style="dim"))
     if any(b["preferred_over"] for b in rec["best"]):
@@ -183,7 +221,7 @@ def render(rec: dict[str, Any]) -> RenderableType:
         )
     if any(b["noisy"] for b in rec["best"]):
         notes.append(Text("~ noisy timing (IQR/median > 10%): confirm with a larger --budget", style="dim"))
-    parts: list[RenderableType] = [head, *notes, best_grid(rec), _crossovers(rec), _policy(rec)]
+    parts: list[RenderableType] = [head, *notes, best_grid(rec), *_crossovers(rec), _policy(rec)]
     parts.append(Text.assemble(("Policy: ", "bold"), rec["policy_text"]))
     parts += _defaults(rec)
     parts += _excluded(rec)
