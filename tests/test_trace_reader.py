@@ -211,3 +211,31 @@ def test_a_name_with_an_escaped_quote_is_read_whole(tmp_path):
     ref = trace_from_doc(json.loads(odd), str(p))
     assert tr.cpu_ops == ref.cpu_ops and tr.gpu == ref.gpu and tr.num_events == ref.num_events
     assert 'aten::soft"max\\' in {o.name for o in tr.cpu_ops}
+
+
+def test_the_bulk_reader_takes_module_ranges_and_passes_other_python_functions(tmp_path, monkeypatch):
+    """with_stack's python_function events in Kineto's own layout are read in the one regex pass:
+    nn.Module ranges kept (as the document parser keeps them), other Python functions passed over."""
+    import attnscope.trace as T
+
+    block = (
+        '  {{\n    "ph": "X", "cat": "python_function", "name": "{name}", "pid": 460, "tid": 460,\n'
+        '    "ts": {ts}, "dur": 50.5,\n    "args": {{\n      "Python parent id": 1, "Python id": 2, '
+        '"Python thread": 0\n    }}\n  }},\n'
+    )
+    extra = block.format(name="nn.Module: LlamaAttention_0", ts="5138829570990.5") + block.format(
+        name="torch/nn/modules/module.py(1750): _call_impl", ts="5138829570991.5"
+    )
+    text = (H200 / "sdpa_math.json").read_text()
+    at = text.index('  {\n    "ph": "X", "cat": "user_annotation"')
+    p = tmp_path / "with_stack.json"
+    p.write_text(text[:at] + extra + text[at:])
+
+    def no_fallback(*a):
+        raise AssertionError("a chunk went one event at a time")
+
+    monkeypatch.setattr(T, "_scan_each", no_fallback)
+    tr = load_trace(p)
+    ref = trace_from_doc(json.loads(p.read_text()), str(p))
+    assert [(m.name, m.ts, m.dur) for m in tr.modules] == [("nn.Module: LlamaAttention_0", 5138829570990.5, 50.5)]
+    assert tr.modules == ref.modules and tr.cpu_ops == ref.cpu_ops and tr.num_events == ref.num_events

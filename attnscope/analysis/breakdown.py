@@ -86,11 +86,23 @@ def kernel_families(att: Attribution) -> list[tuple[K.AttentionFamily, str] | No
     return out
 
 
-def categories(att: Attribution, total_us: float) -> list[dict[str, Any]]:
+def _categories_of(att: Attribution) -> list[str]:
+    """The category of each GPU event, worked out once per (name, kind)."""
+    memo: dict[tuple[str, str], str] = {}
+    out = []
+    for g in att.gpu:
+        key = (g.name, g.kind)
+        c = memo.get(key)
+        if c is None:
+            c = memo[key] = K.classify_gpu(g.name, g.kind)
+        out.append(c)
+    return out
+
+
+def categories(att: Attribution, total_us: float, cats: list[str] | None = None) -> list[dict[str, Any]]:
     n: Counter[str] = Counter()
     t: dict[str, float] = defaultdict(float)
-    for g in att.gpu:
-        c = K.classify_gpu(g.name, g.kind)
+    for g, c in zip(att.gpu, cats if cats is not None else _categories_of(att), strict=True):
         n[c] += 1
         t[c] += g.dur
     return [
@@ -182,16 +194,18 @@ def top_kernels(
     ]
 
 
-def top_ops(att: Attribution, total_us: float, top: int) -> list[dict[str, Any]]:
+def top_ops(att: Attribution, total_us: float, top: int, cats_of: list[str] | None = None) -> list[dict[str, Any]]:
     """Launching ops ranked by the GPU time of the kernels they launched."""
     time: dict[str, float] = defaultdict(float)
     count: Counter[str] = Counter()
     cats: dict[str, Counter[str]] = defaultdict(Counter)
-    for g, li in zip(att.gpu, att.launcher, strict=True):
-        op = att.tree.ops[li].name if li >= 0 else "(unattributed)"
+    ops = att.tree.ops
+    each = cats_of if cats_of is not None else _categories_of(att)
+    for g, li, c in zip(att.gpu, att.launcher, each, strict=True):
+        op = ops[li].name if li >= 0 else "(unattributed)"
         time[op] += g.dur
         count[op] += 1
-        cats[op][K.classify_gpu(g.name, g.kind)] += 1
+        cats[op][c] += 1
     return [
         {
             "op": op,
@@ -322,6 +336,7 @@ def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
     att = an.attribution
     total = sum(g.dur for g in att.gpu)
     fams = kernel_families(att)
+    cats = _categories_of(att)
     return {
         "rank": trace.rank,
         "num_events": trace.num_events,
@@ -329,10 +344,10 @@ def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
         "num_cpu_ops": len(att.tree.ops),
         "num_gpu_events": len(att.gpu),
         "gpu_time_us": round(total, 3),
-        "categories": categories(att, total),
+        "categories": categories(att, total, cats),
         "attention_families": families(att, fams, total, 5),
         "top_kernels": top_kernels(att, fams, total, top),
-        "top_ops": top_ops(att, total, top),
+        "top_ops": top_ops(att, total, top, cats),
         "attribution": att.rule_counts(),
         "launch": launch_stats(att, trace, an.window),
         "idle": idle_time(att.gpu) if att.gpu else None,

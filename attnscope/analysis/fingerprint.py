@@ -370,7 +370,7 @@ def analyse(trace: Trace) -> Analysis:
         backend = next(K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS)
     window_us = win[1] - win[0] if win else None
     if window_us is None and ops:
-        window_us = max(o.ts + o.dur for o in ops) - min(o.ts for o in ops)
+        window_us = max([o.ts + o.dur for o in ops]) - min(tree.starts)
     fp = Fingerprint(
         kernels=tuple(records),
         num_kernels=sum(1 for r in records if r.category not in ("memcpy", "memset")),
