@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Mutation testing of the pure calculators: mutmut changes the code one place at a time and
 # the fast tests must fail for each change.  Runs in a scratch copy of the working tree (the
-# checkout is never touched); one mutmut run over all the files asked for (mutmut runs the
-# test suite twice before mutating, so one run per file would repeat that), reported per file.
+# checkout is never touched), reported per file.
 #
-#   bash benchmarks/mutation.sh                          # every file below
-#   bash benchmarks/mutation.sh attnscope/flops.py ...   # some files
+#   bash benchmarks/mutation.sh                          # every file below (resumes: mutants
+#                                                        # already tested in MUTATION_WORK stay)
+#   bash benchmarks/mutation.sh attnscope/flops.py ...   # the mutants of some files (re-tested)
+#   bash benchmarks/mutation.sh 'attnscope.flops.x_attention_flops__mutmut_3' ...
+#                                                        # some mutants by name (a sample)
+#
+# mutmut always mutates every file below (the same configuration each run, so its test
+# statistics, gathered once with the whole fast suite, are reused); the arguments choose which
+# mutants are run.  MUTATION_WORK names a directory kept between runs (results accumulate, a
+# stopped run loses only the mutants in flight); without it a temporary copy is used and removed.
 #
 # Writes $MUTATION_OUT (default: mutation-report/): summary.txt with one line per file, and
 # survivors.txt with the diff of every surviving mutant.  MUTATION_JOBS (default 2) test
@@ -20,11 +27,21 @@ jobs=${MUTATION_JOBS:-2}
 out=$(realpath -m "${MUTATION_OUT:-mutation-report}")
 mkdir -p "$out"
 
-if [ $# -gt 0 ]; then
-    targets=("$@")
-else
-    targets=(attnscope/analysis/*.py attnscope/measure.py attnscope/flops.py attnscope/masks.py attnscope/diff.py)
-fi
+all_targets=(attnscope/analysis/*.py attnscope/measure.py attnscope/flops.py attnscope/masks.py attnscope/diff.py)
+names=()
+targets=()
+for a in "$@"; do
+    case "$a" in
+        *.py)
+            [ -f "$a" ] || { echo "mutation.sh: no such file: $a" >&2; exit 2; }
+            targets+=("$a")
+            mod=${a%.py}
+            names+=("${mod//\//.}.*")
+            ;;
+        *) names+=("$a") ;;
+    esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 slow=(test_live_run test_run_cpu test_cli test_guess_cli test_html_browser test_model_cli test_external
     test_copy_context test_bad_inputs test_peak test_sizing test_plugins)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
@@ -34,7 +51,7 @@ fi
 
 quoted() { local IFS=,; echo "$*"; }
 paths=()
-for t in "${targets[@]}"; do
+for t in "${all_targets[@]}"; do
     case "$t" in */__init__.py) ;; *) paths+=("\"$t\"") ;; esac
 done
 ignore=()
@@ -48,8 +65,14 @@ ignore+=("\"--deselect=tests/test_breakdown_real.py::test_llama_training_trace_a
 copy=()
 for f in $(git ls-files | cut -d/ -f1 | sort -u); do copy+=("\"$f\""); done
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${MUTATION_WORK:-}" ]; then
+    work=$(realpath -m "$MUTATION_WORK")
+    case "$work/" in "$root"/*) echo "mutation.sh: MUTATION_WORK must lie outside the checkout" >&2; exit 2 ;; esac
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work"
 cat >>"$work/pyproject.toml" <<EOF
 
@@ -60,7 +83,7 @@ pytest_add_cli_args = ["-p", "no:warnings", "-p", "no:cacheprovider", "-q", $(qu
 pytest_add_cli_args_test_selection = ["tests"]
 EOF
 start=$(date +%s)
-if ! (cd "$work" && KINETO_LOG_LEVEL=6 "$py" -m mutmut run --max-children "$jobs" >"$work/run.log" 2>&1); then
+if ! (cd "$work" && KINETO_LOG_LEVEL=6 "$py" -m mutmut run --max-children "$jobs" "${names[@]}" >"$work/run.log" 2>&1); then
     cp "$work/run.log" "$out/mutmut.log"
     echo "mutmut failed; its log is in $out/mutmut.log" >&2
     exit 1
@@ -69,7 +92,7 @@ fi
 
 {
     echo "mutmut $("$py" -c 'import mutmut; print(mutmut.__version__)'), $(date -u +%FT%TZ), $(($(date +%s) - start)) s, $jobs jobs"
-    echo "score = (killed + timeout) / all mutants; 'no tests' counts as not killed"
+    echo "score = (killed + timeout) / mutants tested; 'no tests' counts as tested and not killed"
     for t in "${targets[@]}"; do
         case "$t" in */__init__.py) continue ;; esac
         mod=$(echo "${t%.py}" | tr '/' '.')
@@ -79,15 +102,20 @@ fi
             }
             END {
                 k = n["killed"] + n["timeout"]
+                tested = all - (("not checked" in n) ? n["not checked"] : 0)
                 printf "%s: %d mutants, %d killed, %d timeout, %d survived, %d no tests", file, all, n["killed"], n["timeout"], n["survived"], n["no tests"]
-                if (all > 0) printf "; killed %.1f%%", 100 * k / all
+                for (st in n)
+                    if (st != "killed" && st != "timeout" && st != "survived" && st != "no tests") printf ", %d %s", n[st], st
+                if (tested > 0) printf "; killed %.1f%% of %d tested", 100 * k / tested, tested
                 printf "\n"
             }' "$out/results.txt"
     done
 } | tee "$out/summary.txt"
 
 : >"$out/survivors.txt"
-for m in $(grep -E ': (survived|no tests)$' "$out/results.txt" | sed 's/: .*//'); do
+prefixes=()
+for t in "${targets[@]}"; do prefixes+=(-e "$(echo "${t%.py}" | tr '/' '.').");  done
+for m in $(grep -E ': (survived|no tests)$' "$out/results.txt" | sed 's/: .*//' | grep -F "${prefixes[@]}"); do
     {
         echo "== $m ($(grep -F "$m: " "$out/results.txt" | sed 's/^[^:]*: //'))"
         (cd "$work" && "$py" -m mutmut show "$m" 2>/dev/null) | grep -E '^[-+] ' | grep -vE '^(\+\+\+|---) ' || true
