@@ -61,6 +61,9 @@ ignore+=("\"--deselect=tests/test_trace_reader.py::test_reader_without_orjson_gi
 # The model-scale trace takes seconds per run; the synthetic and H200 traces pin the same rules.
 ignore+=("\"--deselect=tests/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
 
+# Workers fork from a server that has only imported the tests (forkserver): forked from mutmut's
+# own process, which ran the whole suite (torch's thread pools, mutmut's threads), a worker can
+# hang on a lock the fork copied held, and every mutant of a function reached by it "times out".
 # Tests read the repository's own files (data, docs, examples): mutmut's copy gets them all.
 copy=()
 for f in $(git ls-files | cut -d/ -f1 | sort -u); do copy+=("\"$f\""); done
@@ -81,6 +84,7 @@ source_paths = [$(quoted "${paths[@]}")]
 also_copy = [$(quoted "${copy[@]}")]
 pytest_add_cli_args = ["-p", "no:warnings", "-p", "no:cacheprovider", "-q", $(quoted "${ignore[@]}")]
 pytest_add_cli_args_test_selection = ["tests"]
+process_isolation = "forkserver"
 EOF
 start=$(date +%s)
 if ! (cd "$work" && KINETO_LOG_LEVEL=6 "$py" -m mutmut run --max-children "$jobs" "${names[@]}" >"$work/run.log" 2>&1); then
