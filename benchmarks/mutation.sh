@@ -43,7 +43,7 @@ for a in "$@"; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 slow=(test_live_run test_run_cpu test_cli test_guess_cli test_html_browser test_model_cli test_external
-    test_copy_context test_bad_inputs test_peak test_sizing test_plugins)
+    test_bad_inputs test_peak test_sizing test_plugins)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
     exit 2
@@ -60,6 +60,17 @@ for s in "${slow[@]}"; do ignore+=("\"--ignore=tests/$s.py\""); done
 ignore+=("\"--deselect=tests/test_trace_reader.py::test_reader_without_orjson_gives_the_same_trace\"")
 # The model-scale trace takes seconds per run; the synthetic and H200 traces pin the same rules.
 ignore+=("\"--deselect=tests/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
+# Tests that run variants on the CPU (marked slow, and five unmarked ones) cost seconds each, and
+# mutmut runs every test that reaches a mutated function: they made a surviving mutant of the trace
+# readers cost ~30 s.  The calculators' own tests pin the same numbers.
+ignore+=("\"-m\"" "\"not slow\"")
+for t in test_html.py::test_run_html_flag_draws_from_the_documents_own_start_times \
+    test_jobs.py::test_fwd_bwd_checks_gradients_against_fp64_and_counts_3_5x_flops \
+    test_jobs.py::test_inline_oom_is_a_row_and_frees_the_cached_workload \
+    test_jobs.py::test_real_result_round_trips_through_a_json_line \
+    test_model_annotate.py::test_annotate_puts_everything_back; do
+    ignore+=("\"--deselect=tests/$t\"")
+done
 
 # Workers fork from a server that has only imported the tests (forkserver): forked from mutmut's
 # own process, which ran the whole suite (torch's thread pools, mutmut's threads), a worker can
