@@ -104,6 +104,13 @@ def test_predictions_and_their_verdicts_are_written_as_plain_data():
     assert verdict_counts(out) == {"hit": 1, "miss": 1, "close": 0, "unknown": 0}
 
 
+def test_verdicts_are_counted_per_outcome():
+    """Three predictions of sdpa_math's 250 µs (band 250 / 1.1 = 227.3 to 275): [200, 300] and
+    [220, 280] hold it all (2 hits), [260, 400] only part of it (close)."""
+    preds = [Prediction("sdpa_math", "cpu_us", e) for e in ([200, 300], [220, 280], [260, 400])]
+    assert verdict_counts(annotate(_doc(), preds)) == {"hit": 2, "miss": 0, "close": 1, "unknown": 0}
+
+
 def test_without_predictions_no_verdicts_are_written():
     out = annotate(_doc())
     assert "predictions" not in out and "verdicts" not in out
