@@ -38,7 +38,12 @@ for a in "$@"; do
             mod=${a%.py}
             names+=("${mod//\//.}.*")
             ;;
-        *) names+=("$a") ;;
+        *)
+            names+=("$a")
+            # the file of a mutant name: attnscope.flops.x_tflops__mutmut_3 → attnscope/flops.py
+            f=$(echo "$a" | sed -E 's/\.x(_|ǁ).*//; s/\./\//g').py
+            [ -f "$f" ] && [[ " ${targets[*]} " != *" $f "* ]] && targets+=("$f")
+            ;;
     esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
