@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.fingerprint import Analysis, analyse
 from attnscope.trace import TraceError, load_trace, no_gc
-from attnscope.types import Case, Result, Timing
+from attnscope.types import Case, Mode, Result, Timing
 
 
 def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:
@@ -83,6 +85,11 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
     att = an.attribution
     calls = shape.attention_calls(att.tree)
     fields, unknown = shape.case_of(calls)
+    if not calls and any(k.category == "attention" for k in an.fingerprint.kernels):
+        unknown = {
+            "case": "attention kernels ran with no attention op above them (a library called outside aten, e.g. "
+            "FlashInfer or the cuDNN frontend): no op records their shapes"
+        }
     case = None
     if fields is not None:
         try:
@@ -95,24 +102,70 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
     rate = tflops(flops, att_us) if flops and att_us > 0 else None
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
     if flops is not None:
+        masks = "; ".join(dict.fromkeys(b for c in calls if (b := c.mask_basis())))
         read["flops_basis"] = (
             f"{len(calls)} attention call(s): forward 4·H·D·(kept score entries), backward "
             f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
-            f"({att_us:,.1f} µs)"
+            f"({att_us:,.1f} µs); mask {masks}"
         )
     elif calls:
-        read["flops_unknown"] = next(
-            (f"{c.op}: {c.unknown.get('causal') or 'shape not recorded'}" for c in calls if c.flops() is None), ""
-        )
+        read["flops_unknown"] = next((f"{c.op}: {_why_no_flops(c)}" for c in calls if c.flops() is None), "")
     return case, flops, rate, read
 
 
-def run(case: Case, variants: str | list[str] | None = None, **options: Any) -> Any:
-    """Run variants on a case (needs torch); returns a ``RunReport``.  ``case.mode`` picks fwd or fwd_bwd."""
+def _why_no_flops(c: Any) -> str:
+    """Why one attention call has no FLOP count: the field the trace could not tell, and why."""
+    for f in ("causal", "causal_align", "batch", "heads", "seq_q", "seq_kv", "head_dim"):
+        if f in c.unknown:
+            return c.unknown[f]
+    return "shape not recorded"
+
+
+def run(case: Case, variants: str | list[str] | None = None, *, mode: Mode | None = None, **options: Any) -> Any:
+    """Run variants on a case (needs torch); returns a ``RunReport``.
+
+    ``mode`` ("fwd" or "fwd_bwd") overrides ``case.mode``; ``options`` are ``attnscope.job.Options`` fields.
+    """
     from attnscope.runner import Options
     from attnscope.runner import run as _run
 
-    return _run(case, variants, Options(**options))
+    return _run(case if mode is None else replace(case, mode=mode), variants, Options(**options))
+
+
+def sweep(
+    cases: Iterable[Case],
+    variants: str | list[str] | None = None,
+    *,
+    out: str | Path,
+    resume: bool = False,
+    executor: str = "process",
+    devices: list[str] | None = None,
+    timeout_s: float | None = None,
+    ray_address: str | None = None,
+    workers: int | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    **options: Any,
+) -> list[Result]:
+    """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
+
+    ``resume`` skips the (variant, case, mode) rows ``out`` already holds; without it a non-empty ``out``
+    is an error.  Cases come from ``attnscope.sweep.grid`` or anywhere; ``devices`` pins one worker per
+    GPU (``["0", "1"]``).  Returns this call's results (the file holds them all).
+    """
+    from attnscope.executors import make_executor
+    from attnscope.job import Options
+    from attnscope.store import Store
+    from attnscope.sweep import plan, run_sweep
+    from attnscope.variants import resolve
+
+    store = Store(out)
+    if not resume and store.path.exists() and store.path.stat().st_size > 0:
+        raise ValueError(f"{out} already holds rows: pass resume=True to measure only what is missing")
+    names = [v.name for v in resolve(variants)]
+    done = store.done() if resume else set()
+    jobs = plan(list(cases), names, Options(**options), explicit=variants is not None, done=done)
+    ex = make_executor(executor, devices=devices, timeout_s=timeout_s, ray_address=ray_address, workers=workers)
+    return run_sweep(jobs, store, ex, on_result=on_result)
 
 
 def annotate(doc: dict[str, Any], predictions: list[Any] | None = None) -> dict[str, Any]:

@@ -350,6 +350,56 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_FAIL if d["regressions"] else EXIT_OK
 
 
+def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
+    """Rows of sweep JSONL files (or the results of `run --json` documents), in order, each row checked
+    like a document's results (DocumentError)."""
+    from attnscope.report.json import DocumentError, _check_fields, load_document
+    from attnscope.store import load_rows
+
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        p = Path(path)
+        if p.exists() and not p.is_file():
+            raise DocumentError(f"{p}: not a file")
+        try:
+            got = load_rows(p)
+        except OSError as e:
+            raise DocumentError(f"{p}: cannot read ({e.strerror or type(e).__name__})") from None
+        except DocumentError:
+            if not p.exists() or not p.read_bytes().lstrip().startswith(b"{"):
+                raise
+            got = load_document(p)["results"]  # a run document: its results are rows of one case
+        for i, r in enumerate(got, 1):
+            where = f"{p}: row {i}"
+            if not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
+                raise DocumentError(f"{where}: not a result (needs variant and status strings)")
+            if r.get("case") is not None and not isinstance(r["case"], dict):
+                raise DocumentError(f"{where} ({r['variant']}): case must be an object or null")
+            _check_fields(r, f"{where} ({r['variant']})")
+        rows += got
+    return rows
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from attnscope.analysis.sweep_recommend import recommend
+    from attnscope.report.sweep_text import render
+
+    check_output_file(args.json, "--json")
+    rec = recommend(load_sweep_rows(args.files))
+    if not rec["best"]:
+        by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
+        raise UsageError(
+            f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
+            f"time; rows by status: {by})"
+        )
+    if args.json:
+        from attnscope.report.json import SCHEMA_VERSION, write_atomic
+
+        write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": args.files, **rec})
+    _console().print(render(rec), highlight=False)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from attnscope import __version__
 
@@ -419,6 +469,17 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
     rp.set_defaults(func=cmd_report)
 
+    rc = sub.add_parser(
+        "recommend", help="the best variant per case of a sweep, crossovers, a policy, sdpa_default's gaps"
+    )
+    rc.add_argument(
+        "files",
+        nargs="+",
+        help="sweep JSONL files or run --json documents (a later row of the same variant, case and mode stands)",
+    )
+    rc.add_argument("--json", help="write the recommendation as JSON here")
+    rc.set_defaults(func=cmd_recommend)
+
     d = sub.add_parser("diff", help="compare two result JSONs or two traces, variant by variant")
     d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")
     d.add_argument("b", help="candidate: an attnscope JSON document or a Kineto trace")
@@ -432,7 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_diff)
 
     from attnscope.model.cli import add_parser as add_model_parser
+    from attnscope.sweep_cli import add_parser as add_sweep_parser
 
+    add_sweep_parser(sub)
     add_model_parser(sub)
     return p
 
@@ -443,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
         return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what to print when telling how to resume
     try:
         return int(args.func(args))
     except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks

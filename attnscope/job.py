@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnscope.types import Case
+from attnscope.types import Case, Result, Status
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,12 @@ def trace_file_name(variant: str, case: Case) -> str:
         f"{'-causal' if case.causal else ''}-{case.mode}"
     )
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", stem) + ".json"
+
+
+def failed_row(job: Job, status: Status, reason: str | None) -> Result:
+    """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
+    variant's declared family and backend; used by the worker and by executors whose worker could not answer."""
+    from attnscope.variants import get
+
+    v = get(job.variant)
+    return Result(variant=v.name, case=job.case, status=status, reason=reason, family=v.family, backend=v.backend)

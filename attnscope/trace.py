@@ -367,9 +367,14 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, chunks: Iterator[bytes], k
     return tr
 
 
-# Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes) and attention
-# ops (the case).  A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
-SHAPES_READ = re.compile(r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex")
+# Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes), attention
+# ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores) and the causal-mask
+# builders and converters (analysis/mask_build.py reads a materialised mask's shape and diagonal).
+# A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
+SHAPES_READ = re.compile(
+    r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex|"
+    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|ones_like|tril|triu|where)$"
+)
 
 
 def drop_unread_shapes(tr: Trace) -> None:

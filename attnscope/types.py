@@ -152,6 +152,9 @@ class KernelRecord:
     bytes: int | None = None  # memcpy / memset only
     stream: int | None = None
     start_us: float | None = None  # start on the trace's clock (Kineto ts): the HTML timeline draws from it
+    # Matrix kernels: the launching op's first floating input type (Kineto "Input type"), e.g. bf16; None
+    # when not recorded or not a matrix kernel.
+    input_dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,9 @@ class Fingerprint:
     trace_cpu_time_us: float | None  # wall time of the window on the host
     trace_peak_memory_bytes: int | None  # from profiler [memory] events, if recorded
     notes: tuple[str, ...] = field(default=())
+    # Each tril/triu the trace ran, with its context (analysis/mask_build.py): what built it, inside which
+    # attention op or before which one, how that op took it, and the GPU work of building and converting it.
+    mask_builds: tuple[dict[str, Any], ...] = field(default=())
 
     @property
     def upcast_fp32(self) -> bool:
@@ -231,8 +237,11 @@ class Fingerprint:
 
     @property
     def tensor_cores(self) -> bool | None:
-        """True if any matrix kernel used tensor cores, False if matrix work ran without."""
-        matrix = [k for k in self.kernels if k.category in ("gemm", "attention")]
+        """True if any matrix kernel used tensor cores, False if matrix work ran without (attention
+        helpers such as a split-KV combine are not matrix work)."""
+        from attnscope.analysis.kernels import is_matrix_kernel
+
+        matrix = [k for k in self.kernels if is_matrix_kernel(k.name, k.category)]
         known = [k.tensor_cores for k in matrix if k.tensor_cores is not None]
         if not known:
             return None

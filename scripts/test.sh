@@ -3,7 +3,7 @@
 # against real H200 traces committed under tests/data/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev,html,hf
+bash scripts/setup.sh dev,html,hf,ray
 bash scripts/browser.sh
 # where chromium could be installed (CI runs as root), a missing browser fails the browser tests
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

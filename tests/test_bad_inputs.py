@@ -77,9 +77,12 @@ FILES: dict[str, str | bytes] = {
     "bool_int.toml": '[[predict]]\nvariant = "naive"\nhidden_copy = 1\n',
     "not_in_run.toml": '[[predict]]\nvariant = "flex"\nkernels = 1\n',
     "afile": "x",
+    "rows.jsonl": json.dumps({"variant": "naive", "case": {"seq_q": 64}, "status": "ok"}) + "\n",
+    "notrows.jsonl": "not json\nnor this\n",
 }
 
 RUN = ["run", "--device", "cpu", "--no-peak"]
+SWEEP = ["sweep", "--device", "cpu", "--no-peak", "--out", "{d}/s.jsonl"]
 D = "{d}"
 CASES: list[tuple[str, list[str], int]] = [
     # --variants
@@ -249,6 +252,63 @@ CASES: list[tuple[str, list[str], int]] = [
     ("report_missing", ["report", f"{D}/missing.json", "-o", f"{D}/r.html"], 2),
     ("report_not_json", ["report", f"{D}/not_json.json", "-o", f"{D}/r.html"], 2),
     ("report_no_out", ["report", f"{D}/good.json"], 2),
+    # sweep: every axis, path and executor choice checked before a worker starts
+    ("sweep_seq_backwards", [*SWEEP, "--seq", "512..64"], 2),
+    ("sweep_seq_step_one", [*SWEEP, "--seq", "64..512x1"], 2),
+    ("sweep_seq_step_zero", [*SWEEP, "--seq", "64..512+0"], 2),
+    ("sweep_seq_zero", [*SWEEP, "--seq", "0,64"], 2),
+    ("sweep_seq_word", [*SWEEP, "--seq", "long"], 2),
+    ("sweep_seq_float", [*SWEEP, "--seq", "64.5"], 2),
+    ("sweep_seq_hole", [*SWEEP, "--seq", "64,,128"], 2),
+    ("sweep_seq_huge", [*SWEEP, "--seq", "100000000"], 2),
+    ("sweep_seq_too_many", [*SWEEP, "--seq", "1..5000"], 2),
+    ("sweep_grid_too_big", [*SWEEP, "--seq", "1..4000", "--head-dim", "1..64"], 2),
+    ("sweep_head_dim_huge", [*SWEEP, "--head-dim", "100000"], 2),
+    ("sweep_heads_neg", [*SWEEP, "--heads", "-8"], 2),
+    ("sweep_kv_heads_not_divisor", [*SWEEP, "--heads", "8", "--kv-heads", "3"], 2),
+    ("sweep_causal_maybe", [*SWEEP, "--causal", "maybe"], 2),
+    ("sweep_causal_empty", [*SWEEP, "--causal", ""], 2),
+    ("sweep_mode_bwd", [*SWEEP, "--mode", "bwd"], 2),
+    ("sweep_mode_empty", [*SWEEP, "--mode", ""], 2),
+    ("sweep_dtype_fp8", [*SWEEP, "--dtype", "bf16,fp8"], 2),
+    ("sweep_budget_tokens_and_batch", [*SWEEP, "--budget-tokens", "4096", "--batch", "2"], 2),
+    ("sweep_budget_tokens_not_multiple", [*SWEEP, "--budget-tokens", "1000", "--seq", "64"], 2),
+    ("sweep_budget_tokens_zero", [*SWEEP, "--budget-tokens", "0"], 2),
+    ("sweep_budget_nan", [*SWEEP, "--budget", "nan"], 2),
+    ("sweep_variants_unknown", [*SWEEP, "--variants", "naive,turbo"], 2),
+    ("sweep_variants_dupe", [*SWEEP, "--variants", "naive,naive"], 2),
+    ("sweep_variants_all_plus", [*SWEEP, "--variants", "all,naive"], 2),
+    ("sweep_executor_bad", [*SWEEP, "--executor", "slurm"], 2),
+    ("sweep_timeout_inline", [*SWEEP, "--executor", "inline", "--timeout", "5"], 2),
+    ("sweep_timeout_zero", [*SWEEP, "--timeout", "0"], 2),
+    ("sweep_timeout_nan", [*SWEEP, "--timeout", "nan"], 2),
+    ("sweep_ray_address_without_ray", [*SWEEP, "--ray-address", "auto"], 2),
+    ("sweep_device_and_devices", [*SWEEP, "--devices", "cuda:0"], 2),
+    ("sweep_devices_word", ["sweep", "--devices", "gpu0", "--out", f"{D}/s.jsonl"], 2),
+    ("sweep_devices_dupe", ["sweep", "--devices", "cuda:0,cuda:0", "--out", f"{D}/s.jsonl"], 2),
+    ("sweep_devices_cuda9", ["sweep", "--devices", "cuda:9", "--out", f"{D}/s.jsonl"], 2),
+    ("sweep_device_tpu", ["sweep", "--device", "tpu", "--out", f"{D}/s.jsonl"], 2),
+    ("sweep_workers_zero", [*SWEEP, "--workers", "0"], 2),
+    ("sweep_inline_workers", [*SWEEP, "--executor", "inline", "--workers", "2"], 2),
+    ("sweep_out_has_rows", ["sweep", "--device", "cpu", "--out", f"{D}/rows.jsonl"], 2),
+    ("sweep_resume_not_rows", ["sweep", "--device", "cpu", "--out", f"{D}/notrows.jsonl", "--resume"], 2),
+    ("sweep_out_dir", ["sweep", "--device", "cpu", "--out", D], 2),
+    ("sweep_out_proc", ["sweep", "--device", "cpu", "--out", "/proc/attnscope-x.jsonl"], 2),
+    ("sweep_out_under_file", ["sweep", "--device", "cpu", "--out", f"{D}/afile/s.jsonl"], 2),
+    ("sweep_json_proc", [*SWEEP, "--json", "/proc/attnscope-x.json"], 2),
+    ("sweep_json_is_out", [*SWEEP, "--json", f"{D}/s.jsonl"], 2),
+    ("sweep_trace_dir_file", [*SWEEP, "--trace-dir", f"{D}/afile"], 2),
+    ("sweep_positional", [*SWEEP, "extra"], 2),
+    # the recommendation over sweep JSONL files
+    ("recommend_no_file", ["recommend"], 2),
+    ("recommend_missing", ["recommend", f"{D}/missing.jsonl"], 2),
+    ("recommend_dir", ["recommend", f"{D}/emptydir"], 2),
+    ("recommend_not_json", ["recommend", f"{D}/not_json.json"], 2),
+    ("recommend_empty", ["recommend", f"{D}/empty.json"], 2),
+    ("recommend_binary", ["recommend", f"{D}/binary.json"], 2),
+    ("recommend_a_document", ["recommend", f"{D}/good.json"], 2),
+    ("recommend_json_dir", ["recommend", f"{D}/good.json", "--json", D], 2),
+    ("recommend_json_proc", ["recommend", f"{D}/good.json", "--json", "/proc/attnscope-x.json"], 2),
     # top level
     ("no_command", [], 2),
     ("unknown_command", ["profile"], 2),
@@ -282,6 +342,7 @@ def test_bad_input_ends_in_one_line_and_exit_2(
         raise AssertionError("a measurement started before the input was checked")
 
     monkeypatch.setattr("attnscope.runner.run", no_measurement)
+    monkeypatch.setattr("attnscope.sweep.run_sweep", no_measurement)
     monkeypatch.setattr("builtins.input", no_measurement)  # `guess` must fail before its first question
     if name.startswith(("device_cuda", "variants_cuda")):
         torch = pytest.importorskip("torch")
@@ -296,8 +357,9 @@ def test_bad_input_ends_in_one_line_and_exit_2(
         lines = [ln for ln in err.splitlines() if ln.strip()]
         assert len(lines) == 1, f"{name}: expected one line on stderr, got {lines}"
         assert "error" in lines[0] and "internal error" not in lines[0]
-    # nothing was written where a bad path pointed
+    # nothing was written where a bad path pointed, and no sweep began its file
     assert not Path("/proc/attnscope-x.json").exists()
+    assert not (bad_dir / "s.jsonl").exists()
 
 
 def test_json_keeps_the_users_umask(tmp_path: Path) -> None:

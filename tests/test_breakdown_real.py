@@ -149,11 +149,11 @@ def test_a_missing_shared_trace_fails_loudly(tmp_path, monkeypatch):
     start = tmp_path / "clone" / "tests"
     start.mkdir(parents=True)
     with pytest.raises(pytest.fail.Exception, match=r"llama_train_sdpa\.json\.gz not found"):
-        shared_llama_trace(start)
+        shared_llama_trace(start, top=tmp_path)
     monkeypatch.setenv("ATTNSCOPE_NO_SHARED_DATA", "1")
     with pytest.raises(pytest.skip.Exception):
-        shared_llama_trace(start)
+        shared_llama_trace(start, top=tmp_path)
     data = tmp_path / "shared" / "data"
     data.mkdir(parents=True)
     (data / "llama_train_sdpa.json.gz").write_bytes(b"")
-    assert shared_llama_trace(start) == data / "llama_train_sdpa.json.gz"  # ../shared beside the clone
+    assert shared_llama_trace(start, top=tmp_path) == data / "llama_train_sdpa.json.gz"  # ../shared beside the clone

@@ -101,6 +101,7 @@ def test_a_directory_of_ranks_is_analysed_in_parallel_and_summarised(tmp_path):
     assert [r["trace_summary"]["rank"] for r in doc["results"]] == [0, 1, 2]
     o = doc["overall"]
     assert o["num_ranks"] == 3 and [p["rank"] for p in o["per_rank"]] == [0, 1, 2]
+    assert o["ranks_known"] is True and o["rank_sources"] == ["file name"]
     raw_n = [len(raw_gpu_events_in_call(raw_events(H200 / f"{v}.json"))) for v in ["sdpa_flash", "sdpa_cudnn", "naive"]]
     assert [p["num_gpu_events"] for p in o["per_rank"]] == raw_n
     assert sum(c["num_kernels"] for c in o["categories"]) == sum(raw_n)
@@ -119,3 +120,17 @@ def test_diff_says_when_case_or_environment_differ():
         "env torch: 2.11.0 → 2.13.0",
         "env device_name: NVIDIA H200 → None",
     ]
+
+
+def test_traces_without_a_rank_are_not_called_ranks(tmp_path, capsys):
+    # neither the traces (no distributedInfo) nor their names say a rank: numbered by position, and said so
+    names = ["sdpa_flash.json", "sdpa_cudnn.json"]
+    for n in names:
+        assert "distributedInfo" not in json.loads((H200 / n).read_text())
+    out = tmp_path / "o.json"
+    assert main(["analyze", *(str(H200 / n) for n in names), "--json", str(out)]) == 0
+    o = json.loads(out.read_text())["overall"]
+    assert o["ranks_known"] is False and o["rank_sources"] == ["position on the command line"]
+    text = capsys.readouterr().out
+    assert "2 traces (no rank" in text and "2 ranks" not in text and "(rank 0)" not in text
+    assert "load imbalance only if these are ranks" in text

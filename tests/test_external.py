@@ -121,3 +121,42 @@ def test_flash_attention_gets_the_mask_in_its_native_form(monkeypatch, mask, sq,
 def test_fa2_refuses_top_left_causal_with_unequal_lengths():
     with pytest.raises(Unsupported, match="bottom-right"):
         ext._fa_window(Case(1, 2, 3, 8, seq_kv=9, mask="causal@top_left"))
+
+
+class _FakeGraph:
+    """A pybind-like sdpa: keyword names outside ``accepts`` are 'incompatible function arguments'."""
+
+    def __init__(self, accepts: set[str]):
+        self.accepts = accepts | {"name", "q", "k", "v", "attn_scale"}
+        self.calls: list[dict] = []
+
+    def sdpa(self, **kw):
+        if set(kw) - self.accepts:
+            raise TypeError("sdpa(): incompatible function arguments")
+        self.calls.append(kw)
+        return "O", None
+
+
+def test_cudnn_band_uses_the_first_spelling_the_frontend_accepts():
+    """1.32's pybind takes diagonal_band_left/right_bound (its docstrings say left_bound): the band of
+    sliding:256 is W=256 keys on a bottom-right diagonal, none to its right."""
+    from attnscope.variants import external_nv as nv
+
+    kw, _how = nv._cudnn_mask(Case(1, 2, 512, 64, device="cuda", mask="sliding:256"))
+    cudnn = types.SimpleNamespace(
+        diagonal_alignment=types.SimpleNamespace(BOTTOM_RIGHT=types.SimpleNamespace(name="BOTTOM_RIGHT"))
+    )
+    g = _FakeGraph({"is_inference", "diagonal_alignment", "diagonal_band_left_bound", "diagonal_band_right_bound"})
+    o, spelled = nv._cudnn_sdpa(g, cudnn, "q", "k", "v", 0.125, dict(kw))
+    assert o == "O" and len(g.calls) == 1
+    call = g.calls[0]
+    assert call["diagonal_band_left_bound"] == 256 and call["diagonal_band_right_bound"] == 0
+    assert call["diagonal_alignment"].name == "BOTTOM_RIGHT" and call["is_inference"] is True
+    assert spelled == "diagonal_alignment=BOTTOM_RIGHT, diagonal_band_left_bound=256, diagonal_band_right_bound=0"
+    # an older frontend without diagonal_alignment: the deprecated sliding_window form
+    old = _FakeGraph({"generate_stats", "use_causal_mask_bottom_right", "sliding_window"})
+    _, spelled = nv._cudnn_sdpa(old, types.SimpleNamespace(), "q", "k", "v", 0.125, dict(kw))
+    assert old.calls[0]["sliding_window"] == 256 and spelled == "use_causal_mask_bottom_right=True, sliding_window=256"
+    # none accepted: the last TypeError, for the variant to turn into a skipped row
+    with pytest.raises(TypeError):
+        nv._cudnn_sdpa(_FakeGraph(set()), cudnn, "q", "k", "v", 0.125, dict(kw))

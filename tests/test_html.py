@@ -116,8 +116,13 @@ def test_sweep_panels_crossovers_and_default():
     assert html_only.count("1.62× slower") == 4  # sdpa_default 0.81 against flash 0.5 at S=128
     # 0.81 against 0.8 elsewhere: 0.81·0.98 < 0.8·1.02, the quartiles overlap
     assert html_only.count("1.01× (tied: quartiles overlap)") == 12 * 2  # margin (runner-up is the default) and default
-    policy = "S 128 → sdpa_flash; S 512–8192 → sdpa_cudnn (tied at some points)"
-    assert html_only.count(policy) == 4 * 2  # the policy table and each panel
+    # one policy over all 16 points: flash is best at the 4 points with S=128, cudnn at the other 12
+    assert html_only.count("<b>Policy: </b>S = 128 → sdpa_flash; otherwise sdpa_cudnn") == 1
+    assert "<td>S = 128</td><td>sdpa_flash</td><td>4</td><td>4 (0)</td><td>none</td>" in html_only
+    assert "<td>otherwise</td><td>sdpa_cudnn</td><td>12</td><td>12 (0)</td><td>none</td>" in html_only
+    assert html_only.count("<td>128 → 512</td><td>sdpa_flash → sdpa_cudnn</td>") == 4  # every axis: only S
+    # sdpa_default: tied with cudnn at the 12 points with S ≥ 512, 1.62× slower than flash at the 4 with S=128
+    assert "best at 0, tied at 12, slower at 4 of 16 points" in html_only
     cmap = {t["name"]: t for t in figures(page)[0]["data"]}  # the crossover map comes first
     assert sorted(cmap) == ["sdpa_cudnn", "sdpa_flash"]
     assert (
@@ -127,6 +132,61 @@ def test_sweep_panels_crossovers_and_default():
     assert len(lines) == 4 * 2 * 4  # 4 panels × (time, TFLOP/s) × 4 variants; the oom row is not a point
     assert all(len(t["x"]) == 4 for t in lines)
     assert "CUDA out of memory" in html_only
+
+
+def test_sweep_names_implementations_and_hides_changes_within_the_noise():
+    """tests/test_sweep_recommend.py's impl_sweep: sdpa_default ran flash's kernel at S 128 and 256, cuDNN's after.
+    By hand from its table: the best implementation per S and the next one, two crossovers beyond the noise and
+    one within it (flash → cudnn at S 2048 → 4096, tied at 4096)."""
+    from tests.test_sweep_recommend import impl_sweep
+
+    page = render_html([impl_sweep()])
+    html_only = html.unescape(without_scripts(page))
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<tr>(.*?)</tr>", html_only, re.S)]
+    want = [
+        "128flash (sdpa_flash = sdpa_default)10.0sdpa_cudnn1.20×best (the same kernels as sdpa_flash, 1.01×)",
+        "256flash (sdpa_flash = sdpa_default)19.9sdpa_cudnn1.06×best",  # 21 / 19.9
+        "512cudnn (sdpa_cudnn = sdpa_default)40.0sdpa_flash1.02× (tied: quartiles overlap)best",  # 41 / 40; 40.1 ≤ 40.2
+        "1024cudnn (sdpa_cudnn = sdpa_default)80.0sdpa_flash1.25×best (the same kernels as sdpa_cudnn, 1.01×)",
+        "2048sdpa_flash150.0cudnn (sdpa_cudnn = sdpa_default)1.07×1.07× slower",  # 160 / 150; default 161 / 150
+        "4096cudnn (sdpa_cudnn = sdpa_default)300.0sdpa_flash1.01× (tied: quartiles overlap)"
+        "best (the same kernels as sdpa_cudnn, 1.00×)",  # 302 / 300; 299 ≤ 303; default 301 / 300
+    ]
+    assert [c for c in cells if c[:3].isdigit() and "(" in c] == want
+    assert (
+        "Crossovers: between S=256 and S=512: sdpa_default (flash; = sdpa_flash) → sdpa_default (cudnn; = sdpa_cudnn); "
+        "between S=1024 and S=2048: sdpa_cudnn (= sdpa_default) → sdpa_flash; "
+        "1 more change within the noise: see --json"
+    ) in html_only
+    assert "Crossovers along every axis: where the best implementation changes (2)" in html_only
+    assert "1 more change within the noise: see attnscope recommend --json" in html_only
+    assert "sdpa_flash → sdpa_cudnn" not in html_only  # the change within the noise is only in the JSON
+    assert "<b>Policy: </b>sdpa_default (cudnn at 4, flash at 2; = sdpa_cudnn at 4 of 6 points" in html_only
+    cmap = {t["name"]: t for t in figures(page)[0]["data"]}  # one square per point, one name per implementation
+    assert {k: v["x"] for k, v in cmap.items()} == {
+        "sdpa_cudnn = sdpa_default": [512, 1024, 4096],
+        "sdpa_flash = sdpa_default": [128, 256],
+        "sdpa_flash": [2048],
+    }
+    assert cmap["sdpa_flash"]["marker"]["color"] == cmap["sdpa_flash = sdpa_default"]["marker"]["color"]
+
+
+def test_sweep_leaves_a_compiled_row_that_ran_eager_code_out_of_plots_and_ranking():
+    """A flex_compiled row with aten kernels only (dynamo's recompile limit reached: eager flex), timed fastest at
+    S=128: it is neither plotted nor ranked, and the recommendation says why, as the terminal does."""
+    from tests.test_sweep_recommend import impl_sweep, row
+
+    eager = row("flex_compiled", 128, 64, 5.0, 4.9, 5.1, kernels=[{"name": "aten_mul_kernel", "category": "other"}])
+    eager |= {"family": "flex", "compile_time_s": 3.0, "device_kind": "gpu"}
+    page = render_html([[*impl_sweep(), eager]])
+    html_only = html.unescape(without_scripts(page))
+    lines = [t["name"] for f in figures(page) for t in f["data"] if t.get("mode") == "lines+markers"]
+    assert lines and "flex_compiled" not in lines
+    assert "Left out of the comparison (1 row)" in html_only
+    assert "<td>flex_compiled</td><td>compiled flex that ran eager flex: no kernel generated by torch.compile" in (
+        html_only
+    )
+    assert "128flash (sdpa_flash = sdpa_default)10.0" in re.sub(r"<[^>]+>", "", html_only)  # not flex's 5.0
 
 
 def test_sweep_batch_that_follows_seq_is_no_panel_axis():
@@ -215,3 +275,15 @@ def test_run_html_flag_draws_from_the_documents_own_start_times(tmp_path):
         assert ks and all(k["start_us"] is not None for k in ks)  # no trace kept: the document carries them
         drawn = sorted(b for t in bars for y, b in zip(t["y"], t["base"], strict=True) if y == r["variant"])
         assert drawn == pytest.approx(sorted(k["start_us"] - min(x["start_us"] for x in ks) for k in ks))
+
+
+def test_a_sweep_row_with_a_non_scalar_case_value_is_a_panel_shown_as_text(tmp_path):
+    """A hand-edited or foreign row whose head_dim is a dict: its own panel titled by the JSON text, no crash."""
+    rows = [json.loads(line) for line in open("tests/data/cpu/tiny_sweep.jsonl")]
+    rows[0]["case"]["head_dim"] = {"x": 1}
+    src = tmp_path / "odd.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert params(rows[0])["head_dim"] == '{"x": 1}'
+    out = tmp_path / "odd.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0
+    assert html.escape('head_dim={"x": 1}') in out.read_text()

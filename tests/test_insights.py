@@ -17,7 +17,7 @@ import pytest
 from attnscope.analysis.explain import annotate
 from attnscope.api import analyze
 from attnscope.report.json import result_to_dict
-from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call
+from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call, raw_mask_kernels
 
 RUN_JSON = Path(__file__).parent / "data" / "h200" / "run.json"  # the run that captured these traces
 MIB = 1024 * 1024
@@ -90,8 +90,14 @@ def test_no_upcast_and_no_cuda_core_insight_for_16bit_paths(variant):
 def test_mask_rebuilt_and_safe_softmax_only_in_math_paths():
     r = analyzed()["sdpa_math"]
     mask = one(r, "mask_rebuilt")
-    raw_tril = [e for e in raw_gpu("sdpa_math") if "triu_tril" in e["name"]]
-    assert mask["evidence"]["mask_ops"] == ["aten::tril"] and mask["evidence"]["num_mask_kernels"] == len(raw_tril)
+    raw_mask = raw_mask_kernels(H200 / "sdpa_math.json", [2048, 2048])  # B4 H16 S2048: ones(S, S).tril() etc.
+    assert sum("triu_tril" in e["name"] for e in raw_mask) == 1
+    assert mask["evidence"]["num_mask_kernels"] == len(raw_mask)
+    assert mask["evidence"]["mask_us"] == pytest.approx(sum(e["dur"] for e in raw_mask), abs=0.05)
+    assert mask["evidence"]["mask_ops"] == ["aten::ones", "aten::tril", "aten::where"]
+    assert mask["evidence"]["is_causal_passed"] is True  # Concrete Inputs[5] of the public SDPA op
+    assert mask["evidence"]["built_inside"] == "aten::_scaled_dot_product_attention_math"
+    assert "is_causal=True is already passed" in mask["advice"]
     guard = one(r, "safe_softmax")
     assert "aten::isneginf" in guard["ops"]
     for v in ("naive", "naive_inplace", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "flex_compiled"):

@@ -35,6 +35,9 @@ def test_dense_mask_on_the_gpu_says_flash_cannot_take_it_and_every_score_is_comp
     assert "FlashAttention takes no arbitrary mask, so torch ran efficient" in i.message
     assert "8,388,608 scores" in i.message and "11.7%" in i.message and i.severity == "warning"
     assert dense_mask({**r, "dense_mask": False}) == []
+    # a backend forced by the user: torch did not pick it because flash refused, so that is not claimed
+    [forced] = dense_mask({**r, "variant": "sdpa_math", "backend": "math", "sdpa_backend": "math"})
+    assert "takes no arbitrary mask" not in forced.message and "; torch ran math, which computes" in forced.message
     assert dense_mask({"variant": "naive", "case": r["case"]}) == []  # only SDPA records how it got the mask
 
 

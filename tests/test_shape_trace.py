@@ -202,3 +202,65 @@ def test_lower_right_causal_counts_the_kept_scores_by_hand() -> None:
     (c,) = shape.attention_calls(build_op_tree(tr.cpu_ops))
     assert c.mask() == "causal_lower_right"
     assert c.flops() == int(4 * 64 * 2 * 34 * 2.5)
+
+
+def _one_op(name: str, q: list[int], k: list[int], conc: list[str]) -> shape.AttentionCall:
+    tr = trace_from_doc(
+        synth.doc(
+            [
+                synth.op(
+                    name,
+                    0,
+                    10,
+                    1,
+                    **{"Input Dims": [q, k, k], "Input type": ["c10::BFloat16"] * 3, "Concrete Inputs": conc},
+                )
+            ]
+        )
+    )
+    (c,) = shape.attention_calls(build_op_tree(tr.cpu_ops))
+    return c
+
+
+# Sq=4 queries against Sk=10 keys, B=1, H=2, D=64, causal: top-left keeps rows 1, 2, 3, 4 = 10 scores per head;
+# lower-right (queries at key positions 6..9) keeps 7, 8, 9, 10 = 34.
+TOP_LEFT_KEPT, LOWER_RIGHT_KEPT = 1 + 2 + 3 + 4, 7 + 8 + 9 + 10
+
+
+@pytest.mark.parametrize(
+    ("name", "layout", "conc", "align", "kept"),
+    [
+        # public SDPA (q, k, v, attn_mask, dropout, is_causal, scale, enable_gqa): torch's is_causal, top-left
+        ("aten::scaled_dot_product_attention", "bhsd", ["", "", "", "", "0.", "True", "0.125", "False"], "top_left",
+         TOP_LEFT_KEPT),
+        # flash (q, k, v, dropout, is_causal, return_debug_mask, scale): FlashAttention-2's bottom-right
+        ("aten::_scaled_dot_product_flash_attention", "bhsd", ["", "", "", "0.", "True", "False", "0.125"],
+         "lower_right", LOWER_RIGHT_KEPT),
+        # efficient's SDPA op passes custom_mask_type 1 (CausalFromTopLeft)
+        ("aten::_scaled_dot_product_efficient_attention", "bhsd", ["", "", "", "", "False", "0.", "True", "0.125"],
+         "top_left", TOP_LEFT_KEPT),
+        # _efficient_attention_forward's custom_mask_type (index 9): 1 top-left
+        ("aten::_efficient_attention_forward", "bshd", [""] * 9 + ["1", "False", "0.125"], "top_left", TOP_LEFT_KEPT),
+        # cuDNN's set_causal_mask is top-left
+        ("aten::_scaled_dot_product_cudnn_attention", "bhsd", ["", "", "", "", "False", "0.", "True", "False",
+         "0.125"], "top_left", TOP_LEFT_KEPT),
+    ],
+)  # fmt: skip
+def test_causal_alignment_by_op_counts_the_kept_scores_by_hand(name, layout, conc, align, kept) -> None:
+    q, k = ([1, 2, 4, 64], [1, 2, 10, 64]) if layout == "bhsd" else ([1, 4, 2, 64], [1, 10, 2, 64])
+    c = _one_op(name, q, k, conc)
+    assert c.values["causal"] is True and c.align == align
+    assert c.mask() == ("causal@top_left" if align == "top_left" else "causal_lower_right")
+    assert c.flops() == 4 * 64 * 2 * kept
+    assert c.mask_basis() is not None and "Sq=4 != Sk=10" in c.mask_basis()
+
+
+def test_square_causal_needs_no_alignment() -> None:
+    c = _one_op(
+        "aten::_scaled_dot_product_flash_attention",
+        [1, 2, 8, 64],
+        [1, 2, 8, 64],
+        ["", "", "", "0.", "True", "False", "0.125"],
+    )
+    assert c.mask() == "causal" and "both alignments keep the same scores" in (c.mask_basis() or "")
+    assert c.flops() == 4 * 64 * 2 * (8 * 9 // 2)

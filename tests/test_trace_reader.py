@@ -175,6 +175,7 @@ def _shape_doc(with_kernel: bool) -> dict:
     evs = [
         op("aten::mm", 0, 10, 1, **dims),
         op("aten::copy_", 20, 5, 2, **dims),
+        op("aten::add", 30, 5, 3, **dims),
     ]
     if with_kernel:
         evs += [launch(1, corr=1, ext=1), kernel("gemm_kernel", 5, 3, corr=1)]
@@ -187,7 +188,8 @@ def test_a_gpu_trace_keeps_only_the_shapes_the_analysis_reads(tmp_path, layout):
     tr = load_trace(write_kineto(tmp_path / "t.json", d)) if layout == "kineto" else trace_from_doc(d)
     by = {o.name: o for o in tr.cpu_ops}
     assert by["aten::copy_"].input_dims == [[4, 8], [4, 8]]  # copies are judged by their shapes
-    assert by["aten::mm"].input_dims is None  # never read on a GPU trace: not kept (memory at 10^6 ops)
+    assert by["aten::mm"].input_types == ["float", "float"]  # a matmul's input dtype decides the TF32 advice
+    assert by["aten::add"].input_dims is None  # never read on a GPU trace: not kept (memory at 10^6 ops)
 
 
 def test_a_cpu_only_profile_from_a_gpu_machine_keeps_every_shape(tmp_path):

@@ -108,19 +108,24 @@ def families(
     out = []
     for name, a in sorted(agg.items(), key=lambda kv: -kv[1]["time_us"]):
         fwd, bwd = calls.get(name, (0, 0))
-        out.append(
-            {
-                "family": name,
-                "implementations": sorted(a["implementations"]),
-                "num_kernels": a["num_kernels"],
-                "num_distinct_kernels": len(by_name[name]),
-                "time_us": round(a["time_us"], 3),
-                "share_pct": _pct(a["time_us"], total_us),
-                "num_forward_calls": fwd,
-                "num_backward_calls": bwd,
-                "kernels": sorted(by_name[name], key=lambda k: -by_name[name][k])[:top],
-            }
-        )
+        row: dict[str, Any] = {
+            "family": name,
+            "implementations": sorted(a["implementations"]),
+            "num_kernels": a["num_kernels"],
+            "num_distinct_kernels": len(by_name[name]),
+            "time_us": round(a["time_us"], 3),
+            "share_pct": _pct(a["time_us"], total_us),
+            "num_forward_calls": fwd,
+            "num_backward_calls": bwd,
+            "kernels": sorted(by_name[name], key=lambda k: -by_name[name][k])[:top],
+        }
+        if fwd == bwd == 0:  # kernels but no attention op above them: the calls are not in the trace
+            row["num_forward_calls"] = row["num_backward_calls"] = None
+            row["calls_unknown"] = (
+                "no attention op above these kernels (a library called outside aten, e.g. FlashInfer or the cuDNN "
+                "frontend): the trace does not say how many calls they were"
+            )
+        out.append(row)
     return out
 
 
@@ -129,7 +134,7 @@ def _family_calls(tree: OpTree) -> dict[str, tuple[int, int]]:
     calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for i, op in enumerate(tree.ops):
         f = K.attention_op_family(op.name)
-        if f is None:
+        if f is None or not K.attention_call_op(op.name):
             continue
         p = tree.parent[i]
         if p >= 0 and K.attention_op_family(tree.ops[p].name) == f:

@@ -1,7 +1,8 @@
 """Insights that compare variants of one case, and SDPA's default choice explained.  Pure.
 
-Results are compared only when they carry the same case: a trace alone does not say its
-shape, so ``analyze`` results (case unknown) are never ranked against each other.
+Results are compared only when they carry the same case: ``analyze`` results whose shape the
+trace does not tell (case unknown) are never ranked against each other.  A trace holds one call:
+its time is one sample, whose noise is unknown, and every comparison built on it says so.
 """
 
 from __future__ import annotations
@@ -27,10 +28,24 @@ def timing_of(r: dict[str, Any]) -> tuple[float, dict[str, Any] | None, str] | N
     if r.get("status") != "ok":
         return None
     if r.get("device_kind") == "gpu" and r.get("gpu_time_us"):
-        return float(r["gpu_time_us"]), r.get("gpu_time"), "GPU time per call (median)"
+        t = r.get("gpu_time")
+        what = "GPU time of one traced call (one sample)" if one_sample(t) else "GPU time per call (median)"
+        return float(r["gpu_time_us"]), t, what
     if r.get("device_kind") == "cpu" and r.get("cpu_time_us"):
-        return float(r["cpu_time_us"]), r.get("cpu_time"), "wall time per call on the CPU (median)"
+        t = r.get("cpu_time")
+        what = (
+            "wall time of one traced call (one sample)" if one_sample(t) else "wall time per call on the CPU (median)"
+        )
+        return float(r["cpu_time_us"]), t, what
     return None
+
+
+def one_sample(t: dict[str, Any] | None) -> bool:
+    """A timing of one sample (a trace holds one call): its noise is not known."""
+    return bool(t) and t.get("num_samples") == 1  # type: ignore[union-attr]
+
+
+ONE_SAMPLE_NOTE = "one traced call each, so the noise is not known: confirm with attnscope run before acting on it"
 
 
 def overlaps(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
@@ -41,11 +56,14 @@ def overlaps(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
 
 
 def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, dict[str, Any] | None, str]]:
-    """Ok, numerically sound results of one case, fastest first."""
+    """Ok, numerically sound results of one case, fastest first (a compiled row that ran eager code is not
+    what its name says: left out)."""
+    from attnscope.analysis.compiled import fell_back_to_eager
+
     rows = []
     for r in results:
         t = timing_of(r)
-        if t is not None and r.get("numerics_ok") is not False:
+        if t is not None and r.get("numerics_ok") is not False and fell_back_to_eager(r) is None:
             rows.append((r, *t))
     return sorted(rows, key=lambda x: x[1])
 
@@ -87,8 +105,14 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
     if case_key(r) is None:
         return NotChecked(
             "slower_than_best",
-            "needs each result's case, to know the variants solve the same "
-            "problem; a trace alone does not carry its shape",
+            "needs each result's case, to know the variants solve the same problem; "
+            + (
+                "this trace's case is not known ("
+                + "; ".join(f"{k}: {v}" for k, v in (r.get("case_unknown") or {}).items())
+                + ")"
+                if r.get("case_unknown")
+                else "not known for this result"
+            ),
         )
     rows = ranked(peers)
     mine = timing_of(r) if r.get("numerics_ok") is not False else None  # a wrong result is not "slow"
@@ -113,13 +137,16 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
         f"{ev['ratio']:.2f}× slower than {best['variant']}, the best for this case "
         f"({ev['this_us']:,.1f} µs vs {ev['best_us']:,.1f} µs, {basis}): {ev['lost_us']:,.1f} µs lost per call"
     )
+    single = one_sample(t) or one_sample(best_t)
+    ev["one_sample"] = single
     return [
         Insight(
             id="slower_than_best",
             variant=r["variant"],
-            severity="warning" if ratio >= 1.5 else "info",
+            severity="warning" if ratio >= 1.5 and not single else "info",
             message=msg,
-            advice=f"use {best['variant']} for this shape and dtype (see the recommendation)",
+            advice=f"use {best['variant']} for this shape and dtype (see the recommendation)"
+            + (f"; {ONE_SAMPLE_NOTE}" if single else ""),
             evidence=ev,
         )
     ]
@@ -196,9 +223,11 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
         )
         msg += (
             f"; but {fastest[0]} was {ev['default_over_fastest']:.2f}× faster here "
-            f"({ev['fastest_forced_us']:,.1f} µs vs {ev['default_us']:,.1f} µs)"
+            f"({ev['fastest_forced_us']:,.1f} µs vs {ev['default_us']:,.1f} µs, {mine[2]})"
         )
-        sev = "warning"
+        other = next((p for p in peers if p["variant"] == fastest[0]), None)
+        ev["one_sample"] = one_sample(mine[1]) or one_sample((other or {}).get("gpu_time"))
+        sev = "info" if ev["one_sample"] else "warning"
     out: list[Insight] = [
         Insight(
             id="sdpa_choice",
@@ -207,6 +236,7 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
             message=msg,  # type: ignore[arg-type]
             advice=(
                 f"force {ev['fastest_forced']} with torch.nn.attention.sdpa_kernel(...) for this shape"
+                + (f"; {ONE_SAMPLE_NOTE}" if ev.get("one_sample") else "")
                 if "fastest_forced" in ev
                 else "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
             ),

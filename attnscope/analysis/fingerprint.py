@@ -13,6 +13,8 @@ from functools import lru_cache
 from attnscope.analysis import kernels as K
 from attnscope.analysis.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.copy_context import copy_kind, inside_of
+from attnscope.analysis.mask_build import describe as describe_mask
+from attnscope.analysis.mask_build import find as find_masks
 from attnscope.analysis.occupancy import ArchLimits, arch_limits, theoretical_occupancy
 from attnscope.trace import CpuOp, GpuEvent, Trace
 from attnscope.types import Fingerprint, HiddenCopy, KernelRecord, Upcast
@@ -35,6 +37,15 @@ TYPE_BYTES: dict[str, int] = {
     "c10::Float8_e5m2": 1,
 }
 HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
+# Kineto's "Input type" strings of floating tensors → attnscope's dtype names.
+DTYPE_OF_TYPE: dict[str, str] = {
+    "c10::BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Float8_e4m3fn": "fp8_e4m3",
+    "c10::Float8_e5m2": "fp8_e5m2",
+}
 # Ops that only carry a copy out for somebody else; the cause is the first op above them.
 COPY_WRAPPERS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"})
 MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
@@ -112,11 +123,23 @@ def _occupancy(regs: int, smem: int, threads: int, limits: ArchLimits) -> tuple[
     return (round(occ.pct, 2), occ.limiter) if occ else None
 
 
+def op_input_dtype(op: CpuOp) -> str | None:
+    """The op's first floating tensor input type, as a dtype name (None when not recorded)."""
+    for t in op.input_types or ():
+        d = DTYPE_OF_TYPE.get(t)
+        if d is not None:
+            return d
+    return None
+
+
 def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[KernelRecord]:
-    """One record per GPU event, in start order, with the op that launched it."""
+    """One record per GPU event, in start order, with the op that launched it and that op's input dtype."""
     out: list[KernelRecord] = []
     ops = att.tree.ops
+    dtypes: dict[int, str | None] = {}
     for g, li in zip(att.gpu, att.launcher, strict=True):
+        if li >= 0 and li not in dtypes and K.is_matrix_kernel(g.name, K.classify_gpu(g.name, g.kind)):
+            dtypes[li] = op_input_dtype(ops[li])  # matrix kernels only: their dtype decides the TF32 advice
         cat = K.classify_gpu(g.name, g.kind)
         occ = None
         if limits is not None and g.kind == "kernel" and g.block is not None:
@@ -141,6 +164,7 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
                 bytes=g.bytes,
                 stream=g.stream,
                 start_us=g.ts,
+                input_dtype=dtypes.get(li) if li >= 0 else None,
             )
         )
     return out
@@ -316,6 +340,7 @@ def analyse(trace: Trace) -> Analysis:
         copies += _orphan_dtod(att, linked)
     op_names = {o.name for o in ops}
     mask_ops = sorted(op_names & MASK_OPS)
+    builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
     if not mask_ops and any("triu_tril" in r.name for r in records):
         mask_ops = ["triu_tril_kernel"]
     backend = None
@@ -341,6 +366,7 @@ def analyse(trace: Trace) -> Analysis:
         trace_cpu_time_us=window_us,
         trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
         notes=tuple(notes),
+        mask_builds=builds,
     )
     upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
     return Analysis(fp, att, upcast_us, win)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.copy_context import copy_advice, upcast_advice
+from attnscope.analysis.kernels import is_matrix_kernel
 from attnscope.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -56,6 +57,7 @@ def on_gpu(r: dict[str, Any]) -> bool:
 
 
 FUSED_SDPA = ("flash", "efficient", "cudnn")
+BACKEND_NAMES = {"cudnn": "cuDNN", "flash": "flash", "efficient": "efficient", "math": "math"}
 
 
 def is_fused(r: dict[str, Any]) -> bool:
@@ -179,7 +181,19 @@ def hidden_copy(r: dict[str, Any]) -> Out:
 
 
 def fp32_cuda_core_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
-    return [k for k in compute_kernels(r) if k["category"] in MATRIX and k.get("tensor_cores") is False]
+    """Matrix kernels (gemm, attention; not a combine/merge helper) that ran without tensor cores."""
+    return [
+        k for k in compute_kernels(r) if is_matrix_kernel(k["name"], k["category"]) and k.get("tensor_cores") is False
+    ]
+
+
+def _input_dtypes(ks: list[dict[str, Any]], r: dict[str, Any]) -> list[str]:
+    """The inputs' dtypes of these kernels: each launching op's recorded Input type, else the case's dtype
+    (a run knows it); empty when neither says."""
+    got: set[str] = {k["input_dtype"] for k in ks if k.get("input_dtype")}
+    if not got and ks and (r.get("case") or {}).get("dtype"):
+        got = {r["case"]["dtype"]}
+    return sorted(got)
 
 
 def _fp32_gpu_part(r: dict[str, Any], ev: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -188,13 +202,38 @@ def _fp32_gpu_part(r: dict[str, Any], ev: dict[str, Any]) -> tuple[str, tuple[st
         return "", ()
     us = sum(k["duration_us"] for k in ks)
     ev.update(num_fp32_matrix_kernels=len(ks), fp32_matrix_us=r1(us), fp32_matrix_share_pct=share_pct(us, r))
+    ev["input_dtypes"] = _input_dtypes(ks, r)
     conv = [k for k in compute_kernels(r) if k["category"] == "copy"]
     ev["num_conversion_kernels"] = len(conv)
+    dts = ev["input_dtypes"]
+    how = "in fp32 " if dts == ["fp32"] else f"with {'/'.join(dts)} inputs " if dts else ""
     text = (
-        f"{len(ks)} matrix kernel(s) run in fp32 on CUDA cores, not tensor cores: "
+        f"{len(ks)} matrix kernel(s) run {how}on CUDA cores, not tensor cores: "
         f"{_share_text(ev['fp32_matrix_us'], ev['fp32_matrix_share_pct'])}"
     )
     return text, tuple(k["name"] for k in ks + conv)
+
+
+def _cuda_core_advice(dts: list[str], names: tuple[str, ...] = ()) -> str:
+    """What to do about matrix work on CUDA cores, by the inputs' recorded dtype: TF32 only helps fp32."""
+    if dts == ["fp32"]:
+        return (
+            "fp32 inputs: allow TF32 (torch.set_float32_matmul_precision('high')) or run in "
+            "bf16/fp16 so the matrix work lands on tensor cores"
+        )
+    if dts and "fp32" not in dts:
+        gemv = bool(names) and all("gemv" in n.lower() for n in names)
+        return f"the inputs are already {'/'.join(dts)}, so neither TF32 nor a cast would change this: " + (
+            "cuBLAS picked gemv, a matrix-vector product (one row, as in decode), which is memory-bound on any "
+            "core; more rows per call (several sequences batched) let it pick a tensor-core kernel"
+            if gemv
+            else "the library picked a CUDA-core kernel for this shape; compare another backend or shape"
+        )
+    return (
+        "check the inputs' dtype (not recorded for these kernels): fp32 inputs run on CUDA cores unless TF32 "
+        "is allowed (torch.set_float32_matmul_precision('high')); 16-bit inputs on CUDA cores are the library's "
+        "choice for this shape"
+    )
 
 
 def fp32_upcast(r: dict[str, Any]) -> Out:
@@ -252,8 +291,7 @@ def no_tensor_cores(r: dict[str, Any]) -> Out:
             variant=r["variant"],
             severity="warning",
             message=text,
-            advice="fp32 inputs: allow TF32 (torch.set_float32_matmul_precision('high')) or run in "
-            "bf16/fp16 so the matrix work lands on tensor cores",
+            advice=_cuda_core_advice(ev["input_dtypes"], tuple(k["name"] for k in fp32_cuda_core_kernels(r))),
             evidence=ev,
             kernels=kernels,
         )
@@ -266,6 +304,9 @@ def no_tensor_cores(r: dict[str, Any]) -> Out:
 def mask_rebuilt(r: dict[str, Any]) -> Out:
     if not r.get("mask_rebuilt"):
         return []
+    taken = [b for b in r.get("mask_builds") or [] if b.get("taken_by") and b.get("mask")]
+    if taken:
+        return _mask_build_insights(r, taken)
     ops = list(r.get("mask_ops") or [])
     ks = [
         k
@@ -281,16 +322,33 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
         ev["mask_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['mask_us'], ev['mask_share_pct'])}"
     msg += ")"
-    inside_sdpa = r.get("sdpa_backend") == "math" or r["variant"].startswith("sdpa_")
-    advice = (
-        # the call already passes is_causal=True: the math backend is what turns it into a mask
-        f"is_causal=True is already passed; the math backend expands it into a full mask on every call, "
-        f"while a fused backend ({fused_names(r)}) masks inside the kernel"
-        if inside_sdpa
-        else f"pass is_causal=True to a fused SDPA backend ({fused_names(r)}), which masks inside the kernel; "
-        "or build the mask once outside the call and reuse it"
-    )
-    ev["inside_sdpa"] = inside_sdpa
+    # A document without the build's context (older, or a CPU trace): the advice goes by the case's mask and
+    # the backend, never by what the call may have been passed.
+    math = r.get("sdpa_backend") == "math"
+    case = r.get("case") or {}
+    mask = case.get("mask")
+    sq, sk = case.get("seq_q"), case.get("seq_kv") or case.get("seq_q")
+    if mask == "causal_lower_right" and sq and sk and sq != sk:
+        advice = _mask_advice(
+            r,
+            {"mask": mask, "backend": r.get("sdpa_backend"), "dims": [sq, sk], "built_inside": None},
+        )
+    elif mask not in (None, "causal", "causal@top_left"):
+        advice = (
+            f"the {mask} mask is built as a full tensor on every call: build it once and reuse it, or use a kernel "
+            "that takes the mask's own form (see dense_mask)"
+        )
+    elif math:
+        advice = (
+            f"SDPA's math backend masks with a full tensor, built on every call; a fused backend ({fused_names(r)}) "
+            "masks inside the kernel"
+        )
+    else:
+        advice = (
+            f"pass is_causal=True to a fused SDPA backend ({fused_names(r)}), which masks inside the kernel; "
+            "or build the mask once outside the call and reuse it"
+        )
+    ev["inside_sdpa"] = math
     return [
         Insight(
             id="mask_rebuilt",
@@ -303,6 +361,99 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
             ops=tuple(ops),
         )
     ]
+
+
+def _mask_build_insights(r: dict[str, Any], builds: list[dict[str, Any]]) -> list[Insight]:
+    """One insight per kind of build the trace shows (a model repeats it per layer), told from its context:
+    who built the mask, inside or before which call, what that call was passed, which backend ran."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for b in builds:
+        key = (b["mask"], b["built_inside"], b["taken_by"], b.get("backend"), b.get("is_causal"), tuple(b["dims"]))
+        groups.setdefault(key, []).append(b)
+    out = []
+    for (mask, inside, taker, backend, is_causal, dims), bs in groups.items():
+        b = bs[0]
+        ops = list(dict.fromkeys([*b["built_by"], *b.get("converted_by", [])]))
+        ev: dict[str, Any] = {
+            "mask": mask,
+            "dims": list(dims),
+            "diagonal": b["diagonal"],
+            "built_inside": inside,
+            "taken_by": taker,
+            "linked_by": b.get("linked_by"),
+            "backend": backend,
+            "is_causal_passed": is_causal,
+            "mask_ops": ops,
+            "num_builds": len(bs),
+        }
+        size = "×".join(str(d) for d in dims)
+        per = "" if len(bs) == 1 else f" ({len(bs)} calls)"
+        build = " + ".join(
+            f"{o}(diagonal={b['diagonal']})" if o.endswith(("tril", "triu")) else o for o in b["built_by"]
+        )
+        conv = f", then {', '.join(b['converted_by'])} makes it additive" if b.get("converted_by") else ""
+        on = f" for the {BACKEND_NAMES.get(backend, backend)} backend" if backend else ""
+        if inside is not None:
+            msg = f"the {mask} mask ({size}) is built inside {inside} on every call{per}: {build}{conv}{on}"
+        else:
+            msg = (
+                f"a {mask} mask ({size}) is materialised on every call{per}: {build} before {taker}, which takes it "
+                f"as attn_mask (linked by {b.get('linked_by')}){conv}{on}"
+            )
+        kernels: tuple[str, ...] = ()
+        if all(x.get("num_kernels") is not None for x in bs):
+            us = sum(x["kernel_us"] for x in bs)
+            ev.update(num_mask_kernels=sum(x["num_kernels"] for x in bs), mask_us=r1(us))
+            ev["mask_share_pct"] = share_pct(us, r)
+            msg += f" ({ev['num_mask_kernels']} kernel(s), {_share_text(ev['mask_us'], ev['mask_share_pct'])})"
+            kernels = tuple(dict.fromkeys(k for x in bs for k in x.get("kernels") or []))
+        out.append(
+            Insight(
+                id="mask_rebuilt",
+                variant=r["variant"],
+                severity="info",
+                message=msg,
+                advice=_mask_advice(r, ev),
+                evidence=ev,
+                kernels=kernels,
+                ops=tuple(ops),
+            )
+        )
+    return out
+
+
+def _mask_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
+    """What fits the build's context: never a flag the call already passes."""
+    mask, dims = ev["mask"], ev["dims"]
+    backend = BACKEND_NAMES.get(ev["backend"], ev["backend"]) if ev["backend"] else "the chosen"
+    if ev["built_inside"] is not None:
+        if ev.get("is_causal_passed"):
+            return (
+                f"is_causal=True is already passed; the {backend} backend expands it into a full mask on every call, "
+                f"while a fused backend ({fused_names(r)}) masks inside the kernel"
+            )
+        return (
+            f"the mask is built inside {ev['built_inside']}; a fused backend ({fused_names(r)}) masks inside the kernel"
+        )
+    if mask == "causal_lower_right":
+        sq, sk = dims[-2], dims[-1]
+        text = (
+            "a lower-right causal mask built densely is what torch.nn.attention.bias.causal_lower_right falls back to "
+            f"when neither flash nor efficient can take the call (here SDPA ran {backend}); flash (is_causal=True at "
+            "its own op) and efficient (custom_mask_type 2) apply the lower-right mask inside the kernel, with "
+            "nothing to build"
+        )
+        if sq == 1:
+            text += (
+                f"; and here the mask hides nothing (one query, lower-right: it sees all {sk} keys): pass no mask "
+                "(attn_mask=None, is_causal=False)"
+            )
+        return text
+    # a top-left (or square) causal mask passed as a tensor, without is_causal
+    return (
+        f"pass is_causal=True instead of the dense mask: SDPA's is_causal is this top-left mask, and a fused backend "
+        f"({fused_names(r)}) applies it inside the kernel with nothing to build"
+    )
 
 
 def safe_softmax_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:

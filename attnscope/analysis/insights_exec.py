@@ -31,13 +31,31 @@ from attnscope.types import Insight, NotChecked, Severity
 def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tuple[str, Severity, str, str]:
     """(id, severity, message, advice): low occupancy by design, hurting, or not decidable."""
     pct, rate, lim = r.get("pct_of_peak"), r.get("tflops"), ev["limiter"]
-    if pct is None or rate is None:
+    if r.get("source") == "trace" and ev.get("category") != "attention":
+        # a trace's FLOPs count its attention calls only: their rate says nothing of a GEMM or other kernel
         ev["by_design"] = None
         return (
             "low_occupancy",
             "info",
-            head + "; by design or hurting cannot be told without the rate (needs the case's FLOPs)",
-            "run it through attnscope run for the rate, or Nsight Compute for achieved occupancy",
+            head + "; by design or hurting cannot be told: the trace's FLOP count covers its attention calls, not "
+            "this kernel",
+            "Nsight Compute gives this kernel's achieved occupancy and throughput",
+        )
+    if pct is None or rate is None:
+        ev["by_design"] = None
+        if rate is not None:
+            ev["tflops"] = r1(rate)
+        need = (
+            "the rate (needs the case's FLOPs)"
+            if rate is None
+            else f"the share of peak ({ev['tflops']:.1f} TFLOP/s, but no matmul peak was measured for this result)"
+        )
+        return (
+            "low_occupancy",
+            "info",
+            head + f"; by design or hurting cannot be told without {need}",
+            "run it through attnscope run for the rate against a measured peak, or Nsight Compute for achieved "
+            "occupancy",
         )
     ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
     if ("registers" in lim or "shared_memory" in lim) and pct >= HIGH_RATE_PCT:
@@ -74,6 +92,7 @@ def low_occupancy(r: dict[str, Any]) -> Out:
         "registers_per_thread": k.get("registers_per_thread"),
         "shared_memory_bytes": k.get("shared_memory_bytes"),
         "kernel_us": r1(k["duration_us"]),
+        "category": k["category"],
     }
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
     head += _achieved_text(r, k, ev)
@@ -154,16 +173,35 @@ def opaque_library(r: dict[str, Any]) -> Out:
     if not ks:
         return []
     k = max(ks, key=lambda x: x["duration_us"])
+    main = [x for x in ks if "cudnn_generated" in x["name"]] or [k]
+    helpers = sorted({x["name"] for x in ks} - {x["name"] for x in main})
     ev = {
         "kernel": k["name"],
         "kernel_us": r1(k["duration_us"]),
         "launched_by": k.get("launched_by"),
+        "num_cudnn_kernels": len(ks),
+        "num_generated_kernels": len(main),
+        "cudnn_us": r1(sum(x["duration_us"] for x in ks)),
+        "helper_kernels": helpers,
         "num_memset": r.get("num_memset"),
     }
+    by = (
+        f"launched by {ev['launched_by']}"
+        if ev["launched_by"]
+        else "launched outside any recorded op (a library call the profiler shows no aten op for)"
+    )
+    what = (
+        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, {by}) does"
+        if len(ks) == 1
+        else f"{len(ks)} cuDNN kernels"
+        + (f" in {len(main)} calls" if len(main) > 1 else "")
+        + f" ({ev['cudnn_us']:.1f} µs: {short(k['name'], 56)}"
+        + (f" with {', '.join(short(h, 40) for h in helpers)}" if helpers else "")
+        + f", {by}) do"
+    )
     msg = (
-        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, launched by "
-        f"{ev['launched_by']}) does the whole attention: the work moved into a library, out of the profiler's "
-        "view (no aten steps, no transposes to see)"
+        f"{what} the whole attention: the work moved into a library, out of the profiler's view (no aten steps, "
+        "no transposes to see)"
     )
     return [
         Insight(
@@ -174,8 +212,8 @@ def opaque_library(r: dict[str, Any]) -> Out:
             advice="a clean trace is not less work: look inside with Nsight Compute on this kernel, and "
             "weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
             evidence=ev,
-            kernels=(k["name"],),
-            ops=(str(ev["launched_by"]),),
+            kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
+            ops=(str(ev["launched_by"]),) if ev["launched_by"] else (),
         )
     ]
 

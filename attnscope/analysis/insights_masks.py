@@ -13,13 +13,26 @@ import re
 from typing import Any
 
 from attnscope.analysis.insights import Out, compute_kernels, r1, short
+from attnscope.analysis.kernels import attention_family
 from attnscope.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
-# A combine/merge kernel finishes what a split-KV attention kernel started: pytorch_flash::flash_fwd_splitkv_kernel +
-# flash_fwd_splitkv_combine_kernel and FlashInfer's SingleDecodeWithKVCacheKernel + MergeStates*, both seen on the H200.
-COMBINE = re.compile(r"splitkv_combine|combine_kernel|MergeStates|merge_state|flash_fwd_combine", re.IGNORECASE)
-SPLIT = re.compile(r"splitkv|split_kv|SplitKV|Decode", re.IGNORECASE)
+# A combine/merge kernel finishes what a split-KV attention kernel started, each pair seen on the H200 at decode:
+# pytorch_flash::flash_fwd_splitkv_kernel + flash_fwd_splitkv_combine_kernel; FlashInfer's
+# SingleDecodeWithKVCacheKernel + MergeStates*; cuDNN's generated fprop kernel + cudnn::fusion::lean_reduction_kernel;
+# compiled flex's decoding template (triton_tem_fused_flex_attention, one program per KV split) + the generated
+# reductions that merge the splits (triton_per_fused_*flex_attention*).  Paired within one attention family.
+COMBINE = re.compile(
+    r"splitkv_combine|combine_kernel|MergeStates|merge_state|flash_fwd_combine|lean_reduction|"
+    r"triton_(?:per|red)_fused_\w*flex_attention(?!\w*backward)",
+    re.IGNORECASE,
+)
+SPLIT = re.compile(
+    r"splitkv|split_kv|SplitKV|Decode|cudnn_generated_fort_native_sdpa\w*fprop|"
+    r"triton_tem_fused_flex_attention(?!\w*backward)",
+    re.IGNORECASE,
+)
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
 
 
 def _x(r: dict[str, Any], key: str) -> Any:
@@ -62,7 +75,11 @@ def dense_mask(r: dict[str, Any]) -> Out:
     ran = f"torch ran {ev['backend']}" if ev["backend"] else "the chosen backend"
     msg = (
         f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({ev['mask_mib']:.1f} MiB)"
-        + (f": FlashAttention takes no arbitrary mask, so {ran}, which" if gpu else f"; {ran}, which")
+        + (
+            f": FlashAttention takes no arbitrary mask, so {ran}, which"
+            if gpu and not r.get("backend")  # PyTorch's own choice; a forced backend was the user's pick
+            else f"; {ran}, which"
+        )
         + f" computes all {ev['scores_computed']:,} scores and reads the mask"
         + (f", though the mask keeps only {ev['kept_pct']:.1f}% of them" if kept is not None else "")
     )
@@ -106,34 +123,73 @@ def block_sparsity(r: dict[str, Any]) -> Out:
 
 
 @functools.cache
-def _kv_role(name: str) -> str | None:
-    """'combine', 'split' or None, by name (cached: a training step repeats 10^4 kernel names)."""
-    return "combine" if COMBINE.search(name) else "split" if SPLIT.search(name) else None
+def _kv_role(name: str) -> tuple[str | None, str | None]:
+    """('combine' | 'split' | None, attention family) by name (cached: a training step repeats 10^4 names)."""
+    role = "combine" if COMBINE.search(name) else "split" if SPLIT.search(name) else None
+    return role, attention_family(name) if role else None
 
 
 def split_kv(r: dict[str, Any]) -> Out:
-    ks = compute_kernels(r)
-    combine = [k for k in ks if _kv_role(k["name"]) == "combine"]
-    # The partner is named as a split-KV or decode kernel; a backward kernel in the same call is not one.
-    split = [k for k in ks if _kv_role(k["name"]) == "split"]
-    if not combine or not split:
-        return []
+    """Per attention family, split-KV kernels and the kernels that combine their partial results."""
+    by_family: dict[str | None, dict[str, list[dict[str, Any]]]] = {}
+    for k in compute_kernels(r):
+        role, fam = _kv_role(k["name"])
+        if role is not None:
+            by_family.setdefault(fam, {"split": [], "combine": []})[role].append(k)
+    out = []
+    for parts in by_family.values():
+        split, combine = parts["split"], parts["combine"]
+        if split and combine:
+            out.append(_split_kv_insight(r, split, combine))
+    return out
+
+
+def _split_kv_insight(r: dict[str, Any], split: list[dict[str, Any]], combine: list[dict[str, Any]]) -> Insight:
     s, c = max(split, key=lambda k: k["duration_us"]), max(combine, key=lambda k: k["duration_us"])
-    total = s["duration_us"] + c["duration_us"]
+    s_us, c_us = sum(k["duration_us"] for k in split), sum(k["duration_us"] for k in combine)
+    total = s_us + c_us
+    names = list(dict.fromkeys(k["name"] for k in split + combine))  # distinct kernels of one step
     ev = {
         "split_kernel": s["name"],
-        "split_us": r1(s["duration_us"]),
+        "split_us": r1(s_us),
         "combine_kernel": c["name"],
-        "combine_us": r1(c["duration_us"]),
-        "combine_pct": r1(100.0 * c["duration_us"] / total) if total else None,
+        "combine_kernels": [n for n in names if _kv_role(n)[0] == "combine"],
+        "combine_us": r1(c_us),
+        "combine_pct": r1(100.0 * c_us / total) if total else None,
+        "num_split_kernels": len(split),
+        "num_combine_kernels": len(combine),
     }
+    n = len(names)
+    steps = "" if len(split) == 1 else f" (×{len(split)} calls)"
+    others = ", ".join(short(x, 50) for x in ev["combine_kernels"])
     msg = (
-        f"one attention step in two kernels: {short(s['name'], 50)} computes partial results over chunks of the "
-        f"keys ({ev['split_us']:.1f} µs), {short(c['name'], 50)} combines them ({ev['combine_us']:.1f} µs"
+        f"one attention step in {NUMBER_WORDS.get(n, str(n))} kernels{steps}: {short(s['name'], 50)} computes partial "
+        f"results over chunks of the keys ({ev['split_us']:.1f} µs), {others} combine"
+        + ("s" if len(ev["combine_kernels"]) == 1 else "")
+        + f" them ({ev['combine_us']:.1f} µs"
         + (f", {ev['combine_pct']:.1f}% of the step)" if ev["combine_pct"] is not None else ")")
     )
     advice = "nothing to fix: splitting the keys keeps every SM busy when there are too few queries to share out"
-    return [Insight("split_kv", r["variant"], "info", msg, advice, ev, kernels=(s["name"], c["name"]))]
+    return Insight("split_kv", r["variant"], "info", msg, advice, ev, kernels=tuple(names))
 
 
-RULES = (("dense_mask", dense_mask), ("block_sparsity", block_sparsity), ("split_kv", split_kv))
+def compiled_fallback(r: dict[str, Any]) -> Out:
+    from attnscope.analysis.compiled import fell_back_to_eager
+
+    why = fell_back_to_eager(r)
+    if why is None:
+        return []
+    ev = {"num_kernels": len(compute_kernels(r)), "compile_time_s": r.get("compile_time_s")}
+    advice = (
+        "not a flex_compiled measurement: measure it again (attnscope compiles each shape afresh when dynamo's "
+        "limit is reached); the recommendation leaves this row out"
+    )
+    return [Insight("compiled_fallback", r["variant"], "warning", why, advice, ev)]
+
+
+RULES = (
+    ("dense_mask", dense_mask),
+    ("block_sparsity", block_sparsity),
+    ("split_kv", split_kv),
+    ("compiled_fallback", compiled_fallback),
+)

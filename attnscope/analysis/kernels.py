@@ -22,7 +22,8 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
         re.compile(
             r"flash_fwd|flash_bwd|flash::|pytorch_flash|fmha|attention|_sdpa_|"
             r"cudnn_generated_fort_native_sdpa|flex_attention|flex_decoding|mha_fwd|mha_bwd|"
-            r"cudnn::fusion::|cudnn::compute_dot_do_o|_attn_fwd|_attn_bwd|FlashAttn|BatchDecodeWith|BatchPrefillWith",
+            r"cudnn::fusion::|cudnn::compute_dot_do_o|_attn_fwd|_attn_bwd|FlashAttn|BatchDecodeWith|BatchPrefillWith|"
+            r"SingleDecodeWith|SinglePrefillWith|MergeStates|MergeState",
             _I,
         ),
         "attention",
@@ -141,6 +142,17 @@ CPU_ATOMIC_OPS = frozenset(
 )
 
 
+# Attention kernels that finish or prepare another kernel's work rather than multiply matrices: split-KV
+# combine / merge / reduction kernels (FlashAttention's splitkv_combine, FlashInfer's MergeStates*, cuDNN's
+# lean_reduction_kernel: they merge partial outputs by their log-sum-exp, elementwise by construction) and the
+# backward's helpers (rowwise dO·O, dQ conversion).  Attention by what they serve, never matrix work: a
+# CUDA-core verdict on them says nothing about the dtype or the matrix kernels.
+ATTENTION_HELPER = re.compile(
+    r"splitkv_combine|flash_fwd_combine|combine_kernel|MergeStates|merge_state|lean_reduction|dot_do_o|convert_dq|"
+    r"triton_(?:per|red|poi)_fused_\w*flex_attention",  # inductor's generated reductions: no tl.dot, only templates
+    _I,
+)
+
 # Tensor cores, by kernel name: (pattern, uses tensor cores, why). First match wins.
 # Names that match no row are "unknown" (None): we never guess.  The rows were checked against
 # Nsight Compute's tensor-pipe counters on the H200 (matrix MMA = HMMA minus HFMA2.MMA, wgmma
@@ -149,9 +161,11 @@ CPU_ATOMIC_OPS = frozenset(
 NCU_EVIDENCE = "ncu tensor-pipe counters on the H200, tests/data/ncu/h200_tensor_pipe.csv"
 TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
     (
-        re.compile(r"splitkv_combine|dot_do_o|convert_dq", _I),
+        ATTENTION_HELPER,
         False,
-        "attention helper (split-KV combine, rowwise dO·O, dQ conversion): no matrix MMA (" + NCU_EVIDENCE + ")",
+        "attention helper (split-KV combine or merge, rowwise dO·O, dQ conversion): no matrix MMA (flash's: "
+        + NCU_EVIDENCE
+        + "; FlashInfer's MergeStates and cuDNN's lean_reduction merge partial outputs elementwise)",
     ),
     (
         re.compile(r"fmha_cutlass[FB]_f32", _I),
@@ -219,11 +233,19 @@ def tensor_core_precision(name: str, category: Category) -> str | None:
 
 
 @functools.cache
+def is_matrix_kernel(name: str, category: Category) -> bool:
+    """Whether a kernel does matrix work: a gemm or an attention kernel that is not a helper
+    (:data:`ATTENTION_HELPER`: combine, merge, reduction, dO·O, dQ conversion)."""
+    return category in ("gemm", "attention") and not ATTENTION_HELPER.search(name)
+
+
+@functools.cache
 def tensor_cores(name: str, category: Category) -> bool | None:
     """Whether a GPU kernel ran on tensor cores, from the name table; None if unknown.
 
     Only matrix kernels (gemm, attention) are read against the table: a `bf16` in the name of
-    an all-reduce or a cast says nothing about MMA.  Other categories are not matrix work."""
+    an all-reduce or a cast says nothing about MMA.  Other categories are not matrix work, and
+    attention helpers are not either (the table's first row)."""
     if category == "other":
         return None
     if category not in ("gemm", "attention"):
@@ -286,6 +308,17 @@ def attention_impl(name: str) -> tuple[AttentionFamily, str] | None:
 def attention_family(name: str) -> AttentionFamily | None:
     hit = attention_impl(name)
     return hit[0] if hit else None
+
+
+# Ops of compiled flex that are parts of a call, not calls: inductor's generated reductions and pointwise kernels
+# around the FlexAttention template (at decode, the merge of the KV splits), each recorded as an op of its own.
+_CALL_PART_OP = re.compile(r"^triton_(?:per|red|poi)_fused_")
+
+
+@functools.cache
+def attention_call_op(op_name: str) -> bool:
+    """Whether an attention op starts a call (an SDPA op, a backend op, flex's op or template), not part of one."""
+    return attention_op_family(op_name) is not None and not _CALL_PART_OP.match(op_name)
 
 
 @functools.cache

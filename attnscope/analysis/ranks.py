@@ -69,8 +69,13 @@ def combine(named: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     def pct(t: float) -> float:
         return round(100.0 * t / total, 2) if total > 0 else 0.0
 
+    sources = sorted({str(s.get("rank_source")) for _, s in named if s.get("rank_source")})
     return {
         "num_ranks": len(rows),
+        # ranks read from the traces (distributedInfo) or their file names; else the traces are numbered by
+        # their order on the command line and may not be ranks of one job at all
+        "ranks_known": bool(sources) and "position on the command line" not in sources,
+        "rank_sources": sources,
         "gpu_time_us": round(total, 3),
         "per_rank": rows,
         "busy_us": _spread(rows, "busy_us"),

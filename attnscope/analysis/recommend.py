@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.compare import Row, case_key, choose_best, is_fused, ran_backend, ranked, same_kernels, tied
+from attnscope.analysis.compare import (
+    ONE_SAMPLE_NOTE,
+    Row,
+    case_key,
+    choose_best,
+    is_fused,
+    one_sample,
+    ran_backend,
+    ranked,
+    same_kernels,
+    tied,
+)
 from attnscope.analysis.insights import materialises_scores
 from attnscope.types import Recommendation
 
@@ -82,7 +93,9 @@ def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
             text += _tie_text(best, nxt, rows)
         text += _scores_note(best, rows)
     noisy = [_label(x[0]) for x in (best, nxt) if x[2] and x[2].get("noisy")]
-    if noisy and not noise:
+    if not noise and (one_sample(best[2]) or one_sample(nxt[2])):
+        text += f" — {ONE_SAMPLE_NOTE}"
+    elif noisy and not noise:
         text += (
             f" — but {' and '.join(noisy)} timed noisy (IQR/median > 10%): "
             "confirm with a larger --budget before acting on this margin"

@@ -6,6 +6,24 @@ flags at fixed positions; the table below holds those positions for the ops of t
 (each row pinned by a test on a real H200 trace).  A flag is only read when the recorded
 value has the expected form ('True'/'False', a number): an op whose signature moved leaves
 the field unknown, with the reason, rather than read a wrong argument.
+
+A causal flag means different masks when Sq != Sk, by op (checked in torch's source):
+
+- ``aten::scaled_dot_product_attention``, the math, efficient and cuDNN ops: top-left (query i
+  sees keys 0..i).  The efficient op passes ``custom_mask_type`` 1 (``CausalFromTopLeft``); the
+  cuDNN op passes is_causal to cuDNN's ``set_causal_mask``, which is top-left.
+- the flash ops: bottom-right (the queries are the last Sq positions).  FlashAttention-2 aligns its
+  causal mask to the bottom right; SDPA refuses flash for is_causal with Sq != Sk
+  (``check_flash_causal_non_square_seqlens``), and ``torch.nn.attention.bias.causal_lower_right``
+  calls ``aten::_scaled_dot_product_flash_attention`` with is_causal=True for exactly this mask.
+- ``aten::_efficient_attention_*``: ``custom_mask_type`` 1 top-left, 2 bottom-right
+  (``sdp::CustomMaskType``).
+
+A mask given as a tensor is not recorded, but a trace can show how it was built: a boolean
+``aten::ones(Sq, Sk)`` then ``aten::tril(diagonal=d)`` on the same thread just before the call
+with an ``attn_mask`` of that shape is a causal mask with query 0 at key d (``causal_lower_right``
+materialises exactly that with d = Sk - Sq).  The link is by shape and order (Kineto records no
+tensor identities), so the call says the mask was inferred and from which ops.
 """
 
 from __future__ import annotations
@@ -16,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from attnscope.analysis.attribution import OpTree
-from attnscope.analysis.kernels import attention_op_family
+from attnscope.analysis.kernels import attention_call_op, attention_op_family
 from attnscope.flops import attention_flops
 from attnscope.types import Case
 
@@ -36,27 +54,57 @@ class OpSig:
     scale: int | None = None
     enable_gqa: int | None = None
     attn_mask: int | None = None  # an optional tensor argument: given means the mask is not read
+    align: Literal["top_left", "lower_right"] | None = None  # what the causal flag means when Sq != Sk
 
+
+TOP_LEFT_SDPA = "torch's is_causal is top-left aligned (query i sees keys 0..i)"
+TOP_LEFT_EFF = "it passes is_causal to the kernel as custom_mask_type 1 (CausalFromTopLeft): top-left"
+TOP_LEFT_CUDNN = "it passes is_causal to cuDNN's set_causal_mask, which is top-left aligned"
+LOWER_RIGHT_FLASH = (
+    "FlashAttention-2's causal mask is bottom-right aligned (the queries are the last Sq keys); SDPA refuses flash "
+    "for is_causal with Sq != Sk, and torch.nn.attention.bias.causal_lower_right calls this op with is_causal=True"
+)
+ALIGN_WHY = {
+    "aten::scaled_dot_product_attention": TOP_LEFT_SDPA,
+    "aten::_scaled_dot_product_attention_math": TOP_LEFT_SDPA,
+    "aten::_scaled_dot_product_efficient_attention": TOP_LEFT_EFF,
+    "aten::_scaled_dot_product_efficient_attention_backward": TOP_LEFT_EFF,
+    "aten::_scaled_dot_product_cudnn_attention": TOP_LEFT_CUDNN,
+    "aten::_cudnn_attention_forward": TOP_LEFT_CUDNN,
+    "aten::_scaled_dot_product_cudnn_attention_backward": TOP_LEFT_CUDNN,
+    "aten::_cudnn_attention_backward": TOP_LEFT_CUDNN,
+}
+# efficient's custom_mask_type (torch's sdp::CustomMaskType): 0 none, 1 CausalFromTopLeft, 2 CausalFromBottomRight
+MASK_TYPES: dict[str, tuple[bool, str | None]] = {
+    "0": (False, None),
+    "1": (True, "top_left"),
+    "2": (True, "lower_right"),
+}
 
 OP_SIGS: dict[str, OpSig] = {
-    "aten::scaled_dot_product_attention": OpSig("bhsd", 0, causal=5, scale=6, enable_gqa=7, attn_mask=3),
-    "aten::_scaled_dot_product_attention_math": OpSig("bhsd", 0, causal=5, scale=7, enable_gqa=8, attn_mask=3),
-    "aten::_scaled_dot_product_flash_attention": OpSig("bhsd", 0, causal=4, scale=6),
-    "aten::_flash_attention_forward": OpSig("bshd", 0, causal=8, scale=10),
-    "aten::_scaled_dot_product_efficient_attention": OpSig("bhsd", 0, causal=6, scale=7, attn_mask=3),
+    "aten::scaled_dot_product_attention": OpSig(
+        "bhsd", 0, causal=5, scale=6, enable_gqa=7, attn_mask=3, align="top_left"
+    ),
+    "aten::_scaled_dot_product_attention_math": OpSig(
+        "bhsd", 0, causal=5, scale=7, enable_gqa=8, attn_mask=3, align="top_left"
+    ),
+    "aten::_scaled_dot_product_flash_attention": OpSig("bhsd", 0, causal=4, scale=6, align="lower_right"),
+    "aten::_flash_attention_forward": OpSig("bshd", 0, causal=8, scale=10, align="lower_right"),
+    "aten::_scaled_dot_product_efficient_attention": OpSig("bhsd", 0, causal=6, scale=7, attn_mask=3, align="top_left"),
     "aten::_efficient_attention_forward": OpSig("bshd", 0, mask_type=9, scale=11),
-    "aten::_scaled_dot_product_cudnn_attention": OpSig("bhsd", 0, causal=6, scale=8, attn_mask=3),
-    "aten::_cudnn_attention_forward": OpSig("bhsd", 0, causal=10, scale=12),
+    "aten::_scaled_dot_product_cudnn_attention": OpSig("bhsd", 0, causal=6, scale=8, attn_mask=3, align="top_left"),
+    "aten::_cudnn_attention_forward": OpSig("bhsd", 0, causal=10, scale=12, align="top_left"),
     "FlexAttentionAutogradOp": OpSig("bhsd", 0, scale=4),
-    "aten::_scaled_dot_product_flash_attention_backward": OpSig("bhsd", 1, causal=11, scale=14),
-    "aten::_flash_attention_backward": OpSig("bshd", 1, causal=11, scale=14),
-    "aten::_scaled_dot_product_efficient_attention_backward": OpSig("bhsd", 1, causal=11, scale=12),
+    "aten::_scaled_dot_product_flash_attention_backward": OpSig("bhsd", 1, causal=11, scale=14, align="lower_right"),
+    "aten::_flash_attention_backward": OpSig("bshd", 1, causal=11, scale=14, align="lower_right"),
+    "aten::_scaled_dot_product_efficient_attention_backward": OpSig("bhsd", 1, causal=11, scale=12, align="top_left"),
     "aten::_efficient_attention_backward": OpSig("bshd", 1, mask_type=14, scale=16),
-    "aten::_scaled_dot_product_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15),
-    "aten::_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15),
+    "aten::_scaled_dot_product_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15, align="top_left"),
+    "aten::_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15, align="top_left"),
 }
 # Inductor's FlexAttention template call records q, k, v (B, H, S, D) first; its mask is compiled in.
 COMPILED_FLEX = re.compile(r"^triton_tem_fused_flex_attention(?!.*backward)")
+MASK_BUILD_OPS = frozenset({"aten::tril", "aten::triu"})
 FIELDS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal", "scale", "enable_gqa")
 
 
@@ -70,22 +118,44 @@ class AttentionCall:
     values: dict[str, Any] = field(default_factory=dict)  # FIELDS that were read
     unknown: dict[str, str] = field(default_factory=dict)  # FIELDS that were not, and why
     source: dict[str, str] = field(default_factory=dict)  # field → the op it was read from
+    align: str | None = None  # a causal call's alignment: "top_left" or "lower_right" (None: not causal / unknown)
+    align_why: str | None = None  # how the alignment was told, in words
+    mask_inferred_from: tuple[str, ...] = ()  # the ops that built a tensor mask read as causal (else empty)
 
     def shape_key(self) -> tuple[Any, ...]:
         return tuple(self.values.get(f) for f in FIELDS if f not in ("scale", "enable_gqa"))
 
     def mask(self) -> str | None:
-        """The mask in attnscope's grammar: SDPA's is_causal is top-left aligned; efficient's type 2 lower-right."""
+        """The mask in attnscope's grammar: ``none``, ``causal`` (Sq = Sk: either alignment keeps the same
+        scores), ``causal@top_left`` or ``causal_lower_right``; None when the trace cannot tell."""
         c = self.values.get("causal")
         if c is None:
             return None
-        return self.values.get("mask_kind") or ("causal@top_left" if c else "none")
+        if not c:
+            return "none"
+        if self.values.get("seq_q") is not None and self.values.get("seq_q") == self.values.get("seq_kv"):
+            return "causal"
+        return {"top_left": "causal@top_left", "lower_right": "causal_lower_right"}.get(self.align or "")
+
+    def mask_basis(self) -> str | None:
+        """Why the mask is what :meth:`mask` says, in one line (for the FLOP footnote and the JSON)."""
+        m, v = self.mask(), self.values
+        if m is None:
+            return None
+        src = self.source.get("causal", self.op)
+        if m == "none":
+            return f"none: {src} with is_causal=False and no attn_mask"
+        if self.mask_inferred_from:
+            return f"{m}, inferred: {self.align_why}"
+        if m == "causal":
+            return f"causal: {src}, Sq = Sk = {v.get('seq_q')} (both alignments keep the same scores)"
+        return f"{m}: {src} with Sq={v.get('seq_q')} != Sk={v.get('seq_kv')}: {self.align_why}"
 
     def flops(self) -> int | None:
         """Forward FLOPs on the scores the mask keeps (attnscope.flops); ×2.5 for a backward call."""
         v = self.values
         need = ("batch", "heads", "seq_q", "seq_kv", "head_dim", "causal")
-        if any(v.get(f) is None for f in need):
+        if any(v.get(f) is None for f in need) or self.mask() is None:
             return None
         try:
             case = Case(v["batch"], v["heads"], v["seq_q"], v["head_dim"], seq_kv=v["seq_kv"], mask=self.mask())
@@ -144,17 +214,23 @@ def _flags(op: Any, sig: OpSig, call: AttentionCall) -> None:
         b = _bool(raw)
         if b is None:
             call.unknown.setdefault("causal", f"argument {sig.causal} of {op.name} reads {raw!r}, not a bool")
-        elif "attn_mask" not in call.values:
+        elif "attn_mask" not in call.values and "causal" not in call.values:
             _put(call, "causal", b, op.name)
+            if b:
+                call.align = sig.align
+                call.align_why = "is_causal=True, and " + (ALIGN_WHY.get(op.name) or LOWER_RIGHT_FLASH)
     elif sig.mask_type is not None:
         raw = _arg(conc, sig.mask_type)
-        mt = {"0": False, "1": True, "2": True}.get(raw) if isinstance(raw, str) else None
+        mt = MASK_TYPES.get(raw) if isinstance(raw, str) else None
         if mt is None:
             call.unknown.setdefault("causal", f"custom_mask_type of {op.name} reads {raw!r}")
-        else:
-            _put(call, "causal", mt, op.name)
-            if raw == "2":
-                _put(call, "mask_kind", "causal_lower_right", op.name)
+        elif "causal" not in call.values:
+            _put(call, "causal", mt[0], op.name)
+            if mt[0]:
+                call.align = mt[1]
+                call.align_why = f"custom_mask_type {raw}, torch's sdp::CustomMaskType " + (
+                    "CausalFromTopLeft" if raw == "1" else "CausalFromBottomRight"
+                )
     scale = _float(_arg(conc, sig.scale))
     if scale is not None:
         _put(call, "scale", scale, op.name)
@@ -197,6 +273,12 @@ def _attention_ops_within(tree: OpTree, i: int) -> list[int]:
 
 
 def _explain_missing(call: AttentionCall, name: str) -> None:
+    v = call.values
+    if v.get("causal") and call.align is None and v.get("seq_q") != v.get("seq_kv"):
+        call.unknown["causal_align"] = (
+            f"{call.source.get('causal', name)} says causal with Sq={v.get('seq_q')} != Sk={v.get('seq_kv')}, and "
+            "which alignment it means (top-left or lower-right) is not known for this op"
+        )
     for f in FIELDS:
         if f in call.values or f in call.unknown:
             continue
@@ -217,6 +299,11 @@ def _sig(name: str) -> OpSig | None:
     return sig
 
 
+def _starts_call(name: str) -> bool:
+    """An attention op that is a call of its own (compiled flex's generated reductions are parts of one)."""
+    return name in OP_SIGS or attention_call_op(name)
+
+
 @functools.cache
 def _is_attention(name: str) -> bool:
     return name in OP_SIGS or attention_op_family(name) is not None
@@ -225,13 +312,43 @@ def _is_attention(name: str) -> bool:
 def attention_calls(tree: OpTree) -> list[AttentionCall]:
     """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
     out = []
-    found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name)]
+    at: dict[int, AttentionCall] = {}
+    found = [i for i, op in enumerate(tree.ops) if _is_attention(op.name) and _starts_call(op.name)]
     for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
         op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
             continue  # inside another attention op: part of that call
-        out.append(_call_at(tree, i, attention_op_family(op.name) or "sdpa"))
+        at[i] = _call_at(tree, i, attention_op_family(op.name) or "sdpa")
+        out.append(at[i])
+    if at and any(op.name in MASK_BUILD_OPS for op in tree.ops):
+        _read_built_masks(tree, at)
     return out
+
+
+def _read_built_masks(tree: OpTree, at: dict[int, AttentionCall]) -> None:
+    """A call given a tensor mask that the trace shows being built as a causal one (mask_build.py)."""
+    from attnscope.analysis.mask_build import find
+
+    for mb in find(tree):
+        call = at.get(mb.consumer) if mb.consumer is not None and mb.inside is None else None
+        kind = mb.kind()
+        if call is None or kind is None or not call.values.get("attn_mask") or "causal" in call.values:
+            continue
+        sq, sk = call.values.get("seq_q"), call.values.get("seq_kv")
+        if mb.dims[-2:] != [sq, sk]:
+            continue
+        call.values["causal"] = True
+        call.source["causal"] = f"{tree.ops[mb.ones].name if mb.ones is not None else ''} + {tree.ops[mb.tril].name}"
+        call.unknown.pop("causal", None)
+        call.align = {"causal@top_left": "top_left", "causal_lower_right": "lower_right"}.get(kind)
+        call.mask_inferred_from = tuple(tree.ops[i].name for i in (mb.ones, mb.tril) if i is not None)
+        d = mb.diagonal
+        off = "= Sk - Sq: lower-right" if kind == "causal_lower_right" else "= 0: top-left" if d == 0 else ""
+        call.align_why = (
+            f"the attn_mask {mb.dims} {call.op} took was built just before it by aten::ones({mb.dims}) then "
+            f"{tree.ops[mb.tril].name}(diagonal={d} {off}), the form torch.nn.attention.bias materialises; linked by "
+            "shape and order (a trace records no tensor identities)"
+        )
 
 
 def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) -> float:
@@ -278,6 +395,9 @@ def to_dict(c: AttentionCall) -> dict[str, Any]:
         "direction": c.direction,
         **{f: c.values.get(f) for f in FIELDS},
         "mask": c.mask(),
+        "causal_align": c.align,
+        "mask_basis": c.mask_basis(),
+        "mask_inferred_from": list(c.mask_inferred_from),
         "flops": c.flops(),
         "read_from": dict(c.source),
         "unknown": dict(c.unknown),

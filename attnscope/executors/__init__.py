@@ -7,11 +7,13 @@ that kills its worker, hangs past the timeout or poisons CUDA becomes a ``crashe
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Literal, Protocol
 
 from attnscope.job import Job
-from attnscope.types import Result
+from attnscope.types import Case, Result
 
 ExecutorName = Literal["inline", "process", "ray"]
 EXECUTORS: tuple[str, ...] = ("inline", "process", "ray")
@@ -22,6 +24,22 @@ class Executor(Protocol):
     def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]: ...
 
     def close(self) -> None: ...
+
+
+PICK_WINDOW = 256  # jobs looked at for one of the worker's case: a scan of a 100,000-job queue would cost more
+
+
+def pick(todo: deque[Job], last: Case | None, busy: set[Case]) -> Job:
+    """The next job for a free worker: one of the case it ran last (its inputs and reference are cached
+    there), else the first whose case no other worker is on, else the first.  With several workers a
+    case stays on one of them; with one, the order is the queue's."""
+    window = list(itertools.islice(todo, PICK_WINDOW))
+    for want in (lambda c: c == last, lambda c: c not in busy):
+        for i, j in enumerate(window):
+            if want(j.case):
+                del todo[i]
+                return j
+    return todo.popleft()
 
 
 def parse_devices(spec: str | None) -> list[str] | None:

@@ -22,21 +22,24 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from attnscope.executors import OnStart
-from attnscope.job import Job
-from attnscope.types import Result, Status
+from attnscope.executors import OnStart, pick
+from attnscope.job import Job, failed_row
+from attnscope.types import Case, Result
 
 
 def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
     """The worker's loop: receive a job, send its Result; None or a closed pipe ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent()
     if visible is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before torch is imported
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     faulthandler.enable()  # a segfault writes its reason and stack to the log
-    from attnscope.worker import measure_one
+    from attnscope.worker import import_all, measure_one
+
+    import_all()
 
     start_s: float | None = time.time() - spawned_at
     while True:
@@ -52,6 +55,18 @@ def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: flo
             r = replace(r, cost_s={**(r.cost_s or {}), "worker_start": start_s})
             start_s = None
         conn.send(("result", r))
+
+
+def _die_with_parent() -> None:
+    """Linux: end this worker when the sweep dies (kill -9 included) instead of finishing its job on
+    a GPU nobody reads; elsewhere (or had the parent died before this) the worker ends at its next
+    read of the closed pipe."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def last_error_line(log: Path) -> str | None:
@@ -84,6 +99,7 @@ class _Worker:
     conn: Connection | None = None
     job: Job | None = None
     since: float | None = None  # when the worker began the job (None: still starting up)
+    last: Case | None = None  # the case of its last job: its inputs are cached in the worker
 
     def start(self, ctx: Any) -> None:
         self.log.write_text("")
@@ -102,7 +118,7 @@ class _Worker:
             self.proc.join(timeout=5)
         if self.conn is not None:
             self.conn.close()
-        self.proc, self.conn, self.job = None, None, None
+        self.proc, self.conn, self.job, self.last = None, None, None, None
 
 
 @dataclass
@@ -129,7 +145,9 @@ class ProcessExecutor:
                 if w.job is None and todo:
                     if w.proc is None:
                         w.start(ctx)
-                    w.job, w.since = todo.popleft(), None
+                    busy = {o.job.case for o in self._pool if o.job is not None}
+                    w.job, w.since = pick(todo, w.last, busy), None
+                    w.last = w.job.case
                     if on_start:
                         on_start(w.job)
                     assert w.conn is not None
@@ -154,7 +172,7 @@ class ProcessExecutor:
                     kind, r = w.conn.recv()
                 except (EOFError, OSError):
                     w.proc.join(timeout=5)
-                    yield _row(job, "crashed", death_reason(w.proc.exitcode, w.log))
+                    yield failed_row(job, "crashed", death_reason(w.proc.exitcode, w.log))
                     w.stop()
                     continue
                 if kind == "start":
@@ -166,7 +184,9 @@ class ProcessExecutor:
                 yield r
             elif self.timeout_s is not None and w.since is not None and time.monotonic() - w.since > self.timeout_s:
                 w.stop()
-                yield _row(job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped")
+                yield failed_row(
+                    job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped"
+                )
 
     def close(self) -> None:
         for w in self._pool:
@@ -181,18 +201,3 @@ class ProcessExecutor:
 
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = ""
-
-
-def _row(job: Job, status: Status, reason: str) -> Result:
-    """A row for a job whose worker could not answer (the worker module is not imported here)."""
-    from attnscope.variants import get
-
-    v = get(job.variant)
-    return Result(
-        variant=v.name,
-        case=job.case,
-        status=status,
-        reason=reason,
-        family=v.family,
-        backend=v.backend,
-    )

@@ -86,14 +86,14 @@ def insight_lines(doc: dict[str, Any], verbose: bool = True) -> list[Text]:
 
 
 def not_checked_lines(doc: dict[str, Any]) -> list[str]:
-    """Rules a trace alone cannot answer, said once per rule (not once per trace)."""
-    seen: dict[str, tuple[str, list[str]]] = {}
+    """Rules a trace alone cannot answer, said once per rule and reason (not once per trace)."""
+    seen: dict[tuple[str, str], list[str]] = {}
     for r in doc.get("results") or []:
         for n in r.get("insights_not_checked") or []:
-            seen.setdefault(n["id"], (n["why"], []))[1].append(r["variant"])
+            seen.setdefault((n["id"], n["why"]), []).append(r["variant"])
     n_ok = sum(1 for r in doc.get("results") or [] if r.get("status") == "ok")
     out = []
-    for rid, (why, variants) in seen.items():
+    for (rid, why), variants in seen.items():
         who = "all" if len(variants) == n_ok else ", ".join(variants)
         out.append(f"  not checked: {rid} ({who}): {why}")
     return out

@@ -1,14 +1,33 @@
 """The sweep section: time and TFLOP/s against seq_len per variant (log axes, one panel per
-head_dim/causal/mode and any other axis that varies), the fastest variant at each point, where it
-changes along seq_len, and where PyTorch's default choice (sdpa_default) is not the fastest."""
+head_dim/causal/mode and any other axis that varies), and the recommendation: the best variant at each
+point, where it changes, the policy, and where PyTorch's default choice (sdpa_default) is not the best.
+Winners, ties, crossovers, the policy and the default's gaps all come from
+:func:`attnscope.analysis.sweep_recommend.recommend`, the dict ``attnscope recommend`` prints."""
 
 from __future__ import annotations
 
-import itertools
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from attnscope.analysis.compiled import fell_back_to_eager
+from attnscope.analysis.sweep_recommend import (
+    DEFAULT,
+    SYMBOL,
+    crossover_best_text,
+    crossover_note,
+    default_summary_text,
+    exception_text,
+    group_text,
+    label,
+    noise_changes_text,
+    real_crossovers,
+    recommend,
+    rule_variant_text,
+    tie_text,
+    value_order,
+)
 from attnscope.report.html import Markup, Page, join, plot_text, table, tag
 from attnscope.report.sources import Source
 
@@ -27,7 +46,6 @@ PANEL_AXES = (
     "seq_kv",
     "device",
 )
-DEFAULT = "sdpa_default"
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
@@ -36,10 +54,15 @@ def colour(variant: str, variants: list[str]) -> str:
     return PALETTE[variants.index(variant) % len(PALETTE)] if variant in variants else "#333"
 
 
+def _scalar(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True, default=str) if isinstance(v, (dict, list)) else v
+
+
 def params(row: dict[str, Any]) -> dict[str, Any]:
     """The case of a row, with its mode; seq_kv kept only where it differs from seq_q."""
     case = dict(row.get("case") or {})
-    p = {k: case.get(k) for k in PANEL_AXES if k in case}
+    # a value that is not a scalar (a hand-edited or foreign row) is shown as its JSON text: panels key on it
+    p = {k: _scalar(case.get(k)) for k in PANEL_AXES if k in case}
     p["mode"] = row.get("mode") or case.get("mode") or "fwd"
     if p.get("seq_kv") in (None, case.get("seq_q")):
         p.pop("seq_kv", None)
@@ -71,7 +94,14 @@ def _time_key(rows: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def _usable(r: dict[str, Any], tkey: str) -> bool:
-    return r.get("status") == "ok" and r.get(tkey) is not None and r.get("numerics_ok") is not False
+    """A point of a variant's line: ok, numerics not off, and not a compiled row that ran eager code (its time is
+    another implementation's: left out of the plot as of the ranking)."""
+    return (
+        r.get("status") == "ok"
+        and r.get(tkey) is not None
+        and r.get("numerics_ok") is not False
+        and fell_back_to_eager(r) is None
+    )
 
 
 def panel_figures(
@@ -85,7 +115,7 @@ def panel_figures(
     for ykey, yname in ((tkey, tname), ("tflops", "TFLOP/s")):
         data = []
         for v, rs in by_var.items():
-            rs = sorted((r for r in rs if r.get(ykey) is not None), key=lambda r: params(r)["seq_q"])
+            rs = sorted((r for r in rs if r.get(ykey) is not None), key=lambda r: value_order(params(r)["seq_q"]))
             data.append(
                 {
                     "type": "scatter",
@@ -108,85 +138,73 @@ def panel_figures(
     return tag("div", *figs, class_="grid2")
 
 
-def _quartiles(r: dict[str, Any], tkey: str) -> tuple[float, float] | None:
-    t = r.get(tkey.removesuffix("_us")) or {}
-    return (t["p25_us"], t["p75_us"]) if t.get("p25_us") is not None and t.get("p75_us") is not None else None
+def _panel_of(b: dict[str, Any], axes: list[str]) -> tuple[Any, ...]:
+    p = params({"case": b["case"], "mode": b["mode"]})
+    return tuple(p.get(a) for a in axes)
 
 
-def tied(a: dict[str, Any], b: dict[str, Any], tkey: str) -> bool:
-    """Inside the noise: the slower one's lower quartile reaches the faster one's upper quartile."""
-    qa, qb = _quartiles(a, tkey), _quartiles(b, tkey)
-    return bool(qa and qb and qb[0] <= qa[1])
+def _seq(b: dict[str, Any]) -> Any:
+    return (b["case"] or {}).get("seq_q")
 
 
-def best_at(rows: list[dict[str, Any]], tkey: str) -> dict[str, Any] | None:
-    """The fastest numerically sound variant at one point, the runner-up, and sdpa_default's gap."""
-    ok = sorted((r for r in rows if _usable(r, tkey)), key=lambda r: r[tkey])
-    if not ok:
+def _margin_cell(b: dict[str, Any]) -> str:
+    if b["margin"] is None:
+        return "—"
+    return f"{b['margin']:.2f}×" + (f" (tied: {tie_text(b)})" if b["tied"] else "")
+
+
+def _default_cell(b: dict[str, Any]) -> Markup | str:
+    d = b["default"]
+    if d is None:
+        return "—"
+    if not d["measured"]:
+        return f"not compared: {d['why']}"
+    if d["same_kernels_as_best"]:
+        return f"best (the same kernels as {b['variant']}, {d['ratio']:.2f}×)"
+    if d["is_best"]:
+        return "best"
+    if d["tied"]:
+        return f"{d['ratio']:.2f}× (tied: {d['tie_reason']})"
+    return tag("span", f"{d['ratio']:.2f}× slower", class_="bad" if d["ratio"] > 1.05 else "")
+
+
+def _default_ratio(b: dict[str, Any]) -> float | None:
+    """sdpa_default over the best for the bar chart: 1 when it is the best or tied with it."""
+    d = b["default"]
+    if not d or not d["measured"] or d["ratio"] is None:
         return None
-    best = ok[0]
-    second = ok[1] if len(ok) > 1 else None
-    dflt = next((r for r in ok if r["variant"] == DEFAULT), None)
-    return {
-        "seq_q": params(best)["seq_q"],
-        "best": best["variant"],
-        "best_us": best[tkey],
-        "runner_up": second["variant"] if second else None,
-        "margin": second[tkey] / best[tkey] if second and best[tkey] else None,
-        "tied": bool(second and tied(best, second, tkey)),
-        "default_ratio": dflt[tkey] / best[tkey] if dflt and best[tkey] else None,
-        "default_tied": bool(dflt and dflt is not best and tied(best, dflt, tkey)),
-    }
+    return 1.0 if d["is_best"] or d["tied"] else float(d["ratio"])
 
 
-def points(rows: list[dict[str, Any]], tkey: str) -> list[dict[str, Any]]:
-    by_seq: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_seq[params(r)["seq_q"]].append(r)
-    return [b for s in sorted(by_seq) if (b := best_at(by_seq[s], tkey))]
-
-
-def policy(pts: list[dict[str, Any]]) -> str:
-    """Runs of measured seq_len with the same fastest variant: 'S 128 → flash; S 512–8192 → cudnn'."""
-    runs: list[list[dict[str, Any]]] = []
-    for p in pts:
-        if runs and runs[-1][-1]["best"] == p["best"]:
-            runs[-1].append(p)
-        else:
-            runs.append([p])
-    parts = []
-    for run in runs:
-        lo, hi = run[0]["seq_q"], run[-1]["seq_q"]
-        span = f"S {lo}" if lo == hi else f"S {lo}–{hi}"
-        ties = " (tied at some points)" if any(p["tied"] for p in run) else ""
-        parts.append(f"{span} → {run[0]['best']}{ties}")
-    return "; ".join(parts)
-
-
-def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str) -> Markup:
-    pts = points(rows, tkey)
-    if not pts:
-        return tag("p", "no successful measurements here", class_="dim")
+def winners_block(page: Page, bests: list[dict[str, Any]], crossings: list[dict[str, Any]], title: str) -> Markup:
+    """The panel's points as the recommendation ranked them: best, runner-up, margin, sdpa_default."""
+    if not bests:
+        return tag("p", "no ok, numerically sound measurements here", class_="dim")
+    pts = sorted(bests, key=lambda b: value_order(_seq(b)))
     body = [
         [
-            p["seq_q"],
-            p["best"],
-            f"{p['best_us']:,.1f}",
-            p["runner_up"] or "—",
-            (f"{p['margin']:.2f}×" + (" (tied: quartiles overlap)" if p["tied"] else "")) if p["margin"] else "—",
-            _default_cell(p),
+            _seq(b),
+            group_text([b["variant"], *b["same_as"]], b["ran"]),
+            f"{b['median_us']:,.1f}",
+            group_text([b["runner_up"], *b["runner_up_same_as"]], b["runner_up_ran"]) if b["runner_up"] else "—",
+            _margin_cell(b),
+            _default_cell(b),
         ]
-        for p in pts
+        for b in pts
     ]
+    real = [x for x in crossings if not x["within_noise"]]
     cross = [
-        f"between S={a['seq_q']} and S={b['seq_q']}: {a['best']} → {b['best']}"
-        for a, b in itertools.pairwise(pts)
-        if a["best"] != b["best"]
+        f"between S={x['between'][0]} and S={x['between'][1]}: {crossover_best_text(x)}"
+        + (f" ({crossover_note(x)})" if crossover_note(x) else "")
+        for x in real
     ]
-    heads = ["seq_len", "fastest", "µs", "runner-up", "margin", f"{DEFAULT} vs fastest"]
-    parts = [table(heads, body), tag("p", tag("b", "Policy: "), policy(pts))]
-    parts.append(tag("p", "Crossovers: " + ("; ".join(cross) if cross else "none (one variant is fastest throughout)")))
-    ratios = [(p["seq_q"], 1.0 if p["default_tied"] else p["default_ratio"]) for p in pts if p["default_ratio"]]
+    if len(crossings) > len(real):
+        cross.append(noise_changes_text(len(crossings) - len(real)))
+    heads = ["seq_len", "best (variants that ran the same kernels)", "µs", "next implementation", "margin"]
+    parts = [table([*heads, f"{DEFAULT} vs best"], body)]
+    none = "none (one implementation is best throughout)"
+    parts.append(tag("p", "Crossovers: " + ("; ".join(cross) if cross else none)))
+    ratios = [(_seq(b), r) for b in pts if (r := _default_ratio(b)) is not None]
     if ratios:
         data = [
             {
@@ -194,53 +212,40 @@ def winners_block(page: Page, rows: list[dict[str, Any]], tkey: str, title: str)
                 "x": [str(s) for s, _ in ratios],
                 "y": [(r - 1) * 100 for _, r in ratios],
                 "marker": {"color": ["#d62728" if r > 1.0 else "#2ca02c" for _, r in ratios]},
-                "hovertemplate": "S=%{x}: default is %{y:.1f}% slower than the fastest<extra></extra>",
+                "hovertemplate": "S=%{x}: default is %{y:.1f}% slower than the best<extra></extra>",
             }
         ]
         layout = {
             "height": 260,
-            "title": {"text": plot_text(f"{DEFAULT} against the fastest — {title}"), "font": {"size": 13}},
+            "title": {"text": plot_text(f"{DEFAULT} against the best — {title}"), "font": {"size": 13}},
             "xaxis": {"type": "category", "title": {"text": "seq_len"}},
-            "yaxis": {"title": {"text": "% slower than the fastest"}},
+            "yaxis": {"title": {"text": "% slower than the best"}},
         }
-        cap = "0: PyTorch's default choice is the fastest here, or tied with it (quartiles overlap)."
+        cap = "0: PyTorch's default choice is the best here, or tied with it (the recommendation's tie rule)."
         parts.append(page.figure(data, layout, cap))
     return join(parts)
 
 
-def _default_cell(p: dict[str, Any]) -> Markup | str:
-    r = p["default_ratio"]
-    if r is None:
-        return "—"
-    if p["best"] == DEFAULT:
-        return "fastest"
-    if p["default_tied"]:
-        return f"{r:.2f}× (tied: quartiles overlap)"
-    return tag("span", f"{r:.2f}× slower", class_="bad" if r > 1.05 else "")
-
-
-def crossover_map(
-    page: Page, panels: dict[tuple[Any, ...], list[dict[str, Any]]], axes: list[str], tkey: str, variants: list[str]
-) -> Markup:
-    """One row per panel, one square per seq_len, coloured by the fastest variant there: crossovers at a glance."""
+def crossover_map(page: Page, panels: dict[str, list[dict[str, Any]]], variants: list[str]) -> Markup:
+    """One row per panel, one square per seq_len, coloured by the best variant: crossovers at a glance."""
     by_variant: dict[str, dict[str, list[Any]]] = defaultdict(lambda: {"x": [], "y": [], "text": []})
     titles = []
-    for key in sorted(panels, key=repr):
-        title = plot_text(_title(axes, key))
-        titles.append(title)
-        for b in points(panels[key], tkey):
-            s = b["seq_q"]
-            t = by_variant[b["best"]]
+    for title, bests in panels.items():
+        titles.append(plot_text(title))
+        for b in sorted(bests, key=lambda b: value_order(_seq(b))):
+            s = _seq(b)
+            impl = group_text([b["variant"], *b["same_as"]])  # one colour per implementation, whichever timed faster
+            t = by_variant[impl]
             t["x"].append(s)
-            t["y"].append(title)
+            t["y"].append(plot_text(title))
             margin = f", {b['margin']:.2f}× ahead of {b['runner_up']}" if b["margin"] else ""
-            t["text"].append(plot_text(f"S={s}: {b['best']} {b['best_us']:,.1f} µs{margin}"))
+            t["text"].append(plot_text(f"S={s}: {impl} {b['median_us']:,.1f} µs{margin}"))
     if not by_variant:
         return Markup("")
     data = [
         {"type": "scatter", "mode": "markers", "name": plot_text(v), "x": t["x"], "y": t["y"]}
         | {"hovertext": t["text"], "hoverinfo": "text"}
-        | {"marker": {"symbol": "square", "size": 22, "color": colour(v, variants)}}
+        | {"marker": {"symbol": "square", "size": 22, "color": colour(v.split(" = ")[0], variants)}}
         for v, t in sorted(by_variant.items())
     ]
     layout = {
@@ -249,7 +254,67 @@ def crossover_map(
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": titles, "autorange": "reversed"},
         "margin": {"l": 260, "r": 20, "t": 20, "b": 50},
     }
-    return page.figure(data, layout, "The fastest numerically sound variant at each point of each panel.")
+    return page.figure(
+        data,
+        layout,
+        "The recommended implementation at each point of each panel (numerically sound rows; a = b: the variants "
+        "ran the same kernels there).",
+    )
+
+
+def recommendation_block(rec: dict[str, Any]) -> Markup:
+    """What `attnscope recommend` prints, from the same dict: the policy, every crossover, sdpa_default."""
+    if not rec["best"]:
+        return tag("p", "No row is ok with sound numerics: nothing to compare.", class_="dim")
+    meas = "; ".join(f"{SYMBOL.get(a, a)} {', '.join(map(str, v))}" for a, v in rec["measured"].items())
+    rules = [
+        [r["text"], rule_variant_text(r), r["points"], f"{r['agree']} ({r['agree_via_tie']})", exception_text(r, 10)]
+        for r in rec["policy"]
+    ]
+    parts = [
+        tag(
+            "p",
+            f"Time: {rec['time_source']}; variants that ran the same compute kernels at a point are one "
+            "implementation there; margin = the next implementation (the fastest variant that ran other kernels) / "
+            f"the best; ties: {rec['tie_rule']}. "
+            f"Measured: {meas or 'one case'}; the policy says nothing beyond these values.",
+        ),
+        tag("p", tag("b", "Policy: "), rec["policy_text"]),
+        table(
+            ["when (first match applies)", "use", "points", "agree (of which tied)", "exceptions"],
+            rules,
+            cls="data policy",
+        ),
+    ]
+    real, noise = real_crossovers(rec)
+    xs = [
+        [
+            SYMBOL.get(x["axis"], x["axis"]),
+            f"{x['between'][0]} → {x['between'][1]}",
+            crossover_best_text(x),
+            label(x["fixed"], list(x["fixed"])) if x["fixed"] else "—",
+            crossover_note(x),
+        ]
+        for x in real
+    ]
+    parts.append(tag("h4", f"Crossovers along every axis: where the best implementation changes ({len(xs)})"))
+    parts.append(
+        table(["axis", "between", "best", "other axes held", "note"], xs)
+        if xs
+        else tag("p", "none beyond the noise: the best implementation never changes clearly between adjacent values")
+    )
+    if noise:
+        parts.append(tag("p", noise_changes_text(noise).replace("--json", "attnscope recommend --json"), class_="dim"))
+    parts.append(tag("p", default_summary_text(rec)))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in rec["excluded"]:
+        groups[(str(e["variant"]), e["why"])].append(e)
+    if groups:
+        body = [[v, why, len(es), es[0]["label"] or "—"] for (v, why), es in sorted(groups.items())]
+        n = len(rec["excluded"])
+        parts.append(tag("h4", f"Left out of the comparison ({n} row{'s' * (n != 1)})"))
+        parts.append(table(["variant", "why", "rows", "first case"], body))
+    return join(parts)
 
 
 def status_block(rows: list[dict[str, Any]]) -> Markup:
@@ -281,19 +346,27 @@ def sweep_section(page: Page, src: Source, out_dir: Path | None) -> None:
     for r, p in zip(rows, ps, strict=True):
         panels[tuple(p.get(a) for a in axes)].append(r)
     variants = sorted({str(r["variant"]) for r in rows})
-    pol = [(_title(axes, k), policy(points(panels[k], tkey))) for k in sorted(panels, key=repr)]
+    rec = recommend(rows)
+    bests: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for b in rec["best"]:
+        bests[_panel_of(b, axes)].append(b)
+    crossings: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for x in rec["crossovers"]:
+        if x["axis"] == "seq_q":
+            crossings[_panel_of(rec["best"][x["points"][0]], axes)].append(x)
+    keys = sorted(panels, key=repr)
     page.add(
-        tag("h3", "Policy: the fastest variant by seq_len, per panel"),
-        table(["panel", "policy (measured points; numerically sound rows only)"], pol, cls="data policy"),
+        tag("h3", "Recommendation (the same as attnscope recommend)"),
+        recommendation_block(rec),
         tag("h3", "Crossover map"),
-        crossover_map(page, panels, axes, tkey, variants),
+        crossover_map(page, {_title(axes, k): bests[k] for k in keys}, variants),
     )
-    for key in sorted(panels, key=repr):
+    for key in keys:
         title = _title(axes, key)
         page.add(
             tag("h3", title),
             panel_figures(page, panels[key], tkey, tname, title, variants),
-            tag("h4", "Fastest at each seq_len (numerically sound rows only)"),
-            winners_block(page, panels[key], tkey, title),
+            tag("h4", "Best at each seq_len (ok, numerically sound rows; the recommendation's ranking)"),
+            winners_block(page, bests[key], crossings[key], title),
         )
     page.add(tag("h3", "Rows by status"), status_block(rows))

@@ -63,7 +63,9 @@ def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
             f["family"],
             ", ".join(f.get("implementations") or []),
             f"{f['num_kernels']:,}",
-            f"{f.get('num_forward_calls', '—')}/{f.get('num_backward_calls', '—')}",
+            "—"
+            if f.get("num_forward_calls") is None
+            else f"{f.get('num_forward_calls')}/{f.get('num_backward_calls', '—')}",
             us(f["time_us"]),
             f"{f['share_pct']:.1f}%",
             short((f.get("kernels") or [""])[0]),

@@ -68,6 +68,7 @@ def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
             "trace_cpu_time_us": None,
             "trace_peak_memory_bytes": None,
             "notes": [],
+            "mask_builds": [],
         }
     return {
         "num_kernels": fp.num_kernels,
@@ -88,6 +89,7 @@ def _fp_fields(fp: Fingerprint | None) -> dict[str, Any]:
         "trace_cpu_time_us": fp.trace_cpu_time_us,
         "trace_peak_memory_bytes": fp.trace_peak_memory_bytes,
         "notes": list(fp.notes),  # what the trace says; the run's own notes are "run_notes"
+        "mask_builds": [dict(m) for m in fp.mask_builds],
     }
 
 
@@ -179,6 +181,7 @@ def _fingerprint_from(d: dict[str, Any]) -> Fingerprint | None:
         trace_cpu_time_us=d.get("trace_cpu_time_us"),
         trace_peak_memory_bytes=d.get("trace_peak_memory_bytes"),
         notes=tuple(d.get("notes") or []),
+        mask_builds=tuple(d.get("mask_builds") or []),
     )
 
 
@@ -366,6 +369,8 @@ def _flop_formula(r: Result) -> str | None:
     """The formula, and for a run how the case's mask's kept scores were counted."""
     if r.flops is None:
         return None
+    if r.source == "trace" and r.flops_basis:  # read from the trace: its calls and how their masks were told
+        return f"{flop_formula('fwd')}; {r.flops_basis}"
     if r.source != "run" or r.case is None:
         return flop_formula(r.mode)
     return f"{flop_formula(r.mode)}; {mask_flop_note(r.case)}"

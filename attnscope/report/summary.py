@@ -38,7 +38,11 @@ def families_table(rows: list[dict[str, Any]], title: str) -> Table:
     for col in ("family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel"):
         t.add_column(col, overflow="fold")
     for f in rows:
-        calls = f"{f['num_forward_calls']}/{f['num_backward_calls']}" if "num_forward_calls" in f else ""
+        calls = (
+            ("—" if f["num_forward_calls"] is None else f"{f['num_forward_calls']}/{f['num_backward_calls']}")
+            if "num_forward_calls" in f
+            else ""
+        )
         t.add_row(
             f["family"],
             ", ".join(f.get("implementations") or []),
@@ -115,7 +119,8 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     s = r.get("trace_summary")
     if not s:
         return
-    name = r["variant"] + (f" (rank {s['rank']})" if s.get("rank") is not None else "")
+    pos = s.get("rank_source") == "position on the command line"  # not a rank: the trace's place in the list
+    name = r["variant"] + (f" ({'trace' if pos else 'rank'} {s['rank']})" if s.get("rank") is not None else "")
     console.print()
     console.print(
         f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
@@ -135,8 +140,16 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
 
 
 def render_overall(o: dict[str, Any], console: Console) -> None:
-    t = Table(title=f"{o['num_ranks']} ranks", header_style="bold")
-    cols = ("rank", "trace", "GPU events", "GPU time", "busy", "idle", "attention", "comm.", "hidden copy", "upcasts")
+    ranks = o.get("ranks_known", True)
+    unit = "rank" if ranks else "trace"
+    title = (
+        f"{o['num_ranks']} ranks"
+        if ranks
+        else f"{o['num_ranks']} traces (no rank in the traces or their names: numbered by their order)"
+    )
+    t = Table(title=title, header_style="bold")
+    cols: tuple[str, ...] = (unit if ranks else "#", "trace", "GPU events", "GPU time", "busy", "idle")
+    cols += ("attention", "comm.", "hidden copy", "upcasts")
     for col in cols:
         t.add_column(col, justify="left" if col == "trace" else "right")
     for p in o["per_rank"]:
@@ -154,11 +167,12 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
         )
     console.print()
     console.print(t)
-    console.print(categories_table(o["categories"], "all ranks: GPU time by category"))
+    console.print(categories_table(o["categories"], f"all {unit}s: GPU time by category"))
     b = o.get("busy_us")
     if b:
         console.print(
-            f"  • GPU busy time per rank: {_us(b['min'])} (rank {b['min_rank']}) to {_us(b['max'])} "
-            f"(rank {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean",
+            f"  • GPU busy time per {unit}: {_us(b['min'])} ({unit} {b['min_rank']}) to {_us(b['max'])} "
+            f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
+            + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
             highlight=False,
         )

@@ -140,9 +140,19 @@ def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
     counted = [r for r in ok if r.get("flops")]
     if counted:
         same = len({r["flops"] for r in counted}) == 1
-        who = "" if same and len(counted) == len(ok) else f" ({', '.join(r['variant'] for r in counted)})"
-        value = f"{counted[0]['flops']:,}" if same else ", ".join(f"{r['variant']} {r['flops']:,}" for r in counted)
-        lines.append(f"FLOPs{who if same else ''}: {counted[0]['flop_formula']} = {value}")
+        if len({r.get("flop_formula") for r in counted}) > 1:  # traces: each read its own calls and masks
+            groups: dict[tuple[Any, Any], list[str]] = {}
+            for r in counted:
+                groups.setdefault((r.get("flop_formula"), r["flops"]), []).append(r["variant"])
+            for (formula, flops), names in groups.items():
+                lines.append(f"FLOPs ({', '.join(names)}): {formula} = {flops:,}")
+        else:
+            who = "" if same and len(counted) == len(ok) else f" ({', '.join(r['variant'] for r in counted)})"
+            value = f"{counted[0]['flops']:,}" if same else ", ".join(f"{r['variant']} {r['flops']:,}" for r in counted)
+            lines.append(f"FLOPs{who if same else ''}: {counted[0]['flop_formula']} = {value}")
+    for r in ok:  # a trace whose attention calls could not be counted: which field it lacked, and why
+        if not r.get("flops") and r.get("flops_unknown"):
+            lines.append(f"FLOPs ({r['variant']}): not known, {r['flops_unknown']}")
     peak = doc.get("peak")
     if peak:
         lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")

@@ -122,10 +122,9 @@ def _cudnn_mask(case: Case) -> tuple[dict[str, Any], str]:
             return {"use_causal_mask": True}, "use_causal_mask=True"
         return {"use_causal_mask_bottom_right": True}, "use_causal_mask_bottom_right=True"
     if m.kind == "sliding" and lower_right:
-        return (
-            {"use_causal_mask_bottom_right": True, "sliding_window": m.window},
-            f"use_causal_mask_bottom_right=True, sliding_window={m.window}",
-        )
+        # A band: bottom-right diagonal, no key to its right, W keys up to and including the diagonal.
+        # The keyword spelling differs between frontend releases: _cudnn_sdpa tries each (BAND_SPELLINGS).
+        return {"band": m.window}, f"a bottom-right diagonal band of {m.window} keys (sliding:{m.window})"
     if m.kind == "padding":
         return {"use_padding_mask": True}, "use_padding_mask=True with seq_len_q / seq_len_kv"
     return {"bias": None}, f"a dense additive bias tensor (-inf where masked) for {m.canonical}"
@@ -164,10 +163,9 @@ def _cudnn_graph(case: Case, x: Inputs, cudnn: Any) -> tuple[Any, dict[Any, Any]
         pack.update({kw["seq_len_q"]: sq, kw["seq_len_kv"]: sk})
     if case.alibi:
         kw["use_alibi_mask"] = True
-    try:
-        o, _ = g.sdpa(name="sdpa", q=q, k=k, v=v, attn_scale=x.scale, generate_stats=False, **kw)
-    except TypeError:  # frontends before generate_stats took is_inference
-        o, _ = g.sdpa(name="sdpa", q=q, k=k, v=v, attn_scale=x.scale, is_inference=True, **kw)
+    o, spelled = _cudnn_sdpa(g, cudnn, q, k, v, x.scale, kw)
+    if spelled:
+        how = f"{how}: {spelled}"
     out = torch.empty_like(x.q)
     o.set_output(True).set_dim(list(out.shape)).set_stride(list(out.stride()))
     pack[o] = out
@@ -177,6 +175,44 @@ def _cudnn_graph(case: Case, x: Inputs, cudnn: Any) -> tuple[Any, dict[Any, Any]
     g.check_support()
     g.build_plans()
     return g, pack, out, how
+
+
+# How each frontend release spells a bottom-right band of W keys (read from the packages: 1.32's pybind takes
+# diagonal_band_left_bound/right_bound, its docstrings say left_bound/right_bound, older ones sliding_window).
+BAND_SPELLINGS: tuple[tuple[str, ...], ...] = (
+    ("diagonal_alignment", "diagonal_band_left_bound", "diagonal_band_right_bound"),
+    ("diagonal_alignment", "left_bound", "right_bound"),
+    ("use_causal_mask_bottom_right", "sliding_window_length"),
+    ("use_causal_mask_bottom_right", "sliding_window"),
+)
+
+
+def _band_kwargs(cudnn: Any, spelling: tuple[str, ...], w: int) -> dict[str, Any]:
+    if spelling[0] == "diagonal_alignment":
+        return {spelling[0]: cudnn.diagonal_alignment.BOTTOM_RIGHT, spelling[1]: w, spelling[2]: 0}
+    return {spelling[0]: True, spelling[1]: w}
+
+
+def _cudnn_sdpa(g: Any, cudnn: Any, q: Any, k: Any, v: Any, scale: float, kw: dict[str, Any]) -> tuple[Any, str]:
+    """g.sdpa with the first keyword spelling this frontend accepts (a TypeError is pybind's 'incompatible
+    function arguments', raised before the graph changes); returns the output and the spelling used."""
+    w = kw.pop("band", None)
+    masks: list[dict[str, Any]] = [{}]
+    if w is not None:
+        usable = [sp for sp in BAND_SPELLINGS if sp[0] != "diagonal_alignment" or hasattr(cudnn, sp[0])]
+        masks = [_band_kwargs(cudnn, sp, w) for sp in usable]
+    last: TypeError | None = None
+    for extra in masks:
+        for stats in ({"generate_stats": False}, {"is_inference": True}):  # is_inference: before generate_stats
+            try:
+                o, _ = g.sdpa(name="sdpa", q=q, k=k, v=v, attn_scale=scale, **stats, **kw, **extra)
+            except TypeError as e:
+                last = e
+                continue
+            spelled = ", ".join(f"{n}={getattr(val, 'name', val)}" for n, val in extra.items())
+            return o, spelled
+    assert last is not None
+    raise last
 
 
 def _cudnn_prepare(case: Case, x: Inputs) -> Prepared:
