@@ -150,39 +150,54 @@ LONG = "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits_x>"
 LONG_SHOWN = "flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits_…"
 
 
-def test_split_kv_whole():
-    """The longest split kernel (30 µs, not the 20 µs one) and the longest combine (10 µs): 10 / 40 = 25 %."""
+COMBINE_128 = "flash_fwd_splitkv_combine_kernel<128>"
+ADVICE_SPLIT = "nothing to fix: splitting the keys keeps every SM busy when there are too few queries to share out"
+
+
+def test_split_kv_one_call():
+    """One split kernel (30 µs) and its combine (10 µs): 10 / 40 = 25 % of the step."""
     assert len(LONG.removeprefix("void ")) == 51 and len(LONG_SHOWN) == 50
-    r = {
-        "variant": "sdpa_flash",
-        "kernels": [
-            _k("flash_fwd_splitkv_kernel<short>", 20.0),
-            _k("flash_fwd_splitkv_combine_kernel<64>", 4.0),
-            _k(LONG, 30.0),
-            _k("flash_fwd_splitkv_combine_kernel<128>", 10.0),
-        ],
-    }
+    r = {"variant": "sdpa_flash", "kernels": [_k(LONG, 30.0), _k(COMBINE_128, 10.0)]}
     ev = {
         "split_kernel": LONG,
         "split_us": 30.0,
-        "combine_kernel": "flash_fwd_splitkv_combine_kernel<128>",
+        "combine_kernel": COMBINE_128,
+        "combine_kernels": [COMBINE_128],
         "combine_us": 10.0,
         "combine_pct": 25.0,
+        "num_split_kernels": 1,
+        "num_combine_kernels": 1,
     }
     msg = (
         f"one attention step in two kernels: {LONG_SHOWN} computes partial results over chunks of the keys "
-        "(30.0 µs), flash_fwd_splitkv_combine_kernel<128> combines them (10.0 µs, 25.0% of the step)"
+        f"(30.0 µs), {COMBINE_128} combines them (10.0 µs, 25.0% of the step)"
     )
-    advice = "nothing to fix: splitting the keys keeps every SM busy when there are too few queries to share out"
     assert split_kv(r) == [
-        Insight(
-            "split_kv", "sdpa_flash", "info", msg, advice, ev, kernels=(LONG, "flash_fwd_splitkv_combine_kernel<128>")
-        )
+        Insight("split_kv", "sdpa_flash", "info", msg, ADVICE_SPLIT, ev, kernels=(LONG, COMBINE_128))
     ]
 
 
+def test_split_kv_two_calls():
+    """Two split kernels (20 + 30 = 50 µs, the longest named) and two combines (4 + 10 = 14 µs):
+    14 / 64 = 21.875 % → 21.9; four distinct kernels."""
+    short_split, combine_64 = "flash_fwd_splitkv_kernel<short>", "flash_fwd_splitkv_combine_kernel<64>"
+    r = {
+        "variant": "sdpa_flash",
+        "kernels": [_k(short_split, 20.0), _k(combine_64, 4.0), _k(LONG, 30.0), _k(COMBINE_128, 10.0)],
+    }
+    [i] = split_kv(r)
+    assert i.message == (
+        f"one attention step in four kernels (×2 calls): {LONG_SHOWN} computes partial results over chunks of the "
+        f"keys (50.0 µs), {combine_64}, {COMBINE_128} combine them (14.0 µs, 21.9% of the step)"
+    )
+    assert (i.evidence["split_kernel"], i.evidence["combine_kernel"]) == (LONG, COMBINE_128)
+    assert (i.evidence["num_split_kernels"], i.evidence["num_combine_kernels"]) == (2, 2)
+    assert i.kernels == (short_split, LONG, combine_64, COMBINE_128)
+
+
 def test_split_kv_of_zero_length_kernels_has_no_share():
-    [i] = split_kv({"variant": "v", "kernels": [_k("flash_fwd_splitkv_kernel", 0.0), _k("splitkv_combine", 0.0)]})
+    kernels = [_k("flash_fwd_splitkv_kernel<0>", 0.0), _k("flash_fwd_splitkv_combine_kernel<0>", 0.0)]
+    [i] = split_kv({"variant": "v", "kernels": kernels})
     assert i.evidence["combine_pct"] is None
     assert i.message.endswith("combines them (0.0 µs)")
 
