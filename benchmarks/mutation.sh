@@ -135,11 +135,35 @@ fi
 : >"$out/survivors.txt"
 prefixes=()
 for t in "${targets[@]}"; do prefixes+=(-e "$(echo "${t%.py}" | tr '/' '.').");  done
-for m in $(grep -E ': (survived|no tests)$' "$out/results.txt" | sed 's/: .*//' | grep -F "${prefixes[@]}"); do
-    {
-        echo "== $m ($(grep -F "$m: " "$out/results.txt" | sed 's/^[^:]*: //'))"
-        (cd "$work" && "$py" -m mutmut show "$m" 2>/dev/null) | grep -E '^[-+] ' | grep -vE '^(\+\+\+|---) ' || true
-        echo
-    } >>"$out/survivors.txt"
-done
+# Each survivor's diff, read from mutmut's mutated sources in one process (a `mutmut show` per mutant
+# costs a second or more each).
+grep -E ': (survived|no tests)$' "$out/results.txt" | grep -F "${prefixes[@]}" | (cd "$work/mutants" && "$py" -c '
+import ast, difflib, re, sys
+
+bodies = {}
+
+
+def body(path, name):
+    if path not in bodies:
+        src = open(path).read().splitlines()
+        bodies[path] = {
+            n.name: src[n.lineno : n.end_lineno]
+            for n in ast.walk(ast.parse("\n".join(src)))
+            if isinstance(n, ast.FunctionDef) and "__mutmut_" in n.name
+        }
+    return bodies[path].get(name)
+
+
+for line in sys.stdin:
+    key, status = line.strip().rsplit(": ", 1)
+    mod, func, n = re.match(r"(.*?)\.(x[_\u01c1].*)__mutmut_(\d+)$", key).groups()
+    path = mod.replace(".", "/") + ".py"
+    orig, mut = body(path, func + "__mutmut_orig"), body(path, func + "__mutmut_" + n)
+    print(f"== {key} ({status})")
+    if orig and mut:
+        for d in difflib.unified_diff(orig, mut, lineterm="", n=0):
+            if not d.startswith(("---", "+++", "@@")):
+                print(d)
+    print()
+') >"$out/survivors.txt"
 echo "surviving mutants: $out/survivors.txt"
