@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Mutation testing of the pure calculators: mutmut changes the code one place at a time and
 # the fast tests must fail for each change.  Runs in a scratch copy of the working tree (the
-# checkout is never touched); one mutmut run over all the files asked for (mutmut runs the
-# test suite twice before mutating, so one run per file would repeat that), reported per file.
+# checkout is never touched), reported per file.
 #
-#   bash benchmarks/mutation.sh                          # every file below
-#   bash benchmarks/mutation.sh attnscope/flops.py ...   # some files
+#   bash benchmarks/mutation.sh                          # every file below (resumes: mutants
+#                                                        # already tested in MUTATION_WORK stay)
+#   bash benchmarks/mutation.sh attnscope/flops.py ...   # the mutants of some files (re-tested)
+#   bash benchmarks/mutation.sh 'attnscope.flops.x_attention_flops__mutmut_3' ...
+#                                                        # some mutants by name (a sample)
+#
+# mutmut always mutates every file below (the same configuration each run, so its test
+# statistics, gathered once with the whole fast suite, are reused); the arguments choose which
+# mutants are run.  MUTATION_WORK names a directory kept between runs (results accumulate, a
+# stopped run loses only the mutants in flight); without it a temporary copy is used and removed.
 #
 # Writes $MUTATION_OUT (default: mutation-report/): summary.txt with one line per file, and
 # survivors.txt with the diff of every surviving mutant.  MUTATION_JOBS (default 2) test
@@ -20,13 +27,28 @@ jobs=${MUTATION_JOBS:-2}
 out=$(realpath -m "${MUTATION_OUT:-mutation-report}")
 mkdir -p "$out"
 
-if [ $# -gt 0 ]; then
-    targets=("$@")
-else
-    targets=(attnscope/analysis/*.py attnscope/measure.py attnscope/flops.py attnscope/masks.py attnscope/diff.py)
-fi
+all_targets=(attnscope/analysis/*.py attnscope/measure.py attnscope/flops.py attnscope/masks.py attnscope/diff.py)
+names=()
+targets=()
+for a in "$@"; do
+    case "$a" in
+        *.py)
+            [ -f "$a" ] || { echo "mutation.sh: no such file: $a" >&2; exit 2; }
+            targets+=("$a")
+            mod=${a%.py}
+            names+=("${mod//\//.}.*")
+            ;;
+        *)
+            names+=("$a")
+            # the file of a mutant name: attnscope.flops.x_tflops__mutmut_3 → attnscope/flops.py
+            f=$(echo "$a" | sed -E 's/\.x(_|ǁ).*//; s/\./\//g').py
+            [ -f "$f" ] && [[ " ${targets[*]} " != *" $f "* ]] && targets+=("$f")
+            ;;
+    esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 slow=(test_live_run test_run_cpu test_cli test_guess_cli test_html_browser test_model_cli test_external
-    test_copy_context test_bad_inputs test_peak test_sizing test_plugins)
+    test_bad_inputs test_peak test_sizing test_plugins)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
     exit 2
@@ -34,7 +56,7 @@ fi
 
 quoted() { local IFS=,; echo "$*"; }
 paths=()
-for t in "${targets[@]}"; do
+for t in "${all_targets[@]}"; do
     case "$t" in */__init__.py) ;; *) paths+=("\"$t\"") ;; esac
 done
 ignore=()
@@ -43,13 +65,33 @@ for s in "${slow[@]}"; do ignore+=("\"--ignore=tests/$s.py\""); done
 ignore+=("\"--deselect=tests/test_trace_reader.py::test_reader_without_orjson_gives_the_same_trace\"")
 # The model-scale trace takes seconds per run; the synthetic and H200 traces pin the same rules.
 ignore+=("\"--deselect=tests/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
+# Tests that run variants on the CPU (marked slow, and five unmarked ones) cost seconds each, and
+# mutmut runs every test that reaches a mutated function: they made a surviving mutant of the trace
+# readers cost ~30 s.  The calculators' own tests pin the same numbers.
+ignore+=("\"-m\"" "\"not slow\"")
+for t in test_html.py::test_run_html_flag_draws_from_the_documents_own_start_times \
+    test_jobs.py::test_fwd_bwd_checks_gradients_against_fp64_and_counts_3_5x_flops \
+    test_jobs.py::test_inline_oom_is_a_row_and_frees_the_cached_workload \
+    test_jobs.py::test_real_result_round_trips_through_a_json_line \
+    test_model_annotate.py::test_annotate_puts_everything_back; do
+    ignore+=("\"--deselect=tests/$t\"")
+done
 
+# Workers fork from a server that has only imported the tests (forkserver): forked from mutmut's
+# own process, which ran the whole suite (torch's thread pools, mutmut's threads), a worker can
+# hang on a lock the fork copied held, and every mutant of a function reached by it "times out".
 # Tests read the repository's own files (data, docs, examples): mutmut's copy gets them all.
 copy=()
 for f in $(git ls-files | cut -d/ -f1 | sort -u); do copy+=("\"$f\""); done
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${MUTATION_WORK:-}" ]; then
+    work=$(realpath -m "$MUTATION_WORK")
+    case "$work/" in "$root"/*) echo "mutation.sh: MUTATION_WORK must lie outside the checkout" >&2; exit 2 ;; esac
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work"
 cat >>"$work/pyproject.toml" <<EOF
 
@@ -58,9 +100,10 @@ source_paths = [$(quoted "${paths[@]}")]
 also_copy = [$(quoted "${copy[@]}")]
 pytest_add_cli_args = ["-p", "no:warnings", "-p", "no:cacheprovider", "-q", $(quoted "${ignore[@]}")]
 pytest_add_cli_args_test_selection = ["tests"]
+process_isolation = "forkserver"
 EOF
 start=$(date +%s)
-if ! (cd "$work" && KINETO_LOG_LEVEL=6 "$py" -m mutmut run --max-children "$jobs" >"$work/run.log" 2>&1); then
+if ! (cd "$work" && KINETO_LOG_LEVEL=6 "$py" -m mutmut run --max-children "$jobs" "${names[@]}" >"$work/run.log" 2>&1); then
     cp "$work/run.log" "$out/mutmut.log"
     echo "mutmut failed; its log is in $out/mutmut.log" >&2
     exit 1
@@ -69,7 +112,7 @@ fi
 
 {
     echo "mutmut $("$py" -c 'import mutmut; print(mutmut.__version__)'), $(date -u +%FT%TZ), $(($(date +%s) - start)) s, $jobs jobs"
-    echo "score = (killed + timeout) / all mutants; 'no tests' counts as not killed"
+    echo "score = (killed + timeout) / mutants tested; 'no tests' counts as tested and not killed"
     for t in "${targets[@]}"; do
         case "$t" in */__init__.py) continue ;; esac
         mod=$(echo "${t%.py}" | tr '/' '.')
@@ -79,19 +122,48 @@ fi
             }
             END {
                 k = n["killed"] + n["timeout"]
+                tested = all - (("not checked" in n) ? n["not checked"] : 0)
                 printf "%s: %d mutants, %d killed, %d timeout, %d survived, %d no tests", file, all, n["killed"], n["timeout"], n["survived"], n["no tests"]
-                if (all > 0) printf "; killed %.1f%%", 100 * k / all
+                for (st in n)
+                    if (st != "killed" && st != "timeout" && st != "survived" && st != "no tests") printf ", %d %s", n[st], st
+                if (tested > 0) printf "; killed %.1f%% of %d tested", 100 * k / tested, tested
                 printf "\n"
             }' "$out/results.txt"
     done
 } | tee "$out/summary.txt"
 
 : >"$out/survivors.txt"
-for m in $(grep -E ': (survived|no tests)$' "$out/results.txt" | sed 's/: .*//'); do
-    {
-        echo "== $m ($(grep -F "$m: " "$out/results.txt" | sed 's/^[^:]*: //'))"
-        (cd "$work" && "$py" -m mutmut show "$m" 2>/dev/null) | grep -E '^[-+] ' | grep -vE '^(\+\+\+|---) ' || true
-        echo
-    } >>"$out/survivors.txt"
-done
+prefixes=()
+for t in "${targets[@]}"; do prefixes+=(-e "$(echo "${t%.py}" | tr '/' '.').");  done
+# Each survivor's diff, read from mutmut's mutated sources in one process (a `mutmut show` per mutant
+# costs a second or more each).
+grep -E ': (survived|no tests)$' "$out/results.txt" | grep -F "${prefixes[@]}" | (cd "$work/mutants" && "$py" -c '
+import ast, difflib, re, sys
+
+bodies = {}
+
+
+def body(path, name):
+    if path not in bodies:
+        src = open(path).read().splitlines()
+        bodies[path] = {
+            n.name: src[n.lineno : n.end_lineno]
+            for n in ast.walk(ast.parse("\n".join(src)))
+            if isinstance(n, ast.FunctionDef) and "__mutmut_" in n.name
+        }
+    return bodies[path].get(name)
+
+
+for line in sys.stdin:
+    key, status = line.strip().rsplit(": ", 1)
+    mod, func, n = re.match(r"(.*?)\.(x[_\u01c1].*)__mutmut_(\d+)$", key).groups()
+    path = mod.replace(".", "/") + ".py"
+    orig, mut = body(path, func + "__mutmut_orig"), body(path, func + "__mutmut_" + n)
+    print(f"== {key} ({status})")
+    if orig and mut:
+        for d in difflib.unified_diff(orig, mut, lineterm="", n=0):
+            if not d.startswith(("---", "+++", "@@")):
+                print(d)
+    print()
+') >"$out/survivors.txt"
 echo "surviving mutants: $out/survivors.txt"

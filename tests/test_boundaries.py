@@ -10,7 +10,7 @@ import pytest
 
 from attnscope.analysis.predict import matches
 from attnscope.diff import diff
-from attnscope.flops import attention_flops, tflops
+from attnscope.flops import attention_flops, mask_flop_note, mode_flops, tflops
 from attnscope.measure import summarise
 from attnscope.types import Case, Prediction, Timing
 
@@ -135,10 +135,40 @@ def test_flops_count_the_kept_scores_of_each_mask(kw, kept, why):
 
 
 def test_tflops_unit():
-    """10^12 FLOP in 10^6 µs (one second) is 1 TFLOP/s; in 500,000 µs it is 2."""
-    assert tflops(10**12, 1e6) == pytest.approx(1.0)
-    assert tflops(10**12, 5e5) == pytest.approx(2.0)
-    assert tflops(10**12, 0.0) is None and tflops(10**12, None) is None
+    """10^12 FLOP in 10^6 µs (one second) is 1 TFLOP/s; in 500,000 µs it is 2 (both exact in binary
+    floating point, so compared exactly: a unit off by one part in 10^12 shows)."""
+    assert tflops(10**12, 1e6) == 1.0
+    assert tflops(2 * 10**12, 1e6) == 2.0
+    assert tflops(10**12, 5e5) == 2.0
+    assert tflops(10**12, 0.0) is None and tflops(10**12, None) is None and tflops(10**12, -1.0) is None
+
+
+def test_tflops_of_a_sub_microsecond_call():
+    """10^6 FLOP in half a µs: 10^6 / 0.5e-6 s = 2·10^12 FLOP/s = 2 TFLOP/s (a time under 1 µs is a time)."""
+    assert tflops(10**6, 0.5) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(("mode", "fwd", "flops"), [("fwd", 1000, 1000), ("bwd", 1000, 2500), ("fwd_bwd", 1000, 3500)])
+def test_mode_flops_backward_is_two_and_a_half_forwards(mode, fwd, flops):
+    assert mode_flops(fwd, mode) == flops
+
+
+def test_mode_flops_stays_an_integer():
+    """2.5 × 6 = 15 and 3.5 × 6 = 21, as ints; an odd forward rounds down: 2.5 × 3 = 7.5 → 7."""
+    assert [mode_flops(6, m) for m in ("fwd", "bwd", "fwd_bwd")] == [6, 15, 21]
+    assert mode_flops(3, "bwd") == 7 and isinstance(mode_flops(3, "bwd"), int)
+
+
+def test_mask_flop_note_by_hand():
+    """causal over 4 queries and keys keeps 1+2+3+4 = 10 per (batch, head); B=2, H=3 → 60 of
+    2·3·4·4 = 96 = 62.5 %."""
+    c = Case(2, 3, 4, 8, causal=True)
+    assert mask_flop_note(c) == (
+        "mask causal: Σ over queries of the keys at or before the query's position (offset Sk−Sq when "
+        "lower-right) = 60 kept scores (62.5% of B·H·Sq·Sk)"
+    )
+    big = Case(1, 1000, 4, 8, causal=False)  # 16,000 kept: the thousands separator
+    assert mask_flop_note(big).endswith("= 16,000 kept scores (100.0% of B·H·Sq·Sk)")
 
 
 def test_score_matrix_uses_the_key_length():

@@ -80,6 +80,13 @@ def test_category_and_tensor_cores(name, category, tc):
     assert K.tensor_cores(name, category) is tc
 
 
+def test_attention_family_of_a_kernel_that_is_no_attention_is_none():
+    """A GEMM (from CASES) and an unknown name have no attention family; PyTorch's bundled flash kernel is "flash"."""
+    assert K.attention_family("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT") is None
+    assert K.attention_family("some_unknown_kernel_name") is None
+    assert K.attention_family(CASES[3][0]) == "flash"  # pytorch_flash::flash_fwd_kernel
+
+
 def test_memcpy_and_memset_are_their_own_categories():
     assert K.classify_gpu("Memcpy DtoD (Device -> Device)", "memcpy") == "memcpy"
     assert K.classify_gpu("Memset (Device)", "memset") == "memset"

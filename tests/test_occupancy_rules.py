@@ -27,6 +27,8 @@ says what the wrong arithmetic would give.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
@@ -300,3 +302,16 @@ def test_block_counts_are_whole_numbers():
         assert occ is not None
         assert type(occ.active_blocks_per_sm) is int and type(occ.active_warps_per_sm) is int
         assert all(type(v) is int for v in occ.blocks_by_limit.values())
+
+
+def test_an_arch_without_reserved_shared_memory_leaves_the_shared_memory_limit_out():
+    """An architecture that reserves nothing per block (before CUDA 11 none did), and a kernel
+    with no shared memory: 0 bytes per block, so shared memory limits nothing; like the
+    register limit of a kernel with no register count, it takes the per-SM block limit (32).
+    sm80's other limits, 32 regs, 128 threads = 4 warps: warps 64 // 4 = 16, registers
+    1024/warp → 16384 // 1024 = 16 per partition · 4 = 64 warps // 4 = 16 blocks → 100 %."""
+    no_reserve = replace(SM80, reserved_shared_memory_per_block=0)
+    occ = theoretical_occupancy(32, 0, 128, no_reserve)
+    assert occ is not None
+    assert occ.blocks_by_limit == {"warps": 16, "blocks": 32, "registers": 16, "shared_memory": 32}
+    assert occ.pct == 100.0 and occ.limiter == "registers+warps"
