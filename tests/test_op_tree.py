@@ -32,7 +32,7 @@ def test_an_op_starting_with_its_parent_nests_under_it_and_roots_are_minus_one()
     one is the parent: ops sorted outer first, parent links [-1, 0]."""
     tree = build_op_tree([_op("inner", 0, 4), _op("outer", 0, 10)])
     assert [o.name for o in tree.ops] == ["outer", "inner"]
-    assert tree.parent == [-1, 0]
+    assert list(tree.parent) == [-1, 0]  # an array of parent indexes
 
 
 def test_an_op_ending_with_its_parent_is_its_child():
