@@ -118,3 +118,36 @@ def test_a_summary_with_an_empty_device_list_has_no_busy_time():
     s["idle"] = {"devices": []}
     out = combine([("v", s)])
     assert out["per_rank"][0]["busy_us"] is None and out["busy_us"] is None
+
+
+def test_sums_round_to_the_ns_and_shares_to_2_places():
+    """One rank of 1.23456 µs: shown 1.235 (3 places, the ns); shares of 100 %."""
+    out = combine(
+        [
+            (
+                "v",
+                summary(
+                    0, 1, 1.23456, (1.23456, 2.0, 38.3), [("attention", 1, 1.23456, 100.0)], [("flash", 1, 1.23456)]
+                ),
+            )
+        ]
+    )
+    assert out["gpu_time_us"] == 1.235
+    assert next(c for c in out["categories"] if c["category"] == "attention")["time_us"] == 1.235
+    assert out["attention_families"] == [{"family": "flash", "num_kernels": 1, "time_us": 1.235, "share_pct": 100.0}]
+
+
+def test_families_add_up_over_ranks_and_sub_microsecond_totals_have_shares():
+    """rank 0: flash 1 kernel 0.2 µs; rank 1: flash 2 kernels 0.2 µs + gemm 0.2 µs.  Total 0.6 µs (under
+    1 µs is still a time): attention 0.4 = 66.67 %, gemm 0.2 = 33.33 %; flash 3 kernels, 0.4 µs.
+    Busy 0.2 and 0.4: mean 0.3, spread 0.2 / 0.3 = 66.67 %."""
+    b_cats = [("attention", 2, 0.2, 50.0), ("gemm", 1, 0.2, 50.0)]
+    named = [
+        ("a", summary(0, 1, 0.2, (0.2, 1.0, 80.0), [("attention", 1, 0.2, 100.0)], [("flash", 1, 0.2)])),
+        ("b", summary(1, 3, 0.4, (0.4, 1.0, 60.0), b_cats, [("flash", 2, 0.2)])),
+    ]
+    out = combine(named)
+    cats = {c["category"]: (c["num_kernels"], c["time_us"], c["share_pct"]) for c in out["categories"]}
+    assert cats["attention"] == (3, 0.4, 66.67) and cats["gemm"] == (1, 0.2, 33.33)
+    assert out["attention_families"] == [{"family": "flash", "num_kernels": 3, "time_us": 0.4, "share_pct": 66.67}]
+    assert out["busy_us"]["mean"] == 0.3 and out["busy_us"]["spread_pct"] == 66.67

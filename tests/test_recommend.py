@@ -163,3 +163,15 @@ def test_results_with_wrong_numerics_are_left_out_and_named():
         f"best for this case: sdpa_flash at 100.0 µs ({BASIS}), 3.00× ahead of sdpa_efficient (300.0 µs); "
         "left out: naive (numerics off), flex (numerics off)"
     )
+
+
+def test_one_sample_timings_say_their_noise_is_unknown():
+    """A trace holds one call: with one sample on either side (best or runner-up) the margin's noise is
+    not known, and the sentence says so instead of the noisy-timing note."""
+    from attnscope.analysis.compare import ONE_SAMPLE_NOTE
+
+    for which, basis in (("sdpa_flash", "GPU time of one traced call (one sample)"), ("sdpa_efficient", BASIS)):
+        rows = [row("sdpa_flash", 100.0, 99.0, 101.0, noisy=True), row("sdpa_efficient", 300.0, 297.0, 303.0)]
+        next(r for r in rows if r["variant"] == which)["gpu_time"]["num_samples"] = 1
+        head = f"best for this case: sdpa_flash at 100.0 µs ({basis}), 3.00× ahead of sdpa_efficient (300.0 µs)"
+        assert recommend(rows).text == f"{head} — {ONE_SAMPLE_NOTE}", which
