@@ -220,16 +220,19 @@ def launch_overhead(stream: Timing | None, graph: Timing | None) -> dict[str, An
 
 
 @contextlib.contextmanager
-def quiet_host() -> Iterator[None]:
-    """No garbage collection and, where the OS allows, one pinned core while host time is taken."""
+def quiet_host(core: str = "first") -> Iterator[None]:
+    """No garbage collection and, where the OS allows, one pinned core while host time is taken.
+
+    ``core``: ``"first"`` or ``"last"`` of the allowed cores (the first is where a VM's device
+    interrupts usually land), or ``"none"`` to leave the affinity alone."""
     was_gc = gc.isenabled()
     gc.collect()
     gc.disable()
     affinity = None
-    if hasattr(os, "sched_getaffinity"):
+    if core != "none" and hasattr(os, "sched_getaffinity"):
         affinity = os.sched_getaffinity(0)
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {min(affinity)})
+            os.sched_setaffinity(0, {min(affinity) if core == "first" else max(affinity)})
     try:
         yield
     finally:
@@ -249,6 +252,7 @@ def time_host_batched(
     lo: int = 15,
     hi: int = 300,
     spin: bool = False,
+    core: str = "first",
 ) -> Timing:
     """Host time per call from batches of back-to-back calls, gc off, pinned to one core.
 
@@ -257,7 +261,7 @@ def time_host_batched(
     each batch only, never inside it; a batch of 10 fused calls stays far below the launch
     queue's depth, so no call waits for the GPU."""
     sync: Callable[[], None] = _spin_drain if (cuda and spin) else _sync_for(cuda)
-    with quiet_host():
+    with quiet_host(core):
         t0 = time.perf_counter()
         fn()
         sync()
@@ -273,9 +277,10 @@ def time_host_batched(
         sync()
     what = "host time per call, no synchronize inside" if cuda else "wall time per call"
     drain = ", device drained by spinning on an event" if (cuda and spin) else ""
+    pinned = {"first": "the first allowed core pinned", "last": "the last allowed core pinned"}.get(core, "no pinning")
     return summarise(
         samples,
-        f"{what}, batches of {calls_per_sample} calls, gc off, one pinned core{drain}, median of {n} batches",
+        f"{what}, batches of {calls_per_sample} calls, gc off, {pinned}{drain}, median of {n} batches",
     )
 
 

@@ -13,8 +13,8 @@ timeout 150 python3 -m attnscope.cli run --variants sdpa_flash,sdpa_cudnn,sdpa_e
   --kernels --no-peak --json $W/run_ncu.json > $W/run_ncu.txt 2>&1
 echo "run --ncu: rc=$? $(( $(date +%s) - t0 )) s"; grep -E "Nsight|ncu|achieved" $W/run_ncu.txt | cut -c1-220 | head -12
 t0=$(date +%s)
-timeout 90 python3 benchmarks/gpu/host_timing2.py $W/host_timing2.json > $W/host_timing2.txt 2>&1
-echo "host timing 2: rc=$? $(( $(date +%s) - t0 )) s"; cut -c1-160 $W/host_timing2.txt
+timeout 150 python3 benchmarks/gpu/host_timing2.py $W/host_timing2.json > $W/host_timing2.txt 2>&1
+echo "host timing 2: rc=$? $(( $(date +%s) - t0 )) s"; cut -c1-200 $W/host_timing2.txt
 OUT=$W timeout 200 bash benchmarks/gpu/ncu_tc.sh rest > $W/ncu_tc_rest.log 2>&1
 echo "ncu rest: rc=$?"; tail -4 $W/ncu_tc_rest.log
 tar czf "$OUT/edges2.tgz" -C /tmp edges2 && ls -la "$OUT/edges2.tgz"
