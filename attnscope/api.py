@@ -50,9 +50,10 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
     from attnscope.model.split import breakdown as model_split
 
     split = model_split(tr)  # attention's share of a model step, where the trace names its modules
-    from attnscope.variants import REGISTRY
+    from attnscope.variants.builtin import BY_NAME
 
-    known = REGISTRY.get(name)  # a trace said to be of a known variant carries its declared flags
+    # a trace named after a built-in variant carries its declared flags (no plugin code is run for a trace)
+    known = BY_NAME.get(name)
     return Result(
         variant=name,
         case=case,

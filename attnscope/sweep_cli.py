@@ -27,12 +27,9 @@ GPU_DEFAULTS = {"seq": "256..8192x2", "head_dim": "64,128", "causal": "both", "h
 CPU_DEFAULTS = {"seq": "128..512x2", "head_dim": "64", "causal": "yes", "heads": "8", "batch": "1"}
 
 
-def add_parser(sub: Any) -> None:
-    s = sub.add_parser(
-        "sweep",
-        help="every variant over a grid of cases, one job each (crash/OOM/hang isolated), resumable, "
-        "then the best variant per case",
-    )
+def add_parser(sub: Any, help_text: str) -> None:
+    """The full parser of the command; its help line is the top-level one (cli.LAZY_COMMANDS)."""
+    s = sub.add_parser("sweep", help=help_text)
     g = s.add_argument_group("grid (each axis a comma list or a range: 512..16384x2, 64..256+64)")
     g.add_argument("--batch", help="batch sizes (default 1 on CPU; on GPU --budget-tokens 16384 sets them)")
     g.add_argument("--budget-tokens", type=positive_int("budget-tokens", 1 << 30), help="batch = N / seq (B·S kept)")

@@ -12,10 +12,9 @@ from attnscope.model.bench import DTYPES, IMPLS, MODES
 SCHEMA_VERSION = 1
 
 
-def add_parser(sub: Any) -> None:
-    m = sub.add_parser(
-        "model", help="where a transformer's step time goes: attention against the rest, per implementation"
-    )
+def add_parser(sub: Any, help_text: str) -> None:
+    """The full parser of the command; its help line is the top-level one (cli.LAZY_COMMANDS)."""
+    m = sub.add_parser("model", help=help_text)
     m.add_argument(
         "--config",
         default="tiny",

@@ -10,22 +10,65 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
+from typing import Any
 
-from attnscope.variants import plugins
+from attnscope.variants import builtin, plugins
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
-from attnscope.variants.external import FA2, FA3, SAGE, XFORMERS, installed
-from attnscope.variants.external_nv import CUDNN_FRONTEND, FLASHINFER_DECODE, FLASHINFER_PREFILL
-from attnscope.variants.flex import FLEX, FLEX_COMPILED
-from attnscope.variants.naive import NAIVE, NAIVE_INPLACE
-from attnscope.variants.sdpa import SDPA_VARIANTS
+from attnscope.variants.external import installed
 
-_EXTERNAL = [FA2, FA3, XFORMERS, FLASHINFER_PREFILL, FLASHINFER_DECODE, CUDNN_FRONTEND, SAGE]
-REGISTRY: dict[str, Variant] = {
-    v.name: v for v in [NAIVE, NAIVE_INPLACE, *SDPA_VARIANTS, FLEX, FLEX_COMPILED, *_EXTERNAL]
-}
-# Installed plugins (entry-point group attnscope.variants); one that fails to load is a row that says why.
-REGISTRY.update({v.name: v for v in plugins.load(taken=REGISTRY)})
-BUILTIN: frozenset[str] = frozenset(REGISTRY)  # built in or installed: the default set draws on these
+
+class _Registry(dict[str, Variant]):
+    """Name → variant: the built-ins at import, the installed plugins (entry-point group
+    ``attnscope.variants``) joined on first use.  A plugin's code runs only when variants are
+    looked up, never because a module of the package was imported (``attnscope analyze`` reads
+    built-in declarations alone: :mod:`attnscope.variants.builtin`)."""
+
+    _plugins_loaded = False
+    default_names: frozenset[str] = frozenset()  # built in or installed: the default set draws on these
+
+    def load_plugins(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        # one that fails to load is a row that says why
+        super().update({v.name: v for v in plugins.load(taken=dict.keys(self))})
+        self.default_names = frozenset(dict.keys(self))
+
+    def __getitem__(self, name: str) -> Variant:
+        self.load_plugins()
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.load_plugins()
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        self.load_plugins()
+        return super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self.load_plugins()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.load_plugins()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self.load_plugins()
+        return super().keys()
+
+    def values(self) -> Any:
+        self.load_plugins()
+        return super().values()
+
+    def items(self) -> Any:
+        self.load_plugins()
+        return super().items()
+
+
+REGISTRY = _Registry(builtin.BY_NAME)
 MODULES_ENV = "ATTNSCOPE_VARIANT_MODULES"
 _loaded: set[str] = set()
 
@@ -59,7 +102,7 @@ def resolve(names: str | list[str] | None) -> list[Variant]:
     """'all', None (the built-in default set) or a comma list; unknown names are an error."""
     load_modules()
     if names is None:  # external libraries join the default set where they import
-        return [v for v in REGISTRY.values() if v.name in BUILTIN and installed(v)]
+        return [v for v in REGISTRY.values() if v.name in REGISTRY.default_names and installed(v)]
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if names == ["all"]:

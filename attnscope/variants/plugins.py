@@ -14,7 +14,6 @@ preparing or running is an error row (the runner isolates every variant).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
 
 from attnscope.types import Case
@@ -64,7 +63,11 @@ def _variants_of(obj: Any) -> list[Variant]:
 
 def load(entry_points: Iterable[Any] | None = None, taken: Iterable[str] = ()) -> list[Variant]:
     """Every plugin variant, guarded; a plugin that fails to load is a variant whose check says why."""
-    eps = metadata.entry_points(group=GROUP) if entry_points is None else entry_points
+    if entry_points is None:
+        from importlib import metadata  # ~7 ms of imports: only when plugins are looked up
+
+        entry_points = metadata.entry_points(group=GROUP)
+    eps = entry_points
     out: list[Variant] = []
     names = set(taken)
     for ep in eps:
