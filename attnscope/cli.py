@@ -174,7 +174,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             from attnscope.ncu_run import attach
 
             prog.update(task, description=f"{case.label()}: Nsight Compute")
-            why = attach(case, rep.results)
+            results, why = attach(case, rep.results)
+            rep.results[:] = results
             if why:
                 console.print(f"[yellow]--ncu: {why}; the run's results are complete without it[/yellow]")
     doc = annotate(

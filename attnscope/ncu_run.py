@@ -12,9 +12,11 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 from attnscope import ncu
+from attnscope.analysis.counters import COUNTERS_SOURCE, tensor_cores_from_counters
 from attnscope.types import Case, Result
 
 TIMEOUT_S = 600
@@ -53,17 +55,25 @@ def profile(case: Case, variants: list[str], timeout_s: float = TIMEOUT_S) -> tu
     return ncu.split_by_marker(kernels, labels), None
 
 
-def attach(case: Case, results: list[Result]) -> str | None:
-    """Profile every ok variant and put the deep fields into each result's ``ncu``."""
+def attach(case: Case, results: list[Result]) -> tuple[list[Result], str | None]:
+    """Profile every ok variant: each result gets the deep fields in ``ncu``, and its kernels' tensor cores
+    from the counters (the name table's verdict is kept where ncu matched no kernel).  The results, and why
+    ncu gave nothing (None when it ran)."""
     ok = [r for r in results if r.status == "ok"]
     per_variant, why = profile(case, [r.variant for r in ok]) if ok else ({}, "no variant ran")
-    for r in ok:
+    out = []
+    for r in results:
+        if r.status != "ok":
+            out.append(r)
+            continue
         if why is not None:
             r.ncu.update(status="unavailable", reason=why)
+            out.append(r)
             continue
         got = per_variant.get(r.variant)
         if got is None:
             r.ncu.update(status="unavailable", reason="the variant's call did not run under ncu")
+            out.append(r)
             continue
         names: list[tuple[str, str]] = [
             (k.name, str(k.category)) for k in (r.fingerprint.kernels if r.fingerprint else ())
@@ -75,7 +85,12 @@ def attach(case: Case, results: list[Result]) -> str | None:
             kernels=joined,  # trace_kernel: the index in this result's kernels
             source="Nsight Compute, one more call of the variant after the timed ones",
         )
-    return why
+        if r.fingerprint is not None:
+            fp, differ = tensor_cores_from_counters(r.fingerprint, joined)
+            r.ncu.update(tensor_cores_from=COUNTERS_SOURCE, name_table_disagrees=differ)
+            r = replace(r, fingerprint=fp)
+        out.append(r)
+    return out, why
 
 
 def _target(argv: list[str]) -> None:

@@ -181,3 +181,24 @@ def test_default_sdpa_ran_cudnn_on_h200():
     fp = fingerprint(load_trace(H200 / "sdpa_default.json"))
     assert fp.sdpa_backend == "cudnn"
     assert _only_kernel(fp).name.startswith("cudnn_generated_fort_native_sdpa")
+
+
+def test_compiled_flex_tensor_cores_follow_the_template_ops_input_dtype(tmp_path):
+    """The same real trace with the template op's recorded inputs as fp32: the name alone says tensor cores,
+    but fp32 tl.dot runs IEEE FMA by default (ncu on the H200, tests/data/ncu/h200_tensor_pipe_rest.csv) and
+    TF32 only under a flag the trace does not hold: unknown, never guessed."""
+    import json
+
+    doc = json.loads((H200 / "flex_compiled.json").read_text())
+    bf16 = _only_kernel(fingerprint(load_trace(H200 / "flex_compiled.json")))
+    assert bf16.input_dtype == "bf16" and bf16.tensor_cores is True
+    n = 0
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "cpu_op" and e["name"].startswith("triton_tem_fused_flex_attention"):
+            e["args"]["Input type"] = ["float" if t == "c10::BFloat16" else t for t in e["args"]["Input type"]]
+            n += 1
+    assert n == 1
+    p = tmp_path / "flex_fp32.json"
+    p.write_text(json.dumps(doc))
+    fp32 = _only_kernel(fingerprint(load_trace(p)))
+    assert fp32.input_dtype == "fp32" and fp32.tensor_cores is None and fp32.tensor_core_precision is None

@@ -99,7 +99,8 @@ def test_a_good_run_joins_into_the_result_and_the_occupancy_insight(path_with) -
     _fake_ncu(path_with, f'echo "attnscope-ncu-marker sdpa_flash" >&2\ncat "{path_with / "out.csv"}"\n')
     r = analyze(H200 / "sdpa_flash.json", variant="sdpa_flash")
     r = type(r)(**{**r.__dict__, "case": CUDA_CASE})
-    assert ncu_run.attach(CUDA_CASE, [r]) is None
+    (r,), why = ncu_run.attach(CUDA_CASE, [r])
+    assert why is None
     deep = r.ncu
     assert deep["status"] == "ok" and deep["num_kernels"] == 1
     (k,) = deep["kernels"]

@@ -21,6 +21,10 @@ from tests.rawtrace import DATA
 
 CSV = DATA / "ncu" / "h200_tensor_pipe.csv"
 SECTIONS = DATA / "ncu" / "h200_tensor_pipe_sections.json"
+# The second pass (benchmarks/gpu/ncu_tc.sh rest): compiled flex in bf16, fp16 and fp32, efficient at
+# S777 D128, and a decode shape (Sq 1, Sk 8192) through flash, efficient and cuDNN, forward and backward.
+REST_CSV = DATA / "ncu" / "h200_tensor_pipe_rest.csv"
+REST_SECTIONS = DATA / "ncu" / "h200_tensor_pipe_rest_sections.json"
 
 
 def _num(s: str) -> float:
@@ -28,11 +32,13 @@ def _num(s: str) -> float:
 
 
 @cache
-def kernels() -> list[dict[str, Any]]:
+def kernels(csv_path: Any = CSV, sections_path: Any = SECTIONS) -> list[dict[str, Any]]:
     """Label, dtype, name and the three counters per kernel, read with the csv module alone."""
-    rows = list(csv.reader(CSV.open()))
+    rows = list(csv.reader(csv_path.open()))
     c = {h: i for i, h in enumerate(rows[0])}
-    sections = {s["marker"]: s for s in json.loads(SECTIONS.read_text())["sections"] if s.get("marker") is not None}
+    sections = {
+        s["marker"]: s for s in json.loads(sections_path.read_text())["sections"] if s.get("marker") is not None
+    }
     out, marker = [], -1
     for r in rows[2:]:
         name = r[c["Kernel Name"]]
@@ -132,3 +138,64 @@ def test_deep_csv_parsed_values_read_by_hand() -> None:
     assert d["dram_read_bytes"] == 50_513_664 and d["l2_hit_rate_pct"] == 79.5 and d["duration_ns"] == 157_472
     assert d["top_stalls"][0] == {"reason": "wait", "warps_per_issue": 1.04}
     assert all(s["reason"] != "selected" for s in d["top_stalls"])
+
+
+def rest() -> list[dict[str, Any]]:
+    return kernels(REST_CSV, REST_SECTIONS)
+
+
+def test_the_second_pass_covers_compiled_flex_decode_and_d128() -> None:
+    labels = {(k["label"], k["direction"]) for k in rest()}
+    for dt in ("bf16", "fp16", "fp32"):
+        for d in ("fwd", "bwd"):
+            assert (f"flex_compiled {dt} B1 H4 S512 D64 causal", d) in labels
+    for v in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn"):
+        assert (f"{v} bf16 decode Sq1 Sk8192 D128", "fwd") in labels
+    assert ("sdpa_efficient fp32 B1 H4 S777 D128", "bwd") in labels
+
+
+def test_every_kernel_of_the_second_pass_agrees_with_the_counters_given_its_dtype() -> None:
+    wrong, by_dtype_rule = [], []
+    for k in rest():
+        matrix = k["hmma"] - k["hfma2"] + (k["gmma"] if k["gmma"] > k["hmma"] - k["hfma2"] else 0)
+        cat = K.classify_gpu(k["name"])
+        verdict = K.tensor_cores_for_dtype(k["name"], cat, k["dtype"])
+        if verdict is None and K.is_matrix_kernel(k["name"], cat):
+            # unknown only where the dtype rule says a flag the trace lacks decides; here (default flags) no MMA
+            by_dtype_rule.append((k["name"], k["dtype"], matrix))
+            continue
+        ok = verdict is (matrix > 0) if cat in ("gemm", "attention") else (verdict in (False, None) and matrix == 0)
+        if not ok:
+            wrong.append((k["label"], k["direction"], k["name"][:90], cat, verdict, matrix))
+    assert not wrong, wrong
+    assert by_dtype_rule and all(d == "fp32" and m == 0 and "flex_attention" in n for n, d, m in by_dtype_rule)
+
+
+def test_compiled_flex_in_fp32_runs_no_matrix_mma_and_is_not_called_tensor_core() -> None:
+    fp32 = [k for k in rest() if k["label"].startswith("flex_compiled fp32") and "triton_tem" in k["name"]]
+    assert {k["direction"] for k in fp32} == {"fwd", "bwd"}
+    for k in fp32:
+        assert k["hmma"] == k["hfma2"] and k["gmma"] == 0  # HFMA2.MMA at most: IEEE fp32 FMA, no MMA
+        assert K.tensor_cores(k["name"], "attention") is True  # the name alone cannot tell
+        assert K.tensor_cores_for_dtype(k["name"], "attention", "fp32") is None  # the dtype rule: unknown
+    for dt in ("bf16", "fp16"):  # 16-bit compiled flex issues wgmma (GMMA), forward and backward
+        ks = [k for k in rest() if k["label"].startswith(f"flex_compiled {dt}") and "triton_tem" in k["name"]]
+        assert len(ks) == 2 and all(k["gmma"] > 0 for k in ks)
+        assert all(K.tensor_cores_for_dtype(k["name"], "attention", dt) is True for k in ks)
+
+
+def test_decode_split_kv_and_cudnn_helpers_from_the_counters() -> None:
+    by = {}
+    for k in rest():
+        by.setdefault((k["label"].split()[0], k["name"].split("<")[0].split("(")[0].removeprefix("void ")), k)
+    split = by[("sdpa_flash", "pytorch_flash::flash_fwd_splitkv_kernel")]
+    combine = by[("sdpa_flash", "pytorch_flash::flash_fwd_splitkv_combine_kernel")]
+    assert split["hmma"] - split["hfma2"] > 0 and K.tensor_cores(split["name"], "attention") is True
+    assert combine["hmma"] == combine["hfma2"] and K.tensor_cores(combine["name"], "attention") is False
+    # cuDNN at decode picks an sm80 kernel (wmma, HMMA) forward and an sm90 wgmma one backward
+    fwd = next(k for (v, n), k in by.items() if v == "sdpa_cudnn" and "fprop_wmma" in n)
+    bwd = next(k for (v, n), k in by.items() if v == "sdpa_cudnn" and "bprop_wgmma" in n)
+    assert fwd["hmma"] > 0 and fwd["gmma"] == 0 and bwd["gmma"] > 0
+    assert K.tensor_cores(fwd["name"], "attention") is K.tensor_cores(bwd["name"], "attention") is True
+    lean = next(k for (v, n), k in by.items() if "lean_reduction" in n)
+    assert lean["hmma"] == lean["hfma2"]  # elementwise merge of the partial outputs: no MMA

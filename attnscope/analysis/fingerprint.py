@@ -155,6 +155,9 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
         cat, tc, tc_precision, matrix = info
         if li >= 0 and matrix and li not in dtypes:
             dtypes[li] = op_input_dtype(ops[li])  # matrix kernels only: their dtype decides the TF32 advice
+        if matrix and li >= 0 and dtypes[li] is not None:
+            tc = K.tensor_cores_for_dtype(g.name, cat, dtypes[li])  # where the dtype decides (fp32 flex)
+            tc_precision = tc_precision if tc else None
         occ = None
         b = g.block
         if limits is not None and b is not None and g.kind == "kernel":

@@ -27,10 +27,53 @@ from attnscope.analysis.insights import (
 from attnscope.analysis.insights_masks import RULES as MASK_RULES
 from attnscope.types import Insight, NotChecked, Severity
 
+# Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
+# low occupancy is paying off, when no matmul peak was measured: the fused H200 kernels that reach
+# 211-330 TFLOP/s at 12.5-18.8% occupancy keep the pipe 35-45% busy, efficient at 103 TFLOP/s 26%
+# (tests/data/ncu/h200_deep.csv, docs/results/raw/edges2/run_ncu.json).
+HIGH_TENSOR_PIPE_PCT = 30.0
 
-def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tuple[str, Severity, str, str]:
+
+def _ran_ncu(r: dict[str, Any]) -> bool:
+    return (r.get("ncu") or {}).get("status") == "ok"
+
+
+def _ncu_kernel(r: dict[str, Any], k: dict[str, Any]) -> dict[str, Any] | None:
+    """The --ncu entry of kernel ``k`` of result ``r`` (matched by its index in the result's kernels)."""
+    deep, ks = r.get("ncu") or {}, r.get("kernels") or []
+    idx = next((i for i, x in enumerate(ks) if x is k), None)
+    if idx is None:
+        return None
+    return next((d for d in deep.get("kernels") or [] if d.get("trace_kernel") == idx), None)
+
+
+def _how_to_decide(r: dict[str, Any], rate: float | None) -> str:
+    """What would decide by design against hurting, for where this result came from."""
+    if r.get("source") == "trace":
+        return (
+            "attnscope run on this case measures the rate against a matmul peak; Nsight Compute on this kernel "
+            "gives its achieved occupancy and tensor-pipe use"
+        )
+    first = (
+        "the rate needs the case's FLOPs" if rate is None else "run without --no-peak: a measured matmul peak decides"
+    )
+    return first + ("" if _ran_ncu(r) else ", or add --ncu for achieved occupancy and tensor-pipe use")
+
+
+def _stall_hint(r: dict[str, Any], ev: dict[str, Any]) -> str:
+    if ev.get("top_stall"):
+        return f"its warps wait most on '{ev['top_stall']}' (Nsight Compute)"
+    if r.get("source") == "trace":
+        return "check achieved occupancy and stall reasons in Nsight Compute"
+    return "check achieved occupancy and stall reasons with --ncu"
+
+
+def _occupancy_verdict(
+    head: str, ev: dict[str, Any], r: dict[str, Any], hit: dict[str, Any] | None
+) -> tuple[str, Severity, str, str]:
     """(id, severity, message, advice): low occupancy by design, hurting, or not decidable."""
     pct, rate, lim = r.get("pct_of_peak"), r.get("tflops"), ev["limiter"]
+    on_chip = "registers" in lim or "shared_memory" in lim
     if r.get("source") == "trace" and ev.get("category") != "attention":
         # a trace's FLOPs count its attention calls only: their rate says nothing of a GEMM or other kernel
         ev["by_design"] = None
@@ -41,7 +84,17 @@ def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tupl
             "this kernel",
             "Nsight Compute gives this kernel's achieved occupancy and throughput",
         )
-    if pct is None or rate is None:
+    if pct is not None and rate is not None:
+        ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
+        busy = f"{ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak)"
+        high, threshold = pct >= HIGH_RATE_PCT, f"{ev['high_rate_pct']:.1f}%"
+    elif hit is not None and hit.get("tensor_pipe_pct") is not None:
+        ev.update(tensor_pipe_pct=r1(hit["tensor_pipe_pct"]), high_tensor_pipe_pct=HIGH_TENSOR_PIPE_PCT)
+        if rate is not None:
+            ev["tflops"] = r1(rate)
+        busy = f"the tensor pipe {ev['tensor_pipe_pct']:.1f}% busy (Nsight Compute; no matmul peak was measured)"
+        high, threshold = hit["tensor_pipe_pct"] >= HIGH_TENSOR_PIPE_PCT, f"{HIGH_TENSOR_PIPE_PCT:.1f}% busy"
+    else:
         ev["by_design"] = None
         if rate is not None:
             ev["tflops"] = r1(rate)
@@ -50,31 +103,30 @@ def _occupancy_verdict(head: str, ev: dict[str, Any], r: dict[str, Any]) -> tupl
             if rate is None
             else f"the share of peak ({ev['tflops']:.1f} TFLOP/s, but no matmul peak was measured for this result)"
         )
-        return (
-            "low_occupancy",
-            "info",
-            head + f"; by design or hurting cannot be told without {need}",
-            "run it through attnscope run for the rate against a measured peak, or Nsight Compute for achieved "
-            "occupancy",
-        )
-    ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
-    if ("registers" in lim or "shared_memory" in lim) and pct >= HIGH_RATE_PCT:
+        return ("low_occupancy", "info", head + f"; by design or hurting cannot be told without {need}",
+                _how_to_decide(r, rate))  # fmt: skip
+    if high and on_chip:
         ev["by_design"] = True
         return (
             "low_occupancy_by_design",
             "info",
-            f"{head}, yet {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak): low "
-            f"occupancy by design, big tiles kept on chip in {lim}",
+            f"{head}, yet {busy}: low occupancy by design, big tiles kept on chip in {lim}",
             "nothing to fix: more resident blocks would mean smaller tiles and more memory traffic",
         )
     ev["by_design"] = False
+    if high:  # a high rate, but few blocks or warps per SM are the limit: not tiles kept on chip
+        return (
+            "low_occupancy",
+            "info",
+            f"{head}, yet {busy}: it holds up with few resident warps (limited by {lim}, not by tiles on chip)",
+            f"nothing urgent; more blocks per SM might still help: {_stall_hint(r, ev)}",
+        )
     return (
         "low_occupancy",
         "warning",
-        f"{head}, at only {ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak, below "
-        f"{ev['high_rate_pct']:.1f}%): low occupancy that is not paying off",
-        "too few warps to hide latency at this rate: compare a backend with another tiling "
-        "(flash, cuDNN), and check achieved occupancy and stall reasons in Nsight Compute",
+        f"{head}, with only {busy}, below {threshold}: low occupancy that is not paying off",
+        f"too few warps to hide latency at this rate: compare a backend with another tiling (flash, cuDNN); "
+        f"{_stall_hint(r, ev)}",
     )
 
 
@@ -94,9 +146,10 @@ def low_occupancy(r: dict[str, Any]) -> Out:
         "kernel_us": r1(k["duration_us"]),
         "category": k["category"],
     }
+    hit = _ncu_kernel(r, k)
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
-    head += _achieved_text(r, k, ev)
-    rid, sev, msg, advice = _occupancy_verdict(head, ev, r)
+    head += _achieved_text(hit, ev)
+    rid, sev, msg, advice = _occupancy_verdict(head, ev, r, hit)
     return [
         Insight(
             id=rid, variant=r["variant"], severity=sev, message=msg, advice=advice, evidence=ev, kernels=(k["name"],)
@@ -104,11 +157,8 @@ def low_occupancy(r: dict[str, Any]) -> Out:
     ]
 
 
-def _achieved_text(r: dict[str, Any], k: dict[str, Any], ev: dict[str, Any]) -> str:
+def _achieved_text(hit: dict[str, Any] | None, ev: dict[str, Any]) -> str:
     """With --ncu: what the kernel achieved against what its launch allowed, and its top stall."""
-    deep, ks = r.get("ncu") or {}, r.get("kernels") or []
-    idx = next((i for i, x in enumerate(ks) if x is k), None)
-    hit = next((d for d in deep.get("kernels") or [] if idx is not None and d.get("trace_kernel") == idx), None)
     if hit is None or hit.get("achieved_occupancy_pct") is None:
         return ""
     ach = hit["achieved_occupancy_pct"]
@@ -203,19 +253,47 @@ def opaque_library(r: dict[str, Any]) -> Out:
         f"{what} the whole attention: the work moved into a library, out of the profiler's view (no aten steps, "
         "no transposes to see)"
     )
+    hit = _ncu_kernel(r, k)
+    if hit is not None:
+        msg += "; " + _inside_text(hit, ev)
+        look = "a clean trace is not less work: the counters above are what it did"
+    elif r.get("source") == "trace":
+        look = "a clean trace is not less work: look inside with Nsight Compute on this kernel"
+    else:
+        look = "a clean trace is not less work: look inside with --ncu (Nsight Compute)"
     return [
         Insight(
             id="opaque_library",
             variant=r["variant"],
             severity="info",
             message=msg,
-            advice="a clean trace is not less work: look inside with Nsight Compute on this kernel, and "
-            "weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
+            advice=look + ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
             evidence=ev,
             kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
             ops=(str(ev["launched_by"]),) if ev["launched_by"] else (),
         )
     ]
+
+
+def _inside_text(hit: dict[str, Any], ev: dict[str, Any]) -> str:
+    """What Nsight Compute read inside one kernel, in words; each number also goes into ``ev``."""
+    parts = []
+    for key, fmt in (
+        ("tensor_pipe_pct", "tensor pipe {:.1f}% busy"),
+        ("sm_throughput_pct", "SM throughput {:.1f}% of peak"),
+        ("achieved_occupancy_pct", "{:.1f}% achieved occupancy"),
+    ):
+        if hit.get(key) is not None:
+            ev[key] = r1(hit[key])
+            parts.append(fmt.format(ev[key]))
+    if hit.get("dram_read_bytes") is not None:
+        ev["dram_read_bytes"] = int(hit["dram_read_bytes"])
+        parts.append(f"{ev['dram_read_bytes'] / 1e6:,.1f} MB read from DRAM")
+    stalls = hit.get("top_stalls") or []
+    if stalls:
+        ev["top_stall"] = stalls[0]["reason"]
+        parts.append(f"top stall '{ev['top_stall']}'")
+    return "Nsight Compute read it: " + ", ".join(parts) if parts else "Nsight Compute collected no counters for it"
 
 
 def numerics_off(r: dict[str, Any]) -> Out:

@@ -220,6 +220,31 @@ def classify_cpu(op_name: str) -> Category:
     return "elementwise"
 
 
+# Rows whose verdict depends on the launching op's input dtype (Kineto's "Input type"), tried after
+# the name table for matrix kernels: (pattern, dtype, uses tensor cores, why).
+NCU_EVIDENCE_REST = "ncu tensor-pipe counters on the H200, tests/data/ncu/h200_tensor_pipe_rest.csv"
+TENSOR_CORE_DTYPE_RULES: tuple[tuple[re.Pattern[str], str, bool | None, str], ...] = (
+    (
+        re.compile(r"triton_tem_fused_flex_attention", _I),
+        "fp32",
+        None,
+        "fp32 inputs: inductor's tl.dot runs IEEE fp32 FMA by default (no matrix MMA: "
+        + NCU_EVIDENCE_REST
+        + ") and TF32 MMA when torch.backends.cuda.matmul.allow_tf32 is set, which a trace does not record",
+    ),
+)
+
+
+@functools.cache
+def tensor_cores_for_dtype(name: str, category: Category, input_dtype: str | None) -> bool | None:
+    """:func:`tensor_cores`, corrected by :data:`TENSOR_CORE_DTYPE_RULES` where the input dtype decides."""
+    if input_dtype is not None and is_matrix_kernel(name, category):
+        for pat, dtype, uses, _why in TENSOR_CORE_DTYPE_RULES:
+            if dtype == input_dtype and pat.search(name):
+                return uses
+    return tensor_cores(name, category)
+
+
 # Rows whose tensor-core work is TF32 (fp32 operands rounded to 10-bit mantissas), not 16-bit.
 TF32_RULE = re.compile(r"fmha_cutlass[FB]_f32|_tf32|tf32_", _I)
 

@@ -159,6 +159,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
     lines += _graph_lines(ok)
+    lines += ncu_lines(ok)
     if any(r.get("source") == "trace" for r in ok):
         lines.append(
             "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
@@ -195,6 +196,75 @@ def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
         else:
             out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
     return out
+
+
+def ncu_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """What --ncu measured and how, where the counters overrode the name table, and rows ncu did not cover."""
+    asked = [r for r in ok if r.get("ncu")]
+    if not asked:
+        return []
+    out = []
+    if any(r["ncu"].get("status") == "ok" for r in asked):
+        out.append(
+            "Nsight Compute (--ncu): each variant's call once more under ncu, clocks as found and caches flushed "
+            "before each kernel's replay, so its µs is not the run's timing; TC of the profiled kernels from "
+            "their counters (matrix MMA = HMMA − HFMA2.MMA, wgmma included), not from the name table"
+        )
+    for r in asked:
+        deep = r["ncu"]
+        if deep.get("status") != "ok":
+            out.append(f"{r['variant']}: no Nsight Compute data: {deep.get('reason')}")
+        for d in deep.get("name_table_disagrees") or []:
+            said = {True: "tensor cores", False: "no tensor cores", None: "unknown"}
+            out.append(
+                f"{r['variant']}: {_short(d['kernel'])}: the name table said {said[d['name_table']]}, "
+                f"the counters {said[d['counters']]} ({d.get('why')})"
+            )
+    return out
+
+
+def _short(name: str, n: int = 48) -> str:
+    name = name.removeprefix("void ")
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def _num(v: Any, fmt: str) -> str:
+    return fmt.format(v) if v is not None else ""
+
+
+def ncu_table(doc: dict[str, Any]) -> Table | None:
+    """Nsight Compute's reading of every profiled kernel (run --ncu), one row per kernel; None without any."""
+    rows = [
+        (r, d)
+        for r in doc["results"]
+        if (r.get("ncu") or {}).get("status") == "ok"
+        for d in r["ncu"].get("kernels") or []
+    ]
+    if not rows:
+        return None
+    t = Table(title="Nsight Compute (--ncu): the profiled kernels", header_style="bold")
+    for col in ("variant", "kernel", "TC", "occ. achieved / theor.", "SM %", "mem %", "tensor pipe %",
+                "DRAM read / write MB", "L2 hit %", "top stalls (warps per issue)", "ncu µs"):  # fmt: skip
+        t.add_column(col, no_wrap=col == "kernel", overflow="ellipsis" if col == "kernel" else "fold",
+                     max_width=40 if col == "kernel" else None)  # fmt: skip
+    for r, d in rows:
+        stalls = ", ".join(f"{s['reason']} {s['warps_per_issue']:.2f}" for s in (d.get("top_stalls") or [])[:2])
+        ach, th = d.get("achieved_occupancy_pct"), d.get("theoretical_occupancy_pct")
+        rd, wr = d.get("dram_read_bytes"), d.get("dram_write_bytes")
+        t.add_row(
+            r["variant"],
+            _short(d.get("name") or "", 40),
+            {True: "yes", False: "no", None: "?"}[d.get("tensor_cores")],
+            f"{_num(ach, '{:.1f}%')} / {_num(th, '{:.1f}%')}" if ach is not None or th is not None else "",
+            _num(d.get("sm_throughput_pct"), "{:.1f}"),
+            _num(d.get("memory_throughput_pct"), "{:.1f}"),
+            _num(d.get("tensor_pipe_pct"), "{:.1f}"),
+            f"{_num(rd and rd / 1e6, '{:,.1f}')} / {_num(wr and wr / 1e6, '{:,.1f}')}" if rd or wr else "",
+            _num(d.get("l2_hit_rate_pct"), "{:.1f}"),
+            stalls,
+            _num(d.get("duration_ns") and d["duration_ns"] / 1e3, "{:,.1f}"),
+        )
+    return t
 
 
 def kernels_table(r: dict[str, Any]) -> Table:
@@ -244,6 +314,9 @@ def render(
     from attnscope.report.notes import reading_lines
 
     console.print(results_table(doc, title))
+    deep = ncu_table(doc)
+    if deep is not None:
+        console.print(deep)
     for line in footnotes(doc, verbose) + reading_lines(doc):
         console.print(f"  • {line}", highlight=False, soft_wrap=True)
     render_explanations(doc, console, verbose=verbose)

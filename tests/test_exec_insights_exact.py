@@ -1,0 +1,233 @@
+"""low_occupancy and opaque_library compared whole (id, severity, message, advice, evidence) on hand-made
+rows, in each context their advice depends on: a run with a measured peak, a run without one, a run with
+--ncu, a trace.  The numbers are typed in here (the --ncu ones as Nsight Compute printed them on the H200
+for flash, cuDNN and efficient at B4 H16 S2048 D64, docs/results/raw/edges2/run_ncu.json), and every
+expected sentence is written out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnscope.analysis.insights_exec import HIGH_TENSOR_PIPE_PCT, low_occupancy, opaque_library
+from attnscope.types import Insight
+
+FLASH = "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>"
+CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
+DECIDE_RUN = (
+    "run without --no-peak: a measured matmul peak decides, or add --ncu for achieved occupancy and tensor-pipe use"
+)
+NOTHING = "nothing to fix: more resident blocks would mean smaller tiles and more memory traffic"
+
+
+def _kernel(name: str = FLASH, occ: float = 12.5, lim: str = "registers", us: float = 161.8) -> dict[str, Any]:
+    return {
+        "name": name,
+        "category": "attention",
+        "duration_us": us,
+        "tensor_cores": True,
+        "theoretical_occupancy_pct": occ,
+        "occupancy_limiter": lim,
+        "registers_per_thread": 255,
+        "shared_memory_bytes": 49152,
+        "launched_by": "aten::_flash_attention_forward",
+    }
+
+
+def _row(k: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    r = {"variant": "sdpa_flash", "device_kind": "gpu", "source": "run", "kernels": [k], "tflops": 212.5}
+    r.update(kw)
+    return r
+
+
+def _ncu(**kw: Any) -> dict[str, Any]:
+    k = {
+        "trace_kernel": 0,
+        "achieved_occupancy_pct": 11.93,
+        "theoretical_occupancy_pct": 12.5,
+        "tensor_pipe_pct": 44.95,
+        "sm_throughput_pct": 40.32,
+        "dram_read_bytes": 50700032.0,
+        "top_stalls": [{"reason": "wait", "warps_per_issue": 1.04}],
+    }
+    k.update(kw)
+    return {"status": "ok", "kernels": [k]}
+
+
+def _ev(k: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    ev = {
+        "kernel": k["name"],
+        "theoretical_occupancy_pct": k["theoretical_occupancy_pct"],
+        "limiter": k["occupancy_limiter"],
+        "registers_per_thread": 255,
+        "shared_memory_bytes": 49152,
+        "kernel_us": k["duration_us"],
+        "category": "attention",
+    }
+    ev.update(kw)
+    return ev
+
+
+def _one(out: Any) -> Insight:
+    assert isinstance(out, list) and len(out) == 1
+    return out[0]
+
+
+HEAD = "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_…: 12.5% theoretical occupancy, limited by registers"
+
+
+def test_a_run_with_a_peak_decides_by_the_share_of_peak() -> None:
+    k = _kernel()
+    got = _one(low_occupancy(_row(k, pct_of_peak=26.7)))
+    assert got == Insight(
+        id="low_occupancy_by_design",
+        variant="sdpa_flash",
+        severity="info",
+        message=HEAD + ", yet 212.5 TFLOP/s (26.7% of peak): low occupancy by design, big tiles kept on chip in "
+        "registers",
+        advice=NOTHING,
+        evidence=_ev(k, tflops=212.5, pct_of_peak=26.7, high_rate_pct=20.0, by_design=True),
+        kernels=(k["name"],),
+    )
+
+
+def test_a_run_without_a_peak_or_ncu_says_which_flag_would_decide() -> None:
+    k = _kernel()
+    got = _one(low_occupancy(_row(k, pct_of_peak=None)))
+    assert got.id == "low_occupancy" and got.severity == "info"
+    assert got.message == HEAD + (
+        "; by design or hurting cannot be told without the share of peak (212.5 TFLOP/s, but no matmul peak was "
+        "measured for this result)"
+    )
+    assert got.advice == DECIDE_RUN
+    assert got.evidence == _ev(k, tflops=212.5, by_design=None)
+
+
+def test_with_ncu_and_no_peak_the_tensor_pipe_decides_and_nsight_is_not_suggested_again() -> None:
+    k = _kernel()
+    got = _one(low_occupancy(_row(k, pct_of_peak=None, ncu=_ncu())))
+    # 11.93 / 12.5 = 95.4 % of theoretical; the pipe 44.95 % ≥ 30 %: by design
+    assert got.message == HEAD + (
+        "; Nsight Compute: 11.9% achieved (95% of theoretical), top stall 'wait', yet the tensor pipe 45.0% busy "
+        "(Nsight Compute; no matmul peak was measured): low occupancy by design, big tiles kept on chip in registers"
+    )
+    assert got.id == "low_occupancy_by_design" and got.advice == NOTHING
+    assert got.evidence == _ev(
+        k,
+        achieved_occupancy_pct=11.9,
+        achieved_over_theoretical_pct=95,
+        top_stall="wait",
+        tensor_pipe_pct=45.0,
+        high_tensor_pipe_pct=HIGH_TENSOR_PIPE_PCT,
+        tflops=212.5,
+        by_design=True,
+    )
+    assert "Nsight" not in got.advice and "--ncu" not in got.advice
+
+
+def test_with_ncu_a_pipe_below_the_bar_is_a_warning_naming_the_stall() -> None:
+    k = _kernel(name="fmha_cutlassF_bf16_aligned_64x64_rf_sm80(Params)", occ=25.0, us=334.7)
+    got = _one(low_occupancy(_row(k, pct_of_peak=None, tflops=102.7, ncu=_ncu(tensor_pipe_pct=25.71))))
+    assert got.severity == "warning" and got.id == "low_occupancy"
+    assert got.message == (
+        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(Params): 25.0% theoretical occupancy, limited by registers; "
+        "Nsight Compute: 11.9% achieved (48% of theoretical), top stall 'wait', with only the tensor pipe 25.7% busy "
+        "(Nsight Compute; no matmul peak was measured), below 30.0% busy: low occupancy that is not paying off"
+    )
+    assert got.advice == (
+        "too few warps to hide latency at this rate: compare a backend with another tiling (flash, cuDNN); its "
+        "warps wait most on 'wait' (Nsight Compute)"
+    )
+    assert got.evidence["by_design"] is False and got.evidence["tensor_pipe_pct"] == 25.7
+
+
+def test_the_pipe_bar_is_inclusive() -> None:
+    got = _one(low_occupancy(_row(_kernel(), pct_of_peak=None, ncu=_ncu(tensor_pipe_pct=30.0))))
+    assert got.id == "low_occupancy_by_design"
+    got = _one(low_occupancy(_row(_kernel(), pct_of_peak=None, ncu=_ncu(tensor_pipe_pct=29.99))))
+    assert got.id == "low_occupancy" and got.severity == "warning"
+
+
+def test_ncu_without_the_pipe_counter_still_names_only_the_peak() -> None:
+    got = _one(low_occupancy(_row(_kernel(), pct_of_peak=None, ncu=_ncu(tensor_pipe_pct=None))))
+    assert got.advice == "run without --no-peak: a measured matmul peak decides"
+    assert got.evidence["by_design"] is None
+
+
+def test_a_warning_without_ncu_points_to_the_flag_and_for_a_trace_to_nsight() -> None:
+    run = _one(low_occupancy(_row(_kernel(), pct_of_peak=12.8, tflops=102.7)))
+    assert run.severity == "warning"
+    assert run.message == HEAD + (
+        ", with only 102.7 TFLOP/s (12.8% of peak), below 20.0%: low occupancy that is not paying off"
+    )
+    assert run.advice.endswith("(flash, cuDNN); check achieved occupancy and stall reasons with --ncu")
+    trace = _one(low_occupancy(_row(_kernel(), source="trace", pct_of_peak=12.8, tflops=102.7)))
+    assert trace.advice.endswith("(flash, cuDNN); check achieved occupancy and stall reasons in Nsight Compute")
+
+
+def test_a_high_rate_limited_by_blocks_is_not_called_below_the_bar() -> None:
+    k = _kernel(lim="blocks")
+    got = _one(low_occupancy(_row(k, pct_of_peak=35.0)))
+    assert got.severity == "info" and got.id == "low_occupancy"
+    assert got.message == (
+        "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_…: 12.5% theoretical occupancy, limited by blocks, yet "
+        "212.5 TFLOP/s (35.0% of peak): it holds up with few resident warps (limited by blocks, not by tiles on chip)"
+    )
+    assert got.advice == (
+        "nothing urgent; more blocks per SM might still help: check achieved occupancy and stall reasons with --ncu"
+    )
+    assert "below" not in got.message
+
+
+def test_a_traces_undecided_verdict_names_what_a_run_and_nsight_would_add() -> None:
+    got = _one(low_occupancy(_row(_kernel(), source="trace", pct_of_peak=None)))
+    assert got.advice == (
+        "attnscope run on this case measures the rate against a matmul peak; Nsight Compute on this kernel gives "
+        "its achieved occupancy and tensor-pipe use"
+    )
+
+
+def _cudnn_row(**kw: Any) -> dict[str, Any]:
+    k = _kernel(name=CUDNN, occ=18.75, lim="registers+shared_memory", us=100.1)
+    k["launched_by"] = "aten::_cudnn_attention_forward"
+    memset = {"name": "Memset (Device)", "category": "memset", "duration_us": 0.7}
+    return _row(k, variant="sdpa_cudnn", kernels=[memset, k], num_memset=1, **kw)
+
+
+OPAQUE = (
+    "one cuDNN-generated kernel (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma…, 100.1 µs, launched by "
+    "aten::_cudnn_attention_forward) does the whole attention: the work moved into a library, out of the "
+    "profiler's view (no aten steps, no transposes to see)"
+)
+WEIGH = ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)"
+
+
+def test_opaque_library_with_ncu_reports_what_the_counters_read() -> None:
+    deep = _ncu(
+        trace_kernel=1,
+        tensor_pipe_pct=44.97,
+        sm_throughput_pct=41.51,
+        achieved_occupancy_pct=14.09,
+        dram_read_bytes=50368768.0,
+        top_stalls=[{"reason": "barrier", "warps_per_issue": 1.01}],
+    )
+    got = _one(opaque_library(_cudnn_row(ncu=deep)))
+    assert got.message == OPAQUE + (
+        "; Nsight Compute read it: tensor pipe 45.0% busy, SM throughput 41.5% of peak, 14.1% achieved occupancy, "
+        "50.4 MB read from DRAM, top stall 'barrier'"
+    )
+    assert got.advice == "a clean trace is not less work: the counters above are what it did" + WEIGH
+    assert got.evidence["dram_read_bytes"] == 50368768 and got.evidence["top_stall"] == "barrier"
+    assert got.evidence["tensor_pipe_pct"] == 45.0 and got.evidence["achieved_occupancy_pct"] == 14.1
+
+
+def test_opaque_library_without_ncu_points_to_the_flag_or_for_a_trace_to_nsight() -> None:
+    run = _one(opaque_library(_cudnn_row()))
+    assert run.message == OPAQUE
+    assert run.advice == "a clean trace is not less work: look inside with --ncu (Nsight Compute)" + WEIGH
+    trace = _one(opaque_library(_cudnn_row(source="trace")))
+    assert trace.advice == "a clean trace is not less work: look inside with Nsight Compute on this kernel" + WEIGH
+
+
+def test_an_ncu_entry_for_another_kernel_is_not_this_kernels() -> None:
+    got = _one(opaque_library(_cudnn_row(ncu=_ncu(trace_kernel=0))))  # index 0 is the memset
+    assert got.message == OPAQUE and "--ncu" in got.advice
