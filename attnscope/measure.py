@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
+import math
 import os
 import statistics
 import time
@@ -253,21 +255,34 @@ def time_host_batched(
     hi: int = 300,
     spin: bool = False,
     core: str = "first",
+    target_sample_us: float | None = None,
+    max_calls_per_sample: int = 64,
 ) -> Timing:
     """Host time per call from batches of back-to-back calls, gc off, pinned to one core.
 
     A sample is one batch's wall time over its calls: a single descheduling or cache miss is
     spread over the batch instead of deciding a sample.  On CUDA the device is drained before
     each batch only, never inside it; a batch of 10 fused calls stays far below the launch
-    queue's depth, so no call waits for the GPU."""
+    queue's depth, so no call waits for the GPU.  ``target_sample_us``: size the batch from one
+    call's host time so that a sample lasts about that long (1 to ``max_calls_per_sample`` calls)."""
     sync: Callable[[], None] = _spin_drain if (cuda and spin) else _sync_for(cuda)
+    if not cuda:
+        core = "none"  # on the CPU the call's own intra-op threads need the other cores
     with quiet_host(core):
+        sync()
         t0 = time.perf_counter()
         fn()
+        t1 = time.perf_counter()
         sync()
-        n = _iterations((time.perf_counter() - t0) * calls_per_sample, budget_s, lo, hi)
-        samples = []
+        host_s, whole_s = t1 - t0, time.perf_counter() - t0  # the batch's size from the first, its count from both
+        if target_sample_us is not None:
+            calls_per_sample = max(1, min(max_calls_per_sample, math.ceil(target_sample_us / max(host_s * 1e6, 1e-3))))
+        n = _iterations(whole_s * calls_per_sample, budget_s, lo, hi)
+        samples: list[float] = []
+        deadline = time.perf_counter() + 2 * budget_s  # a batch far slower than its first call: stop early
         for _ in range(n):
+            if len(samples) >= 3 and time.perf_counter() > deadline:
+                break
             sync()
             a = time.perf_counter()
             for _ in range(calls_per_sample):
@@ -281,6 +296,42 @@ def time_host_batched(
     return summarise(
         samples,
         f"{what}, batches of {calls_per_sample} calls, gc off, {pinned}{drain}, median of {n} batches",
+    )
+
+
+# Host time per call on CUDA (the run's CPU µs column): each sample spreads about 1 ms of back-to-back
+# calls (docs/results/h200_launch_host.md: single calls after a synchronize had IQRs of 30-70% on the
+# H200 at B4 H16 S2048 D64; batches cut them), the device drained by spinning so the thread never
+# sleeps, pinned to the last allowed core (a VM's device interrupts land on the first).
+HOST_SAMPLE_US = 1000.0
+
+
+WAITS_INSIDE_RATIO = 1.5  # batched over single-call median above which the call waits for the device inside
+
+
+def time_host_cuda(fn: Callable[[], Any], *, budget_s: float) -> Timing:
+    """The dispatch cost per call on CUDA, from batches of back-to-back calls (:data:`HOST_SAMPLE_US` each).
+
+    A call that waits for the device inside it (a synchronize, a copy from pageable memory) would wait
+    for the calls before it in its batch: where the batched median exceeds the single-call one by
+    :data:`WAITS_INSIDE_RATIO`, the single-call timing (each call after a drained device) is the answer."""
+    single = time_host(fn, cuda=True, budget_s=budget_s / 4)
+    probe = time_host_batched(fn, cuda=True, budget_s=budget_s / 20, spin=True, calls_per_sample=5, lo=3, hi=3)
+    if probe.median_us > WAITS_INSIDE_RATIO * single.median_us:  # seen on 5 calls: no long batches to wait through
+        return _waits_inside(single, probe)
+    batched = time_host_batched(
+        fn, cuda=True, budget_s=budget_s * 3 / 4, spin=True, core="last", target_sample_us=HOST_SAMPLE_US
+    )
+    if batched.median_us > WAITS_INSIDE_RATIO * single.median_us:
+        return _waits_inside(single, batched)
+    return batched
+
+
+def _waits_inside(single: Timing, batched: Timing) -> Timing:
+    return dataclasses.replace(
+        single,
+        method=single.method + f" (back-to-back calls took {batched.median_us / single.median_us:.1f}× longer "
+        "each: the call waits for the device inside it)",
     )
 
 

@@ -282,7 +282,11 @@ def _observe(
         errs, nonfinite = _errors(out, ref)
         del out
         t1 = time.perf_counter()
-        cpu_t = measure.time_host(fn, cuda=cuda, budget_s=opts.timing_budget_s)
+        cpu_t = (
+            measure.time_host_cuda(fn, budget_s=opts.timing_budget_s)
+            if cuda
+            else (measure.time_host(fn, cuda=False, budget_s=opts.timing_budget_s))
+        )
         gpu_t = (
             measure.time_gpu(fn, budget_s=opts.timing_budget_s, flush_l2=opts.flush_l2, host_us=cpu_t.median_us)
             if cuda

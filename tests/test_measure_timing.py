@@ -32,6 +32,65 @@ def test_batched_host_sampler_divides_each_batch_by_its_calls() -> None:
     assert "batches of 4 calls" in t.method
 
 
+@pytest.fixture
+def fake_device(monkeypatch):
+    """torch.cuda's synchronize and the event drain replaced: a 'device' whose queue the fake calls fill."""
+    torch = pytest.importorskip("torch")
+    state = {"queued": 0, "drains": 0}
+
+    def drain() -> None:
+        state["queued"] = 0
+        state["drains"] += 1
+
+    monkeypatch.setattr(torch.cuda, "synchronize", drain)
+    monkeypatch.setattr(measure, "_spin_drain", drain)
+    return state
+
+
+def _busy(us: float) -> None:
+    end = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < end:
+        pass
+
+
+def test_host_time_on_cuda_is_batched_to_about_a_millisecond_a_sample(fake_device) -> None:
+    def fn() -> None:  # 40 µs of host work, never waits for the device
+        fake_device["queued"] += 1
+        _busy(40)
+
+    t = measure.time_host_cuda(fn, budget_s=0.2)
+    calls = int(t.method.split("batches of ")[1].split()[0])
+    assert 1000 / 40 * 0.5 <= calls <= 1000 / 40 * 1.2  # ~25 calls of 40 µs in a 1 ms sample (first call slower)
+    assert "the last allowed core pinned" in t.method and "spinning on an event" in t.method
+    assert 40 <= t.median_us < 80
+
+
+def test_a_call_that_waits_for_the_device_inside_is_timed_one_call_per_sample(fake_device) -> None:
+    def fn() -> None:  # waits for everything queued before it: 100 µs of "device" per earlier call
+        _busy(20 + 100 * fake_device["queued"])
+        fake_device["queued"] += 1
+
+    t = measure.time_host_cuda(fn, budget_s=0.2)
+    assert "batches" not in t.method and "waits for the device inside it" in t.method
+    assert t.median_us < 100  # one call after a drain: its own 20 µs, not its batch's queue
+    ratio = float(t.method.split("took ")[1].split("×")[0])
+    assert ratio > measure.WAITS_INSIDE_RATIO
+
+
+def test_on_the_cpu_the_batched_sampler_never_pins() -> None:
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    seen = []
+
+    def fn() -> None:
+        if before is not None:
+            seen.append(len(os.sched_getaffinity(0)))
+
+    t = measure.time_host_batched(fn, cuda=False, budget_s=0.01, core="last", lo=3, hi=3)
+    assert "no pinning" in t.method
+    if before is not None:
+        assert set(seen) == {len(before)}
+
+
 def test_quiet_host_restores_gc_and_affinity() -> None:
     before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     assert gc.isenabled()
