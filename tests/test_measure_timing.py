@@ -26,7 +26,7 @@ def test_batched_host_sampler_divides_each_batch_by_its_calls() -> None:
 
     t = measure.time_host_batched(fn, cuda=False, budget_s=0.05, calls_per_sample=4, lo=5, hi=5)
     assert t.num_samples == 5
-    assert len(calls) == 1 + 5 * 4  # one timing probe, then 5 batches of 4
+    assert len(calls) == 3 + 5 * 4  # three probe calls (the fastest sizes the batch), then 5 batches of 4
     assert t.min_us >= 200.0
     assert t.median_us < 4 * 200.0 + 2000.0  # not the whole batch's time
     assert "batches of 4 calls" in t.method

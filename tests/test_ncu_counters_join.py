@@ -105,11 +105,28 @@ def test_the_ncu_table_shows_every_number_as_ncu_gave_it() -> None:
     buf = io.StringIO()
     Console(file=buf, width=250).print(t)
     text = buf.getvalue()
-    # 50,700,032 B = 50.7 MB; 13,396,480 B = 13.4 MB; 211,648 ns = 211.6 µs
-    for cell in ("11.9% / 12.5%", "40.3", "33.0", "45.0", "50.7 / 13.4", "79.4", "wait 1.04, not_selected 0.43"):
+    # 50,700,032 B = 50.7 MB; 13,396,480 B = 13.4 MB; 211,648 ns = 211.6 µs; SM 40.32 %, memory 32.96 %
+    for cell in ("11.9/12.5", "40/33", "45.0", "50.7/13.4", "79.4", "wait 1.04", "211.6"):
         assert cell in text, cell
-    assert "211.6" in text and "sdpa_cudnn" not in text and "naive" not in text
+    assert "not_selected" not in text  # the top stall only; the JSON keeps three
+    assert "sdpa_cudnn" not in text and "naive" not in text
     assert ncu_table({"results": [{"variant": "naive", "status": "ok"}]}) is None
+
+
+def test_the_table_keeps_each_variants_longest_kernels_and_says_tf32() -> None:
+    ks = [
+        {"trace_kernel": i, "name": f"k{i}", "tensor_cores": i == 0, "duration_ns": 1000.0 * (i + 1)} for i in range(5)
+    ]
+    ks[0]["tensor_cores_why"] = "HMMA on fp32 inputs: TF32: 12 matrix MMA instructions"
+    ks[0]["duration_ns"] = 9000.0
+    doc = {"results": [{"variant": "v", "status": "ok", "ncu": {"status": "ok", "kernels": ks}}]}
+    t = ncu_table(doc)
+    assert t is not None
+    buf = io.StringIO()
+    Console(file=buf, width=250).print(t)
+    text = buf.getvalue()
+    assert "v (5)" in text and "TF32" in text  # five profiled, three shown: k0 (9 µs), k4 (5 µs), k3 (4 µs)
+    assert all(f" k{i} " in text for i in (0, 4, 3)) and " k1 " not in text and " k2 " not in text
 
 
 def test_the_footnotes_say_how_ncu_measured_where_it_overrode_and_what_it_missed() -> None:

@@ -232,36 +232,50 @@ def _num(v: Any, fmt: str) -> str:
     return fmt.format(v) if v is not None else ""
 
 
+NCU_TOP = 3  # kernels per variant in the terminal table (the longest under ncu); the JSON holds every one
+
+
+def _pair(a: Any, b: Any, fmt: str) -> str:
+    return f"{_num(a, fmt)}/{_num(b, fmt)}" if a is not None or b is not None else ""
+
+
 def ncu_table(doc: dict[str, Any]) -> Table | None:
-    """Nsight Compute's reading of every profiled kernel (run --ncu), one row per kernel; None without any."""
-    rows = [
-        (r, d)
-        for r in doc["results"]
-        if (r.get("ncu") or {}).get("status") == "ok"
-        for d in r["ncu"].get("kernels") or []
-    ]
+    """Nsight Compute's reading of each variant's main kernels (run --ncu); None without any."""
+    rows = []
+    for r in doc["results"]:
+        deep = r.get("ncu") or {}
+        if deep.get("status") != "ok":
+            continue
+        ks = sorted(deep.get("kernels") or [], key=lambda d: -(d.get("duration_ns") or 0))
+        rows += [(r, d, i == 0, len(ks)) for i, d in enumerate(ks[:NCU_TOP])]
     if not rows:
         return None
-    t = Table(title="Nsight Compute (--ncu): the profiled kernels", header_style="bold")
-    for col in ("variant", "kernel", "TC", "occ. achieved / theor.", "SM %", "mem %", "tensor pipe %",
-                "DRAM read / write MB", "L2 hit %", "top stalls (warps per issue)", "ncu µs"):  # fmt: skip
-        t.add_column(col, no_wrap=col == "kernel", overflow="ellipsis" if col == "kernel" else "fold",
-                     max_width=40 if col == "kernel" else None)  # fmt: skip
-    for r, d in rows:
-        stalls = ", ".join(f"{s['reason']} {s['warps_per_issue']:.2f}" for s in (d.get("top_stalls") or [])[:2])
-        ach, th = d.get("achieved_occupancy_pct"), d.get("theoretical_occupancy_pct")
+    t = Table(
+        title=f"Nsight Compute (--ncu): each variant's {NCU_TOP} longest kernels under ncu (every one in the JSON)",
+        header_style="bold",
+    )
+    heads = ("variant", "kernel", "TC", "occ. % ach./theor.", "SM/mem %", "tensor pipe %", "DRAM MB R/W",
+             "L2 hit %", "top stall", "ncu µs")  # fmt: skip
+    for col in heads:
+        t.add_column(
+            col, no_wrap=col in ("kernel", "variant"), overflow="ellipsis", max_width=34 if col == "kernel" else None
+        )
+    for r, d, first, total in rows:
+        stall = (d.get("top_stalls") or [{}])[0]
         rd, wr = d.get("dram_read_bytes"), d.get("dram_write_bytes")
+        name = r["variant"] + (f" ({total})" if first and total > NCU_TOP else "")
         t.add_row(
-            r["variant"],
-            _short(d.get("name") or "", 40),
-            {True: "yes", False: "no", None: "?"}[d.get("tensor_cores")],
-            f"{_num(ach, '{:.1f}%')} / {_num(th, '{:.1f}%')}" if ach is not None or th is not None else "",
-            _num(d.get("sm_throughput_pct"), "{:.1f}"),
-            _num(d.get("memory_throughput_pct"), "{:.1f}"),
+            name if first else "",
+            _short(d.get("name") or "", 34),
+            "TF32"
+            if d.get("tensor_cores") and "TF32" in (d.get("tensor_cores_why") or "")
+            else {True: "yes", False: "no", None: "?"}[d.get("tensor_cores")],
+            _pair(d.get("achieved_occupancy_pct"), d.get("theoretical_occupancy_pct"), "{:.1f}"),
+            _pair(d.get("sm_throughput_pct"), d.get("memory_throughput_pct"), "{:.0f}"),
             _num(d.get("tensor_pipe_pct"), "{:.1f}"),
-            f"{_num(rd and rd / 1e6, '{:,.1f}')} / {_num(wr and wr / 1e6, '{:,.1f}')}" if rd or wr else "",
+            _pair(rd and rd / 1e6, wr and wr / 1e6, "{:,.1f}"),
             _num(d.get("l2_hit_rate_pct"), "{:.1f}"),
-            stalls,
+            f"{stall['reason']} {stall['warps_per_issue']:.2f}" if stall.get("reason") else "",
             _num(d.get("duration_ns") and d["duration_ns"] / 1e3, "{:,.1f}"),
         )
     return t

@@ -38,7 +38,15 @@ B = 0.25
 
 def _batched(target: float, spin: bool, core: str) -> Callable[[Callable[[], Any]], measure.Timing]:
     return lambda fn: measure.time_host_batched(
-        fn, cuda=True, budget_s=B, spin=spin, core=core, target_sample_us=target, lo=15, hi=400
+        fn,
+        cuda=True,
+        budget_s=B,
+        spin=spin,
+        core=core,
+        target_sample_us=target,
+        lo=15,
+        hi=400,
+        max_calls_per_sample=400,
     )
 
 
@@ -49,6 +57,7 @@ SAMPLERS: dict[str, Callable[[Callable[[], Any]], measure.Timing]] = {
     "b1ms_spin_last": _batched(1000, True, "last"),
     "b1ms_sync_last": _batched(1000, False, "last"),
     "b1ms_spin_nopin": _batched(1000, True, "none"),
+    "b5ms_spin_last": _batched(5000, True, "last"),
 }
 
 
