@@ -1,0 +1,82 @@
+"""Why `attnscope run` reports more host time per call than a bare script (about 1.5-2× on the H200).
+
+    python3 benchmarks/gpu/host_diag.py
+
+One process, flash and cuDNN at B1 H8 S512 D64, the tool's sampler (measure.time_host_cuda) after each
+step that `attnscope run` takes and a bare script does not: the matmul peak, the fp64 reference, a
+torch.profiler capture (CUPTI attached), the rich progress spinner, and measure_one itself.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+
+from attnscope import measure
+from attnscope.runner import make_inputs
+from attnscope.types import Case
+from attnscope.variants import resolve
+
+CASE = Case(batch=1, heads=8, seq_q=512, head_dim=64, device="cuda")
+
+
+def sample(preps: dict, label: str) -> None:
+    out = []
+    for name, p in preps.items():
+        with p.context():
+            for _ in range(3):
+                p.fn()
+            torch.cuda.synchronize()
+            ts = [measure.time_host_cuda(p.fn, budget_s=0.2).median_us for _ in range(3)]
+        out.append(f"{name} {statistics.median(ts):6.2f}")
+    print(f"{label:42} " + "  ".join(out), flush=True)
+
+
+def main() -> None:
+    x = make_inputs(CASE, 0)
+    preps = {}
+    for n in ("sdpa_flash", "sdpa_cudnn"):
+        (v,) = resolve([n])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            preps[n] = v.prepare(CASE, x)
+    sample(preps, "fresh")
+    from attnscope.worker import measure_peak
+
+    measure_peak(CASE)
+    sample(preps, "after the matmul peak")
+    from attnscope.workloads.attention import reference
+
+    ref = reference(CASE, x)
+    sample(preps, "after the fp64 reference")
+    del ref
+    from attnscope.capture import capture
+
+    with tempfile.TemporaryDirectory() as d:
+        capture(preps["sdpa_flash"].fn, Path(d) / "t.json", cuda=True)
+    sample(preps, "after one torch.profiler capture")
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), console=Console(file=sys.stderr), transient=True
+    ) as pr:
+        pr.add_task("x")
+        sample(preps, "inside a rich progress spinner")
+    from attnscope.job import Job
+    from attnscope.runner import Options
+    from attnscope.worker import measure_one
+
+    for n in preps:
+        r = measure_one(Job(variant=n, case=CASE, options=Options(timing_budget_s=0.3, measure_peak=False)))
+        print(f"measure_one {n:12} cpu {r.cpu_time_us:6.2f} ({r.cpu_time.method[:60]})", flush=True)
+    sample(preps, "after measure_one")
+
+
+if __name__ == "__main__":
+    main()
