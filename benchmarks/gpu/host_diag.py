@@ -74,8 +74,16 @@ def main() -> None:
 
     for n in preps:
         r = measure_one(Job(variant=n, case=CASE, options=Options(timing_budget_s=0.3, measure_peak=False)))
-        print(f"measure_one {n:12} cpu {r.cpu_time_us:6.2f} ({r.cpu_time.method[:60]})", flush=True)
-    sample(preps, "after measure_one")
+        ct = r.cpu_time
+        print(f"measure_one {n:12} {r.status} cpu {ct.median_us if ct else float('nan'):6.2f}", flush=True)
+    sample(preps, "after measure_one (captures, graphs)")
+    for i in range(2):  # captures and graph replays again: Kineto warns that teardown and CUDA graphs can clash
+        with tempfile.TemporaryDirectory() as d:
+            capture(preps["sdpa_cudnn"].fn, Path(d) / "t.json", cuda=True)
+        g, why = measure.time_graph(preps["sdpa_flash"].fn, budget_s=0.1)
+        print(f"capture + graph {i}: graph {'ok' if g else why}", flush=True)
+    sample(preps, "after two more captures and graphs")
+    print("TEARDOWN_CUPTI =", __import__("os").environ.get("TEARDOWN_CUPTI"), flush=True)
 
 
 if __name__ == "__main__":
