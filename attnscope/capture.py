@@ -8,7 +8,6 @@ from typing import Any
 
 from attnscope.analysis.fingerprint import CALL_ANNOTATION
 
-
 # Kineto leaves CUPTI attached after a profiling session unless TEARDOWN_CUPTI=1: every later CUDA
 # launch in the process then pays CUPTI's callbacks.  On the H200 that took flash's host time per call
 # from ~25 to ~63 µs for every variant timed after the first capture of a run or of a reused sweep
