@@ -159,6 +159,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
     lines += _graph_lines(ok)
+    lines += host_lines(ok)
     lines += ncu_lines(ok)
     if any(r.get("source") == "trace" for r in ok):
         lines.append(
@@ -195,6 +196,24 @@ def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
             out.append(f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, {gap}")
         else:
             out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
+    return out
+
+
+def host_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Which time the CPU µs column is on a GPU, and the rows timed one call per sample instead."""
+    rows = [r for r in ok if r.get("source") == "run" and r.get("device_kind") == "gpu" and r.get("cpu_time")]
+    if not rows:
+        return []
+    out = [
+        "CPU µs is host time per call: samples of ~1 ms of back-to-back calls, the device drained before each by "
+        "spinning on an event, one core pinned, gc off (measure.time_host_cuda)"
+    ]
+    single = [r["variant"] for r in rows if "batches" not in (r["cpu_time"].get("method") or "")]
+    if single:
+        out.append(
+            f"  one call per sample after a drained device for {', '.join(single)}: back-to-back, each call waited "
+            "for the ones before it (a synchronize or pageable copy inside the call; cpu_time.method in the JSON)"
+        )
     return out
 
 
