@@ -18,9 +18,7 @@ import functools
 import gc
 import itertools
 import json
-import queue
 import re
-import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -272,59 +270,26 @@ def _chunks(path: Path) -> Iterator[bytes]:
             yield first
             yield from iter(lambda: f.read(_CHUNK << 3), b"")
             return
-        yield from _prefetched(_gunzip(path, f, first))
+        yield from _gunzip(path, f, first)
 
 
-_END = object()
-
-
-def _prefetched(chunks: Iterator[bytes], depth: int = 4) -> Iterator[bytes]:
-    """``chunks`` produced on a thread of its own: zlib inflates without the GIL, so the next chunks
-    are inflated while this thread scans the last one.  An error in the producer is raised here."""
-    q: queue.Queue[Any] = queue.Queue(depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for c in chunks:
-                if stop.is_set():
-                    return
-                q.put(c)
-            q.put(_END)
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            q.put(e)
-
-    t = threading.Thread(target=produce, name="attnscope-gunzip", daemon=True)
-    t.start()
-    try:
-        while True:
-            c = q.get()
-            if c is _END:
-                return
-            if isinstance(c, BaseException):
-                raise c
-            yield c
-    finally:
-        stop.set()
-        while t.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                t.join(0.01)
+_BLOCK = 32 * _CHUNK  # compressed bytes per read (8 MiB), inflated a chunk at a time
 
 
 def _gunzip(path: Path, f: IO[bytes], first: bytes) -> Iterator[bytes]:
     dec = zlib.decompressobj(31)
-    data = first
+    block = first + f.read(_BLOCK)
     try:
-        while data:
-            out = dec.decompress(data)
-            while dec.eof and dec.unused_data:  # concatenated gzip members
-                rest = dec.unused_data
-                dec = zlib.decompressobj(31)
-                out += dec.decompress(rest)
-            yield out
-            data = f.read(_CHUNK)
+        while block:
+            view = memoryview(block)
+            for i in range(0, len(view), _CHUNK):
+                out = dec.decompress(view[i : i + _CHUNK])
+                while dec.eof and dec.unused_data:  # concatenated gzip members
+                    rest = dec.unused_data
+                    dec = zlib.decompressobj(31)
+                    out += dec.decompress(rest)
+                yield out
+            block = f.read(_BLOCK)
         if not dec.eof:
             raise TraceError(f"{path}: corrupt gzip (truncated compressed stream)")
     except zlib.error as e:

@@ -1,7 +1,7 @@
-"""What a short command pays before and after its work: imports, the reader's inflating thread, the exit.
+"""What a short command pays before and after its work: imports, the exit; and the gzip reader's blocks.
 
-Each test can fail: a module imported too early, a producer error swallowed, a thread left running, an
-exit status lost.  (The time itself is measured in benchmarks/analyze_speed.py, not here.)
+Each test can fail: a module imported too early, an exit status lost, a trace read differently gzipped.
+(The time itself is measured in benchmarks/analyze_speed.py, not here.)
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import zlib
 from pathlib import Path
 
@@ -121,49 +120,21 @@ def _gz(data: bytes) -> bytes:
     return c.compress(data) + c.flush()
 
 
-def test_prefetched_chunks_arrive_in_order_and_the_thread_ends() -> None:
-    chunks = [bytes([i]) * 1000 for i in range(50)]
-    before = threading.active_count()
-    assert list(trace._prefetched(iter(chunks), depth=2)) == chunks
-    assert threading.active_count() == before
-
-
-def test_a_producer_error_is_raised_in_the_reader() -> None:
-    def broken():
-        yield b"one"
-        raise trace.TraceError("x.json.gz: corrupt gzip (test)")
-
-    it = trace._prefetched(broken())
-    assert next(it) == b"one"
-    with pytest.raises(trace.TraceError, match="corrupt gzip"):
-        next(it)
-
-
-def test_a_reader_that_stops_early_stops_the_producer() -> None:
-    made: list[int] = []
-
-    def endless():
-        i = 0
-        while True:
-            made.append(i)
-            yield b"x"
-            i += 1
-
-    it = trace._prefetched(endless(), depth=2)
-    assert next(it) == b"x"
-    it.close()  # the consumer gives up: the producer must not run on
-    n = len(made)
-    assert n < 50
-    assert not [t for t in threading.enumerate() if t.name == "attnscope-gunzip"]
-
-
-def test_a_gzip_trace_reads_the_same_through_the_thread(tmp_path) -> None:
+def test_a_gzip_trace_reads_the_same_as_its_json_across_blocks_and_members(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(trace, "_CHUNK", 128)  # many chunks and several 4-chunk blocks from a small trace
+    monkeypatch.setattr(trace, "_BLOCK", 4 * 128)
     raw = H200.read_bytes()
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(_gz(raw))
     a, b = trace.load_trace(H200), trace.load_trace(gz)
+    assert gz.stat().st_size > 3 * 4 * 128  # 2,761 B: five blocks of 512 B, 22 chunks
     assert len(a.gpu) == len(b.gpu) > 0 and len(a.cpu_ops) == len(b.cpu_ops) > 0
     assert [g.name for g in a.gpu] == [g.name for g in b.gpu]
+    half = len(raw) // 2  # two gzip members, cut inside the trace: one stream to the reader
+    two = tmp_path / "two.json.gz"
+    two.write_bytes(_gz(raw[:half]) + _gz(raw[half:]))
+    c = trace.load_trace(two)
+    assert [g.name for g in c.gpu] == [g.name for g in a.gpu] and len(c.cpu_ops) == len(a.cpu_ops)
     truncated = tmp_path / "cut.json.gz"
     truncated.write_bytes(_gz(raw)[: len(_gz(raw)) // 2])
     with pytest.raises(trace.TraceError, match=r"truncated|corrupt"):
