@@ -47,8 +47,9 @@ for a in "$@"; do
     esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+# test_startup: fresh interpreters that check which modules a command imports (mutmut's trampolines import more)
 slow=(test_live_run test_run_cpu test_cli test_guess_cli test_html_browser test_model_cli test_external
-    test_bad_inputs test_peak test_sizing test_plugins)
+    test_bad_inputs test_peak test_sizing test_plugins test_startup)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
     exit 2
