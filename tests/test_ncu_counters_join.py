@@ -71,6 +71,18 @@ def test_tf32_from_the_counters_and_what_counters_cannot_tell() -> None:
     assert differ[0]["name_table_precision"] == "TF32" and differ[0]["counters_precision"] is None
 
 
+def test_an_unmatched_entry_never_stops_the_rest_and_the_last_index_is_out_of_range() -> None:
+    fp = _fp(MEMSET, FLASH, FLEX32)
+    joined = [
+        {"trace_kernel": None, "tensor_cores": True},  # first: the kernels after it must still be read
+        {"trace_kernel": 3, "tensor_cores": True},  # == len(kernels): one past the end
+        {"trace_kernel": 2, "tensor_cores": False, "tensor_cores_why": "no matrix MMA"},
+    ]
+    out, differ = tensor_cores_from_counters(fp, joined)
+    assert [k.tensor_cores for k in out.kernels] == [False, True, False]
+    assert [d["trace_kernel"] for d in differ] == [2]
+
+
 def _doc() -> dict:
     deep = {
         "trace_kernel": 0,
