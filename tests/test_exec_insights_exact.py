@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.insights_exec import HIGH_TENSOR_PIPE_PCT, low_occupancy, opaque_library
-from attnscope.types import Insight
+from attnscope.analysis.insights_exec import HIGH_TENSOR_PIPE_PCT, cpu_bound, low_occupancy, opaque_library
+from attnscope.types import Insight, NotChecked
 
 FLASH = "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>"
 CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
@@ -231,3 +231,71 @@ def test_opaque_library_without_ncu_points_to_the_flag_or_for_a_trace_to_nsight(
 def test_an_ncu_entry_for_another_kernel_is_not_this_kernels() -> None:
     got = _one(opaque_library(_cudnn_row(ncu=_ncu(trace_kernel=0))))  # index 0 is the memset
     assert got.message == OPAQUE and "--ncu" in got.advice
+
+
+# ---- cpu_bound -----------------------------------------------------------------------------------
+
+GRAPH = (
+    "capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or torch.cuda.CUDAGraph), or give each "
+    "call more work (larger batch, fewer smaller calls)"
+)
+
+
+def _timed(cpu: float | None, gpu: float | None, **kw: Any) -> dict[str, Any]:
+    r = {"variant": "flex_compiled", "device_kind": "gpu", "source": "run", "cpu_time_us": cpu, "gpu_time_us": gpu}
+    r.update(kw)
+    return r
+
+
+def test_cpu_bound_at_and_above_one_is_a_warning() -> None:
+    # 140 / 137.1 = 1.0212 → 102%
+    got = _one(cpu_bound(_timed(140.0, 137.1)))
+    assert got == Insight(
+        id="cpu_bound",
+        variant="flex_compiled",
+        severity="warning",
+        message="host time per call 140.0 µs is 102% of its GPU time 137.1 µs: CPU-bound, the GPU waits for launches",
+        advice=GRAPH,
+        evidence={"cpu_us": 140.0, "gpu_us": 137.1, "cpu_over_gpu_pct": 102},
+    )
+    assert _one(cpu_bound(_timed(50.0, 50.0))).id == "cpu_bound"  # exactly 1.0: bound
+
+
+def test_near_cpu_bound_from_one_half_and_nothing_below() -> None:
+    got = _one(cpu_bound(_timed(90.5, 137.1)))  # 90.5 / 137.1 = 0.660 → 66%
+    assert got.id == "near_cpu_bound" and got.severity == "info"
+    assert got.message == (
+        "host time per call 90.5 µs is 66% of its GPU time 137.1 µs: close to CPU-bound; at a smaller shape the GPU "
+        "would wait for launches"
+    )
+    assert got.evidence == {"cpu_us": 90.5, "gpu_us": 137.1, "cpu_over_gpu_pct": 66}
+    assert _one(cpu_bound(_timed(50.0, 100.0))).id == "near_cpu_bound"  # exactly 0.5
+    assert cpu_bound(_timed(49.99, 100.0)) == []
+    assert _one(cpu_bound(_timed(99.99, 100.0))).id == "near_cpu_bound"
+
+
+def test_a_call_no_graph_can_hold_is_not_told_to_use_one() -> None:
+    why = "not capturable in a CUDA graph: Cannot copy between CPU and CUDA tensors during CUDA graph capture"
+    got = _one(cpu_bound(_timed(3847.9, 7585.8, variant="flex", gpu_time_graph=None, gpu_time_graph_why=why)))
+    assert len(why) == 98  # cut to 89 characters and an ellipsis: 90 in all
+    assert got.advice == (
+        "give each call more work (larger batch, fewer smaller calls); a CUDA graph cannot hold this call "
+        "(not capturable in a CUDA graph: Cannot copy between CPU and CUDA tensors during CUDA grap…)"
+    )
+    assert got.evidence["graph_capture"] == why
+    # a graph timing that exists wins over a stale reason
+    ok = _one(cpu_bound(_timed(90.0, 100.0, gpu_time_graph={"median_us": 95.0}, gpu_time_graph_why="x")))
+    assert ok.advice == GRAPH and "graph_capture" not in ok.evidence
+
+
+def test_cpu_bound_is_not_checked_on_a_trace_or_without_both_times() -> None:
+    trace = cpu_bound(_timed(100.0, 50.0, source="trace"))
+    assert trace == NotChecked(
+        "cpu_bound",
+        "needs host and GPU time per call measured without the profiler; a traced host span includes profiler overhead",
+    )
+    missing = NotChecked("cpu_bound", "host or GPU time per call was not measured")
+    assert cpu_bound(_timed(None, 50.0)) == missing
+    assert cpu_bound(_timed(10.0, None)) == missing
+    assert cpu_bound(_timed(10.0, 0.0)) == missing
+    assert cpu_bound(_timed(100.0, 50.0, device_kind="cpu")) == []

@@ -205,14 +205,23 @@ def cpu_bound(r: dict[str, Any]) -> Out:
             else "close to CPU-bound; at a smaller shape the GPU would wait for launches"
         )
     )
+    more = "give each call more work (larger batch, fewer smaller calls)"
+    why_not = r.get("gpu_time_graph_why") if r.get("gpu_time_graph") is None else None
+    if why_not:  # the run tried to capture this call in a CUDA graph and could not: never advise one
+        ev["graph_capture"] = why_not
+        advice = f"{more}; a CUDA graph cannot hold this call ({short(str(why_not), 90)})"
+    else:
+        advice = (
+            "capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or torch.cuda.CUDAGraph), "
+            f"or {more}"
+        )
     return [
         Insight(
             id="cpu_bound" if bound else "near_cpu_bound",
             variant=r["variant"],
             severity="warning" if bound else "info",
             message=msg,
-            advice="capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or "
-            "torch.cuda.CUDAGraph), or give each call more work (larger batch, fewer smaller calls)",
+            advice=advice,
             evidence=ev,
         )
     ]
