@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.insights_exec import HIGH_TENSOR_PIPE_PCT, cpu_bound, low_occupancy, opaque_library
+from attnscope.analysis.insights_exec import (
+    HIGH_TENSOR_PIPE_PCT,
+    cpu_bound,
+    low_occupancy,
+    numerics_off,
+    opaque_library,
+    rate_above_peak,
+)
 from attnscope.types import Insight, NotChecked
 
 FLASH = "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>"
@@ -299,3 +306,101 @@ def test_cpu_bound_is_not_checked_on_a_trace_or_without_both_times() -> None:
     assert cpu_bound(_timed(10.0, None)) == missing
     assert cpu_bound(_timed(10.0, 0.0)) == missing
     assert cpu_bound(_timed(100.0, 50.0, device_kind="cpu")) == []
+
+
+# ---- rate_above_peak, numerics_off ---------------------------------------------------------------
+
+
+def test_a_rate_above_the_measured_peak_is_an_error_with_the_peak_worked_back() -> None:
+    r = {"variant": "flex_compiled", "tflops": 850.0, "pct_of_peak": 106.25, "flop_formula": "4·H·D·kept"}
+    got = _one(rate_above_peak(r))
+    # the peak the percentage was taken against: 100 · 850 / 106.25 = 800 TFLOP/s
+    assert got == Insight(
+        id="rate_above_peak",
+        variant="flex_compiled",
+        severity="error",
+        message="850 TFLOP/s is 106.2% of the matmul rate measured in this run (800 TFLOP/s): an inconsistency, "
+        "attention cannot outrun a plain matmul",
+        advice="do not read this %peak: either the FLOP count overstates the work for this mask and shape, or the "
+        "peak's samples were slowed (re-run on a quiet machine)",
+        evidence={"tflops": 850.0, "pct_of_peak": 106.2, "peak_tflops": 800.0, "flop_formula": "4·H·D·kept"},
+    )
+    assert rate_above_peak({**r, "pct_of_peak": 100.0}) == []  # exactly the peak: possible, not flagged
+    assert _one(rate_above_peak({**r, "pct_of_peak": 100.01})).id == "rate_above_peak"
+    assert rate_above_peak({**r, "pct_of_peak": None}) == [] and rate_above_peak({**r, "tflops": None}) == []
+    # three significant figures: 1234.5 TFLOP/s at 123.45% → 1.23e+03 and a peak of 1e+03
+    big = _one(rate_above_peak({**r, "tflops": 1234.5, "pct_of_peak": 123.45}))
+    assert big.evidence["tflops"] == 1230.0 and big.evidence["peak_tflops"] == 1000.0
+    assert big.message.startswith("1230 TFLOP/s is 123.5% of the matmul rate measured in this run (1000 TFLOP/s)")
+
+
+def test_numerics_off_over_tolerance_nonfinite_and_unmeasured() -> None:
+    r = {"variant": "wrong_fast", "max_rel_error": 0.0512, "error_tolerance": 0.02, "case": {"dtype": "bf16"}}
+    got = _one(numerics_off(r))
+    assert got == Insight(
+        id="numerics_off",
+        variant="wrong_fast",
+        severity="error",
+        message="max relative error 5.12e-02 against the fp64 reference is 2.6× the bf16 tolerance 0.02",
+        advice="treat its timings as meaningless until the numerics are fixed",
+        evidence={"max_rel_error": 0.0512, "tolerance": 0.02, "dtype": "bf16", "over_tolerance": 2.6},
+    )
+    assert numerics_off({**r, "max_rel_error": 0.02}) == []  # at the tolerance: fine
+    nan = _one(numerics_off({**r, "nonfinite": True}))
+    assert nan.message == "the output holds NaN or Inf: a wrong result, whatever its speed"
+    assert nan.advice == "check masking of fully masked rows and the dtype's range; do not use this variant"
+    assert nan.severity == "error" and nan.evidence == {"nonfinite": True}
+    assert numerics_off({**r, "error_tolerance": None}) == NotChecked(
+        "numerics_off", "the error against the fp64 reference was not measured"
+    )
+    assert numerics_off({**r, "max_rel_error": None}) == NotChecked(
+        "numerics_off", "the error against the fp64 reference was not measured"
+    )
+    assert numerics_off({**r, "source": "trace"}) == NotChecked(
+        "numerics_off", "needs the output and an fp64 reference, which a trace does not hold"
+    )
+
+
+# ---- opaque_library with several cuDNN kernels ----------------------------------------------------
+
+
+def test_opaque_library_counts_generated_calls_and_names_the_helpers() -> None:
+    gen = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_4x1x1_cga1x1x1_kernel0_0"
+    ks = [
+        {"name": CUDNN, "category": "attention", "duration_us": 100.0, "launched_by": "aten::_cudnn_attention_forward"},
+        {"name": gen, "category": "attention", "duration_us": 250.0, "launched_by": "aten::_cudnn_attention_backward"},
+        {"name": "void cudnn::compute_dot_do_o_specialized<1, 128>", "category": "attention", "duration_us": 5.0},
+        {"name": "Memset (Device)", "category": "memset", "duration_us": 0.7},
+        {"name": "void at::native::vectorized_elementwise_kernel<4>", "category": "elementwise", "duration_us": 2.0},
+    ]
+    got = _one(opaque_library({"variant": "sdpa_cudnn", "kernels": ks, "num_memset": 1, "source": "run"}))
+    # helper names cut to 40 characters: "cudnn::compute_dot_do_o_specialized<1, 128>" is 43 ("void " dropped)
+    assert got.message == (
+        "3 cuDNN kernels in 2 calls (355.0 µs: cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma… with "
+        "cudnn::compute_dot_do_o_specialized<1, …, launched by aten::_cudnn_attention_backward) do the whole "
+        "attention: the work moved into a library, out of the profiler's view (no aten steps, no transposes to see)"
+    )
+    assert got.evidence == {
+        "kernel": gen,
+        "kernel_us": 250.0,
+        "launched_by": "aten::_cudnn_attention_backward",
+        "num_cudnn_kernels": 3,
+        "num_generated_kernels": 2,
+        "cudnn_us": 355.0,
+        "helper_kernels": ["void cudnn::compute_dot_do_o_specialized<1, 128>"],
+        "num_memset": 1,
+    }
+    assert got.kernels == (CUDNN, gen, "void cudnn::compute_dot_do_o_specialized<1, 128>")
+    assert got.ops == ("aten::_cudnn_attention_backward",)
+    # no aten op launched it: said so, and no op is named
+    lone = [{"name": CUDNN, "category": "attention", "duration_us": 99.0}]
+    one = _one(opaque_library({"variant": "cudnn_frontend", "kernels": lone, "source": "run"}))
+    assert "launched outside any recorded op (a library call the profiler shows no aten op for)" in one.message
+    assert one.ops == ()
+    # a cuDNN kernel that is not a generated SDPA one still counts, as its own main kernel
+    only_helper = [
+        {"name": "void cudnn::fusion::lean_reduction_kernel<0>", "category": "attention", "duration_us": 3.0}
+    ]
+    h = _one(opaque_library({"variant": "x", "kernels": only_helper, "source": "run"}))
+    assert h.evidence["num_generated_kernels"] == 1 and h.evidence["helper_kernels"] == []
+    assert opaque_library({"variant": "sdpa_flash", "kernels": [_kernel()], "source": "run"}) == []
