@@ -404,3 +404,59 @@ def test_opaque_library_counts_generated_calls_and_names_the_helpers() -> None:
     h = _one(opaque_library({"variant": "x", "kernels": only_helper, "source": "run"}))
     assert h.evidence["num_generated_kernels"] == 1 and h.evidence["helper_kernels"] == []
     assert opaque_library({"variant": "sdpa_flash", "kernels": [_kernel()], "source": "run"}) == []
+
+
+# ---- the rest of low_occupancy's branches ---------------------------------------------------------
+
+
+def test_without_flops_the_rate_is_what_is_missing() -> None:
+    got = _one(low_occupancy(_row(_kernel(), tflops=None, pct_of_peak=None)))
+    assert got.message == HEAD + "; by design or hurting cannot be told without the rate (needs the case's FLOPs)"
+    assert got.advice == "the rate needs the case's FLOPs, or add --ncu for achieved occupancy and tensor-pipe use"
+    assert "tflops" not in got.evidence and got.evidence["by_design"] is None
+
+
+def test_a_traces_gemm_kernel_is_not_judged_by_the_attention_rate() -> None:
+    k = {**_kernel(name="nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", us=900.0), "category": "gemm"}
+    got = _one(low_occupancy(_row(k, source="trace", pct_of_peak=30.0)))
+    assert got.message == (
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT: 12.5% theoretical occupancy, limited by registers; by design "
+        "or hurting cannot be told: the trace's FLOP count covers its attention calls, not this kernel"
+    )
+    assert got.advice == "Nsight Compute gives this kernel's achieved occupancy and throughput"
+    assert got.evidence["by_design"] is None and got.evidence["category"] == "gemm"
+
+
+def test_shared_memory_alone_is_a_limit_on_chip_and_the_bar_is_inclusive() -> None:
+    k = _kernel(lim="shared_memory")
+    got = _one(low_occupancy(_row(k, pct_of_peak=20.0)))  # exactly the bar: paying off
+    assert got.id == "low_occupancy_by_design"
+    assert got.message.endswith("low occupancy by design, big tiles kept on chip in shared_memory")
+    assert _one(low_occupancy(_row(k, pct_of_peak=19.99))).id == "low_occupancy"
+
+
+def test_no_limiter_recorded_is_a_question_mark_and_cpu_rows_are_never_judged() -> None:
+    k = _kernel()
+    del k["occupancy_limiter"]
+    got = _one(low_occupancy(_row(k, pct_of_peak=None)))
+    assert got.message.startswith(
+        "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_…: 12.5% theoretical occupancy, limited by ?;"
+    )
+    assert low_occupancy(_row(_kernel(), device_kind="cpu", pct_of_peak=5.0)) == []
+
+
+def test_a_zero_theoretical_occupancy_has_no_ratio() -> None:
+    k = _kernel(occ=0.0)
+    got = _one(low_occupancy(_row(k, pct_of_peak=None, ncu=_ncu())))
+    assert got.evidence["achieved_over_theoretical_pct"] is None
+    assert "Nsight Compute: 11.9% achieved, top stall 'wait'" in got.message
+
+
+def test_what_ncu_read_rounds_megabytes_by_the_decimal_rule_and_says_when_it_read_nothing() -> None:
+    deep = {"status": "ok", "kernels": [{"trace_kernel": 1, "dram_read_bytes": 50_050_001.0}]}
+    got = _one(opaque_library(_cudnn_row(ncu=deep)))
+    assert got.message.endswith("; Nsight Compute read it: 50.1 MB read from DRAM")  # 50.050001 MB, not 50.0
+    empty = {"status": "ok", "kernels": [{"trace_kernel": 1}]}
+    got = _one(opaque_library(_cudnn_row(ncu=empty)))
+    assert got.message == OPAQUE + "; Nsight Compute collected no counters for it"
+    assert got.advice.startswith("a clean trace is not less work: the counters above are what it did")
