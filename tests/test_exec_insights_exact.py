@@ -460,3 +460,35 @@ def test_what_ncu_read_rounds_megabytes_by_the_decimal_rule_and_says_when_it_rea
     got = _one(opaque_library(_cudnn_row(ncu=empty)))
     assert got.message == OPAQUE + "; Nsight Compute collected no counters for it"
     assert got.advice.startswith("a clean trace is not less work: the counters above are what it did")
+
+
+def test_ids_and_variants_of_the_error_insights_and_a_sub_microsecond_gpu_time() -> None:
+    nan = _one(numerics_off({"variant": "v", "nonfinite": True, "max_rel_error": 1.0, "error_tolerance": 0.02}))
+    assert (nan.id, nan.variant) == ("numerics_off", "v")
+    tiny = _one(cpu_bound(_timed(0.6, 0.5)))  # a 0.5 µs call is measured, not missing
+    assert tiny.id == "cpu_bound" and tiny.evidence["cpu_over_gpu_pct"] == 120
+
+
+def test_opaque_library_two_generated_calls_without_helpers_and_one_call_with_two() -> None:
+    gen2 = CUDNN.replace("knob_7", "knob_9")
+    ks = [
+        {"name": CUDNN, "category": "attention", "duration_us": 100.0},
+        {"name": gen2, "category": "attention", "duration_us": 50.0},
+    ]
+    got = _one(opaque_library({"variant": "cudnn_frontend", "kernels": ks, "source": "run"}))
+    assert (got.id, got.variant) == ("opaque_library", "cudnn_frontend")
+    assert got.message.startswith(
+        "2 cuDNN kernels in 2 calls (150.0 µs: cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma…, launched "
+        "outside any recorded op (a library call the profiler shows no aten op for)) do the whole attention"
+    )
+    helpers = [
+        {"name": CUDNN, "category": "attention", "duration_us": 100.0, "launched_by": "aten::_cudnn_attention_forward"},
+        {"name": "void cudnn::fusion::lean_reduction_kernel<0>", "category": "attention", "duration_us": 3.0},
+        {"name": "void cudnn::convert_dq_to_16bits<1>", "category": "copy", "duration_us": 2.0},
+    ]
+    got = _one(opaque_library({"variant": "sdpa_cudnn", "kernels": helpers, "source": "run"}))
+    assert got.message.startswith(
+        "3 cuDNN kernels (105.0 µs: cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma… with "
+        "cudnn::convert_dq_to_16bits<1>, cudnn::fusion::lean_reduction_kernel<0>, launched by "
+        "aten::_cudnn_attention_forward) do the whole attention"
+    )
