@@ -482,7 +482,8 @@ def safe_softmax(r: dict[str, Any]) -> Out:
     us = sum(k["duration_us"] for k in ks)
     ops = sorted({o for k in ks for o in SAFE_SOFTMAX_OPS if o in f"{k['name']} {k.get('launched_by')}"})
     ev: dict[str, Any] = {"num_guard_kernels": len(ks), "guard_us": r1(us), "ops": ops}
-    msg = f'"safe" softmax: {len(ks)} extra kernel(s) over the scores guard fully masked rows ({", ".join(ops)})'
+    unit = "kernel(s)" if on_gpu(r) else "op(s)"  # on a CPU the units of work are leaf aten ops
+    msg = f'"safe" softmax: {len(ks)} extra {unit} over the scores guard fully masked rows ({", ".join(ops)})'
     if on_gpu(r):
         ev["guard_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['guard_us'], ev['guard_share_pct'])}"
