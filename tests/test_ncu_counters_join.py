@@ -152,3 +152,11 @@ def test_the_footnotes_say_how_ncu_measured_where_it_overrode_and_what_it_missed
         in lines
     )
     assert ncu_lines([{"variant": "naive", "status": "ok"}]) == []
+    # one line per reason, naming every variant it holds for, in order
+    gone = {"status": "unavailable", "reason": "ncu (Nsight Compute) is not on the PATH"}
+    rows = [{"variant": v, "status": "ok", "ncu": dict(gone)} for v in ("naive", "sdpa_flash")]
+    rows.append({"variant": "flex", "status": "ok", "ncu": {"status": "unavailable", "reason": "other"}})
+    assert ncu_lines(rows) == [
+        "naive, sdpa_flash: no Nsight Compute data: ncu (Nsight Compute) is not on the PATH",
+        "flex: no Nsight Compute data: other",
+    ]

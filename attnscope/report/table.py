@@ -229,10 +229,13 @@ def ncu_lines(ok: list[dict[str, Any]]) -> list[str]:
             "before each kernel's replay, so its µs is not the run's timing; TC of the profiled kernels from "
             "their counters (matrix MMA = HMMA − HFMA2.MMA, wgmma included), not from the name table"
         )
+    missing: dict[str, list[str]] = {}  # one line per reason, with every variant it applies to
+    for r in asked:
+        if r["ncu"].get("status") != "ok":
+            missing.setdefault(str(r["ncu"].get("reason")), []).append(r["variant"])
+    out += [f"{', '.join(vs)}: no Nsight Compute data: {why}" for why, vs in missing.items()]
     for r in asked:
         deep = r["ncu"]
-        if deep.get("status") != "ok":
-            out.append(f"{r['variant']}: no Nsight Compute data: {deep.get('reason')}")
         for d in deep.get("name_table_disagrees") or []:
             said = {True: "tensor cores", False: "no tensor cores", None: "unknown"}
             out.append(
