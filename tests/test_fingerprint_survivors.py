@@ -298,8 +298,8 @@ def _occupancy_of(props: dict[str, Any], **args: Any) -> tuple[float | None, str
 def test_occupancy_of_a_kernel_without_recorded_registers():
     """32 threads (1 warp), no registers, 0 B shared memory on sm90: warps 64 // 1 = 64, blocks 32,
     registers unlimited (as many as blocks: 32), shared memory 233472 // 1024 = 228 → 32 blocks of
-    1 warp = 32/64 = 50 %; registers and blocks both give 32."""
-    assert _occupancy_of(H200, block=[32, 1, 1], **{"shared memory": 0}) == (50.0, "registers+blocks")
+    1 warp = 32/64 = 50 %; the block limit binds, and registers, not recorded, are never named."""
+    assert _occupancy_of(H200, block=[32, 1, 1], **{"shared memory": 0}) == (50.0, "blocks")
 
 
 def test_occupancy_of_a_three_dimensional_block():

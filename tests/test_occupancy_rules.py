@@ -315,3 +315,20 @@ def test_an_arch_without_reserved_shared_memory_leaves_the_shared_memory_limit_o
     assert occ is not None
     assert occ.blocks_by_limit == {"warps": 16, "blocks": 32, "registers": 16, "shared_memory": 32}
     assert occ.pct == 100.0 and occ.limiter == "registers+warps"
+
+
+def test_a_resource_the_kernel_does_not_use_is_never_named_the_limiter() -> None:
+    """sm90, 1 warp per block: 64 // 1 = 64 by warps, 32 by blocks. With 0 registers recorded the register limit
+    only echoes the block limit (32), so the limiter is 'blocks'. On an sm80 that reserved no shared memory per
+    block, 0 B of shared memory likewise echoes the block limit (32) and is not named."""
+    from dataclasses import replace
+
+    from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
+
+    h = theoretical_occupancy(0, 0, 32, ARCH_LIMITS[(9, 0)])
+    assert h is not None and (h.active_blocks_per_sm, h.limiter) == (32, "blocks")
+    bare = replace(ARCH_LIMITS[(8, 0)], reserved_shared_memory_per_block=0)
+    a = theoretical_occupancy(0, 0, 32, bare)
+    assert a is not None and a.limiter == "blocks" and a.blocks_by_limit["shared_memory"] == 32
+    r = theoretical_occupancy(32, 0, 32, ARCH_LIMITS[(9, 0)])  # 32 regs: 1024/warp, 16384 per partition → 64 warps
+    assert r is not None and r.limiter == "blocks" and r.blocks_by_limit["registers"] == 64

@@ -90,8 +90,13 @@ def theoretical_occupancy(
     blocks = min(by.values())
     if blocks <= 0:
         return None
-    # Name every limit that binds; "blocks"/"warps" only matter when nothing else binds first.
-    binding = [k for k in ("registers", "shared_memory", "warps", "blocks") if by[k] == blocks]
+    # Name every limit that binds; "blocks"/"warps" only matter when nothing else binds first.  A resource
+    # the kernel does not use (0 registers recorded, no shared memory on an arch that reserves none) sets
+    # no limit of its own: it only echoes the block limit, so it is never named.
+    unused = {"registers"} if registers_per_thread <= 0 else set()
+    if smem <= 0:
+        unused.add("shared_memory")
+    binding = [k for k in ("registers", "shared_memory", "warps", "blocks") if by[k] == blocks and k not in unused]
     warps = blocks * warps_per_block
     return Occupancy(
         pct=100.0 * warps / limits.max_warps_per_sm,
