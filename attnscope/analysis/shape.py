@@ -81,6 +81,8 @@ MASK_TYPES: dict[str, tuple[bool, str | None]] = {
     "2": (True, "lower_right"),
 }
 
+# Argument positions from torch's own schemas (torch.ops.aten.<op>.default._schema; attn_bias / bias is the
+# mask a backend was handed).
 OP_SIGS: dict[str, OpSig] = {
     "aten::scaled_dot_product_attention": OpSig(
         "bhsd", 0, causal=5, scale=6, enable_gqa=7, attn_mask=3, align="top_left"
@@ -91,16 +93,20 @@ OP_SIGS: dict[str, OpSig] = {
     "aten::_scaled_dot_product_flash_attention": OpSig("bhsd", 0, causal=4, scale=6, align="lower_right"),
     "aten::_flash_attention_forward": OpSig("bshd", 0, causal=8, scale=10, align="lower_right"),
     "aten::_scaled_dot_product_efficient_attention": OpSig("bhsd", 0, causal=6, scale=7, attn_mask=3, align="top_left"),
-    "aten::_efficient_attention_forward": OpSig("bshd", 0, mask_type=9, scale=11),
+    "aten::_efficient_attention_forward": OpSig("bshd", 0, mask_type=9, scale=11, attn_mask=3),  # 3: bias
     "aten::_scaled_dot_product_cudnn_attention": OpSig("bhsd", 0, causal=6, scale=8, attn_mask=3, align="top_left"),
-    "aten::_cudnn_attention_forward": OpSig("bhsd", 0, causal=10, scale=12, align="top_left"),
+    "aten::_cudnn_attention_forward": OpSig("bhsd", 0, causal=10, scale=12, attn_mask=3, align="top_left"),
     "FlexAttentionAutogradOp": OpSig("bhsd", 0, scale=4),
     "aten::_scaled_dot_product_flash_attention_backward": OpSig("bhsd", 1, causal=11, scale=14, align="lower_right"),
     "aten::_flash_attention_backward": OpSig("bshd", 1, causal=11, scale=14, align="lower_right"),
-    "aten::_scaled_dot_product_efficient_attention_backward": OpSig("bhsd", 1, causal=11, scale=12, align="top_left"),
-    "aten::_efficient_attention_backward": OpSig("bshd", 1, mask_type=14, scale=16),
-    "aten::_scaled_dot_product_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15, align="top_left"),
-    "aten::_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15, align="top_left"),
+    "aten::_scaled_dot_product_efficient_attention_backward": OpSig(
+        "bhsd", 1, causal=11, scale=12, attn_mask=4, align="top_left"
+    ),
+    "aten::_efficient_attention_backward": OpSig("bshd", 1, mask_type=14, scale=16, attn_mask=4),  # 4: bias
+    "aten::_scaled_dot_product_cudnn_attention_backward": OpSig(
+        "bhsd", 1, causal=14, scale=15, attn_mask=8, align="top_left"
+    ),
+    "aten::_cudnn_attention_backward": OpSig("bhsd", 1, causal=14, scale=15, attn_mask=8, align="top_left"),
 }
 # Inductor's FlexAttention template call records q, k, v (B, H, S, D) first; its mask is compiled in.
 COMPILED_FLEX = re.compile(r"^triton_tem_fused_flex_attention(?!.*backward)")
