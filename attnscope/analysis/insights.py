@@ -317,7 +317,9 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
     ]
     us = sum(k["duration_us"] for k in ks)
     ev: dict[str, Any] = {"mask_ops": ops, "num_mask_kernels": len(ks), "mask_us": r1(us)}
-    msg = f"the causal mask is rebuilt on every call by {', '.join(ops)} ({len(ks)} kernel(s)"
+    named = (r.get("case") or {}).get("mask")  # the case's own mask where it has one (a band: tril and triu)
+    what = f"the {named} mask" if named and named != "none" and not named.startswith("causal") else "the causal mask"
+    msg = f"{what} is rebuilt on every call by {', '.join(ops)} ({len(ks)} kernel(s)"
     if on_gpu(r):
         ev["mask_share_pct"] = share_pct(us, r)
         msg += f", {_share_text(ev['mask_us'], ev['mask_share_pct'])}"
@@ -425,7 +427,7 @@ def _mask_build_insights(r: dict[str, Any], builds: list[dict[str, Any]]) -> lis
 def _mask_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
     """What fits the build's context: never a flag the call already passes."""
     mask, dims = ev["mask"], ev["dims"]
-    backend = BACKEND_NAMES.get(ev["backend"], ev["backend"]) if ev["backend"] else "the chosen"
+    backend = BACKEND_NAMES.get(ev["backend"], ev["backend"]) if ev["backend"] else "chosen"
     if ev["built_inside"] is not None:
         if ev.get("is_causal_passed"):
             return (
@@ -437,9 +439,10 @@ def _mask_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
         )
     if mask == "causal_lower_right":
         sq, sk = dims[-2], dims[-1]
+        ran = f" (here SDPA ran {backend})" if ev["backend"] else ""  # no backend recorded: no SDPA to name
         text = (
             "a lower-right causal mask built densely is what torch.nn.attention.bias.causal_lower_right falls back to "
-            f"when neither flash nor efficient can take the call (here SDPA ran {backend}); flash (is_causal=True at "
+            f"when neither flash nor efficient can take the call{ran}; flash (is_causal=True at "
             "its own op) and efficient (custom_mask_type 2) apply the lower-right mask inside the kernel, with "
             "nothing to build"
         )
