@@ -107,6 +107,11 @@ def _copy_advice(op: str, r: dict[str, Any], kind: str | None = None, inside: st
             "GQA: pass enable_gqa=True to SDPA (or use expand(), a view) instead of repeat_interleave, "
             "so K and V are not copied once per query head"
         )
+    if op == "unknown":  # no launching op was recorded for the copy
+        return (
+            "the trace records no op that asked for this copy: a fused or compiled variant "
+            "(e.g. flex_compiled, an SDPA backend) does the step without materialising the tensor"
+        )
     if not op.startswith("aten::"):
         return (
             f"the copy happens inside {op}, out of reach of an in-place fix: a fused or compiled variant "
@@ -189,9 +194,10 @@ def fp32_cuda_core_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _input_dtypes(ks: list[dict[str, Any]], r: dict[str, Any]) -> list[str]:
     """The inputs' dtypes of these kernels: each launching op's recorded Input type, else the case's dtype
-    (a run knows it); empty when neither says."""
+    (a run knows it) unless the call upcasts (then the case's dtype is what was upcast, not what these kernels
+    read); empty when neither says."""
     got: set[str] = {k["input_dtype"] for k in ks if k.get("input_dtype")}
-    if not got and ks and (r.get("case") or {}).get("dtype"):
+    if not got and ks and not r.get("upcasts") and (r.get("case") or {}).get("dtype"):
         got = {r["case"]["dtype"]}
     return sorted(got)
 
