@@ -270,3 +270,65 @@ def test_explain_results_sorts_warnings_before_info_and_says_why_sdpa_why_is_mis
     assert "sdpa_why" not in {m.id for m in out[0][1]}
     with_why = explain_results([row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=WHY)])
     assert "sdpa_why" not in {m.id for m in with_why[0][1]}
+
+
+# ---- what the second mutation pass found unpinned -------------------------------------------------
+
+
+def test_a_cpu_trace_row_is_timed_as_one_traced_call():
+    one = {"status": "ok", "device_kind": "cpu", "cpu_time_us": 7.0, "cpu_time": {"num_samples": 1}}
+    assert timing_of(one) == (7.0, {"num_samples": 1}, "wall time of one traced call (one sample)")
+
+
+def test_slower_than_best_says_the_noise_is_unknown_when_only_the_best_is_one_sample():
+    """this 300 µs over 50 samples, the best 100 µs from one traced call: 3.00×, but an info with the note."""
+    best = row("sdpa_cudnn", 100.0, kernel=EFF_K)
+    best["gpu_time"]["num_samples"] = 1
+    mine = row("sdpa_flash", 300.0, kernel=FLASH_K)
+    [i] = slower_than_best(mine, [best, mine])
+    assert i.severity == "info" and i.evidence["one_sample"] is True and i.advice.endswith(ONE_SAMPLE_NOTE)
+
+
+def test_a_usable_backend_before_the_one_that_ran_is_no_rejection():
+    why = {"order": ["cudnn", "flash", "efficient"], "chosen": "efficient", "checks": [
+        {"backend": "cudnn", "usable": False, "reasons": ["r"]},
+        {"backend": "flash", "usable": True},
+        {"backend": "efficient", "usable": True},
+    ]}  # fmt: skip
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=EFF_K, sdpa_why=why), [])
+    assert i.evidence["rejected"] == ["cudnn: r"]
+
+
+def _forced_case(default_us: float, fastest_us: float, fastest_samples: int = 50):
+    default = row("sdpa_default", default_us, spread=0.001, kernel=FLASH_K)
+    fast = row("sdpa_efficient", fastest_us, spread=0.001, kernel=EFF_K, family="sdpa", backend="efficient")
+    fast["gpu_time"]["num_samples"] = fastest_samples
+    other = row("sdpa_math", 500.0, spread=0.001, family="sdpa", backend="math")  # a slower forced peer
+    return default, [default, fast, other]
+
+
+def test_sdpa_choice_names_the_forced_backend_only_beyond_1_10x():
+    """A default exactly 1.10× the fastest forced backend (100 µs × 1.10, as floats multiply) is inside the bar,
+    not named; 110.01 µs is beyond it."""
+    d, peers = _forced_case(100.0 * 1.10, 100.0)
+    [i] = sdpa_choice(d, peers)
+    assert "fastest_forced" not in i.evidence
+    d, peers = _forced_case(110.01, 100.0)
+    [i] = sdpa_choice(d, peers)
+    assert i.evidence["fastest_forced"] == "sdpa_efficient"
+    short_k = FLASH_K.removeprefix("void ")[:59] + "…"
+    assert i.message == (
+        f"default SDPA ran the flash backend (seen in {short_k}); but sdpa_efficient was 1.10× faster here "
+        "(100.0 µs vs 110.0 µs, GPU time per call (median))"
+    )
+    assert i.severity == "warning" and i.evidence["one_sample"] is False
+
+
+def test_sdpa_choice_with_a_one_sample_forced_backend_is_an_info_with_the_note():
+    """The fastest forced backend's own timing is one traced call (the default's is not): noise unknown."""
+    d, peers = _forced_case(200.0, 100.0, fastest_samples=1)
+    [i] = sdpa_choice(d, peers)
+    assert i.evidence["one_sample"] is True and i.severity == "info"
+    assert i.advice == (
+        "force sdpa_efficient with torch.nn.attention.sdpa_kernel(...) for this shape; " + ONE_SAMPLE_NOTE
+    )
