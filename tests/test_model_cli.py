@@ -80,14 +80,18 @@ def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
         assert r["status"] == "ok", r["reason"]
         a = r["attention"]
         assert 0 < a["share"] < 1 and a["kernel_us"] > 0 and a["projections_us"] > 0
-        assert r["step_time"]["method"].startswith("wall time per step")
+        # the step clock: wall time on the CPU, CUDA events behind a GPU sleep on a GPU (the device the run used)
+        clock = "CUDA events around each step" if d["case"]["device"].startswith("cuda") else "wall time per step"
+        assert r["step_time"]["method"].startswith(clock), r["step_time"]["method"]
         assert [lay["layer"] for lay in r["layers"]] == ["model.layers.0", "model.layers.1"]
-    # tiny: 4 query heads, 2 KV heads, head_dim 32, bf16, batch 1, seq 32 → each repeated K or V is
-    # 1 × 2 × 2 × 32 × 32 × 2 bytes; decode repeats the whole cache of 33 tokens
+    # tiny: 4 query heads, 2 KV heads, head_dim 32, bf16, seq 32, batch B (1 on CPU, 2 on CUDA) → each
+    # repeated K or V is B × 2 × 2 × 32 × 32 × 2 bytes; decode repeats the whole cache of 33 tokens
+    batch = d["case"]["batch"]
+    assert batch == (2 if d["case"]["device"].startswith("cuda") else 1)
     for mode, tokens in (("prefill", 32), ("train", 32), ("decode", 33)):
         copies = rows["eager", mode]["attention"]["hidden_copies"]
         eager = [c for c in copies if c["part"] == "repeat_kv" and not c["backward"]]
-        assert sorted(c["bytes"] for c in eager) == [1 * 2 * 2 * tokens * 32 * 2] * 4  # K and V in 2 layers
+        assert sorted(c["bytes"] for c in eager) == [batch * 2 * 2 * tokens * 32 * 2] * 4  # K and V in 2 layers
         ids = {i["id"]: i for i in rows["eager", mode]["insights"]}
         assert "sdpa with enable_gqa avoids it" in ids["repeat_kv_copy"]["advice"]
         assert not [c for c in rows["sdpa", mode]["attention"]["hidden_copies"] if c["part"] == "repeat_kv"]
@@ -109,7 +113,8 @@ def test_tiny_preset_every_mode_eager_and_sdpa(tmp_path: Path, capsys):
 def test_default_impls_on_cpu_skip_with_reasons(tmp_path: Path):
     out = tmp_path / "m.json"
     page = tmp_path / "m.html"
-    assert main(["model", "--mode", "prefill", *FAST, "--json", str(out), "--html", str(page)]) == 0
+    argv = ["model", "--device", "cpu", "--mode", "prefill", *FAST, "--json", str(out), "--html", str(page)]
+    assert main(argv) == 0
     assert "flash_attention_2" in page.read_text()
     rows, _ = _rows(out)
     assert rows["eager", "prefill"]["status"] == rows["sdpa", "prefill"]["status"] == "ok"
@@ -122,7 +127,8 @@ def test_default_impls_on_cpu_skip_with_reasons(tmp_path: Path):
 @pytest.mark.slow
 def test_flex_on_cpu_runs_prefill_and_its_train_row_is_skipped_in_torchs_words(tmp_path: Path):
     out = tmp_path / "m.json"
-    assert main(["model", "--impl", "flex_attention", "--mode", "prefill,train", *FAST, "--json", str(out)]) == 0
+    argv = ["model", "--device", "cpu", "--impl", "flex_attention", "--mode", "prefill,train", *FAST, "--json", str(out)]
+    assert main(argv) == 0
     rows, _ = _rows(out)
     p = rows["flex_attention", "prefill"]
     assert p["status"] == "ok" and p["attention"]["kernel_us"] > 0
