@@ -476,3 +476,28 @@ def test_describe_refuses_an_attribution_whose_lists_differ_in_length() -> None:
     (b,) = find(t)
     with pytest.raises(ValueError):
         describe(t, bad, b)
+
+
+def test_an_op_that_starts_the_instant_the_call_ends_is_not_inside_it() -> None:
+    """SDPA [40, 140] with no backend op below it, then a cuDNN op [140, 150] of another call: it starts as the
+    SDPA ends and runs past it, so the op tree makes it a sibling, and the build's backend stays unknown."""
+    t = tree_of([ones(0, 10, [5, 5]), tril(20, 10, [5, 5], 0), sdpa(40, 100, [5, 5]), cudnn(140, 10, [5, 5])])
+    assert t.parent[3] == -1  # the tree's own answer: a root
+    (b,) = find(t)
+    assert b.consumer == 2 and describe(t, None, b)["backend"] is None
+
+
+def test_kernels_of_an_op_that_starts_the_instant_the_tril_ends_are_not_the_builds() -> None:
+    """tril [30, 40], then an add [40, 45] (starts at the tril's end, runs past it: not inside) launching 1.0 µs;
+    the build's kernels are fill_ 2.0 + tril 1.5 + where 3.25 = 6.75 µs, not 7.75."""
+    m = [1, 1, 5, 5]
+    ops = [ones(10, 10, [5, 5]), fill(12, 5, [5, 5]), tril(30, 10, [5, 5], 0),
+           cpu("aten::add", 40, 5, [[4], [4]], ["float", "float"], ["", ""]),
+           sdpa(50, 100, m), where(55, 10, m), cudnn(70, 70, m)]  # fmt: skip
+    t = tree_of(ops)
+    evs = [(gpu("fill_kernel", 1010, 2.0), 1), (gpu("triu_tril_kernel", 1020, 1.5), 2),
+           (gpu("add_kernel", 1025, 1.0), 3), (gpu("where_kernel", 1030, 3.25), 5)]  # fmt: skip
+    att = Attribution(t, [g for g, _ in evs], [i for _, i in evs], [None] * len(evs), ["correlation"] * len(evs))
+    (b,) = find(t)
+    d = describe(t, att, b)
+    assert (d["num_kernels"], d["kernel_us"], d["kernels"]) == (3, 6.75, ["fill_kernel", "triu_tril_kernel", "where_kernel"])

@@ -170,13 +170,14 @@ def find(tree: OpTree) -> list[MaskBuild]:
 
 
 def _subtree(tree: OpTree, i: int) -> list[int]:
-    """``i`` and every op below it (ops are sorted by start per thread)."""
-    op = tree.ops[i]
-    end, out = op.ts + op.dur, [i]
+    """``i`` and every op below it, by the tree's own nesting (an op that starts the instant ``i`` ends and runs
+    past it is a sibling, not a child).  A parent comes before its children and an op's descendants follow it
+    without a gap, so the walk stops at the first op whose parent is outside."""
+    out, mine = [i], {i}
     for j in range(i + 1, len(tree.ops)):
-        o = tree.ops[j]
-        if (o.pid, o.tid) != (op.pid, op.tid) or o.ts > end:
+        if tree.parent[j] not in mine:
             break
+        mine.add(j)
         out.append(j)
     return out
 
