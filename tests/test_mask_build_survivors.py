@@ -500,4 +500,5 @@ def test_kernels_of_an_op_that_starts_the_instant_the_tril_ends_are_not_the_buil
     att = Attribution(t, [g for g, _ in evs], [i for _, i in evs], [None] * len(evs), ["correlation"] * len(evs))
     (b,) = find(t)
     d = describe(t, att, b)
-    assert (d["num_kernels"], d["kernel_us"], d["kernels"]) == (3, 6.75, ["fill_kernel", "triu_tril_kernel", "where_kernel"])
+    assert (d["num_kernels"], d["kernel_us"]) == (3, 6.75)
+    assert d["kernels"] == ["fill_kernel", "triu_tril_kernel", "where_kernel"]

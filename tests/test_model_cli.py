@@ -127,7 +127,8 @@ def test_default_impls_on_cpu_skip_with_reasons(tmp_path: Path):
 @pytest.mark.slow
 def test_flex_on_cpu_runs_prefill_and_its_train_row_is_skipped_in_torchs_words(tmp_path: Path):
     out = tmp_path / "m.json"
-    argv = ["model", "--device", "cpu", "--impl", "flex_attention", "--mode", "prefill,train", *FAST, "--json", str(out)]
+    argv = ["model", "--device", "cpu", "--impl", "flex_attention", "--mode", "prefill,train", *FAST]
+    argv += ["--json", str(out)]
     assert main(argv) == 0
     rows, _ = _rows(out)
     p = rows["flex_attention", "prefill"]
