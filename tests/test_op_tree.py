@@ -98,3 +98,15 @@ def test_an_event_nothing_links_is_minus_one_and_has_no_launcher():
     assert att.launcher_of(0) is None and att.launcher_of(1) is None
     assert att.by_op() == {}
     assert att.rule_counts() == {"correlation": 0, "time": 0, "external_id": 0, "none": 2}
+
+
+def test_subtree_is_the_op_and_what_nests_in_it_by_the_trees_rule() -> None:
+    """a [0, 10] ⊃ b [2, 5] ⊃ c [3, 4]; d [10, 10] (zero length at a's end: inside a, as the tree nests it);
+    f [1, 2] on another thread.  Then a [0, 10] and e [10, 12] (starts at a's end, runs past it): a sibling."""
+    t = build_op_tree([_op("a", 0, 10), _op("b", 2, 3), _op("c", 3, 1), _op("d", 10, 0), _op("f", 1, 1, tid=TID + 1)])
+    assert [o.name for o in t.ops] == ["a", "b", "c", "d", "f"]
+    assert list(t.parent) == [-1, 0, 1, 0, -1]
+    assert [t.subtree(i) for i in range(5)] == [[0, 1, 2, 3], [1, 2], [2], [3], [4]]
+    t = build_op_tree([_op("a", 0, 10), _op("e", 10, 2)])
+    assert list(t.parent) == [-1, -1]
+    assert (t.subtree(0), t.subtree(1)) == ([0], [1])

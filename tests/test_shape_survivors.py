@@ -277,12 +277,16 @@ def test_shapes_without_types_leave_the_dtype_unknown() -> None:
     q = [1, 2, 8, 64]
     (c,) = _calls([_op(FLASH, 0, 10, 1, dims=[q, q, q], conc=FLASH_CONC)])
     assert (c.values["batch"], c.values["seq_q"], "dtype" in c.values) == (1, 8, False)
+    assert c.unknown["dtype"] == f"{FLASH} records q's shape but not its type"
 
 
 def test_a_dtype_outside_the_three_says_so() -> None:
     q = [1, 2, 8, 64]
     (c,) = _calls([_flash(q, q, types=["double"] * 3)])
-    assert c.unknown == {"dtype": "q's recorded type is not bf16, fp16 or fp32", "enable_gqa": NO_GQA.format(FLASH)}
+    assert c.unknown == {
+        "dtype": f"q's recorded type in {FLASH} is double, not bf16, fp16 or fp32",
+        "enable_gqa": NO_GQA.format(FLASH),
+    }
 
 
 def test_an_op_missing_from_the_table_is_not_read() -> None:
@@ -788,3 +792,38 @@ def test_a_backward_or_cudnn_op_handed_a_bias_is_not_read_as_unmasked(
     (plain,) = _calls([_op(name, 10, 20, 1, dims=dims, types=types, conc=conc)])
     assert plain.mask() == "none"
     assert plain.flops() == (10_752 * 5 // 2 if direction else 10_752)
+
+
+def test_an_sdpa_call_without_scale_says_torchs_default_and_a_cut_argument_list_says_so() -> None:
+    """scale=None is recorded as an empty Concrete Input (argument 6): the reason names torch's default; an
+    argument list cut after is_causal (six entries) records neither scale nor enable_gqa."""
+    q = [1, 2, 8, 64]
+    (c,) = _calls([_sdpa(q, q, ["", "", "", "", "0.", "True", "", "False"])])
+    assert "scale" not in c.values and c.values["enable_gqa"] is False
+    assert c.unknown["scale"] == f"not passed to {SDPA} (None): torch's default, 1/√head_dim"
+    (c,) = _calls([_sdpa(q, q, ["", "", "", "", "0.", "True"])])
+    assert c.unknown["scale"] == f"{SDPA} records no argument 6 (scale): no Concrete Inputs"
+    assert c.unknown["enable_gqa"] == f"{SDPA} records no argument 7 (enable_gqa): no Concrete Inputs"
+
+
+def test_unreadable_scale_and_enable_gqa_quote_what_the_trace_holds() -> None:
+    q = [1, 2, 8, 64]
+    (c,) = _calls([_sdpa(q, q, ["", "", "", "", "0.", "True", "[0.1]", "yes"])])
+    assert c.unknown["scale"] == f"argument 6 of {SDPA} reads '[0.1]', not a number"
+    assert c.unknown["enable_gqa"] == f"argument 7 of {SDPA} reads 'yes', not a bool"
+
+
+def test_an_inner_op_that_records_the_scale_fills_what_the_public_op_left_empty() -> None:
+    """SDPA [0, 100] with scale None ⊃ flash [10, 80] with scale 0.125: the value is read from the inner op, and
+    the outer op's reason is dropped."""
+    q = [1, 2, 8, 64]
+    (c,) = _calls([_sdpa(q, q, ["", "", "", "", "0.", "True", "", "False"]), _flash(q, q, ts=10, dur=80, ext=2)])
+    assert (c.values["scale"], c.source["scale"], "scale" in c.unknown) == (0.125, FLASH, False)
+
+
+def test_a_backend_op_that_starts_the_instant_the_public_op_ends_is_another_call() -> None:
+    """SDPA [0, 100] with nothing inside, then flash [100, 110]: it starts as the SDPA ends and runs past it, so
+    it is not nested (the op tree's rule) and does not name the SDPA call's backend."""
+    q = [1, 2, 8, 64]
+    calls = _calls([_sdpa(q, q, ["", "", "", "", "0.", "True", "0.125", "False"]), _flash(q, q, ts=100, ext=2)])
+    assert [(c.op, c.family) for c in calls] == [(SDPA, "sdpa"), (FLASH, "flash")]

@@ -72,6 +72,19 @@ class OpTree:
             yield p
             p = self.parent[p]
 
+    def subtree(self, i: int) -> list[int]:
+        """``i`` and every op nested in it, in order.  A parent comes before its children and an op's
+        descendants follow it without a gap, so the walk stops at the first op whose parent is outside
+        (an op that starts the instant ``i`` ends and runs past it is a sibling, not a child)."""
+        out, mine = [i], {i}
+        parent = self.parent
+        for j in range(i + 1, len(parent)):
+            if parent[j] not in mine:
+                break
+            mine.add(j)
+            out.append(j)
+        return out
+
     def op_of_ext(self, ext: int | None) -> int:
         """The op whose External id is ``ext`` (the last such op in ``ops``); -1 if none."""
         if ext is None:

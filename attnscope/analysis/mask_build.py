@@ -169,19 +169,6 @@ def find(tree: OpTree) -> list[MaskBuild]:
     return out
 
 
-def _subtree(tree: OpTree, i: int) -> list[int]:
-    """``i`` and every op below it, by the tree's own nesting (an op that starts the instant ``i`` ends and runs
-    past it is a sibling, not a child).  A parent comes before its children and an op's descendants follow it
-    without a gap, so the walk stops at the first op whose parent is outside."""
-    out, mine = [i], {i}
-    for j in range(i + 1, len(tree.ops)):
-        if tree.parent[j] not in mine:
-            break
-        mine.add(j)
-        out.append(j)
-    return out
-
-
 def describe(tree: OpTree, att: Attribution | None, mb: MaskBuild) -> dict[str, Any]:
     """The build as plain data for the fingerprint: what built it, where, what took it, and its GPU work."""
     from attnscope.analysis.shape import OP_SIGS
@@ -202,7 +189,7 @@ def describe(tree: OpTree, att: Attribution | None, mb: MaskBuild) -> dict[str, 
         "is_causal": None,
     }
     if mb.consumer is not None:
-        inner = _subtree(tree, mb.consumer)
+        inner = tree.subtree(mb.consumer)
         d["backend"] = next((SDPA_BACKEND_OPS[names[j].name] for j in inner if names[j].name in SDPA_BACKEND_OPS), None)
         c = names[mb.consumer]
         sig = OP_SIGS.get(c.name)
@@ -210,7 +197,7 @@ def describe(tree: OpTree, att: Attribution | None, mb: MaskBuild) -> dict[str, 
         if sig is not None and sig.causal is not None and sig.causal < len(conc):
             d["is_causal"] = {"True": True, "False": False}.get(conc[sig.causal])
     if att is not None and att.gpu:
-        mine = {j for i in mb.ops for j in _subtree(tree, i)}
+        mine = {j for i in mb.ops for j in tree.subtree(i)}
         evs = [g for g, li in zip(att.gpu, att.launcher, strict=True) if li in mine]
         d.update(num_kernels=len(evs), kernel_us=round(sum(g.dur for g in evs), 3), kernels=[g.name for g in evs])
     return d

@@ -198,6 +198,10 @@ def _dims(op: Any, sig: OpSig, call: AttentionCall) -> None:
         got = {"batch": q[0], "seq_q": q[1], "heads": q[2], "head_dim": q[3], "seq_kv": k[1], "kv_heads": k[2]}
     if len(types) > sig.q and types[sig.q] in DTYPES:
         got["dtype"] = DTYPES[types[sig.q]]
+    elif len(types) > sig.q and types[sig.q]:
+        call.unknown.setdefault("dtype", f"q's recorded type in {op.name} is {types[sig.q]}, not bf16, fp16 or fp32")
+    else:
+        call.unknown.setdefault("dtype", f"{op.name} records q's shape but not its type")
     for f, val in got.items():
         _put(call, f, val, op.name)
 
@@ -237,13 +241,28 @@ def _flags(op: Any, sig: OpSig, call: AttentionCall) -> None:
                 call.align_why = f"custom_mask_type {raw}, torch's sdp::CustomMaskType " + (
                     "CausalFromTopLeft" if raw == "1" else "CausalFromBottomRight"
                 )
-    scale = _float(_arg(conc, sig.scale))
-    if scale is not None:
-        _put(call, "scale", scale, op.name)
+    if sig.scale is not None:
+        raw = _arg(conc, sig.scale)
+        scale = _float(raw)
+        if scale is not None:
+            _put(call, "scale", scale, op.name)
+        elif raw is None:
+            call.unknown.setdefault("scale", f"{op.name} records no argument {sig.scale} (scale): no Concrete Inputs")
+        elif isinstance(raw, str) and not raw.strip():
+            call.unknown.setdefault("scale", f"not passed to {op.name} (None): torch's default, 1/√head_dim")
+        else:
+            call.unknown.setdefault("scale", f"argument {sig.scale} of {op.name} reads {raw!r}, not a number")
     if sig.enable_gqa is not None:
-        g = _bool(_arg(conc, sig.enable_gqa))
+        raw = _arg(conc, sig.enable_gqa)
+        g = _bool(raw)
         if g is not None:
             _put(call, "enable_gqa", g, op.name)
+        elif raw is None:
+            call.unknown.setdefault(
+                "enable_gqa", f"{op.name} records no argument {sig.enable_gqa} (enable_gqa): no Concrete Inputs"
+            )
+        else:
+            call.unknown.setdefault("enable_gqa", f"argument {sig.enable_gqa} of {op.name} reads {raw!r}, not a bool")
 
 
 def _call_at(tree: OpTree, i: int, family: str) -> AttentionCall:
@@ -264,18 +283,8 @@ def _call_at(tree: OpTree, i: int, family: str) -> AttentionCall:
 
 
 def _attention_ops_within(tree: OpTree, i: int) -> list[int]:
-    """``i`` and the attention ops nested in it.  Ops are sorted by start per thread, so its
-    descendants are the ops right after it on the same thread that start before it ends."""
-    op = tree.ops[i]
-    end, key = op.ts + op.dur, (op.pid, op.tid)
-    out = [i]
-    for k in range(i + 1, len(tree.ops)):
-        o = tree.ops[k]
-        if (o.pid, o.tid) != key or o.ts > end:
-            break
-        if _is_attention(o.name):
-            out.append(k)
-    return out
+    """``i`` and the attention ops nested in it (by the op tree's nesting), the outer first."""
+    return [k for k in tree.subtree(i) if k == i or _is_attention(tree.ops[k].name)]
 
 
 def _explain_missing(call: AttentionCall, name: str) -> None:
@@ -292,8 +301,6 @@ def _explain_missing(call: AttentionCall, name: str) -> None:
             call.unknown[f] = "flex_attention's mask is a Python function (block_mask / score_mod): not recorded"
         elif f == "enable_gqa":
             call.unknown[f] = f"{name} takes no enable_gqa argument (only aten::scaled_dot_product_attention does)"
-        elif f in ("dtype",):
-            call.unknown[f] = "q's recorded type is not bf16, fp16 or fp32"
         else:
             call.unknown[f] = f"{name} and the ops inside it record no {f} (a trace without record_shapes?)"
 
