@@ -120,6 +120,22 @@ def test_tied_by_the_same_kernels_with_the_next_clear_step():
     )
 
 
+def test_the_same_kernels_far_apart_say_the_timings_were_disturbed():
+    """sdpa_default ran flash's kernel at 150 µs against flash's 100 µs: 150 / 100 = 1.50×, the bar (≥ 1.5×)
+    where a gap between the same kernels cannot be theirs; at 149 µs (1.49×) it is run-to-run variation."""
+    rows = [row("sdpa_flash", 100.0, 99.0, 101.0), row("sdpa_default", 150.0, 149.0, 151.0)]
+    rec = recommend(rows)
+    assert (rec.best, rec.runner_up, rec.within_noise) == ("sdpa_flash", "sdpa_default", True)
+    assert rec.text == (
+        f"best for this case: sdpa_flash at 100.0 µs ({BASIS}), 1.50× ahead of sdpa_default (runs flash) "
+        "(150.0 µs) — they ran the same kernels, so a 1.50× gap is not theirs: the timings were disturbed "
+        "(another load on this machine?); treat them as tied, and time again on a quiet machine before trusting "
+        "this ranking"
+    )
+    rows = [row("sdpa_flash", 100.0, 99.0, 101.0), row("sdpa_default", 149.0, 148.0, 150.0)]
+    assert recommend(rows).text.endswith("so the gap is run-to-run variation: treat them as tied")
+
+
 def test_sdpa_default_without_a_known_backend_is_named_plainly():
     rows = [row("sdpa_default", 100.0, 99.0, 101.0, kernels=[]), row("naive", 300.0, 297.0, 303.0)]
     assert recommend(rows).text == (

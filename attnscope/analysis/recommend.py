@@ -47,13 +47,22 @@ def _scores_note(best: Row, rows: list[Row]) -> str:
     )
 
 
+# Two variants that ran the same kernels differ by a few % from run to run on a quiet machine (1.00–1.05× on
+# the H200, ≤ 1.1× on a quiet CPU); this far apart, something else disturbed the timings.
+DISTURBED_RATIO = 1.5
+
+
 def _tie_text(best: Row, nxt: Row, rows: list[Row]) -> str:
-    why = (
-        "they ran the same kernels, so the gap is run-to-run variation"
-        if same_kernels(best[0], nxt[0])
-        else "inside the noise (their interquartile ranges overlap)"
-    )
-    text = f" — {why}: treat them as tied"
+    if not same_kernels(best[0], nxt[0]):
+        text = " — inside the noise (their interquartile ranges overlap): treat them as tied"
+    elif nxt[1] >= DISTURBED_RATIO * best[1]:
+        text = (
+            f" — they ran the same kernels, so a {nxt[1] / best[1]:.2f}× gap is not theirs: the timings were "
+            "disturbed (another load on this machine?); treat them as tied, and time again on a quiet machine "
+            "before trusting this ranking"
+        )
+    else:
+        text = " — they ran the same kernels, so the gap is run-to-run variation: treat them as tied"
     distinct = next((r for r in rows if r is not best and r is not nxt and not tied(best, r)), None)
     if distinct and distinct[1] > best[1]:
         text += f"; the next clear step is {_label(distinct[0])}, {distinct[1] / best[1]:.2f}× slower"
