@@ -50,9 +50,17 @@ MASKED_FILL_CPU = (
     "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend (flash) that never "
     "materialises them"
 )
+# a repeat_interleave in this code (no place recorded): the broadcast advice of analysis/copy_context.py; a copy
+# of no recorded kind comes from a document older than the copy's kind and place, and says so
+REPEAT_IN_CODE = (
+    "GQA: pass enable_gqa=True to SDPA instead of materialising K and V once per query head "
+    "(repeat_interleave, expand+reshape); flash and cuDNN then run without any copy "
+    "(seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json)"
+)
 REPEAT = (
-    "GQA: pass enable_gqa=True to SDPA (or use expand(), a view) instead of repeat_interleave, "
-    "so K and V are not copied once per query head"
+    REPEAT_IN_CODE + "; this document does not say where the repeat happened (it predates that field): "
+    "flex_attention's eager path repeats K/V itself, so analyze the trace again to tell a repeat in this code "
+    "from one inside a library op"
 )
 FP32_ADVICE = (
     "fp32 inputs: allow TF32 (torch.set_float32_matmul_precision('high')) or run in bf16/fp16 so the matrix work "
@@ -197,7 +205,17 @@ def test_math_backend_or_bare_gemms_are_not_fused_but_an_attention_kernel_is():
     ],
 )
 def test_copy_advice_by_op_in_user_code(op, advice, kind):
+    if op == "aten::repeat_interleave" and kind is not None:
+        advice = REPEAT_IN_CODE  # the kind is recorded, so the document is new enough to place the copy
     assert _copy_advice(op, _gpu(), kind, None) == advice
+
+
+def test_a_repeat_in_code_that_already_passes_enable_gqa_is_told_to_drop_the_repeat():
+    r = _gpu(attention_calls=[{"enable_gqa": True}])
+    assert _copy_advice("aten::repeat_interleave", r, "value", None) == (
+        "K/V are repeated in this code before an SDPA call that already passes enable_gqa=True: drop the repeat, "
+        "SDPA broadcasts the KV heads itself"
+    )
 
 
 def test_masked_fill_advice_names_only_the_cpu_fused_backend_on_a_cpu():

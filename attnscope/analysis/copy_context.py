@@ -83,6 +83,17 @@ def inside_of(tree: OpTree, i: int) -> str | None:
 GQA_SEEN = "seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json"
 LAYOUT_SEEN = "seen on the H200: tests/data/h200/ctx/layout_*.json"
 FLEX_SEEN = "tests/data/h200/flex_compiled.json: one kernel, no copy"
+GQA_SEEN_CPU = "seen on the CPU with torch 2.13 and 2.11: tests/test_gqa_cpu.py profiles it"
+
+
+def _gqa_without_copy(r: dict[str, Any], one: str, two: str) -> str:
+    """Which backends take enable_gqa=True without repeating K/V, on this result's device (``one``/``two``: the
+    verb for one backend and for two)."""
+    if r.get("device_kind") == "cpu":
+        return f"SDPA's CPU flash kernel {one} ({GQA_SEEN_CPU})"
+    return f"flash and cuDNN {two} ({GQA_SEEN})"
+
+
 _SLICING = re.compile(r"^(Slice|Select|Index|Narrow|Split|Unbind)\w*Backward\d*$")
 
 
@@ -116,16 +127,17 @@ def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str 
             )
         return (
             "GQA: pass enable_gqa=True to SDPA instead of materialising K and V once per query head "
-            f"(repeat_interleave, expand+reshape); flash and cuDNN then run without any copy ({GQA_SEEN})"
+            "(repeat_interleave, expand+reshape); "
+            + _gqa_without_copy(r, "then runs without any copy", "then run without any copy")
         )
     fam = attention_op_family(inside)
     where = f"this is internal to {describe(inside)}, not a call in this code"
     if fam == "math":
         if kind == "broadcast":
-            return (
-                f"{where}: it repeats K/V itself for GQA; flash and cuDNN take enable_gqa=True without a copy "
-                f"({GQA_SEEN})"
-            )
+            alt = _gqa_without_copy(r, "takes enable_gqa=True without a copy", "take enable_gqa=True without a copy")
+            return f"{where}: it repeats K/V itself for GQA; {alt}"
+        if r.get("device_kind") == "cpu":
+            return f"{where}; SDPA's CPU flash backend runs without it (tests/data/cpu/run_all.json: one op, no copy)"
         return f"{where}; a fused backend (flash, cuDNN, efficient) runs without it (tests/data/h200/sdpa_*.json)"
     if fam == "flex":
         return f"{where}; torch.compile(flex_attention) runs without it ({FLEX_SEEN}; GQA {GQA_SEEN})"

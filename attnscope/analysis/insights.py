@@ -102,11 +102,15 @@ def _copy_advice(op: str, r: dict[str, Any], kind: str | None = None, inside: st
             "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
             f"({fused_names(r)}) that never materialises them"
         )
-    if "repeat_interleave" in op:
-        return (
-            "GQA: pass enable_gqa=True to SDPA (or use expand(), a view) instead of repeat_interleave, "
-            "so K and V are not copied once per query head"
-        )
+    if "repeat_interleave" in op:  # a repeat in this code, whatever kind the copy was read as
+        advice = str(copy_advice("broadcast", None, r))
+        if kind is None:  # a document written before copies carried their kind and place
+            advice += (
+                "; this document does not say where the repeat happened (it predates that field): "
+                "flex_attention's eager path repeats K/V itself, so analyze the trace again to tell a repeat in "
+                "this code from one inside a library op"
+            )
+        return advice
     if op == "unknown":  # no launching op was recorded for the copy
         return (
             "the trace records no op that asked for this copy: a fused or compiled variant "
