@@ -102,11 +102,12 @@ def test_no_insight_when_the_mask_is_not_rebuilt():
     assert mask_rebuilt({"variant": "v", "mask_rebuilt": False, "mask_ops": MASK_OPS}) == []
 
 
-@pytest.mark.parametrize("mask", [None, "causal", "causal@top_left"])
+@pytest.mark.parametrize("mask", [None, "none", "causal", "causal@top_left"])
 def test_fallback_on_the_gpu_counts_kernels_by_launching_op_or_tril_name(mask):
     """The fill kernel (launched by aten::ones, 12 µs) and the unattributed triu_tril kernel (8 µs) are the
     mask's, the gemm is not: 20 µs of 400 = 5.0 %.  Builds without a mask kind, or that no call took, leave
-    the document to the fallback.  No backend recorded (user code): the is_causal advice."""
+    the document to the fallback.  No backend recorded (user code): the is_causal advice.  A case that says
+    "none" (the code builds a tril the case does not declare) still names the causal mask a tril builds."""
     untaken = [_build(taken_by=None, linked_by=None), _build(mask=None)]
     r = _fallback_row(None, mask, mask_builds=untaken)
     ev = {"mask_ops": MASK_OPS, "num_mask_kernels": 2, "mask_us": 20.0, "mask_share_pct": 5.0, "inside_sdpa": False}

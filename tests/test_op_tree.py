@@ -110,3 +110,21 @@ def test_subtree_is_the_op_and_what_nests_in_it_by_the_trees_rule() -> None:
     t = build_op_tree([_op("a", 0, 10), _op("e", 10, 2)])
     assert list(t.parent) == [-1, -1]
     assert (t.subtree(0), t.subtree(1)) == ([0], [1])
+
+
+def test_an_op_of_another_thread_never_nests_under_one_that_spans_it_in_time():
+    """Thread 1: a [0, 100] (still open when thread 2's ops start); thread 2: b [10, 20] ⊃ c [12, 15].  Nesting is
+    per thread: b is a root, c is b's child, and a has no child."""
+    assert _parents([_op("a", 0, 100), _op("b", 10, 10, tid=TID + 1), _op("c", 12, 3, tid=TID + 1)]) == {
+        "a": None,
+        "b": None,
+        "c": "b",
+    }
+
+
+def test_an_external_id_equal_to_another_ops_index_is_still_found():
+    """Ops in start order: o0 (External id 3), o1, o2 (none), o3 (id 1).  Sorted by id: (1, index 3), (3, index
+    0): the index of id 1's op (3) equals the next id (3), and both ids are found at their own op."""
+    t = build_op_tree([_op("o0", 0, 1, 3), _op("o1", 2, 1), _op("o2", 4, 1), _op("o3", 6, 1, 1)])
+    assert (t.op_of_ext(1), t.op_of_ext(3), t.op_of_ext(2)) == (3, 0, -1)
+    assert t.by_ext_id == {1: 3, 3: 0}

@@ -64,7 +64,8 @@ def copy_kind(tree: OpTree, i: int) -> str | None:
 
 
 def library_op(name: str) -> bool:
-    return bool(attention_op_family(name) or _AUTOGRAD.search(name) or _LIBRARY.search(name) or "FlexAttention" in name)
+    # attention_op_family covers SDPA's backends and flex (FlexAttentionAutogradOp, flex_attention)
+    return bool(attention_op_family(name) or _AUTOGRAD.search(name) or _LIBRARY.search(name))
 
 
 def inside_of(tree: OpTree, i: int) -> str | None:
