@@ -39,3 +39,12 @@ def test_a_copy_inside_the_math_backend_on_the_cpu_points_to_the_cpu_flash_backe
         "this is internal to SDPA's math backend (aten::_scaled_dot_product_attention_math), not a call in this "
         "code; SDPA's CPU flash backend runs without it (tests/data/cpu/run_all.json: one op, no copy)"
     )
+
+
+def test_a_k_v_repeat_inside_the_math_backend_on_the_cpu_names_the_cpu_flash_kernel():
+    advice = copy_advice("broadcast", "aten::_scaled_dot_product_attention_math", {"device_kind": "cpu"})
+    assert advice == (
+        "this is internal to SDPA's math backend (aten::_scaled_dot_product_attention_math), not a call in this "
+        "code: it repeats K/V itself for GQA; SDPA's CPU flash kernel takes enable_gqa=True without a copy "
+        "(seen on the CPU with torch 2.13 and 2.11: tests/test_gqa_cpu.py profiles it)"
+    )

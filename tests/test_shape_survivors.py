@@ -827,3 +827,13 @@ def test_a_backend_op_that_starts_the_instant_the_public_op_ends_is_another_call
     q = [1, 2, 8, 64]
     calls = _calls([_sdpa(q, q, ["", "", "", "", "0.", "True", "0.125", "False"]), _flash(q, q, ts=100, ext=2)])
     assert [(c.op, c.family) for c in calls] == [(SDPA, "sdpa"), (FLASH, "flash")]
+
+
+def test_an_explicit_mask_keeps_causal_unknown_even_if_an_op_inside_says_is_causal_false():
+    """SDPA [0, 100] with an attn_mask [8, 8] ⊃ flash [10, 80] whose is_causal reads 'False': the mask's pattern is
+    not recorded, so causal stays unknown (the outer op's reason), not False from the inner op."""
+    q = [1, 2, 8, 64]
+    sdpa = _sdpa(q, q, ["", "", "", "", "0.", "False", "0.125", "False"], mask=[8, 8], mask_type="c10::BFloat16")
+    (c,) = _calls([sdpa, _flash(q, q, ts=10, dur=80, ext=2)])
+    assert "causal" not in c.values and c.values["attn_mask"] is True
+    assert c.unknown["causal"] == f"{SDPA} got an explicit attn_mask tensor: its pattern is not recorded"
