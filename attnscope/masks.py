@@ -5,7 +5,8 @@ run are built from this spec on attention-gym in :mod:`attnscope.mask_mods`.
 
 Grammar: ``KIND[:ARGS][@ALIGN]``
 
-- ``none``; ``causal``; ``causal_lower_right`` (= ``causal@lower_right``);
+- ``none``; ``causal``; ``causal_lower_right`` (= ``causal@lower_right``); ``causal_top_left``
+  (= ``causal@top_left``);
 - ``sliding:W``: causal, each query sees the W most recent keys, itself included;
 - ``document:L1,L2,...``: packed documents, causal within each;
 - ``prefix:P``: every query sees the first P keys, causal after;
@@ -105,10 +106,14 @@ def parse_mask(spec: str) -> MaskSpec:
         return MaskSpec(kind, align=align)
     if not arg:
         raise ValueError(f"mask {spec!r}: {kind} needs an argument ({MASK_HELP})")
-    if kind == "sliding":
-        return MaskSpec(kind, window=_ints(arg, "window", spec)[0], align=align)
-    if kind == "prefix":
-        return MaskSpec(kind, prefix=_ints(arg, "prefix length", spec)[0], align=align)
+    if kind in ("sliding", "prefix"):
+        what = "window" if kind == "sliding" else "prefix length"
+        vals = _ints(arg, what, spec)
+        if len(vals) != 1:
+            raise ValueError(f"mask {spec!r}: {kind} takes one {what}, got {arg!r}")
+        if kind == "sliding":
+            return MaskSpec(kind, window=vals[0], align=align)
+        return MaskSpec(kind, prefix=vals[0], align=align)
     return MaskSpec(kind, lengths=_ints(arg, "lengths", spec), align=align)
 
 
@@ -138,6 +143,14 @@ def check_mask(
             f"mask {name}: with seq_q={seq_q} > seq_kv={seq_kv} lower-right, the first {seq_q - seq_kv} "
             "queries see no key at all (their softmax is undefined)"
         )
+    if m.kind == "sliding" and m.window is not None:
+        # row i keeps keys (i + off - W, i + off] ∩ [0, Sk): empty once i + off - W + 1 > Sk - 1
+        empty = seq_q + m.offset(seq_q, seq_kv) - seq_kv - m.window + 1
+        if empty > 0:
+            raise ValueError(
+                f"mask {name}: with seq_q={seq_q} and seq_kv={seq_kv} top-left, the last {empty} queries are more "
+                f"than the window ({m.window}) past the last key and see no key at all (their softmax is undefined)"
+            )
 
 
 def _ramp_sum(n: int, c: int, lo: int, hi: int) -> int:
