@@ -125,7 +125,8 @@ def _categories(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     ta = {c["category"]: c["time_us"] for c in sa["categories"]}
     tb = {c["category"]: c["time_us"] for c in sb["categories"]}
-    return [{"category": c, **_delta(ta.get(c, 0.0), tb.get(c, 0.0))} for c in ta if ta.get(c) or tb.get(c)]
+    cats = list(ta) + [c for c in tb if c not in ta]  # A's order, then what only B has (a new copy, a cast)
+    return [{"category": c, **_delta(ta.get(c, 0.0), tb.get(c, 0.0))} for c in cats if ta.get(c) or tb.get(c)]
 
 
 def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
