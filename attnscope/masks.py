@@ -83,6 +83,13 @@ def _ints(text: str, what: str, spec: str) -> tuple[int, ...]:
     return vals
 
 
+def _one_int(text: str, what: str, spec: str, kind: str) -> int:
+    vals = _ints(text, what, spec)
+    if len(vals) != 1:
+        raise ValueError(f"mask {spec!r}: {kind} takes one {what}, got {text!r}")
+    return vals[0]
+
+
 def parse_mask(spec: str) -> MaskSpec:
     """Parse the grammar above; one-line ValueError on anything else."""
     s = spec.strip().lower()
@@ -106,14 +113,10 @@ def parse_mask(spec: str) -> MaskSpec:
         return MaskSpec(kind, align=align)
     if not arg:
         raise ValueError(f"mask {spec!r}: {kind} needs an argument ({MASK_HELP})")
-    if kind in ("sliding", "prefix"):
-        what = "window" if kind == "sliding" else "prefix length"
-        vals = _ints(arg, what, spec)
-        if len(vals) != 1:
-            raise ValueError(f"mask {spec!r}: {kind} takes one {what}, got {arg!r}")
-        if kind == "sliding":
-            return MaskSpec(kind, window=vals[0], align=align)
-        return MaskSpec(kind, prefix=vals[0], align=align)
+    if kind == "sliding":
+        return MaskSpec(kind, window=_one_int(arg, "window", spec, kind), align=align)
+    if kind == "prefix":
+        return MaskSpec(kind, prefix=_one_int(arg, "prefix length", spec, kind), align=align)
     return MaskSpec(kind, lengths=_ints(arg, "lengths", spec), align=align)
 
 

@@ -327,10 +327,12 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
     ]
     us = sum(k["duration_us"] for k in ks)
     ev: dict[str, Any] = {"mask_ops": ops, "num_mask_kernels": len(ks), "mask_us": r1(us)}
-    named = (r.get("case") or {}).get("mask")  # the case's own mask where it has one (a band: tril and triu)
-    # a case of no mask ("none") whose code still ran a tril: the mask it built is the causal one a tril builds
-    declared = named if named and named != "none" else None
-    what = f"the {declared} mask" if declared and not declared.startswith("causal") else "the causal mask"
+    case = r.get("case") or {}
+    # the case's own mask where it has one (a band: tril and triu); a case of no mask ("none") whose code still
+    # ran a tril built the causal mask a tril builds
+    named = case.get("mask")
+    mask = named if named and named != "none" else None
+    what = f"the {mask} mask" if mask and not mask.startswith("causal") else "the causal mask"
     msg = f"{what} is rebuilt on every call by {', '.join(ops)} ({len(ks)} kernel(s)"
     if on_gpu(r):
         ev["mask_share_pct"] = share_pct(us, r)
@@ -339,8 +341,6 @@ def mask_rebuilt(r: dict[str, Any]) -> Out:
     # A document without the build's context (older, or a CPU trace): the advice goes by the case's mask and
     # the backend, never by what the call may have been passed.
     math = r.get("sdpa_backend") == "math"
-    case = r.get("case") or {}
-    mask = declared
     sq, sk = case.get("seq_q"), case.get("seq_kv") or case.get("seq_q")
     if mask == "causal_lower_right" and sq and sk and sq != sk:
         advice = _mask_advice(

@@ -246,23 +246,24 @@ def _flags(op: Any, sig: OpSig, call: AttentionCall) -> None:
         scale = _float(raw)
         if scale is not None:
             _put(call, "scale", scale, op.name)
-        elif raw is None:
-            call.unknown.setdefault("scale", f"{op.name} records no argument {sig.scale} (scale): no Concrete Inputs")
         elif isinstance(raw, str) and not raw.strip():
             call.unknown.setdefault("scale", f"not passed to {op.name} (None): torch's default, 1/√head_dim")
         else:
-            call.unknown.setdefault("scale", f"argument {sig.scale} of {op.name} reads {raw!r}, not a number")
+            call.unknown.setdefault("scale", _unread(op.name, sig.scale, "scale", raw, "a number"))
     if sig.enable_gqa is not None:
         raw = _arg(conc, sig.enable_gqa)
         g = _bool(raw)
         if g is not None:
             _put(call, "enable_gqa", g, op.name)
-        elif raw is None:
-            call.unknown.setdefault(
-                "enable_gqa", f"{op.name} records no argument {sig.enable_gqa} (enable_gqa): no Concrete Inputs"
-            )
         else:
-            call.unknown.setdefault("enable_gqa", f"argument {sig.enable_gqa} of {op.name} reads {raw!r}, not a bool")
+            call.unknown.setdefault("enable_gqa", _unread(op.name, sig.enable_gqa, "enable_gqa", raw, "a bool"))
+
+
+def _unread(op: str, i: int, f: str, raw: Any, want: str) -> str:
+    """Why argument ``i`` (field ``f``) of ``op`` gave no value: absent from the Concrete Inputs, or unreadable."""
+    if raw is None:
+        return f"{op} records no argument {i} ({f}): no Concrete Inputs"
+    return f"argument {i} of {op} reads {raw!r}, not {want}"
 
 
 def _call_at(tree: OpTree, i: int, family: str) -> AttentionCall:
