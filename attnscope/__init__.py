@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attnscope.api import analyze, run
-from attnscope.types import Case, Fingerprint, KernelRecord, Result
+from attnscope.core.types import Case, Fingerprint, KernelRecord, Result
 
 __version__ = "0.1.0"
 __all__ = ["Case", "Fingerprint", "KernelRecord", "Result", "__version__", "analyze", "run"]

@@ -113,8 +113,8 @@ def long_trace(trace: Path, n: int, runs: int) -> bool:
         subprocess.run([sys.executable, str(here), str(trace), "--times", str(n), "--out", str(longer)], check=True)
     growth, cpu_growth, rss, walls, cpus = [], [], [], [], []
     for i in range(runs):
-        w1, _, c1, _ = measure([sys.executable, "-m", "attnscope.cli", "analyze", str(trace)])
-        w, r, c, _ = measure([sys.executable, "-m", "attnscope.cli", "analyze", str(longer)])
+        w1, _, c1, _ = measure([sys.executable, "-m", "attnscope.cli.main", "analyze", str(trace)])
+        w, r, c, _ = measure([sys.executable, "-m", "attnscope.cli.main", "analyze", str(longer)])
         growth.append(w / w1)
         cpu_growth.append(c / c1)
         rss.append(r)
@@ -181,7 +181,7 @@ def main() -> int:
         return 2
     print(f"trace: {trace} ({trace.stat().st_size / 2**20:.1f} MiB on disk), {os.cpu_count()} cores")
     compile_package()
-    ours = series("attnscope", [sys.executable, "-m", "attnscope.cli", "analyze", str(trace)], args.runs)
+    ours = series("attnscope", [sys.executable, "-m", "attnscope.cli.main", "analyze", str(trace)], args.runs)
     print(
         f"attnscope analyze: median {ours[0]:.3f} s wall, {ours[2]:.3f} s CPU, {ours[1]:.0f} MiB peak RSS "
         f"(targets ≤ {TARGET_WALL_S} s, ≤ {TARGET_RSS_MIB} MiB)"
@@ -204,7 +204,7 @@ def main() -> int:
             print("  " + err.strip().splitlines()[-1])
         if args.paired:
             paired(
-                [sys.executable, "-m", "attnscope.cli", "analyze", str(trace)],
+                [sys.executable, "-m", "attnscope.cli.main", "analyze", str(trace)],
                 [hta_py, "-c", HTA_SCRIPT, str(local), d, "0", "0"],
                 args.paired,
             )

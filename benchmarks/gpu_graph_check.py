@@ -3,7 +3,7 @@
     python3 benchmarks/gpu_graph_check.py OUT.json
 
 For every variant at the GPU default case and at B1 H8 S512 D64 (bf16, causal): stream time
-(attnscope's CUDA events around each call), device time (attnscope.measure.time_graph) and
+(attnscope's CUDA events around each call), device time (attnscope.measure.timing.time_graph) and
 triton's do_bench_cudagraph (median).  Goal: device time within 5% or 1 µs of triton's.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from attnscope import measure
-from attnscope.runner import make_inputs
-from attnscope.types import Case
+from attnscope.core.types import Case
+from attnscope.execute.runner import make_inputs
+from attnscope.measure import timing as measure
 from attnscope.variants import Unsupported, resolve
 
 CASES = [

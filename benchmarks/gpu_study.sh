@@ -9,7 +9,7 @@ out=${1:?output directory}
 mkdir -p "$out/traces_default" "$out/traces_big"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_LEVEL=6
 py=python3
-run() { $py -m attnscope.cli "$@"; }
+run() { $py -m attnscope.cli.main "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/nvidia_smi.txt" 2>&1
 run variants > "$out/variants.txt" 2>&1
 run run --variants all --kernels --json "$out/study_default.json" --trace-dir "$out/traces_default" \

@@ -6,7 +6,7 @@
 #   bash benchmarks/mutation.sh                          # every file below (resumes: mutants
 #                                                        # already tested in MUTATION_WORK stay)
 #   bash benchmarks/mutation.sh attnscope/flops.py ...   # the mutants of some files (re-tested)
-#   bash benchmarks/mutation.sh 'attnscope.flops.x_attention_flops__mutmut_3' ...
+#   bash benchmarks/mutation.sh 'attnscope.core.flops.x_attention_flops__mutmut_3' ...
 #                                                        # some mutants by name (a sample)
 #
 # mutmut always mutates every file below (the same configuration each run, so its test
@@ -40,7 +40,7 @@ for a in "$@"; do
             ;;
         *)
             names+=("$a")
-            # the file of a mutant name: attnscope.flops.x_tflops__mutmut_3 → attnscope/flops.py
+            # the file of a mutant name: attnscope.core.flops.x_tflops__mutmut_3 → attnscope/flops.py
             f=$(echo "$a" | sed -E 's/\.x(_|ǁ).*//; s/\./\//g').py
             [ -f "$f" ] && [[ " ${targets[*]} " != *" $f "* ]] && targets+=("$f")
             ;;

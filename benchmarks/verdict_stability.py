@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from attnscope.analysis.predict import matches
-from attnscope.cli import main
+from attnscope.cli.main import main
 
 
 def old_outcome(v: dict) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.analysis.breakdown import summarize
-from attnscope.analysis.fingerprint import analyse
+from attnscope.analysis.fingerprint.breakdown import summarize
+from attnscope.analysis.fingerprint.build import analyse
 from attnscope.trace import trace_from_doc
 from tests.synth import doc, kernel, launch, op
 
@@ -150,7 +150,7 @@ def test_idle_gaps_merge_streams_and_launch_delay_is_kernel_start_minus_launch_s
     ],
 )
 def test_attention_kernel_names_map_to_families(name, family, impl):
-    from attnscope.analysis import kernels as K
+    from attnscope.analysis.fingerprint import kernels as K
 
     assert K.attention_impl(name) == (family, impl)
     assert K.classify_gpu(name) == "attention"
@@ -158,7 +158,7 @@ def test_attention_kernel_names_map_to_families(name, family, impl):
 
 def test_copies_of_empty_tensors_are_not_hidden_copies():
     """A copy_ of a 0-element tensor (dims [0]) moves no bytes: never a hidden copy."""
-    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.analysis.fingerprint.build import fingerprint
     from attnscope.trace import trace_from_doc
 
     def op(name, ts, dur, ext, dims, types):
@@ -177,7 +177,7 @@ def test_copies_of_empty_tensors_are_not_hidden_copies():
 
 def test_a_gap_on_a_bucket_bound_goes_to_the_longer_bucket():
     """Buckets are [0, 10), [10, 100), [100, 1000), [1000, inf) µs: gaps of 9, 10, 100 and 1000 µs land one in each."""
-    from attnscope.analysis.breakdown import idle_time
+    from attnscope.analysis.fingerprint.breakdown import idle_time
     from attnscope.trace import GpuEvent
 
     evs, t = [], 0.0

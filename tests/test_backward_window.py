@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attnscope.analysis.fingerprint import CALL_ANNOTATION, fingerprint
+from attnscope.analysis.fingerprint.build import CALL_ANNOTATION, fingerprint
 from attnscope.trace import trace_from_doc
 from tests.synth import PID, TID, doc, kernel, launch, op
 

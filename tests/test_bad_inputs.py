@@ -1,6 +1,6 @@
 """Every bad input a newcomer can type ends in one line on stderr and exit 2, never a traceback.
 
-Each row is an argument list run through ``attnscope.cli.main`` in-process; ``{d}`` is a
+Each row is an argument list run through ``attnscope.cli.main.main`` in-process; ``{d}`` is a
 directory of prepared bad files.  The expected exit code is the contract: 2 for bad input,
 0 for the few controls that must keep working.  Nothing here measures: every rejection
 happens before a tensor exists, so the whole list runs in seconds.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from attnscope.cli import main
+from attnscope.cli.main import main
 
 GOOD_DOC = {"schema_version": 1, "tool": "attnscope", "results": [{"variant": "naive", "status": "ok"}]}
 FILES: dict[str, str | bytes] = {
@@ -341,8 +341,8 @@ def test_bad_input_ends_in_one_line_and_exit_2(
     def no_measurement(*_a: object, **_k: object) -> None:
         raise AssertionError("a measurement started before the input was checked")
 
-    monkeypatch.setattr("attnscope.runner.run", no_measurement)
-    monkeypatch.setattr("attnscope.sweep.run_sweep", no_measurement)
+    monkeypatch.setattr("attnscope.execute.runner.run", no_measurement)
+    monkeypatch.setattr("attnscope.execute.sweep.run_sweep", no_measurement)
     monkeypatch.setattr("builtins.input", no_measurement)  # `guess` must fail before its first question
     if name.startswith(("device_cuda", "variants_cuda")):
         torch = pytest.importorskip("torch")
@@ -366,7 +366,7 @@ def test_json_keeps_the_users_umask(tmp_path: Path) -> None:
     import os
     import stat
 
-    from attnscope.report.json import write_atomic
+    from attnscope.document.schema import write_atomic
 
     old = os.umask(0o027)
     try:
@@ -398,7 +398,7 @@ def test_the_real_process_prints_one_line_too(argv: list[str]) -> None:
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-m", "attnscope.cli", *argv], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-m", "attnscope.cli.main", *argv], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert p.stdout == ""

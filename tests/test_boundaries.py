@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from attnscope.analysis.predict import matches
-from attnscope.diff import diff
-from attnscope.flops import attention_flops, mask_flop_note, mode_flops, tflops
-from attnscope.measure import summarise
-from attnscope.types import Case, Prediction, Timing
+from attnscope.api.diff import diff
+from attnscope.core.flops import attention_flops, mask_flop_note, mode_flops, tflops
+from attnscope.core.types import Case, Prediction, Timing
+from attnscope.measure.timing import summarise
 
 # ---- timing summary -----------------------------------------------------------------------------
 
@@ -73,7 +73,7 @@ def test_noise_flag_is_iqr_over_median_above_ten_percent(p25, p75, noisy):
 
 
 def test_json_timing_carries_noisy_and_iqr():
-    from attnscope.report.json import _timing
+    from attnscope.document.schema import _timing
 
     d = _timing(Timing(100.0, 94.0, 105.0, 90.0, 9, "m"))
     assert d == {
@@ -174,7 +174,7 @@ def test_mask_flop_note_by_hand():
 def test_score_matrix_uses_the_key_length():
     """B=1, H=2, Sq=64, Sk=1024, fp32: one score matrix is 1·2·64·1024·4 = 524,288 B = 0.5 MiB.
     With Sk ignored it would be 1·2·64·64·4 = 32 KiB.  Peak 1 MiB = 2.0× the score matrix."""
-    from attnscope.analysis.insights import score_matrix
+    from attnscope.analysis.rules.insights import score_matrix
 
     case = Case(1, 2, 64, 32, dtype="fp32", causal=False, seq_kv=1024).to_dict()
     # the premise: matrix work outside a fused kernel (naive's QKᵀ as an aten::bmm)
@@ -294,8 +294,8 @@ def test_main_kernel_is_the_longest_compute_kernel_not_the_first():
     """Kernels in start order: a 5 µs elementwise, the 80 µs attention kernel, a 200 µs DtoD
     memcpy (not compute), a 10 µs reduction.  The main kernel is the attention kernel, and the
     occupancy a prediction is checked against is its 12.5 %."""
-    from attnscope.analysis.insights import main_kernel
     from attnscope.analysis.predict import measured_value
+    from attnscope.analysis.rules.insights import main_kernel
 
     ks = [
         {"name": "elementwise", "category": "elementwise", "duration_us": 5.0, "theoretical_occupancy_pct": 100.0},

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis import breakdown as B
-from attnscope.analysis.fingerprint import analyse
+from attnscope.analysis.fingerprint import breakdown as B
+from attnscope.analysis.fingerprint.build import analyse
+from attnscope.core.types import HiddenCopy, Upcast
 from attnscope.trace import GpuEvent, trace_from_doc
-from attnscope.types import HiddenCopy, Upcast
 from tests.synth import PID, TID, doc, kernel, launch, op
 
 CATS = (  # docs/analyze.md's order

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.fingerprint import analyse, select_window
+from attnscope.analysis.fingerprint.build import analyse, select_window
 from attnscope.trace import load_trace, trace_from_doc
 from tests.synth import PID, doc, kernel, launch, op, write_kineto
 
@@ -174,7 +174,7 @@ def test_backward_kernels_on_autograd_thread_are_in_the_call(backend):
     carries.  The backward's runtime calls are on another tid than the annotation's."""
     import json
 
-    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.analysis.fingerprint.build import fingerprint
     from tests.rawtrace import H200, raw_gpu_events_in_call
 
     path = H200 / "context" / f"fwd_bwd_{backend}.json"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from attnscope.cli import main
+from attnscope.cli.main import main
 from tests.rawtrace import H200
 
 pytest.importorskip("torch")

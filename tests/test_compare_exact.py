@@ -16,7 +16,7 @@ from attnscope.analysis.compare import (
     slower_than_best,
     timing_of,
 )
-from attnscope.types import Insight, NotChecked
+from attnscope.core.types import Insight, NotChecked
 
 CASE = {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 16, "dtype": "bf16", "causal": True}
 GPU = "GPU time per call (median)"

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from attnscope.analysis.compare import ranked
-from attnscope.analysis.compiled import fell_back_to_eager
-from attnscope.analysis.insights_masks import compiled_fallback
+from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
+from attnscope.analysis.rules.masks import compiled_fallback
 
 SWEEP = Path(__file__).resolve().parents[1] / "docs/results/raw/h200_sweep.jsonl"
 

@@ -11,10 +11,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from attnscope.analysis.copy_context import contiguous_strides
-from attnscope.analysis.explain import annotate
+from attnscope.analysis.annotate import annotate
+from attnscope.analysis.fingerprint.copy_context import contiguous_strides
 from attnscope.api import analyze
-from attnscope.report.json import result_to_dict
+from attnscope.document.schema import result_to_dict
 from attnscope.trace import trace_from_doc
 from tests.rawtrace import H200
 
@@ -97,12 +97,12 @@ def test_never_advise_enable_gqa_to_a_call_that_passes_it() -> None:
     import attnscope.api as api
 
     tr = trace_from_doc(copy.deepcopy(doc))
-    from attnscope.analysis.fingerprint import analyse
+    from attnscope.analysis.fingerprint.build import analyse
 
     an = analyse(tr)
     _, _, _, read = api.case_from_trace(an, "gpu")
     assert [c["enable_gqa"] for c in read["attention_calls"]] == [True]
-    from attnscope.analysis.copy_context import copy_advice
+    from attnscope.analysis.fingerprint.copy_context import copy_advice
 
     adv = copy_advice("broadcast", None, read)
     assert adv is not None and "already passes enable_gqa=True" in adv and "pass enable_gqa=True to" not in adv

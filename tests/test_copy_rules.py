@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.attribution import build_op_tree
-from attnscope.analysis.copy_context import (
+from attnscope.analysis.fingerprint.attribution import build_op_tree
+from attnscope.analysis.fingerprint.copy_context import (
     GQA_SEEN,
     contiguous_strides,
     copy_advice,

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.explain import annotate
-from attnscope.analysis.insights import no_tensor_cores
-from attnscope.analysis.kernels import is_matrix_kernel
+from attnscope.analysis.annotate import annotate
+from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
+from attnscope.analysis.rules.insights import no_tensor_cores
 from attnscope.api import analyze
-from attnscope.report.json import result_to_dict
+from attnscope.document.schema import result_to_dict
 from tests.rawtrace import H200, raw_events, raw_mask_kernels
 
 DECODE = H200 / "decode"
@@ -349,7 +349,7 @@ def test_the_run_document_of_this_case_gets_lower_right_advice_not_is_causal() -
 
 
 def test_the_flop_footnote_gives_each_trace_its_own_basis() -> None:
-    from attnscope.report.table import footnotes
+    from attnscope.report.text.table import footnotes
 
     names = ("sdpa_cudnn", "sdpa_flash", "flex_compiled")
     doc = annotate({"results": [result_to_dict(analyze(DECODE / f"{v}.json", variant=v)) for v in names]})

@@ -6,8 +6,8 @@ import copy
 import json
 import shutil
 
-from attnscope.cli import main
-from attnscope.diff import diff, kernel_changes
+from attnscope.api.diff import diff, kernel_changes
+from attnscope.cli.main import main
 from tests.rawtrace import H200, raw_events, raw_gpu_events_in_call
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from attnscope.diff import _head, _norm, compare_results, context_changes, diff, kernel_changes, load_side, pair
+from attnscope.api.diff import _head, _norm, compare_results, context_changes, diff, kernel_changes, load_side, pair
 from attnscope.trace import TraceError
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.insights_exec import (
+from attnscope.analysis.rules.execution import (
     HIGH_TENSOR_PIPE_PCT,
     cpu_bound,
     low_occupancy,
@@ -16,7 +16,7 @@ from attnscope.analysis.insights_exec import (
     opaque_library,
     rate_above_peak,
 )
-from attnscope.types import Insight, NotChecked
+from attnscope.core.types import Insight, NotChecked
 
 FLASH = "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>"
 CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attnscope.types import Case  # noqa: E402
+from attnscope.core.types import Case  # noqa: E402
 from attnscope.variants import REGISTRY, Inputs, Unsupported, resolve  # noqa: E402
 from attnscope.variants import external as ext  # noqa: E402
 
@@ -104,7 +104,7 @@ def _fake_flash_attn(calls):
     ],
 )
 def test_flash_attention_gets_the_mask_in_its_native_form(monkeypatch, mask, sq, sk, kw, expect):
-    from attnscope.reference import reference_chunked
+    from attnscope.workloads.reference import reference_chunked
 
     calls: list[dict] = []
     monkeypatch.setitem(ext._IMPORTS, "flash_attn", (_fake_flash_attn(calls), None))

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.attribution import Attribution, build_op_tree
-from attnscope.analysis.fingerprint import (
+from attnscope.analysis.fingerprint.attribution import Attribution, build_op_tree
+from attnscope.analysis.fingerprint.build import (
     _limits_for,
     _orphan_dtod,
     _peak_memory,
@@ -33,9 +33,9 @@ from attnscope.analysis.fingerprint import (
     gpu_kernel_records,
     select_window,
 )
-from attnscope.analysis.occupancy import ArchLimits
+from attnscope.analysis.fingerprint.occupancy import ArchLimits
+from attnscope.core.types import HiddenCopy, KernelRecord, Upcast
 from attnscope.trace import CpuOp, GpuEvent, MemEvent, Trace, trace_from_doc
-from attnscope.types import HiddenCopy, KernelRecord, Upcast
 from tests.synth import PID, TID, doc, kernel, launch, op
 
 H200 = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}

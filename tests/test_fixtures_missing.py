@@ -4,7 +4,7 @@ span.  Each synthetic trace is small enough to count by hand."""
 
 from __future__ import annotations
 
-from attnscope.analysis.fingerprint import analyse
+from attnscope.analysis.fingerprint.build import analyse
 from attnscope.api import analyze
 from attnscope.trace import trace_from_doc
 from tests.synth import PID, TID, doc, kernel, launch, op, write_kineto

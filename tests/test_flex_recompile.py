@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attnscope.types import Case  # noqa: E402
+from attnscope.core.types import Case  # noqa: E402
 from attnscope.variants import get  # noqa: E402
 from attnscope.workloads.attention import make_inputs  # noqa: E402
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from attnscope.analysis.copy_context import copy_advice
+from attnscope.analysis.fingerprint.copy_context import copy_advice
 
 
 def _ops(enable_gqa: bool) -> set[str]:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from attnscope.cli import main
+from attnscope.cli.main import main
 
 pytestmark = pytest.mark.slow
 SMALL = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "128", "--budget", "0.02", "--no-peak"]
@@ -36,8 +36,8 @@ def test_sdpa_why_on_cpu_uses_torchs_own_check():
 
 
 def test_forced_backend_skip_row_carries_the_reason():
-    from attnscope.cases import make_case
-    from attnscope.runner import make_inputs
+    from attnscope.core.cases import make_case
+    from attnscope.execute.runner import make_inputs
     from attnscope.variants import REGISTRY, Unsupported
 
     case = make_case("cpu", batch=1, heads=2, seq_q=16)
@@ -107,7 +107,7 @@ def test_guess_interactive_through_a_pty(tmp_path):
     argv = [
         sys.executable,
         "-m",
-        "attnscope.cli",
+        "attnscope.cli.main",
         "guess",
         *SMALL,
         "--variants",

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from attnscope.analysis.fingerprint import fingerprint
+from attnscope.analysis.fingerprint.build import fingerprint
 from attnscope.trace import load_trace
 from tests.rawtrace import H200, H200_BIG, VARIANTS, raw_events, raw_gpu_events_in_call
 

@@ -11,10 +11,10 @@ from collections import defaultdict
 
 import pytest
 
-from attnscope.analysis.fingerprint import fingerprint
-from attnscope.cli import main
-from attnscope.report.html import embed_json, esc, plot_text, render_html
-from attnscope.report.html_sweep import panel_axes, params
+from attnscope.analysis.fingerprint.build import fingerprint
+from attnscope.cli.main import main
+from attnscope.report.html.page import embed_json, esc, plot_text, render_html
+from attnscope.report.html.sweep import panel_axes, params
 from attnscope.trace import load_trace
 from tests.htmldocs import IMG_KERNEL, SCRIPT_VARIANT, h200_run, hostile_run, model_document, sweep_rows
 from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call

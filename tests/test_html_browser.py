@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.report.html import write_html
+from attnscope.report.html.page import write_html
 from tests.htmldocs import IMG_KERNEL, SCRIPT_VARIANT, h200_run, hostile_run, model_document, sweep_rows
 from tests.rawtrace import H200
 
@@ -162,7 +162,7 @@ def test_other_reports_in_the_browser(browser, tmp_path, kind):
     elif kind == "model":
         docs = [model_document()]
     else:
-        from attnscope.cli import main
+        from attnscope.cli.main import main
 
         main(["analyze", str(H200 / "sdpa_math.json"), str(H200 / "flex.json"), "--json", str(tmp_path / "a.json")])
         docs = [tmp_path / "a.json"]

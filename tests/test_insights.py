@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.explain import annotate
+from attnscope.analysis.annotate import annotate
 from attnscope.api import analyze
-from attnscope.report.json import result_to_dict
+from attnscope.document.schema import result_to_dict
 from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call, raw_mask_kernels
 
 RUN_JSON = Path(__file__).parent / "data" / "h200" / "run.json"  # the run that captured these traces

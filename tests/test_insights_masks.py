@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from attnscope.analysis.insights import score_matrix
-from attnscope.analysis.insights_exec import result_insights
-from attnscope.analysis.insights_masks import block_sparsity, dense_mask, split_kv
+from attnscope.analysis.rules.execution import result_insights
+from attnscope.analysis.rules.insights import score_matrix
+from attnscope.analysis.rules.masks import block_sparsity, dense_mask, split_kv
 
 
 def _case(**kw):
@@ -119,7 +119,7 @@ def test_split_kv_on_a_real_h200_flash_trace():
     """pytorch_flash's split-KV forward and its combine kernel, as the H200 recorded them (S=512 fwd+bwd)."""
     from pathlib import Path
 
-    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.analysis.fingerprint.build import fingerprint
     from attnscope.trace import load_trace
 
     path = Path(__file__).parent / "data" / "h200" / "context" / "fwd_bwd_flash.json"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.insights import mask_rebuilt, safe_softmax, score_matrix
-from attnscope.types import Insight, NotChecked
+from attnscope.analysis.rules.insights import mask_rebuilt, safe_softmax, score_matrix
+from attnscope.core.types import Insight, NotChecked
 
 SDPA = "aten::scaled_dot_product_attention"
 MATH_OP = "aten::_scaled_dot_product_attention_math"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.insights import (
+from attnscope.analysis.rules.insights import (
     _copy_advice,
     _cuda_core_advice,
     _input_dtypes,
@@ -27,7 +27,7 @@ from attnscope.analysis.insights import (
     share_pct,
     short,
 )
-from attnscope.types import Insight
+from attnscope.core.types import Insight
 
 MIB = 1048576
 DTOD = "Memcpy DtoD (Device -> Device)"
@@ -812,7 +812,7 @@ def test_no_upcasts_no_insight():
 def test_a_copy_no_op_asked_for_is_not_said_to_happen_inside_unknown() -> None:
     """A Memcpy DtoD the trace links to no op is reported with op 'unknown' (fingerprint._orphan_dtod): the advice
     says the trace records no op, never 'inside unknown'."""
-    from attnscope.analysis.insights import _copy_advice
+    from attnscope.analysis.rules.insights import _copy_advice
 
     got = _copy_advice("unknown", {"variant": "x", "device_kind": "gpu"})
     assert got == (

@@ -8,12 +8,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attnscope import worker  # noqa: E402
-from attnscope.executors import make_executor, parse_devices  # noqa: E402
-from attnscope.job import Job, Options, job_key  # noqa: E402
-from attnscope.report.json import result_from_dict, result_to_dict, row_bytes  # noqa: E402
-from attnscope.runner import run  # noqa: E402
-from attnscope.types import Case, Fingerprint, Result  # noqa: E402
+from attnscope.core.types import Case, Fingerprint, Result  # noqa: E402
+from attnscope.document.schema import result_from_dict, result_to_dict, row_bytes  # noqa: E402
+from attnscope.execute import worker  # noqa: E402
+from attnscope.execute.executors import make_executor, parse_devices  # noqa: E402
+from attnscope.execute.job import Job, Options, job_key  # noqa: E402
+from attnscope.execute.runner import run  # noqa: E402
 
 TINY = Case(batch=1, heads=2, seq_q=64, head_dim=16, dtype="fp32", causal=True, device="cpu")
 FAST = Options(timing_budget_s=0.02, measure_peak=False)

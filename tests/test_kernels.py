@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from attnscope.analysis import kernels as K
+from attnscope.analysis.fingerprint import kernels as K
 from tests.rawtrace import H200, VARIANTS
 
 # Real names from the H200 traces in tests/data/h200 and the probes in docs/results/raw/h200_probes.txt.

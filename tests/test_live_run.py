@@ -27,7 +27,7 @@ VARIANTS = "naive_inplace,sdpa_math,sdpa_flash"
 def live_doc(tmp_path_factory):
     out = tmp_path_factory.mktemp("live") / "run.json"
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "attnscope.cli", "run", *CASE_ARGS, "--variants", VARIANTS]
+    cmd = [sys.executable, "-m", "attnscope.cli.main", "run", *CASE_ARGS, "--variants", VARIANTS]
     p = subprocess.run(
         [*cmd, "--budget", "0.05", "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
@@ -139,7 +139,7 @@ WRONG = Variant("wrong_fast", "naive", "returns V unchanged (deliberately wrong)
 
 
 def test_a_wrong_fast_variant_is_flagged_and_never_recommended(monkeypatch, tmp_path, capsys):
-    from attnscope.cli import main
+    from attnscope.cli.main import main
 
     monkeypatch.setitem(REGISTRY, "wrong_fast", WRONG)
     out = tmp_path / "run.json"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.attribution import build_op_tree
-from attnscope.analysis.insights import mask_rebuilt
-from attnscope.analysis.mask_build import find
-from attnscope.analysis.shape import attention_calls
+from attnscope.analysis.fingerprint.attribution import build_op_tree
+from attnscope.analysis.fingerprint.mask_build import find
+from attnscope.analysis.fingerprint.shape import attention_calls
+from attnscope.analysis.rules.insights import mask_rebuilt
 from attnscope.api import analyze
-from attnscope.report.json import result_to_dict
+from attnscope.document.schema import result_to_dict
 from tests import synth
 
 BF16 = "c10::BFloat16"
@@ -61,7 +61,7 @@ def test_top_left_square_build_asks_for_is_causal_which_was_not_passed() -> None
     (c,) = attention_calls(tree)
     assert c.mask() == "causal" and c.flops() == 4 * 64 * 2 * (5 * 6 // 2)
     r = {"variant": "user", "device_kind": "cpu", "mask_rebuilt": True, "kernels": []}
-    from attnscope.analysis.mask_build import describe
+    from attnscope.analysis.fingerprint.mask_build import describe
 
     r["mask_builds"] = [describe(tree, None, mb) for mb in find(tree)]
     (i,) = mask_rebuilt(r)

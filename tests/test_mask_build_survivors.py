@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.attribution import Attribution, build_op_tree
-from attnscope.analysis.mask_build import NEAR, MaskBuild, _int, describe, find
+from attnscope.analysis.fingerprint.attribution import Attribution, build_op_tree
+from attnscope.analysis.fingerprint.mask_build import NEAR, MaskBuild, _int, describe, find
 from attnscope.trace import CpuOp, GpuEvent, load_trace
 from tests.rawtrace import H200
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.insights_masks import block_sparsity, dense_mask, split_kv
-from attnscope.types import Insight, NotChecked
+from attnscope.analysis.rules.masks import block_sparsity, dense_mask, split_kv
+from attnscope.core.types import Insight, NotChecked
 
 DENSE_ADVICE = (
     "a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a BlockMask "
@@ -237,7 +237,7 @@ def test_a_step_of_five_kernels_counts_in_digits_and_long_combine_names_are_cut_
 
 
 def test_compiled_fallback_is_compared_whole():
-    from attnscope.analysis.insights_masks import compiled_fallback
+    from attnscope.analysis.rules.masks import compiled_fallback
 
     r = {
         "variant": "flex_compiled", "family": "flex", "status": "ok", "compile_time_s": 2.5, "device_kind": "gpu",

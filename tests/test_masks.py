@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from attnscope.flops import attention_flops, kept_scores
-from attnscope.masks import parse_mask
-from attnscope.types import Case
+from attnscope.core.flops import attention_flops, kept_scores
+from attnscope.core.masks import parse_mask
+from attnscope.core.types import Case
 
 
 def case(mask: str | None = None, b: int = 1, h: int = 1, sq: int = 4, sk: int | None = None, d: int = 1, **kw):
@@ -173,8 +173,8 @@ MASKS = [
 
 @pytest.mark.parametrize(("mask", "sq", "sk", "kw"), MASKS)
 def test_reference_matches_loops_and_counts(mask, sq, sk, kw):
-    from attnscope.mask_mods import count_kept_dense
-    from attnscope.reference import reference_chunked
+    from attnscope.workloads.mask_mods import count_kept_dense
+    from attnscope.workloads.reference import reference_chunked
 
     c = Case(2, 4, sq, 8, dtype="fp32", kv_heads=2, seq_kv=sk, mask=mask, **kw)
     g = torch.Generator().manual_seed(1)
@@ -194,7 +194,7 @@ def test_reference_matches_loops_and_counts(mask, sq, sk, kw):
 
 
 def test_reference_without_grads_is_the_same_and_too_large_says_so():
-    from attnscope.reference import reference_chunked, too_large
+    from attnscope.workloads.reference import reference_chunked, too_large
 
     c = Case(1, 2, 5, 4, dtype="fp32", mask="sliding:2")
     g = torch.Generator().manual_seed(2)
@@ -223,7 +223,7 @@ VARIANT_MASKS = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("mask", "sq", "sk", "kw"), VARIANT_MASKS)
 def test_every_variant_applies_the_mask(mask, sq, sk, kw):
-    from attnscope.runner import Options, run
+    from attnscope.execute.runner import Options, run
 
     c = Case(2, 4, sq, 16, dtype="fp32", seq_kv=sk, mask=mask, **kw)
     rep = run(c, "naive,sdpa_math,sdpa_flash,sdpa_default,flex", Options(timing_budget_s=0.005, measure_peak=False))
@@ -248,7 +248,7 @@ def test_every_variant_applies_the_mask(mask, sq, sk, kw):
 
 
 def test_flex_block_sparsity_counts_skipped_tiles():
-    from attnscope.mask_mods import block_mask_for, block_sparsity_pct
+    from attnscope.workloads.mask_mods import block_mask_for, block_sparsity_pct
 
     # 512 tokens in 128-blocks: 4×4 tiles; a 128-token sliding window touches the diagonal and the one before
     # it: 4 + 3 = 7 tiles computed, 9 of 16 skipped.
@@ -259,7 +259,7 @@ def test_flex_block_sparsity_counts_skipped_tiles():
 
 
 def test_cli_refuses_the_ambiguous_decode_and_takes_the_mask(capsys):
-    from attnscope.cli import main
+    from attnscope.cli.main import main
 
     assert main(["run", "--device", "cpu", "--seq", "1", "--seq-kv", "64", "--causal"]) == 2
     err = capsys.readouterr().err
@@ -270,7 +270,7 @@ def test_cli_refuses_the_ambiguous_decode_and_takes_the_mask(capsys):
 
 
 def test_plain_causal_does_not_need_attention_gym_but_other_masks_say_so(monkeypatch):
-    from attnscope.mask_mods import count_kept_dense
+    from attnscope.workloads.mask_mods import count_kept_dense
 
     for mod in ("attn_gym", "attn_gym.masks", "attn_gym.mods", "attn_gym.masks.document_mask"):
         monkeypatch.setitem(__import__("sys").modules, mod, None)  # import now raises ImportError

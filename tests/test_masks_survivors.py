@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.masks import MaskSpec, ambiguity_message, check_mask, kept_formula, kept_pairs, parse_mask
+from attnscope.core.masks import MaskSpec, ambiguity_message, check_mask, kept_formula, kept_pairs, parse_mask
 
 
 def _err(fn, *args, **kw) -> str:

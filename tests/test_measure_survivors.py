@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.measure import _iterations, _waits_inside, launch_overhead, summarise
-from attnscope.types import Timing
+from attnscope.core.types import Timing
+from attnscope.measure.timing import _iterations, _waits_inside, launch_overhead, summarise
 
 
 def _t(median: float, lo: float | None = None, method: str = "m") -> Timing:

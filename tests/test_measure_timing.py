@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from attnscope import measure
-from attnscope.report.table import footnotes
-from attnscope.types import Timing
+from attnscope.core.types import Timing
+from attnscope.measure import timing as measure
+from attnscope.report.text.table import footnotes
 
 
 def _t(median: float) -> Timing:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.model.advice import annotate_rows
+from attnscope.analysis.recommend.model import annotate_rows
 
 
 def _timing(median: float, p25: float, p75: float) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from attnscope.cli import main
+from attnscope.cli.main import main
 
 FAST = ["--seq", "32", "--budget", "0.01"]
 

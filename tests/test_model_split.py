@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.model.scopes import parse_scope, scope_name
-from attnscope.model.split import breakdown
+from attnscope.analysis.fingerprint.model_split import breakdown
+from attnscope.core.scopes import parse_scope, scope_name
 from attnscope.trace import trace_from_doc
 from tests.synth import PID, TID, doc, kernel, launch, op
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from attnscope.analysis.fingerprint.model_split import breakdown
 from attnscope.api import analyze
-from attnscope.model.split import breakdown
 from attnscope.trace import load_trace
 from tests.rawtrace import H200
 
@@ -105,8 +105,8 @@ def test_analyze_carries_the_same_split() -> None:
 
 
 def test_a_gemm_is_never_judged_by_the_attention_rate() -> None:
-    from attnscope.analysis.explain import annotate
-    from attnscope.report.json import result_to_dict
+    from attnscope.analysis.annotate import annotate
+    from attnscope.document.schema import result_to_dict
 
     path = H200 / "model" / "model_sdpa_train.json.gz"
     ev = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]

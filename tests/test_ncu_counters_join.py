@@ -10,9 +10,9 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from attnscope.analysis.counters import COUNTERS_SOURCE, tensor_cores_from_counters
-from attnscope.report.table import ncu_lines, ncu_table
-from attnscope.types import Fingerprint, KernelRecord
+from attnscope.analysis.fingerprint.counters import COUNTERS_SOURCE, tensor_cores_from_counters
+from attnscope.core.types import Fingerprint, KernelRecord
+from attnscope.report.text.table import ncu_lines, ncu_table
 
 
 def _fp(*ks: KernelRecord) -> Fingerprint:

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from attnscope import ncu, ncu_run
-from attnscope.analysis.explain import annotate
+from attnscope.analysis.annotate import annotate
 from attnscope.api import analyze
-from attnscope.report.json import result_to_dict
-from attnscope.types import Case
+from attnscope.core.types import Case
+from attnscope.document.schema import result_to_dict
+from attnscope.execute import ncu_run
+from attnscope.measure import ncu
 from tests.rawtrace import DATA, H200
 
 NCU = DATA / "ncu"
@@ -30,7 +31,14 @@ def test_command_profiles_only_the_marked_calls() -> None:
     assert cmd[:3] == ["ncu", "--profile-from-start", "off"]
     assert "--csv" in cmd and cmd[cmd.index("--page") + 1] == "raw"
     assert {cmd[i + 1] for i, c in enumerate(cmd) if c == "--section"} >= {"Occupancy", "WarpStateStats"}
-    assert cmd[cmd.index("python3") :] == ["python3", "-m", "attnscope.ncu_run", "target", "--variants", "sdpa_flash"]
+    assert cmd[cmd.index("python3") :] == [
+        "python3",
+        "-m",
+        "attnscope.execute.ncu_run",
+        "target",
+        "--variants",
+        "sdpa_flash",
+    ]
 
 
 def test_split_by_marker_on_the_recorded_counters() -> None:

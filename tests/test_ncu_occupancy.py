@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
+from attnscope.analysis.fingerprint.occupancy import ARCH_LIMITS, theoretical_occupancy
 
 CSV = Path(__file__).parent / "data" / "ncu" / "h200_fused_kernels.csv"
 

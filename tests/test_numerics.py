@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attnscope.analysis.insights_exec import numerics_off  # noqa: E402
-from attnscope.measure import TOLERANCE, relative_error  # noqa: E402
-from attnscope.report.table import _err  # noqa: E402
-from attnscope.types import Result  # noqa: E402
+from attnscope.analysis.rules.execution import numerics_off  # noqa: E402
+from attnscope.core.types import Result  # noqa: E402
+from attnscope.measure.timing import TOLERANCE, relative_error  # noqa: E402
+from attnscope.report.text.table import _err  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 B, H, S, D = 2, 3, 48, 32

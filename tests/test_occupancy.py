@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
+from attnscope.analysis.fingerprint.occupancy import ARCH_LIMITS, theoretical_occupancy
 
 SM90 = ARCH_LIMITS[(9, 0)]
 

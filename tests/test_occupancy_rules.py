@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import pytest
 
-from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
+from attnscope.analysis.fingerprint.occupancy import ARCH_LIMITS, theoretical_occupancy
 
 SM80, SM86, SM87, SM89, SM90 = (ARCH_LIMITS[cc] for cc in ((8, 0), (8, 6), (8, 7), (8, 9), (9, 0)))
 
@@ -323,7 +323,7 @@ def test_a_resource_the_kernel_does_not_use_is_never_named_the_limiter() -> None
     block, 0 B of shared memory likewise echoes the block limit (32) and is not named."""
     from dataclasses import replace
 
-    from attnscope.analysis.occupancy import ARCH_LIMITS, theoretical_occupancy
+    from attnscope.analysis.fingerprint.occupancy import ARCH_LIMITS, theoretical_occupancy
 
     h = theoretical_occupancy(0, 0, 32, ARCH_LIMITS[(9, 0)])
     assert h is not None and (h.active_blocks_per_sm, h.limiter) == (32, "blocks")

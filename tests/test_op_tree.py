@@ -4,7 +4,7 @@ index -1 for "nothing", whichever op is first."""
 
 from __future__ import annotations
 
-from attnscope.analysis.attribution import attribute, build_op_tree
+from attnscope.analysis.fingerprint.attribution import attribute, build_op_tree
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
 
 PID, TID = 0, 1

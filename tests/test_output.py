@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from attnscope.analysis.explain import annotate
-from attnscope.cli import main
-from attnscope.report.table import render
+from attnscope.analysis.annotate import annotate
+from attnscope.cli.main import main
+from attnscope.report.text.table import render
 
 CPU_RUN = Path(__file__).parent / "data" / "cpu" / "run_all.json"  # a real CPU run of every variant
 H200_RUN = Path(__file__).parent / "data" / "h200" / "run.json"

@@ -8,9 +8,9 @@ import io
 import pytest
 from rich.console import Console
 
-from attnscope.analysis.insights_exec import rate_above_peak
-from attnscope.peak import choose_peak
-from attnscope.report.table import results_table
+from attnscope.analysis.rules.execution import rate_above_peak
+from attnscope.measure.peak import choose_peak
+from attnscope.report.text.table import results_table
 
 
 def test_own_dtype_when_it_is_the_fastest() -> None:
@@ -50,7 +50,7 @@ def test_fp16_cpu_run_never_prints_an_unflagged_pct_above_100(tmp_path) -> None:
     import json
 
     pytest.importorskip("torch")
-    from attnscope.cli import main
+    from attnscope.cli.main import main
 
     out = tmp_path / "fp16.json"
     argv = ["run", "--device", "cpu", "--dtype", "fp16", "--batch", "1", "--heads", "2", "--seq", "128"]

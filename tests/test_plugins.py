@@ -14,8 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attnscope.runner import Options, run  # noqa: E402
-from attnscope.types import Case  # noqa: E402
+from attnscope.core.types import Case  # noqa: E402
+from attnscope.execute.runner import Options, run  # noqa: E402
 from attnscope.variants import REGISTRY, Prepared, Variant, plugins  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

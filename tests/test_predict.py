@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.explain import annotate
+from attnscope.analysis.annotate import annotate
 from attnscope.analysis.predict import KINDS, PredictionError, parse_predictions, to_toml
-from attnscope.analysis.recommend import recommend
-from attnscope.guess import Question, ask, parse_answer, questions, strict_failure
-from attnscope.types import Case, Prediction
+from attnscope.analysis.recommend.run import recommend
+from attnscope.cli.guess import Question, ask, parse_answer, questions, strict_failure
+from attnscope.core.types import Case, Prediction
 
 RUN_JSON = Path(__file__).parent / "data" / "h200" / "run.json"  # the run that captured these traces
 DOC = json.loads(RUN_JSON.read_text())

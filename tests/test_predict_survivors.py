@@ -33,7 +33,7 @@ from attnscope.analysis.predict import (
     parse_predictions,
     to_toml,
 )
-from attnscope.types import Prediction, Verdict
+from attnscope.core.types import Prediction, Verdict
 
 MIB = 1024 * 1024
 CLOSE = "too close to call: the noise band straddles the prediction (a larger --budget or quieter host tells)"

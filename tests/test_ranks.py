@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.breakdown import CATEGORIES
-from attnscope.analysis.ranks import combine
+from attnscope.analysis.fingerprint.breakdown import CATEGORIES
+from attnscope.analysis.fingerprint.ranks import combine
 
 
 def summary(rank, events, gpu_us, device, cats, fams, copy_bytes=0, upcasts=0) -> dict[str, Any]:

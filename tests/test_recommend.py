@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.recommend import recommend
+from attnscope.analysis.recommend.run import recommend
 
 CASE = {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 16, "dtype": "bf16", "causal": False}
 BASIS = "GPU time per call (median)"

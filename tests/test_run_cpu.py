@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from attnscope.cases import make_case  # noqa: E402
-from attnscope.report.json import SCHEMA_VERSION, document, load_document, write_atomic  # noqa: E402
-from attnscope.runner import Options, make_inputs, reference, run  # noqa: E402
-from attnscope.types import Case  # noqa: E402
+from attnscope.core.cases import make_case  # noqa: E402
+from attnscope.core.types import Case  # noqa: E402
+from attnscope.document.schema import SCHEMA_VERSION, document, load_document, write_atomic  # noqa: E402
+from attnscope.execute.runner import Options, make_inputs, reference, run  # noqa: E402
 from attnscope.variants import REGISTRY, Unsupported, resolve  # noqa: E402
 from attnscope.variants.sdpa import trial  # noqa: E402
 
@@ -95,7 +95,7 @@ def test_error_is_relative_norm_against_fp64_math():
     x = make_inputs(TINY, 0)
     ref = reference(TINY, x)
     assert ref.dtype == torch.float64
-    from attnscope.measure import relative_error
+    from attnscope.measure.timing import relative_error
 
     err, nonfinite = relative_error(ref.clone(), ref)
     assert err == 0.0 and not nonfinite
@@ -198,7 +198,7 @@ def test_json_document_schema(tiny_report, tmp_path):
 
 def test_cpu_fingerprint_ignores_gpu_device_properties(tiny_report):
     """A CPU profile taken on a GPU machine lists the GPU in deviceProperties: not our device."""
-    from attnscope.analysis.fingerprint import fingerprint
+    from attnscope.analysis.fingerprint.build import fingerprint
     from attnscope.trace import trace_from_doc
 
     path = next(r.trace_path for r in tiny_report.results if r.variant == "naive")

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis import mask_build, shape
-from attnscope.analysis.attribution import build_op_tree
-from attnscope.analysis.shape import AttentionCall
+from attnscope.analysis.fingerprint import mask_build, shape
+from attnscope.analysis.fingerprint.attribution import build_op_tree
+from attnscope.analysis.fingerprint.shape import AttentionCall
 from attnscope.trace import load_trace, trace_from_doc
 from tests import synth
 from tests.rawtrace import H200, raw_events

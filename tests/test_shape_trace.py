@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from attnscope.analysis import shape
-from attnscope.analysis.attribution import build_op_tree
+from attnscope.analysis.fingerprint import shape
+from attnscope.analysis.fingerprint.attribution import build_op_tree
 from attnscope.api import analyze
 from attnscope.trace import load_trace, trace_from_doc
 from tests import synth

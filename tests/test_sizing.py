@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope import sizing
-from attnscope.cli import main
-from attnscope.types import Case
+from attnscope.cli.main import main
+from attnscope.core.types import Case
+from attnscope.workloads import sizing
 
 MIB = 1024 * 1024
 CPU = Case(batch=1, heads=8, seq_q=512, head_dim=64, dtype="bf16", causal=True, device="cpu")
@@ -90,13 +90,13 @@ def test_cli_refuses_a_case_that_cannot_fit_before_any_work(monkeypatch, capsys)
     def no_run(*_a: object, **_k: object) -> None:
         raise AssertionError("measured")
 
-    monkeypatch.setattr("attnscope.runner.run", no_run)
-    monkeypatch.setattr("attnscope.env.free_memory_bytes", lambda device: 2 * MIB)
+    monkeypatch.setattr("attnscope.execute.runner.run", no_run)
+    monkeypatch.setattr("attnscope.measure.env.free_memory_bytes", lambda device: 2 * MIB)
     assert main(["run", "--device", "cpu", "--no-peak"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not fit" in err[0]
-    monkeypatch.setattr("attnscope.env.free_memory_bytes", lambda device: 1 << 40)
-    monkeypatch.setattr("attnscope.sizing.reference_chunk_bytes", lambda: 64 * MIB)
+    monkeypatch.setattr("attnscope.measure.env.free_memory_bytes", lambda device: 1 << 40)
+    monkeypatch.setattr("attnscope.workloads.sizing.reference_chunk_bytes", lambda: 64 * MIB)
     # 4·8·10⁶·10⁶·64 / 2 = 1.0e15 FLOP per call: 10 calls at 20 TFLOP/s take 512 s > 300 s
     assert main(["run", "--device", "cpu", "--no-peak", "--seq", "1000000", "--variants", "sdpa_flash"]) == 2
     err = capsys.readouterr().err
@@ -111,7 +111,7 @@ def test_a_variant_that_does_not_fit_is_a_skipped_row_and_the_others_run(monkeyp
     import json
 
     pytest.importorskip("torch")
-    monkeypatch.setattr("attnscope.env.free_memory_bytes", lambda device: 300 * MIB)
+    monkeypatch.setattr("attnscope.measure.env.free_memory_bytes", lambda device: 300 * MIB)
     out = tmp_path / "o.json"
     case = ["--batch", "1", "--heads", "1", "--seq", "8192", "--head-dim", "16", "--dtype", "bf16"]
     argv = ["run", "--device", "cpu", *case, "--variants", "naive,sdpa_flash", "--budget", "0.02", "--no-peak"]

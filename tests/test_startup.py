@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from attnscope import trace
-from attnscope.cli import LAZY_COMMANDS, PURE_COMMANDS, _command_in, build_parser
+from attnscope.cli.main import LAZY_COMMANDS, PURE_COMMANDS, _command_in, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "tests" / "data" / "h200" / "sdpa_flash.json"
@@ -36,12 +36,18 @@ def _modules_after(code: str) -> set[str]:
 
 def test_analyze_imports_neither_the_sweep_the_model_bench_nor_the_plugin_machinery(tmp_path) -> None:
     mods = _modules_after(
-        "from attnscope.cli import main\n"
+        "from attnscope.cli.main import main\n"
         f"rc = main(['analyze', {str(H200)!r}, '--json', {str(tmp_path / 'a.json')!r}])\n"
         "assert rc == 0, rc"
     )
-    assert "attnscope.analysis.fingerprint" in mods  # it did analyse
-    for m in ("attnscope.sweep_cli", "attnscope.model.cli", "attnscope.model.bench", "importlib.metadata", "torch"):
+    assert "attnscope.analysis.fingerprint.build" in mods  # it did analyse
+    for m in (
+        "attnscope.cli.sweep",
+        "attnscope.cli.model",
+        "attnscope.execute.model_bench",
+        "importlib.metadata",
+        "torch",
+    ):
         assert m not in mods, m
 
 
@@ -95,7 +101,7 @@ def test_the_command_is_the_first_word_that_is_not_an_option() -> None:
 def test_entry_keeps_the_exit_status_of_a_pure_command(tmp_path) -> None:
     assert {"analyze", "diff", "recommend", "report"} == PURE_COMMANDS
     bad = subprocess.run(
-        [sys.executable, "-m", "attnscope.cli", "analyze", str(tmp_path / "missing.json")],
+        [sys.executable, "-m", "attnscope.cli.main", "analyze", str(tmp_path / "missing.json")],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -104,7 +110,7 @@ def test_entry_keeps_the_exit_status_of_a_pure_command(tmp_path) -> None:
     assert bad.returncode == 2 and "no such file" in bad.stderr
     out = tmp_path / "a.json"
     good = subprocess.run(
-        [sys.executable, "-m", "attnscope.cli", "analyze", str(H200), "--json", str(out)],
+        [sys.executable, "-m", "attnscope.cli.main", "analyze", str(H200), "--json", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from attnscope.cli import main
-from attnscope.job import job_key
-from attnscope.report.sweep_summary import cost_medians, status_counts
-from attnscope.store import Store
-from attnscope.sweep import Axes, grid, parse_causal, parse_choice_axis, parse_int_axis, plan
+from attnscope.cli.main import main
+from attnscope.execute.job import job_key
+from attnscope.execute.store import Store
+from attnscope.execute.sweep import Axes, grid, parse_causal, parse_choice_axis, parse_int_axis, plan
+from attnscope.report.text.sweep_summary import cost_medians, status_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--device", "cpu", "--batch", "1", "--heads", "1", "--head-dim", "16", "--dtype", "fp32"]
@@ -87,7 +87,7 @@ def test_grid_is_the_product_and_budget_tokens_keeps_b_times_s():
 
 
 def test_plan_is_the_grid_minus_what_is_done():
-    from attnscope.job import Options
+    from attnscope.execute.job import Options
 
     cases = grid(Axes(seq=[32, 64], mode=["fwd", "fwd_bwd"]), "cpu")
     done = {job_key("naive", cases[1].to_dict())}
@@ -101,8 +101,8 @@ def test_plan_is_the_grid_minus_what_is_done():
 def test_a_free_worker_keeps_to_its_case_and_leaves_others_theirs():
     from collections import deque
 
-    from attnscope.executors import pick
-    from attnscope.job import Job
+    from attnscope.execute.executors import pick
+    from attnscope.execute.job import Job
 
     c1, c2, c3 = grid(Axes(seq=[32, 64, 128]), "cpu")
     queue = [Job(c, v) for c in (c1, c2, c3) for v in ("naive", "sdpa_flash", "sdpa_math")]
@@ -148,12 +148,12 @@ def _sweep(tmp_path: Path, *extra: str, out: str = "s.jsonl") -> tuple[int, list
 def _fake_recommender(monkeypatch) -> list[list[dict]]:
     """Stand-ins for the recommendation and its rendering: they record what the sweep hands them."""
     seen: list[list[dict]] = []
-    rec = types.ModuleType("attnscope.analysis.sweep_recommend")
+    rec = types.ModuleType("attnscope.analysis.recommend.sweep")
     rec.recommend = lambda rows: (seen.append(rows), {"best": [{"variant": "x"}], "crossovers": [], "policy": []})[1]
-    text = types.ModuleType("attnscope.report.sweep_text")
+    text = types.ModuleType("attnscope.report.text.sweep")
     text.render = lambda r: f"FAKE POLICY with {len(r['best'])} entry"
-    monkeypatch.setitem(sys.modules, "attnscope.analysis.sweep_recommend", rec)
-    monkeypatch.setitem(sys.modules, "attnscope.report.sweep_text", text)
+    monkeypatch.setitem(sys.modules, "attnscope.analysis.recommend.sweep", rec)
+    monkeypatch.setitem(sys.modules, "attnscope.report.text.sweep", text)
     return seen
 
 
@@ -229,7 +229,7 @@ def test_html_flag_writes_the_page_of_every_row_and_is_checked_before_work(tmp_p
 @pytest.mark.slow
 def test_library_run_mode_and_sweep(tmp_path):
     from attnscope.api import run, sweep
-    from attnscope.types import Case
+    from attnscope.core.types import Case
 
     case = Case(batch=1, heads=1, seq_q=32, head_dim=16, dtype="fp32", device="cpu")
     r = run(case, "naive", mode="fwd_bwd", timing_budget_s=0.01, measure_peak=False).results[0]
@@ -294,7 +294,7 @@ def test_after_an_oom_the_same_worker_runs_the_next_case(tmp_path, test_variants
 
 def _start(out: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNSCOPE_VARIANT_MODULES": "tests.variants_for_tests"}
-    cmd = [sys.executable, "-m", "attnscope.cli", "sweep", *TINY, *FAST, "--out", str(out), *extra]
+    cmd = [sys.executable, "-m", "attnscope.cli.main", "sweep", *TINY, *FAST, "--out", str(out), *extra]
     return subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -355,7 +355,7 @@ def test_kill_9_mid_sweep_then_resume_gives_every_row_once(tmp_path):
     finally:
         _cleanup(p)
     assert [r["variant"] for r in Store(out).rows()] == ["naive"]
-    again = [sys.executable, "-m", "attnscope.cli", "sweep", *TINY, *FAST, "--out", str(out), *grid_args]
+    again = [sys.executable, "-m", "attnscope.cli.main", "sweep", *TINY, *FAST, "--out", str(out), *grid_args]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNSCOPE_VARIANT_MODULES": "tests.variants_for_tests"}
     refused = subprocess.run(again, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--resume" in refused.stderr and len(refused.stderr.splitlines()) == 1
@@ -402,9 +402,9 @@ def _comparable(r) -> tuple:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["process", "ray"])
 def test_executors_give_the_inline_rows(name, test_variants):
-    from attnscope.executors import make_executor
-    from attnscope.job import Job, Options
-    from attnscope.types import Case
+    from attnscope.core.types import Case
+    from attnscope.execute.executors import make_executor
+    from attnscope.execute.job import Job, Options
 
     if name == "ray":
         ray = pytest.importorskip("ray")

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.sweep_recommend import recommend
-from attnscope.cli import main
+from attnscope.analysis.recommend.sweep import recommend
+from attnscope.cli.main import main
 
 DATA = Path(__file__).parent / "data" / "cpu"
 CUDNN = [{"name": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0"}]
@@ -498,7 +498,7 @@ def test_cli_prints_and_writes_json(tmp_path, capsys):
 
 def test_page_and_terminal_say_the_same(tmp_path, capsys):
     pytest.importorskip("plotly")
-    from attnscope.report.html import render_html
+    from attnscope.report.html.page import render_html
 
     page = render_html([hand_sweep()])
     src = _write(tmp_path / "s.jsonl", hand_sweep())
@@ -612,7 +612,7 @@ def test_one_case_says_what_the_run_recommendation_says(doc, capsys):
     runner-up is the next implementation: the run's runner-up where that ran other kernels than the best (on the
     CPU: naive_inplace, faster but writing the scores out), else the run's "next clear step" (on the H200:
     sdpa_cudnn ran the kernel sdpa_default ran; flex_compiled is next)."""
-    from attnscope.analysis.recommend import recommend as run_recommend
+    from attnscope.analysis.recommend.run import recommend as run_recommend
 
     results = json.loads(doc.read_text())["results"]
     run = run_recommend(results)

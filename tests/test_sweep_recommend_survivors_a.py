@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.sweep_recommend import (
+from attnscope.analysis.recommend.sweep import (
     _axes,
     _Cond,
     _cond_text,

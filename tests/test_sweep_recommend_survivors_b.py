@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.sweep_recommend import (
+from attnscope.analysis.recommend.sweep import (
     _best_entry,
     _candidates,
     _Cond,

@@ -15,8 +15,8 @@ import json
 from functools import cache
 from typing import Any
 
-from attnscope import ncu
-from attnscope.analysis import kernels as K
+from attnscope.analysis.fingerprint import kernels as K
+from attnscope.measure import ncu
 from tests.rawtrace import DATA
 
 CSV = DATA / "ncu" / "h200_tensor_pipe.csv"

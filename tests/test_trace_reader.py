@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from attnscope.cli import main
+from attnscope.cli.main import main
 from attnscope.trace import TraceError, load_trace, trace_from_doc
 from tests.rawtrace import H200, VARIANTS
 from tests.synth import doc, kernel, launch, op, write_kineto

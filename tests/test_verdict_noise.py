@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from attnscope.analysis.predict import check_predictions, judge, noise_band
-from attnscope.guess import strict_failure
-from attnscope.types import Prediction
+from attnscope.cli.guess import strict_failure
+from attnscope.core.types import Prediction
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 from attnscope.variants import Prepared, Variant, register
 from attnscope.variants.base import Inputs
 

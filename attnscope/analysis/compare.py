@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attnscope.analysis.insights import compute_kernels, is_fused, materialises_scores, r1, short
-from attnscope.analysis.insights_exec import result_insights
-from attnscope.analysis.kernels import attention_family
-from attnscope.types import Insight, NotChecked, Severity
+from attnscope.analysis.fingerprint.kernels import attention_family
+from attnscope.analysis.rules.execution import result_insights
+from attnscope.analysis.rules.insights import compute_kernels, is_fused, materialises_scores, r1, short
+from attnscope.core.types import Insight, NotChecked, Severity
 
 SLOWER_MIN_RATIO = 1.10  # below this a variant is "about as fast" as the best
 
@@ -58,7 +58,7 @@ def overlaps(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
 def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, dict[str, Any] | None, str]]:
     """Ok, numerically sound results of one case, fastest first (a compiled row that ran eager code is not
     what its name says: left out)."""
-    from attnscope.analysis.compiled import fell_back_to_eager
+    from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 
     rows = []
     for r in results:

@@ -18,8 +18,8 @@ import tomllib
 from typing import Any
 
 from attnscope.analysis.compare import ran_backend, timing_of
-from attnscope.analysis.insights import MIB, compute_kernels, main_kernel, safe_softmax_kernels
-from attnscope.types import Prediction, Verdict
+from attnscope.analysis.rules.insights import MIB, compute_kernels, main_kernel, safe_softmax_kernels
+from attnscope.core.types import Prediction, Verdict
 
 # kind → (what the value is, the shape it takes)
 KINDS: dict[str, tuple[str, str]] = {

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 
 if TYPE_CHECKING:
     import torch

@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
 
 _IMPORTS: dict[str, tuple[Any, str | None]] = {}

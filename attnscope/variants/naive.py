@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 from attnscope.variants.base import Inputs, Prepared, Variant
 
 
 def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
     import torch
 
-    from attnscope.mask_mods import alibi_bias, dense_keep
+    from attnscope.workloads.mask_mods import alibi_bias, dense_keep
 
     q, k, v, scale = x.q, x.k, x.v, x.scale
     groups = case.heads // case.num_kv_heads

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
 
 GROUP = "attnscope.variants"

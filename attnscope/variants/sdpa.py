@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
 from attnscope.variants.sdpa_why import BACKEND_OF_FORCED
 
@@ -32,7 +32,7 @@ class SdpaMask:
 
 def sdpa_mask(case: Case, x: Inputs) -> SdpaMask:
     """is_causal where it is exactly the mask, causal_lower_right's CausalBias where that is, else a dense mask."""
-    from attnscope.mask_mods import dense_bias, dense_keep
+    from attnscope.workloads.mask_mods import dense_bias, dense_keep
 
     m = case.mask_spec
     if not case.alibi:

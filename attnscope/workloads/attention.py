@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.types import Case
+from attnscope.core.types import Case
 from attnscope.variants.base import Inputs
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -37,8 +37,8 @@ def make_inputs(case: Case, seed: int, requires_grad: bool = False) -> Inputs:
 
 def reference(case: Case, x: Inputs) -> Any:
     """fp64 attention with the case's mask and score modification, in chunks; None when too large
-    (``attnscope.reference.too_large`` says why)."""
-    from attnscope.reference import reference_chunked, too_large
+    (``attnscope.workloads.reference.too_large`` says why)."""
+    from attnscope.workloads.reference import reference_chunked, too_large
 
     if too_large(case) is not None:
         return None
@@ -47,7 +47,7 @@ def reference(case: Case, x: Inputs) -> Any:
 
 def reference_grads(case: Case, x: Inputs) -> dict[str, Any] | None:
     """The output and dq, dk, dv of the same fp64 attention for the inputs' dO; None when too large."""
-    from attnscope.reference import reference_chunked, too_large
+    from attnscope.workloads.reference import reference_chunked, too_large
 
     if x.grad_out is None:
         raise ValueError("reference_grads needs inputs made with requires_grad=True (no dO)")
@@ -58,7 +58,7 @@ def reference_grads(case: Case, x: Inputs) -> dict[str, Any] | None:
 
 def reference_skipped(case: Case) -> str:
     """Why the reference was not computed, in numbers."""
-    from attnscope.reference import too_large
+    from attnscope.workloads.reference import too_large
 
     big = too_large(case, grads=case.mode == "fwd_bwd")
     return big.reason if big else "error not checked"

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from attnscope.capture import capture
+from attnscope.measure.capture import capture
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "copy_traces")
 OUT.mkdir(parents=True, exist_ok=True)

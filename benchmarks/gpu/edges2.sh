@@ -9,7 +9,7 @@ W=/tmp/edges2; rm -rf $W; mkdir -p $W
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_LEVEL=6
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
-timeout 150 python3 -m attnscope.cli run --variants sdpa_flash,sdpa_cudnn,sdpa_efficient,flex_compiled --ncu \
+timeout 150 python3 -m attnscope.cli.main run --variants sdpa_flash,sdpa_cudnn,sdpa_efficient,flex_compiled --ncu \
   --kernels --no-peak --json $W/run_ncu.json > $W/run_ncu.txt 2>&1
 echo "run --ncu: rc=$? $(( $(date +%s) - t0 )) s"; grep -E "Nsight|ncu|achieved" $W/run_ncu.txt | cut -c1-220 | head -12
 t0=$(date +%s)

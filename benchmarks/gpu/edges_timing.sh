@@ -21,7 +21,7 @@ t0=$(date +%s)
 timeout 150 python3 benchmarks/gpu/host_timing.py $W/host_timing.json > $W/host_timing.txt 2>&1
 echo "host timing: rc=$? $(( $(date +%s) - t0 )) s"; cat $W/host_timing.txt | cut -c1-150
 t0=$(date +%s)
-timeout 90 python3 -m attnscope.cli run --variants naive,sdpa_math,sdpa_efficient,sdpa_flash,sdpa_cudnn,sdpa_default,flex \
+timeout 90 python3 -m attnscope.cli.main run --variants naive,sdpa_math,sdpa_efficient,sdpa_flash,sdpa_cudnn,sdpa_default,flex \
   --batch 1 --heads 8 --seq 512 --head-dim 64 --json $W/run_small.json > $W/run_small.txt 2>&1
 echo "run small: rc=$? $(( $(date +%s) - t0 )) s"
 tar czf "$OUT/edges_timing.tgz" -C /tmp edges_timing && ls -la "$OUT/edges_timing.tgz"

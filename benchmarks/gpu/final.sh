@@ -15,11 +15,11 @@ t0=$(date +%s)
 timeout 200 python3 benchmarks/gpu/host_timing3.py $W/host_timing3.json > $W/host_timing3.txt 2>&1
 echo "host timing 3: rc=$? $(( $(date +%s) - t0 )) s"; cut -c1-230 $W/host_timing3.txt
 t0=$(date +%s)
-timeout 260 python3 -m attnscope.cli run --variants all --ncu --kernels --json $W/run_ncu_all.json \
+timeout 260 python3 -m attnscope.cli.main run --variants all --ncu --kernels --json $W/run_ncu_all.json \
   > $W/run_ncu_all.txt 2>&1
 echo "run --ncu all: rc=$? $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
-timeout 150 python3 -m attnscope.cli run --dtype fp32 --variants flex_compiled,sdpa_efficient,sdpa_math --ncu \
+timeout 150 python3 -m attnscope.cli.main run --dtype fp32 --variants flex_compiled,sdpa_efficient,sdpa_math --ncu \
   --kernels --no-peak --json $W/run_ncu_fp32.json > $W/run_ncu_fp32.txt 2>&1
 echo "run --ncu fp32: rc=$? $(( $(date +%s) - t0 )) s"; grep -E "name table said|TC|CPU µs" $W/run_ncu_fp32.txt | cut -c1-200 | head
 tar czf "$OUT/final.tgz" -C /tmp final && ls -la "$OUT/final.tgz"

@@ -15,9 +15,9 @@ t0=$(date +%s)
 timeout 220 python3 benchmarks/gpu/host_timing3.py $W/host_timing3.json > $W/host_timing3.txt 2>&1
 echo "host timing 3: rc=$? $(( $(date +%s) - t0 )) s"; cut -c1-200 $W/host_timing3.txt | grep -E "tool|b1ms_spin_last|b5ms|cuDNN/flash"
 t0=$(date +%s)
-timeout 150 python3 -m attnscope.cli run --json $W/run_default.json > $W/run_default.txt 2>&1
+timeout 150 python3 -m attnscope.cli.main run --json $W/run_default.json > $W/run_default.txt 2>&1
 echo "run default: rc=$? $(( $(date +%s) - t0 )) s"; grep -E "^│" $W/run_default.txt | cut -c1-160
-timeout 90 python3 -m attnscope.cli run --batch 1 --heads 8 --seq 512 --head-dim 64 \
+timeout 90 python3 -m attnscope.cli.main run --batch 1 --heads 8 --seq 512 --head-dim 64 \
   --variants sdpa_flash,sdpa_cudnn,sdpa_efficient --kernels --json $W/run_small.json > $W/run_small.txt 2>&1
 echo "run small: rc=$?"; grep -E "^│ (sdpa|[0-9])" $W/run_small.txt | cut -c1-160
 tar czf "$OUT/final2.tgz" -C /tmp final2 && ls -la "$OUT/final2.tgz"

@@ -9,9 +9,9 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"; date -u; } > $W/env.txt 2>&1
-timeout 150 python3 -m attnscope.cli run --variants all --json $W/run_default.json > $W/run_default.txt 2>&1
+timeout 150 python3 -m attnscope.cli.main run --variants all --json $W/run_default.json > $W/run_default.txt 2>&1
 echo "run default: rc=$?"; grep -E "^│ [a-z]" $W/run_default.txt | grep -v skipped | cut -c1-150
-timeout 90 python3 -m attnscope.cli run --batch 1 --heads 8 --seq 512 --head-dim 64 \
+timeout 90 python3 -m attnscope.cli.main run --batch 1 --heads 8 --seq 512 --head-dim 64 \
   --variants sdpa_flash,sdpa_cudnn,sdpa_efficient,sdpa_default --json $W/run_small.json > $W/run_small.txt 2>&1
 echo "run small: rc=$?"; grep -E "^│ sdpa" $W/run_small.txt | cut -c1-150
 timeout 100 python3 benchmarks/gpu/host_diag.py > $W/host_diag.txt 2>&1; echo "diag: rc=$?"; grep -v Warning $W/host_diag.txt

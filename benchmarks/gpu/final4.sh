@@ -17,6 +17,6 @@ t0=$(date +%s)
 timeout 330 python3 -m pytest -q -p no:cacheprovider -rs -x tests > $W/pytest.txt 2>&1
 echo "pytest: rc=$? $(( $(date +%s) - t0 )) s"; tail -4 $W/pytest.txt
 t0=$(date +%s)
-timeout 150 python3 -m attnscope.cli run --variants all --kernels --json $W/run_all.json > $W/run_all.txt 2>&1
+timeout 150 python3 -m attnscope.cli.main run --variants all --kernels --json $W/run_all.json > $W/run_all.txt 2>&1
 echo "run all: rc=$? $(( $(date +%s) - t0 )) s"; grep -E "^│ [a-z]" $W/run_all.txt | grep -v skipped | head -12 | cut -c1-150
 tar czf "$OUT/final4.tgz" -C /tmp final4 && ls -la "$OUT/final4.tgz"

@@ -31,7 +31,7 @@ GRID="--device cuda --heads 16 --seq 128..16384x2 --head-dim 64,128 --causal bot
       --budget-tokens 16384 --budget 0.05 --timeout 90"
 t0=$(date +%s)
 # shellcheck disable=SC2086
-timeout -s INT -k 20 "$CAP" python3 -m attnscope.cli sweep $GRID --variants flex_compiled --out $W/flex_compiled.jsonl \
+timeout -s INT -k 20 "$CAP" python3 -m attnscope.cli.main sweep $GRID --variants flex_compiled --out $W/flex_compiled.jsonl \
   --resume > $W/sweep.txt 2>&1
 echo "flex_compiled sweep: rc=$? in $(( $(date +%s) - t0 )) s (124: stopped at the cap after saving, resumable)"
 python3 - $W/flex_compiled.jsonl <<'PY'

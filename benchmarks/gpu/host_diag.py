@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 
-from attnscope import measure
-from attnscope.runner import make_inputs
-from attnscope.types import Case
+from attnscope.core.types import Case
+from attnscope.execute.runner import make_inputs
+from attnscope.measure import timing as measure
 from attnscope.variants import resolve
 
 CASE = Case(batch=1, heads=8, seq_q=512, head_dim=64, device="cuda")
@@ -46,7 +46,7 @@ def main() -> None:
             warnings.simplefilter("ignore")
             preps[n] = v.prepare(CASE, x)
     sample(preps, "fresh")
-    from attnscope.worker import measure_peak
+    from attnscope.execute.worker import measure_peak
 
     measure_peak(CASE)
     sample(preps, "after the matmul peak")
@@ -55,7 +55,7 @@ def main() -> None:
     ref = reference(CASE, x)
     sample(preps, "after the fp64 reference")
     del ref
-    from attnscope.capture import capture
+    from attnscope.measure.capture import capture
 
     with tempfile.TemporaryDirectory() as d:
         capture(preps["sdpa_flash"].fn, Path(d) / "t.json", cuda=True)
@@ -68,9 +68,9 @@ def main() -> None:
     ) as pr:
         pr.add_task("x")
         sample(preps, "inside a rich progress spinner")
-    from attnscope.job import Job
-    from attnscope.runner import Options
-    from attnscope.worker import measure_one
+    from attnscope.execute.job import Job
+    from attnscope.execute.runner import Options
+    from attnscope.execute.worker import measure_one
 
     for n in preps:
         r = measure_one(Job(variant=n, case=CASE, options=Options(timing_budget_s=0.3, measure_peak=False)))

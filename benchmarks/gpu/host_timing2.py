@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from attnscope import measure
-from attnscope.runner import make_inputs
-from attnscope.types import Case
+from attnscope.core.types import Case
+from attnscope.execute.runner import make_inputs
+from attnscope.measure import timing as measure
 from attnscope.variants import resolve
 
 ROUNDS = 5

@@ -13,11 +13,11 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 KINETO_LOG_
 python3 -c "import plotly; print('plotly', plotly.__version__)" 2>&1 | tee $P/versions.txt
 python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)" 2>&1 | tee -a $P/versions.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a $P/versions.txt
-timeout 420 python3 -m attnscope.cli run --variants all --kernels --trace-dir $P/traces --json $P/run.json \
+timeout 420 python3 -m attnscope.cli.main run --variants all --kernels --trace-dir $P/traces --json $P/run.json \
   --html $P/run.html > $P/run.txt 2>&1; echo "run rc=$?" | tee -a $P/versions.txt
-timeout 120 python3 -m attnscope.cli analyze $P/traces/sdpa_math.json $P/traces/flex.json --json $P/analyze.json \
+timeout 120 python3 -m attnscope.cli.main analyze $P/traces/sdpa_math.json $P/traces/flex.json --json $P/analyze.json \
   --html $P/analyze.html > $P/analyze.txt 2>&1; echo "analyze rc=$?" | tee -a $P/versions.txt
-timeout 120 python3 -m attnscope.cli report $P/run.json $P/analyze.json -o $P/both.html 2>&1 | tee -a $P/versions.txt
+timeout 120 python3 -m attnscope.cli.main report $P/run.json $P/analyze.json -o $P/both.html 2>&1 | tee -a $P/versions.txt
 python3 - <<'PY' 2>&1 | tee $P/summary.txt
 import json
 d = json.load(open("/tmp/html/run.json"))

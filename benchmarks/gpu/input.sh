@@ -12,7 +12,7 @@ set -u
 W=/tmp/input; rm -rf $W; mkdir -p $W
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_LEVEL=6
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-A="python3 -m attnscope.cli"
+A="python3 -m attnscope.cli.main"
 {
   for args in "run --device cuda:5" "run --device cuda:-1" "run --device mps" "variants --device cuda:3" \
               "run --device cuda --seq 1000000" "run --device cuda --batch 100000" \
@@ -37,8 +37,8 @@ echo "default: rc=$? $(( $(date +%s) - t0 )) s"
 python3 - "$W" > $W/estimates.txt 2>&1 <<'PY'
 import json, sys
 from pathlib import Path
-from attnscope import sizing
-from attnscope.types import Case
+from attnscope.workloads import sizing
+from attnscope.core.types import Case
 keys = ("batch", "heads", "seq_q", "head_dim", "dtype", "causal", "kv_heads", "seq_kv")
 for name in ("fp16", "fit", "default"):
     p = Path(sys.argv[1]) / f"{name}.json"

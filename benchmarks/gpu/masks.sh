@@ -57,7 +57,7 @@ run() {  # name, time limit (s), attnscope run arguments...
     local name=$1 limit=$2
     shift 2
     local t0=$SECONDS
-    timeout "$limit" python3 -m attnscope.cli run "$@" --json "$T/$name.json" >"$T/$name.txt" 2>&1
+    timeout "$limit" python3 -m attnscope.cli.main run "$@" --json "$T/$name.json" >"$T/$name.txt" 2>&1
     echo "== $name: rc=$? in $((SECONDS - t0)) s"
     grep -E "^│" "$T/$name.txt" | cut -c1-200 | head -24
 }

@@ -15,13 +15,13 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 (nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)'; python3 -c 'import flash_attn; print("flash_attn", flash_attn.__version__)') > $W/versions.txt 2>&1
 cat $W/versions.txt
 t0=$(date +%s)
-timeout 170 python3 -m attnscope.cli model --config llama-3-8b --layers 2 --batch 2 --seq 2048 --time-limit 110 \
+timeout 170 python3 -m attnscope.cli.main model --config llama-3-8b --layers 2 --batch 2 --seq 2048 --time-limit 110 \
   --mode prefill,decode,train --impl eager,sdpa,flex_attention,flash_attention_2 --budget 1.0 \
   --json $W/llama3_8b_h200.json --trace-dir $W/traces > $W/llama3_8b_h200.txt 2> $W/llama3_8b_h200.err
 echo "model: rc=$? $(( $(date +%s) - t0 )) s"; cut -c1-200 $W/llama3_8b_h200.txt | tail -60
 t0=$(date +%s)
 if [ -f $W/traces/model_sdpa_train.json ]; then
-  timeout 30 python3 -m attnscope.cli analyze $W/traces/model_sdpa_train.json > $W/analyze_train_sdpa.txt 2>&1
+  timeout 30 python3 -m attnscope.cli.main analyze $W/traces/model_sdpa_train.json > $W/analyze_train_sdpa.txt 2>&1
   echo "analyze: rc=$? $(( $(date +%s) - t0 )) s"
 fi
 t0=$(date +%s)

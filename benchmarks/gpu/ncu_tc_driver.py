@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from attnscope.runner import make_inputs
-from attnscope.types import Case
+from attnscope.core.types import Case
+from attnscope.execute.runner import make_inputs
 from attnscope.variants import resolve
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "sections.json")

@@ -163,7 +163,7 @@ def _traces():
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from attnscope.capture import capture
+    from attnscope.measure.capture import capture
 
     b, h, kvh, s, d = 1, 8, 2, 512, 64
     q = torch.randn(b, h, s, d, device=DEV, dtype=dt, requires_grad=True)

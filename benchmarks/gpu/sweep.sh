@@ -23,7 +23,7 @@ PARTS=${PARTS:-subset,sweep}
 W=/tmp/sweep; rm -rf $W; mkdir -p $W/traces
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_LEVEL=6
-A="python3 -m attnscope.cli"
+A="python3 -m attnscope.cli.main"
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 # cap WANT RESERVE: WANT seconds, or what is left after keeping RESERVE for the steps after this one
 cap() { local l=$(( $(left) - $2 )); if [ "$l" -lt "$1" ]; then echo "$l"; else echo "$1"; fi; }

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import attnscope
-from attnscope.cases import make_case
-from attnscope.report.json import result_to_dict
-from attnscope.store import Store
+from attnscope.core.cases import make_case
+from attnscope.document.schema import result_to_dict
+from attnscope.execute.store import Store
 
 VARIANTS = "naive_inplace,sdpa_math,sdpa_flash,sdpa_default"
 

@@ -1,0 +1,58 @@
+"""One entry point that adds the explanations to a result document.  Pure.
+
+``annotate`` is what `attnscope run` and `attnscope analyze` both call on the JSON-shaped
+document: insights (and the rules not checked, with why) per result, the recommendation
+for the case, and, when predictions were written first, a verdict for each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from attnscope.analysis.compare import explain_results
+from attnscope.analysis.predict import check_predictions
+from attnscope.analysis.recommend.run import recommend
+from attnscope.core.types import Prediction, Verdict
+
+
+def verdict_to_dict(v: Verdict) -> dict[str, Any]:
+    d = dataclasses.asdict(v)
+    d["prediction"] = dataclasses.asdict(v.prediction)
+    return d
+
+
+def _with_declared_flags(r: dict[str, Any]) -> dict[str, Any]:
+    """A row written before variants declared their flags gets them from the registry, by its variant."""
+    if "family" in r:
+        return r
+    from attnscope.variants import REGISTRY  # plain declarations; no torch at import
+
+    v = REGISTRY.get(r.get("variant") or "")
+    if v is not None:
+        r["family"], r["backend"] = v.family, v.backend
+    return r
+
+
+def annotate(doc: dict[str, Any], predictions: list[Prediction] | None = None) -> dict[str, Any]:
+    """A copy of ``doc`` with ``insights``/``insights_not_checked`` per result, ``recommendation``,
+    and, if ``predictions`` is given, ``predictions`` and ``verdicts``."""
+    results = [_with_declared_flags(dict(r)) for r in doc.get("results") or []]
+    for r, (found, missing) in zip(results, explain_results(results), strict=True):
+        r["insights"] = [dataclasses.asdict(i) for i in found]
+        r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
+    out = dict(doc)
+    out["results"] = results
+    rec = recommend(results)
+    out["recommendation"] = dataclasses.asdict(rec) if rec else None
+    if predictions is not None:
+        out["predictions"] = [dataclasses.asdict(p) for p in predictions]
+        out["verdicts"] = [verdict_to_dict(v) for v in check_predictions(predictions, results)]
+    return out
+
+
+def verdict_counts(doc: dict[str, Any]) -> dict[str, int]:
+    counts = {"hit": 0, "miss": 0, "close": 0, "unknown": 0}
+    for v in doc.get("verdicts") or []:
+        counts[v["outcome"]] += 1
+    return counts

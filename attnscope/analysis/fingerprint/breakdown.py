@@ -1,0 +1,356 @@
+"""Model-scale summary of one trace: where GPU time goes and why.  Pure, no torch.
+
+Built from the same :class:`~attnscope.analysis.fingerprint.build.Analysis` as the
+fingerprint (one pass over the trace), into the JSON-shaped ``trace_summary``:
+categories, attention families, top kernels with their launching ops, launch
+overhead, GPU idle time, and the top hidden copies and upcasts.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from operator import attrgetter
+from typing import Any, get_args
+
+from attnscope.analysis.fingerprint import kernels as K
+from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
+from attnscope.analysis.fingerprint.build import Analysis
+from attnscope.core.types import Category
+from attnscope.trace import GpuEvent, Trace
+
+CATEGORIES: tuple[str, ...] = get_args(Category)  # the one list, in types.py
+# Idle gaps between GPU events, bucketed by length (µs): upper bounds.
+GAP_BUCKETS_US = (10.0, 100.0, 1000.0, float("inf"))
+GAP_LABELS = ("<10us", "10-100us", "100us-1ms", ">1ms")
+_TS = attrgetter("ts")
+
+
+def percentile(sorted_vals: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an already sorted list (q in 0..100)."""
+    if not sorted_vals:
+        return None
+    k = min(len(sorted_vals) - 1, max(0, round(q / 100 * (len(sorted_vals) - 1))))
+    return sorted_vals[k]
+
+
+def _dist(vals: list[float]) -> dict[str, float | int | None]:
+    s = sorted(vals)
+    return {
+        "num": len(s),
+        "total_us": round(sum(s), 3),
+        "mean_us": round(sum(s) / len(s), 3) if s else None,
+        "p50_us": _r(percentile(s, 50)),
+        "p95_us": _r(percentile(s, 95)),
+        "max_us": _r(s[-1]) if s else None,
+    }
+
+
+def _r(v: float | None) -> float | None:
+    return round(v, 3) if v is not None else None
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 2) if whole > 0 else 0.0
+
+
+def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
+    """Attention family of each op from itself or its nearest ancestor (math has no kernel of its own)."""
+    fam: list[K.AttentionFamily | None] = [None] * len(tree.ops)
+    own = {n: f for n in tree.names if (f := K.attention_op_family(n)) is not None}
+    if not own:
+        return fam
+    parent = tree.parent
+    # tree.ops is sorted by start within a thread, so a parent always comes before its children.
+    for i, op in enumerate(tree.ops):
+        f = own.get(op.name)
+        if f is None:
+            p = parent[i]
+            if p >= 0:
+                f = fam[p]
+        fam[i] = f
+    return fam
+
+
+def kernel_families(att: Attribution) -> list[tuple[K.AttentionFamily, str] | None]:
+    """(family, implementation) per GPU event: the kernel's name first, then the op above it."""
+    ops_fam = op_families(att.tree)
+    out: list[tuple[K.AttentionFamily, str] | None] = []
+    for g, li in zip(att.gpu, att.launcher, strict=True):
+        hit = K.attention_impl(g.name) if g.kind == "kernel" else None
+        if hit is None and li >= 0 and ops_fam[li] is not None:
+            f = ops_fam[li]
+            assert f is not None
+            hit = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
+        out.append(hit)
+    return out
+
+
+def _categories_of(att: Attribution) -> list[str]:
+    """The category of each GPU event, worked out once per (name, kind)."""
+    memo: dict[tuple[str, str], str] = {}
+    out = []
+    for g in att.gpu:
+        key = (g.name, g.kind)
+        c = memo.get(key)
+        if c is None:
+            c = memo[key] = K.classify_gpu(g.name, g.kind)
+        out.append(c)
+    return out
+
+
+def categories(att: Attribution, total_us: float, cats: list[str] | None = None) -> list[dict[str, Any]]:
+    n: Counter[str] = Counter()
+    t: dict[str, float] = defaultdict(float)
+    for g, c in zip(att.gpu, cats if cats is not None else _categories_of(att), strict=True):
+        n[c] += 1
+        t[c] += g.dur
+    return [
+        {"category": c, "num_kernels": n[c], "time_us": round(t[c], 3), "share_pct": _pct(t[c], total_us)}
+        for c in CATEGORIES
+    ]
+
+
+def families(
+    att: Attribution, fams: list[tuple[K.AttentionFamily, str] | None], total_us: float, top: int
+) -> list[dict[str, Any]]:
+    agg: dict[str, dict[str, Any]] = {}
+    by_name: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for g, hit in zip(att.gpu, fams, strict=True):
+        if hit is None:
+            continue
+        fam, impl = hit
+        a = agg.setdefault(fam, {"family": fam, "implementations": set(), "num_kernels": 0, "time_us": 0.0})
+        a["implementations"].add(impl)
+        a["num_kernels"] += 1
+        a["time_us"] += g.dur
+        by_name[fam][g.name] += g.dur
+    calls = _family_calls(att.tree)
+    out = []
+    for name, a in sorted(agg.items(), key=lambda kv: -kv[1]["time_us"]):
+        fwd, bwd = calls.get(name, (0, 0))
+        row: dict[str, Any] = {
+            "family": name,
+            "implementations": sorted(a["implementations"]),
+            "num_kernels": a["num_kernels"],
+            "num_distinct_kernels": len(by_name[name]),
+            "time_us": round(a["time_us"], 3),
+            "share_pct": _pct(a["time_us"], total_us),
+            "num_forward_calls": fwd,
+            "num_backward_calls": bwd,
+            "kernels": sorted(by_name[name], key=lambda k: -by_name[name][k])[:top],
+        }
+        if fwd == bwd == 0:  # kernels but no attention op above them: the calls are not in the trace
+            row["num_forward_calls"] = row["num_backward_calls"] = None
+            row["calls_unknown"] = (
+                "no attention op above these kernels (a library called outside aten, e.g. FlashInfer or the cuDNN "
+                "frontend): the trace does not say how many calls they were"
+            )
+        out.append(row)
+    return out
+
+
+def _family_calls(tree: OpTree) -> dict[str, tuple[int, int]]:
+    """Outermost attention ops per family (an SDPA call nests several), forward and backward."""
+    calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    wanted = {n for n in tree.names if K.attention_op_family(n) is not None and K.attention_call_op(n)}
+    for i, op in enumerate(tree.ops):
+        if op.name not in wanted:
+            continue
+        f = K.attention_op_family(op.name) or "other"  # not None: the name is in ``wanted``
+        p = tree.parent[i]
+        if p >= 0 and K.attention_op_family(tree.ops[p].name) == f:
+            continue
+        calls[f][1 if "backward" in op.name.lower() else 0] += 1
+    return {f: (v[0], v[1]) for f, v in calls.items()}
+
+
+def top_kernels(
+    att: Attribution, fams: list[tuple[K.AttentionFamily, str] | None], total_us: float, top: int
+) -> list[dict[str, Any]]:
+    time: dict[str, float] = defaultdict(float)
+    count: Counter[str] = Counter()
+    launchers: dict[str, Counter[str]] = defaultdict(Counter)
+    family: dict[str, str | None] = {}
+    for g, li, hit in zip(att.gpu, att.launcher, fams, strict=True):
+        time[g.name] += g.dur
+        count[g.name] += 1
+        launchers[g.name][att.tree.ops[li].name if li >= 0 else "(unattributed)"] += 1
+        family.setdefault(g.name, hit[0] if hit else None)
+    names = sorted(time, key=lambda k: -time[k])[:top]
+    kinds = {g.name: g.kind for g in att.gpu}
+    return [
+        {
+            "name": k,
+            "category": K.classify_gpu(k, kinds[k]),
+            "attention_family": family[k],
+            "num_calls": count[k],
+            "time_us": round(time[k], 3),
+            "mean_us": round(time[k] / count[k], 3),
+            "share_pct": _pct(time[k], total_us),
+            "launched_by": [{"op": op, "count": c} for op, c in launchers[k].most_common(3)],
+        }
+        for k in names
+    ]
+
+
+def top_ops(att: Attribution, total_us: float, top: int, cats_of: list[str] | None = None) -> list[dict[str, Any]]:
+    """Launching ops ranked by the GPU time of the kernels they launched."""
+    time: dict[str, float] = defaultdict(float)
+    count: Counter[str] = Counter()
+    cats: dict[str, Counter[str]] = defaultdict(Counter)
+    ops = att.tree.ops
+    each = cats_of if cats_of is not None else _categories_of(att)
+    for g, li, c in zip(att.gpu, att.launcher, each, strict=True):
+        op = ops[li].name if li >= 0 else "(unattributed)"
+        time[op] += g.dur
+        count[op] += 1
+        cats[op][c] += 1
+    return [
+        {
+            "op": op,
+            "num_kernels": count[op],
+            "time_us": round(time[op], 3),
+            "share_pct": _pct(time[op], total_us),
+            "categories": dict(cats[op].most_common()),
+        }
+        for op in sorted(time, key=lambda k: -time[k])[:top]
+    ]
+
+
+def launch_stats(att: Attribution, trace: Trace, window: tuple[float, float] | None) -> dict[str, Any]:
+    """Runtime-call time per API and the delay from each launch to its GPU event's start."""
+    per_api: dict[str, list[float]] = defaultdict(list)
+    calls = trace.runtime if window is None else [r for r in trace.runtime if window[0] <= r.ts <= window[1]]
+    for r in calls:
+        per_api[r.name].append(r.dur)
+    delays: list[float] = []
+    launch_bound = 0
+    linked = 0
+    for g, rt in zip(att.gpu, att.runtime, strict=True):
+        if rt is None:
+            continue
+        linked += 1
+        delays.append(g.ts - rt.ts)
+        if g.dur < rt.dur:
+            launch_bound += 1
+    apis = sorted(per_api.items(), key=lambda kv: -sum(kv[1]))
+    return {
+        "runtime_calls": [{"name": k, **_dist(v)} for k, v in apis],
+        "runtime_total_us": round(sum(r.dur for r in calls), 3),
+        "num_linked_gpu_events": linked,
+        "launch_to_start_us": _dist(delays),
+        "num_shorter_than_launch": launch_bound,
+    }
+
+
+def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
+    """Per device: span, busy (union over streams), idle gaps between GPU events; per stream: busy."""
+    devices: dict[int | None, list[GpuEvent]] = defaultdict(list)
+    streams: dict[tuple[int | None, int | None], list[float]] = defaultdict(list)
+    for g in gpu:
+        devices[g.device].append(g)
+        streams[(g.device, g.stream)].append(g.dur)
+    return {
+        "devices": [_device_idle(dev, evs, top) for dev, evs in sorted(devices.items(), key=lambda kv: str(kv[0]))],
+        "streams": [
+            {"device": d, "stream": s, "num_events": len(v), "busy_us": round(sum(v), 3)}
+            for (d, s), v in sorted(streams.items(), key=lambda kv: -sum(kv[1]))
+        ],
+    }
+
+
+def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, Any]:
+    evs = sorted(evs, key=_TS)  # already in start order when they come from an Attribution: linear
+    busy = 0.0
+    gaps: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it)
+    cur_start, cur_end = evs[0].ts, evs[0].ts + evs[0].dur
+    for i, e in enumerate(evs[1:], 1):
+        end = e.ts + e.dur
+        if e.ts > cur_end:
+            busy += cur_end - cur_start
+            gaps.append((e.ts - cur_end, cur_end, i))
+            cur_start, cur_end = e.ts, end
+        elif end > cur_end:
+            cur_end = end
+    busy += cur_end - cur_start
+    span = max([e.ts + e.dur for e in evs]) - evs[0].ts
+    buckets = [0] * len(GAP_BUCKETS_US)
+    for gap, _, _ in gaps:
+        buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
+    largest = sorted(gaps, reverse=True)[:top]
+    return {
+        "device": dev,
+        "span_us": round(span, 3),
+        "busy_us": round(busy, 3),
+        "idle_us": round(span - busy, 3),
+        "idle_pct": _pct(span - busy, span),
+        "num_gaps": len(gaps),
+        "gaps_by_length": dict(zip(GAP_LABELS, buckets, strict=True)),
+        "largest_gaps": [
+            {"gap_us": round(g, 3), "after_us": round(s - evs[0].ts, 3), "before": evs[i - 1].name, "next": evs[i].name}
+            for g, s, i in largest
+        ],
+    }
+
+
+def _ranked(items: list[tuple[tuple[Any, ...], int, float]], keys: tuple[str, ...], top: int) -> dict[str, Any]:
+    """Group (key, bytes, µs) items by key: count, bytes and time per group, most time first."""
+    agg: dict[tuple[Any, ...], list[float]] = {}
+    for key, nbytes, us in items:
+        a = agg.setdefault(key, [0, 0, 0.0])
+        a[0] += 1
+        a[1] += nbytes
+        a[2] += us
+    rows: list[dict[str, Any]] = [
+        {**dict(zip(keys, k, strict=True)), "count": int(v[0]), "bytes": int(v[1]), "time_us": round(v[2], 3)}
+        for k, v in agg.items()
+    ]
+    rows.sort(key=lambda r: (-r["time_us"], -r["bytes"]))
+    return {
+        "num": len(items),
+        "bytes": sum(b for _, b, _ in items),
+        "time_us": round(sum(us for _, _, us in items), 3),
+        "top": rows[:top],
+    }
+
+
+def top_copies(an: Analysis, top: int) -> dict[str, Any]:
+    items = [
+        ((c.op, c.copy_op, c.device_event, c.kind, c.inside), c.bytes, c.duration_us or 0.0)
+        for c in an.fingerprint.hidden_copies
+    ]
+    return _ranked(items, ("op", "copy_op", "device_event", "kind", "inside"), top)
+
+
+def top_upcasts(an: Analysis, top: int) -> dict[str, Any]:
+    items = [
+        ((u.op, u.src_dtype, u.dst_dtype, u.inside), u.bytes, us or 0.0)
+        for u, us in zip(an.fingerprint.upcasts, an.upcast_us, strict=True)
+    ]
+    return _ranked(items, ("op", "src_dtype", "dst_dtype", "inside"), top)
+
+
+def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
+    """The ``trace_summary`` section of one analysed trace."""
+    att = an.attribution
+    total = sum(g.dur for g in att.gpu)
+    fams = kernel_families(att)
+    cats = _categories_of(att)
+    return {
+        "rank": trace.rank,
+        "num_events": trace.num_events,
+        "num_skipped_events": trace.num_skipped,
+        "num_cpu_ops": len(att.tree.ops),
+        "num_gpu_events": len(att.gpu),
+        "gpu_time_us": round(total, 3),
+        "categories": categories(att, total, cats),
+        "attention_families": families(att, fams, total, 5),
+        "top_kernels": top_kernels(att, fams, total, top),
+        "top_ops": top_ops(att, total, top, cats),
+        "attribution": att.rule_counts(),
+        "launch": launch_stats(att, trace, an.window),
+        "idle": idle_time(att.gpu) if att.gpu else None,
+        "hidden_copies": top_copies(an, top),
+        "upcasts": top_upcasts(an, top),
+    }

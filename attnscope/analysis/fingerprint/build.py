@@ -1,0 +1,397 @@
+"""Trace events → Fingerprint.  Pure: plain data in, plain data out, no torch.
+
+One path serves ``attnscope run`` (a trace of one profiled call, marked by the
+``attnscope::call`` annotation) and ``attnscope analyze`` (any trace, whole).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from attnscope.analysis.fingerprint import kernels as K
+from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
+from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of
+from attnscope.analysis.fingerprint.mask_build import describe as describe_mask
+from attnscope.analysis.fingerprint.mask_build import find as find_masks
+from attnscope.analysis.fingerprint.occupancy import ArchLimits, arch_limits, theoretical_occupancy
+from attnscope.core.types import Category, Fingerprint, HiddenCopy, KernelRecord, Upcast
+from attnscope.trace import CpuOp, GpuEvent, Trace
+
+CALL_ANNOTATION = "attnscope::call"
+
+# Kineto's "Input type" strings → bytes per element.
+TYPE_BYTES: dict[str, int] = {
+    "float": 4,
+    "double": 8,
+    "c10::BFloat16": 2,
+    "c10::Half": 2,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+}
+HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
+# Kineto's "Input type" strings of floating tensors → attnscope's dtype names.
+DTYPE_OF_TYPE: dict[str, str] = {
+    "c10::BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Float8_e4m3fn": "fp8_e4m3",
+    "c10::Float8_e5m2": "fp8_e5m2",
+}
+# Ops that only carry a copy out for somebody else; the cause is the first op above them.
+COPY_WRAPPERS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"})
+MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
+
+
+def _numel(dims: object) -> int | None:
+    if not isinstance(dims, list) or not dims:
+        return None
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    return math.prod(dims)
+
+
+def _limits_for(trace: Trace) -> tuple[ArchLimits | None, tuple[int, int] | None, str | None]:
+    if not trace.device_properties:
+        return None, None, None
+    p = trace.device_properties[0]
+    cc = (int(p.get("computeMajor", 0)), int(p.get("computeMinor", 0)))
+    lim = arch_limits(cc)
+    if lim is not None:
+        # The trace's own device properties beat the table where it has them.
+        over: dict[str, int] = {}
+        if p.get("regsPerMultiprocessor"):
+            over["registers_per_sm"] = int(p["regsPerMultiprocessor"])
+        if p.get("sharedMemPerMultiprocessor"):
+            over["shared_memory_per_sm"] = int(p["sharedMemPerMultiprocessor"])
+        if p.get("maxThreadsPerMultiprocessor"):
+            over["max_warps_per_sm"] = int(p["maxThreadsPerMultiprocessor"]) // 32
+        lim = replace(lim, **over)  # type: ignore[arg-type]
+    return lim, cc, p.get("name")
+
+
+def _window(trace: Trace) -> tuple[float, float, object] | None:
+    calls = [a for a in trace.annotations if a.name == CALL_ANNOTATION and a.cat == "user_annotation"]
+    if not calls:
+        return None
+    a = calls[-1]
+    return a.ts, a.ts + a.dur, a.tid
+
+
+def select_window(trace: Trace) -> tuple[list[CpuOp], list[GpuEvent], tuple[float, float] | None]:
+    """The ops and GPU events of the profiled call and its span, or the whole trace and None."""
+    win = _window(trace)
+    if win is None:
+        return list(trace.cpu_ops), list(trace.gpu), None
+    t0, t1, tid = win
+    inside = [o for o in trace.cpu_ops if o.ts >= t0 and o.end <= t1 + 1e-3]
+    # The call's own thread, and other threads of its process whose ops lie wholly inside the
+    # call: autograd runs a CUDA backward on a thread of its own (backward copies live there).
+    pids = {o.pid for o in inside if o.tid == tid}
+    ops = [o for o in inside if o.tid == tid or o.pid in pids]
+    corr = {r.correlation for r in trace.runtime if t0 <= r.ts <= t1 and r.correlation is not None}
+    ext = {o.ext_id for o in ops if o.ext_id is not None}
+    gpu = [
+        g
+        for g in trace.gpu
+        if (g.correlation is not None and g.correlation in corr) or (g.correlation is None and g.ext_id in ext)
+    ]
+    return ops, gpu, (t0, t1)
+
+
+def _cause(tree: OpTree, i: int) -> str:
+    last = tree.ops[i].name
+    for a in tree.ancestors(i):
+        name = tree.ops[a].name
+        if name not in COPY_WRAPPERS:
+            return name
+        last = name
+    return last
+
+
+@lru_cache(maxsize=4096)
+def _occupancy(regs: int, smem: int, threads: int, limits: ArchLimits) -> tuple[float, str] | None:
+    occ = theoretical_occupancy(regs, smem, threads, limits)
+    return (round(occ.pct, 2), occ.limiter) if occ else None
+
+
+def op_input_dtype(op: CpuOp) -> str | None:
+    """The op's first floating tensor input type, as a dtype name (None when not recorded)."""
+    for t in op.input_types or ():
+        d = DTYPE_OF_TYPE.get(t)
+        if d is not None:
+            return d
+    return None
+
+
+def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[KernelRecord]:
+    """One record per GPU event, in start order, with the op that launched it and that op's input dtype."""
+    out: list[KernelRecord] = []
+    ops = att.tree.ops
+    dtypes: dict[int, str | None] = {}
+    # 10^5 events of a few hundred kernels and launch shapes: what depends on the name (or the
+    # shape) alone is worked out once each.
+    by_name: dict[tuple[str, str], tuple[Category, bool | None, str | None, bool]] = {}
+    by_shape: dict[tuple[int | None, int | None, tuple[int, int, int]], tuple[float, str] | None] = {}
+    for g, li in zip(att.gpu, att.launcher, strict=True):
+        key = (g.name, g.kind)
+        info = by_name.get(key)
+        if info is None:
+            c = K.classify_gpu(g.name, g.kind)
+            info = by_name[key] = (
+                c,
+                K.tensor_cores(g.name, c),
+                K.tensor_core_precision(g.name, c),
+                K.is_matrix_kernel(g.name, c),
+            )
+        cat, tc, tc_precision, matrix = info
+        if li >= 0 and matrix and li not in dtypes:
+            dtypes[li] = op_input_dtype(ops[li])  # matrix kernels only: their dtype decides the TF32 advice
+        if matrix and li >= 0 and dtypes[li] is not None:
+            tc = K.tensor_cores_for_dtype(g.name, cat, dtypes[li])  # where the dtype decides (fp32 flex)
+            tc_precision = tc_precision if tc else None
+        occ = None
+        b = g.block
+        if limits is not None and b is not None and g.kind == "kernel":
+            shape = (g.registers_per_thread, g.shared_memory_bytes, b)
+            if shape in by_shape:
+                occ = by_shape[shape]
+            else:
+                occ = by_shape[shape] = _occupancy(
+                    g.registers_per_thread or 0, g.shared_memory_bytes or 0, b[0] * b[1] * b[2], limits
+                )
+        out.append(
+            KernelRecord(
+                name=g.name,
+                category=cat,
+                duration_us=g.dur,
+                device="gpu",
+                launched_by=ops[li].name if li >= 0 else None,
+                tensor_cores=tc,
+                tensor_core_precision=tc_precision,
+                grid=g.grid,
+                block=b,
+                registers_per_thread=g.registers_per_thread,
+                shared_memory_bytes=g.shared_memory_bytes,
+                theoretical_occupancy_pct=occ[0] if occ else None,
+                occupancy_limiter=occ[1] if occ else None,
+                kineto_occupancy_pct=g.kineto_occupancy_pct,
+                bytes=g.bytes,
+                stream=g.stream,
+                start_us=g.ts,
+                input_dtype=dtypes.get(li) if li >= 0 else None,
+            )
+        )
+    return out
+
+
+def _is_scalar_op(op: CpuOp) -> bool:
+    dims = op.input_dims or []
+    return not any(isinstance(d, list) and len(d) > 0 for d in dims)
+
+
+def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
+    """On CPU the unit of work is a leaf compute aten op (no device kernels exist)."""
+    n = len(tree.ops)
+    counted = [False] * n
+
+    def candidate(i: int) -> bool:
+        op = tree.ops[i]
+        return op.name not in K.CPU_METADATA_OPS and not _is_scalar_op(op)
+
+    def visit(i: int, inside_atomic: bool) -> bool:
+        op = tree.ops[i]
+        atomic = op.name in K.CPU_ATOMIC_OPS
+        below = False
+        for c in tree.children[i]:
+            below |= visit(c, inside_atomic or (atomic and candidate(i)))
+        if inside_atomic or not candidate(i):
+            return below
+        if atomic or not below:
+            counted[i] = True
+            return True
+        return below
+
+    for i in range(n):
+        if tree.parent[i] == -1:
+            visit(i, False)
+    return [
+        KernelRecord(
+            name=tree.ops[i].name,
+            category=K.classify_cpu(tree.ops[i].name),
+            duration_us=tree.ops[i].dur,
+            device="cpu",
+            launched_by=tree.ops[tree.parent[i]].name if tree.parent[i] >= 0 else None,
+            start_us=tree.ops[i].ts,
+        )
+        for i in range(n)
+        if counted[i]
+    ]
+
+
+def copies_and_upcasts_at(
+    tree: OpTree, records_by_op: dict[int, list[GpuEvent]]
+) -> tuple[list[HiddenCopy], list[Upcast], list[int]]:
+    """Hidden copies, upcasts, and the index in ``tree.ops`` of each upcast's copy_ op."""
+    copies: list[HiddenCopy] = []
+    upcasts: list[Upcast] = []
+    upcast_at: list[int] = []
+    ops = tree.ops
+    for i in [i for i, op in enumerate(ops) if op.name == "aten::copy_"]:
+        all_dims, types, _, _ = ops[i].shapes()
+        if not types or len(types) < 2:
+            continue
+        dims = all_dims[0] if all_dims else None
+        numel = _numel(dims)
+        if not numel:  # 0-dim scalar wraps (every `x * float`) and empty tensors copy nothing
+            continue
+        dst, src = types[0], types[1]
+        devs = records_by_op.get(i, [])
+        if dst == "float" and src in HALF_TYPES:
+            upcasts.append(
+                Upcast(_cause(tree, i), src, dst, tuple(dims), numel * 4, inside=inside_of(tree, i))  # type: ignore[arg-type]
+            )
+            upcast_at.append(i)
+        elif dst == src:
+            if any(g.kind == "memcpy" and "DtoD" not in g.name for g in devs):
+                continue  # a host<->device transfer, not a hidden copy
+            dev = devs[0] if devs else None
+            copies.append(
+                HiddenCopy(
+                    op=_cause(tree, i),
+                    copy_op=ops[i].name,
+                    bytes=numel * TYPE_BYTES.get(dst, 0),
+                    dims=tuple(dims),  # type: ignore[arg-type]
+                    device_event=dev.name if dev else None,
+                    duration_us=sum(g.dur for g in devs) if devs else None,
+                    kind=copy_kind(tree, i),
+                    inside=inside_of(tree, i),
+                )
+            )
+    return copies, upcasts, upcast_at
+
+
+def _typed_copy(op: CpuOp) -> bool:
+    """A copy_ whose recorded types and shape let copies_and_upcasts_at judge it."""
+    return op.name == "aten::copy_" and len(op.input_types or []) >= 2 and bool(op.input_dims)
+
+
+def _orphan_dtod(att: Attribution, linked: set[int]) -> list[HiddenCopy]:
+    """DtoD memcpys no typed copy_ op accounts for (e.g. traces without record_shapes)."""
+    out = []
+    tree = att.tree
+    for g, li in zip(att.gpu, att.launcher, strict=True):
+        if g.kind != "memcpy" or "DtoD" not in g.name or id(g) in linked:
+            continue
+        out.append(
+            HiddenCopy(
+                op=_cause(tree, li) if li >= 0 else "unknown",
+                copy_op=tree.ops[li].name if li >= 0 else "unknown",
+                bytes=g.bytes or 0,
+                dims=(),
+                device_event=g.name,
+                duration_us=g.dur,
+                inside=inside_of(tree, li) if li >= 0 else None,
+            )
+        )
+    return out
+
+
+def _peak_memory(trace: Trace, ops: list[CpuOp], gpu_side: bool) -> int | None:
+    if not trace.memory or not ops:
+        return None
+    t0 = min(o.ts for o in ops)
+    t1 = max(o.end for o in ops)
+    dev = 1 if gpu_side else 0
+    evs = sorted((m for m in trace.memory if m.device_type == dev), key=lambda m: m.ts)
+    if not evs:
+        return None
+    base = None
+    peak = None
+    for m in evs:
+        if m.ts < t0:
+            base = m.total_allocated
+        elif m.ts <= t1:
+            if base is None:
+                base = m.total_allocated - m.bytes
+            peak = m.total_allocated if peak is None else max(peak, m.total_allocated)
+    if peak is None or base is None:
+        return 0 if base is not None else None
+    return max(0, peak - base)
+
+
+@dataclass
+class Analysis:
+    """A fingerprint with the structures it was computed from, for model-scale summaries."""
+
+    fingerprint: Fingerprint
+    attribution: Attribution
+    upcast_us: list[float | None]  # device time of each upcast's copy_ op, beside fp.upcasts
+    window: tuple[float, float] | None  # the attnscope::call span, None for a whole trace
+
+
+def fingerprint(trace: Trace) -> Fingerprint:
+    """Analyse one trace (or the ``attnscope::call`` window inside it)."""
+    return analyse(trace).fingerprint
+
+
+def analyse(trace: Trace) -> Analysis:
+    """One pass: op tree, attribution, records, copies and upcasts."""
+    ops, gpu, win = select_window(trace)
+    tree = build_op_tree(ops)
+    att = attribute(tree, trace.runtime, gpu)
+    gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
+    # A CPU-only profile on a machine with a GPU still lists the GPU in deviceProperties.
+    limits, cc, dev_name = _limits_for(trace) if gpu_side else (None, None, None)
+    notes: list[str] = []
+    if trace.num_skipped:
+        notes.append(f"{trace.num_skipped} malformed trace events skipped")
+    if gpu_side and limits is None and cc is not None:
+        notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
+
+    by_op = att.by_op()
+    records = gpu_kernel_records(att, limits) if gpu_side else cpu_kernel_records(tree)
+    copies, upcasts, upcast_at = copies_and_upcasts_at(tree, by_op)
+    if gpu_side:
+        linked = {id(g) for i, evs in by_op.items() if _typed_copy(tree.ops[i]) for g in evs}
+        copies += _orphan_dtod(att, linked)
+    op_names = tree.names
+    mask_ops = sorted(op_names & MASK_OPS)
+    builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
+    if not mask_ops and any("triu_tril" in r.name for r in records):
+        mask_ops = ["triu_tril_kernel"]
+    backend = None
+    if not op_names.isdisjoint(K.SDPA_BACKEND_OPS):
+        backend = next(K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS)
+    window_us = win[1] - win[0] if win else None
+    if window_us is None and ops:
+        window_us = max([o.ts + o.dur for o in ops]) - min(tree.starts)
+    fp = Fingerprint(
+        kernels=tuple(records),
+        num_kernels=sum(1 for r in records if r.category not in ("memcpy", "memset")),
+        num_memcpy=sum(1 for r in records if r.category == "memcpy"),
+        num_memset=sum(1 for r in records if r.category == "memset"),
+        hidden_copies=tuple(copies),
+        upcasts=tuple(upcasts),
+        mask_rebuilt=bool(mask_ops),
+        mask_ops=tuple(mask_ops),
+        sdpa_backend=backend,
+        device_kind="gpu" if gpu_side else "cpu",
+        device_name=dev_name,
+        compute_capability=cc,
+        trace_gpu_time_us=sum(g.dur for g in gpu) if gpu_side else None,
+        trace_cpu_time_us=window_us,
+        trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
+        notes=tuple(notes),
+        mask_builds=builds,
+    )
+    upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
+    return Analysis(fp, att, upcast_us, win)

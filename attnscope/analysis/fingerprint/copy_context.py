@@ -1,0 +1,179 @@
+"""Where a copy happened and what kind it is: the context its advice depends on.  Pure, no torch.
+
+``kind`` comes from the recorded strides of ``aten::copy_`` (Kineto's ``Input Strides``: the
+destination first, the source second) and the ops above it:
+
+- ``broadcast``: the source has a 0 stride on a dimension longer than 1 (an ``expand``ed view being
+  materialised), or a ``repeat_interleave``/``repeat`` asked for the copy (GQA's K/V repeat);
+- ``layout``: the source is a strided view (its strides are not the contiguous ones of its shape);
+- ``value``: a contiguous source copied whole (e.g. out-of-place ``masked_fill``'s clone);
+- ``dtype``: the copy changes the dtype (upcasts), set by the caller.
+
+``inside`` is the nearest op above the copy that belongs to a library rather than to the code
+that was profiled: an attention op (SDPA's public op or a backend, forward or backward, flex's
+eager ``FlexAttentionAutogradOp``), an autograd node (``XBackward0``, ``AccumulateGrad``), or a
+``torch.compile``d region.  None means the copy was asked for by the profiled code itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from attnscope.analysis.fingerprint.attribution import OpTree
+from attnscope.analysis.fingerprint.kernels import attention_op_family
+
+BROADCAST_OPS = frozenset({"aten::repeat_interleave", "aten::repeat"})
+_AUTOGRAD = re.compile(r"Backward\d*$|^torch::autograd::AccumulateGrad$")
+_LIBRARY = re.compile(r"^aten::scaled_dot_product_attention$|^Torch-Compiled Region")
+
+
+def contiguous_strides(dims: list[int]) -> list[int]:
+    out, acc = [0] * len(dims), 1
+    for i in range(len(dims) - 1, -1, -1):
+        out[i] = acc
+        acc *= max(dims[i], 1)
+    return out
+
+
+def _strides_kind(dims: Any, strides: Any) -> str | None:
+    if not (isinstance(dims, list) and isinstance(strides, list) and len(dims) == len(strides) and dims):
+        return None
+    if any(s == 0 and d > 1 for d, s in zip(dims, strides, strict=True)):
+        return "broadcast"
+    want = contiguous_strides(dims)
+    # a dimension of size 1 may carry any stride: it is never stepped over
+    same = all(d == 1 or s == w for d, s, w in zip(dims, strides, want, strict=True))
+    return "value" if same else "layout"
+
+
+def copy_kind(tree: OpTree, i: int) -> str | None:
+    """value | layout | broadcast for the same-dtype ``aten::copy_`` at ``tree.ops[i]``; None without strides."""
+    op = tree.ops[i]
+    dims, strides = op.input_dims or [], op.input_strides or []
+    kind = _strides_kind(dims[1] if len(dims) > 1 else None, strides[1] if len(strides) > 1 else None)
+    if kind == "broadcast":
+        return kind
+    for a in tree.ancestors(i):
+        name = tree.ops[a].name
+        if name in BROADCAST_OPS:
+            return "broadcast"
+        if library_op(name):
+            break
+    return kind
+
+
+def library_op(name: str) -> bool:
+    # attention_op_family covers SDPA's backends and flex (FlexAttentionAutogradOp, flex_attention)
+    return bool(attention_op_family(name) or _AUTOGRAD.search(name) or _LIBRARY.search(name))
+
+
+def inside_of(tree: OpTree, i: int) -> str | None:
+    """The nearest library op above ``tree.ops[i]`` (see the module doc), or None for user code."""
+    for a in tree.ancestors(i):
+        name = tree.ops[a].name
+        if name.startswith("autograd::engine::evaluate_function: "):
+            return name.removeprefix("autograd::engine::evaluate_function: ")
+        if library_op(name):
+            return name
+    return None
+
+
+# ---- advice from (kind, inside) ------------------------------------------------------------
+# Every alternative named here was seen on the H200; the evidence is named in the text.
+GQA_SEEN = "seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json"
+LAYOUT_SEEN = "seen on the H200: tests/data/h200/ctx/layout_*.json"
+FLEX_SEEN = "tests/data/h200/flex_compiled.json: one kernel, no copy"
+GQA_SEEN_CPU = "seen on the CPU with torch 2.13 and 2.11: tests/test_gqa_cpu.py profiles it"
+
+
+def _gqa_without_copy(r: dict[str, Any], one: str, two: str) -> str:
+    """Which backends take enable_gqa=True without repeating K/V, on this result's device (``one``/``two``: the
+    verb for one backend and for two)."""
+    if r.get("device_kind") == "cpu":
+        return f"SDPA's CPU flash kernel {one} ({GQA_SEEN_CPU})"
+    return f"flash and cuDNN {two} ({GQA_SEEN})"
+
+
+_SLICING = re.compile(r"^(Slice|Select|Index|Narrow|Split|Unbind)\w*Backward\d*$")
+
+
+def describe(inside: str) -> str:
+    fam = attention_op_family(inside)
+    if fam == "math":
+        return f"SDPA's math backend ({inside})"
+    if fam == "flex":
+        return f"flex_attention's eager (unfused) path ({inside})"
+    if fam is not None:
+        return inside
+    if _AUTOGRAD.search(inside):
+        return f"autograd's {inside}"
+    return inside
+
+
+def _passes_gqa(r: dict[str, Any]) -> bool:
+    """Whether an SDPA call of this result already passes enable_gqa=True (its recorded arguments)."""
+    return any(c.get("enable_gqa") is True for c in r.get("attention_calls") or [])
+
+
+def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str | None:
+    """Advice chosen from where the copy happened and what kind it is; None: the op-based advice applies."""
+    if inside is None:
+        if kind != "broadcast":
+            return None
+        if _passes_gqa(r):
+            return (
+                "K/V are repeated in this code before an SDPA call that already passes enable_gqa=True: "
+                "drop the repeat, SDPA broadcasts the KV heads itself"
+            )
+        return (
+            "GQA: pass enable_gqa=True to SDPA instead of materialising K and V once per query head "
+            "(repeat_interleave, expand+reshape); "
+            + _gqa_without_copy(r, "then runs without any copy", "then run without any copy")
+        )
+    fam = attention_op_family(inside)
+    where = f"this is internal to {describe(inside)}, not a call in this code"
+    if fam == "math":
+        if kind == "broadcast":
+            alt = _gqa_without_copy(r, "takes enable_gqa=True without a copy", "take enable_gqa=True without a copy")
+            return f"{where}: it repeats K/V itself for GQA; {alt}"
+        if r.get("device_kind") == "cpu":
+            return f"{where}; SDPA's CPU flash backend runs without it (tests/data/cpu/run_all.json: one op, no copy)"
+        return f"{where}; a fused backend (flash, cuDNN, efficient) runs without it (tests/data/h200/sdpa_*.json)"
+    if fam == "flex":
+        return f"{where}; torch.compile(flex_attention) runs without it ({FLEX_SEEN}; GQA {GQA_SEEN})"
+    if fam in ("flash", "efficient") and "backward" in inside and kind == "layout":
+        return (
+            f"{where}: contiguous() of (B, S, H, D) views of (B, H, S, D) tensors. A layout that avoids it: q, k, v "
+            "and the incoming gradient as (B, H, S, D) views of (B, S, H, D) tensors (x.view(B, S, H, D)"
+            ".transpose(1, 2), what a projection before attention gives); cuDNN copied in neither layout "
+            f"({LAYOUT_SEEN})"
+        )
+    if inside == "torch::autograd::AccumulateGrad" and kind == "layout":
+        return (
+            f"{where}: the gradient arrives in another layout than the tensor it accumulates into; with the "
+            f"efficient backend, inputs as (B, H, S, D) views of (B, S, H, D) tensors avoided it ({LAYOUT_SEEN})"
+        )
+    if _SLICING.search(inside):
+        return (
+            f"{where}: it materialises a full-size gradient; slicing fewer, larger tensors in the forward pass "
+            "avoids it"
+        )
+    return f"{where}; no backend or layout that avoids it has been verified on the GPU"
+
+
+def upcast_advice(insides: list[str | None], r: dict[str, Any]) -> str | None:
+    """Advice for fp32 upcasts that all happened inside one kind of library op; None: the generic advice."""
+    kinds = {attention_op_family(i) if i else None for i in insides}
+    if kinds == {"flex"}:
+        return (
+            "this is internal to flex_attention's eager (unfused) path, which computes in fp32; "
+            f"torch.compile(flex_attention) stays in 16-bit in one kernel ({FLEX_SEEN})"
+        )
+    nodes = {i for i in insides if i and _AUTOGRAD.search(i)}
+    if nodes and len(nodes) == len(set(insides)):
+        return (
+            f"this is internal to {', '.join(sorted(nodes))}: autograd casts the gradient back through the "
+            "forward pass's casts; removing the cast from the forward pass removes it"
+        )
+    return None

@@ -1,0 +1,395 @@
+"""Insights about how the work executed: occupancy, host cost, opaque libraries, numerics.  Pure.
+
+Also the table of every single-result rule (:data:`RULES`) and :func:`result_insights`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnscope.analysis.rules.insights import (
+    HIGH_RATE_PCT,
+    LOW_OCCUPANCY_PCT,
+    Out,
+    Rule,
+    compute_kernels,
+    fp32_upcast,
+    hidden_copy,
+    main_kernel,
+    mask_rebuilt,
+    no_tensor_cores,
+    on_gpu,
+    r1,
+    safe_softmax,
+    score_matrix,
+    short,
+)
+from attnscope.analysis.rules.masks import RULES as MASK_RULES
+from attnscope.core.types import Insight, NotChecked, Severity
+
+# Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
+# low occupancy is paying off, when no matmul peak was measured: the fused H200 kernels that reach
+# 211-330 TFLOP/s at 12.5-18.8% occupancy keep the pipe 35-45% busy, efficient at 103 TFLOP/s 26%
+# (tests/data/ncu/h200_deep.csv, docs/results/raw/edges2/run_ncu.json).
+HIGH_TENSOR_PIPE_PCT = 30.0
+
+
+def _ran_ncu(r: dict[str, Any]) -> bool:
+    return (r.get("ncu") or {}).get("status") == "ok"
+
+
+def _ncu_kernel(r: dict[str, Any], k: dict[str, Any]) -> dict[str, Any] | None:
+    """The --ncu entry of kernel ``k`` of result ``r`` (matched by its index in the result's kernels)."""
+    deep, ks = r.get("ncu") or {}, r.get("kernels") or []
+    idx = next((i for i, x in enumerate(ks) if x is k), None)
+    if idx is None:
+        return None
+    return next((d for d in deep.get("kernels") or [] if d.get("trace_kernel") == idx), None)
+
+
+def _how_to_decide(r: dict[str, Any], rate: float | None) -> str:
+    """What would decide by design against hurting, for where this result came from."""
+    if r.get("source") == "trace":
+        return (
+            "attnscope run on this case measures the rate against a matmul peak; Nsight Compute on this kernel "
+            "gives its achieved occupancy and tensor-pipe use"
+        )
+    first = (
+        "the rate needs the case's FLOPs" if rate is None else "run without --no-peak: a measured matmul peak decides"
+    )
+    return first + ("" if _ran_ncu(r) else ", or add --ncu for achieved occupancy and tensor-pipe use")
+
+
+def _stall_hint(r: dict[str, Any], ev: dict[str, Any]) -> str:
+    if ev.get("top_stall"):
+        return f"its warps wait most on '{ev['top_stall']}' (Nsight Compute)"
+    if r.get("source") == "trace":
+        return "check achieved occupancy and stall reasons in Nsight Compute"
+    return "check achieved occupancy and stall reasons with --ncu"
+
+
+def _occupancy_verdict(
+    head: str, ev: dict[str, Any], r: dict[str, Any], hit: dict[str, Any] | None
+) -> tuple[str, Severity, str, str]:
+    """(id, severity, message, advice): low occupancy by design, hurting, or not decidable."""
+    pct, rate, lim = r.get("pct_of_peak"), r.get("tflops"), ev["limiter"]
+    on_chip = "registers" in lim or "shared_memory" in lim
+    if r.get("source") == "trace" and ev.get("category") != "attention":
+        # a trace's FLOPs count its attention calls only: their rate says nothing of a GEMM or other kernel
+        ev["by_design"] = None
+        return (
+            "low_occupancy",
+            "info",
+            head + "; by design or hurting cannot be told: the trace's FLOP count covers its attention calls, not "
+            "this kernel",
+            "Nsight Compute gives this kernel's achieved occupancy and throughput",
+        )
+    if pct is not None and rate is not None:
+        ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
+        busy = f"{ev['tflops']:.1f} TFLOP/s ({ev['pct_of_peak']:.1f}% of peak)"
+        high, threshold = pct >= HIGH_RATE_PCT, f"{ev['high_rate_pct']:.1f}%"
+    elif hit is not None and hit.get("tensor_pipe_pct") is not None:
+        ev.update(tensor_pipe_pct=r1(hit["tensor_pipe_pct"]), high_tensor_pipe_pct=HIGH_TENSOR_PIPE_PCT)
+        if rate is not None:
+            ev["tflops"] = r1(rate)
+        busy = f"the tensor pipe {ev['tensor_pipe_pct']:.1f}% busy (Nsight Compute; no matmul peak was measured)"
+        high, threshold = hit["tensor_pipe_pct"] >= HIGH_TENSOR_PIPE_PCT, f"{HIGH_TENSOR_PIPE_PCT:.1f}% busy"
+    else:
+        ev["by_design"] = None
+        if rate is not None:
+            ev["tflops"] = r1(rate)
+        need = (
+            "the rate (needs the case's FLOPs)"
+            if rate is None
+            else f"the share of peak ({ev['tflops']:.1f} TFLOP/s, but no matmul peak was measured for this result)"
+        )
+        return ("low_occupancy", "info", head + f"; by design or hurting cannot be told without {need}",
+                _how_to_decide(r, rate))  # fmt: skip
+    if high and on_chip:
+        ev["by_design"] = True
+        return (
+            "low_occupancy_by_design",
+            "info",
+            f"{head}, yet {busy}: low occupancy by design, big tiles kept on chip in {lim}",
+            "nothing to fix: more resident blocks would mean smaller tiles and more memory traffic",
+        )
+    ev["by_design"] = False
+    if high:  # a high rate, but few blocks or warps per SM are the limit: not tiles kept on chip
+        return (
+            "low_occupancy",
+            "info",
+            f"{head}, yet {busy}: it holds up with few resident warps (limited by {lim}, not by tiles on chip)",
+            f"nothing urgent; more blocks per SM might still help: {_stall_hint(r, ev)}",
+        )
+    return (
+        "low_occupancy",
+        "warning",
+        f"{head}, with only {busy}, below {threshold}: low occupancy that is not paying off",
+        f"too few warps to hide latency at this rate: compare a backend with another tiling (flash, cuDNN); "
+        f"{_stall_hint(r, ev)}",
+    )
+
+
+def low_occupancy(r: dict[str, Any]) -> Out:
+    k = main_kernel(r) if on_gpu(r) else None
+    if k is None or k.get("theoretical_occupancy_pct") is None or k.get("tensor_cores") is False:
+        return []  # fp32 CUDA-core kernels: fp32_upcast / no_tensor_cores tell the real story
+    occ, lim = k["theoretical_occupancy_pct"], k.get("occupancy_limiter") or "?"
+    if occ > LOW_OCCUPANCY_PCT:
+        return []
+    ev: dict[str, Any] = {
+        "kernel": k["name"],
+        "theoretical_occupancy_pct": r1(occ),
+        "limiter": lim,
+        "registers_per_thread": k.get("registers_per_thread"),
+        "shared_memory_bytes": k.get("shared_memory_bytes"),
+        "kernel_us": r1(k["duration_us"]),
+        "category": k["category"],
+    }
+    hit = _ncu_kernel(r, k)
+    head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
+    head += _achieved_text(hit, ev)
+    rid, sev, msg, advice = _occupancy_verdict(head, ev, r, hit)
+    return [
+        Insight(
+            id=rid, variant=r["variant"], severity=sev, message=msg, advice=advice, evidence=ev, kernels=(k["name"],)
+        )
+    ]
+
+
+def _achieved_text(hit: dict[str, Any] | None, ev: dict[str, Any]) -> str:
+    """With --ncu: what the kernel achieved against what its launch allowed, and its top stall."""
+    if hit is None or hit.get("achieved_occupancy_pct") is None:
+        return ""
+    ach = hit["achieved_occupancy_pct"]
+    ev["achieved_occupancy_pct"] = r1(ach)
+    ev["achieved_over_theoretical_pct"] = (
+        round(100 * ach / ev["theoretical_occupancy_pct"]) if ev["theoretical_occupancy_pct"] else None
+    )
+    text = f"; Nsight Compute: {ev['achieved_occupancy_pct']:.1f}% achieved"
+    if ev["achieved_over_theoretical_pct"] is not None:
+        text += f" ({ev['achieved_over_theoretical_pct']}% of theoretical)"
+    stalls = hit.get("top_stalls") or []
+    if stalls:
+        ev["top_stall"] = stalls[0]["reason"]
+        text += f", top stall '{stalls[0]['reason']}'"
+    return text
+
+
+# ---- host cost, libraries, numerics ----------------------------------------------------------
+
+
+def cpu_bound(r: dict[str, Any]) -> Out:
+    if not on_gpu(r):
+        return []
+    if r.get("source") == "trace":
+        return NotChecked(
+            "cpu_bound",
+            "needs host and GPU time per call measured without the profiler; "
+            "a traced host span includes profiler overhead",
+        )
+    cpu, gpu = r.get("cpu_time_us"), r.get("gpu_time_us")
+    if cpu is None or gpu is None or gpu <= 0:
+        return NotChecked("cpu_bound", "host or GPU time per call was not measured")
+    ratio = cpu / gpu
+    if ratio < 0.5:
+        return []
+    ev = {"cpu_us": r1(cpu), "gpu_us": r1(gpu), "cpu_over_gpu_pct": round(100 * ratio)}
+    bound = ratio >= 1.0
+    msg = (
+        f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time "
+        f"{ev['gpu_us']:.1f} µs: "
+        + (
+            "CPU-bound, the GPU waits for launches"
+            if bound
+            else "close to CPU-bound; at a smaller shape the GPU would wait for launches"
+        )
+    )
+    more = "give each call more work (larger batch, fewer smaller calls)"
+    why_not = r.get("gpu_time_graph_why") if r.get("gpu_time_graph") is None else None
+    if why_not:  # the run tried to capture this call in a CUDA graph and could not: never advise one
+        ev["graph_capture"] = why_not
+        advice = f"{more}; a CUDA graph cannot hold this call ({short(str(why_not), 90)})"
+    else:
+        advice = (
+            "capture the step in a CUDA graph (torch.compile mode='reduce-overhead' or torch.cuda.CUDAGraph), "
+            f"or {more}"
+        )
+    return [
+        Insight(
+            id="cpu_bound" if bound else "near_cpu_bound",
+            variant=r["variant"],
+            severity="warning" if bound else "info",
+            message=msg,
+            advice=advice,
+            evidence=ev,
+        )
+    ]
+
+
+def opaque_library(r: dict[str, Any]) -> Out:
+    ks = [k for k in compute_kernels(r) if "cudnn" in k["name"].lower()]  # cudnn_generated_* and the rest
+    if not ks:
+        return []
+    k = max(ks, key=lambda x: x["duration_us"])
+    main = [x for x in ks if "cudnn_generated" in x["name"]] or [k]
+    helpers = sorted({x["name"] for x in ks} - {x["name"] for x in main})
+    ev = {
+        "kernel": k["name"],
+        "kernel_us": r1(k["duration_us"]),
+        "launched_by": k.get("launched_by"),
+        "num_cudnn_kernels": len(ks),
+        "num_generated_kernels": len(main),
+        "cudnn_us": r1(sum(x["duration_us"] for x in ks)),
+        "helper_kernels": helpers,
+        "num_memset": r.get("num_memset"),
+    }
+    by = (
+        f"launched by {ev['launched_by']}"
+        if ev["launched_by"]
+        else "launched outside any recorded op (a library call the profiler shows no aten op for)"
+    )
+    what = (
+        f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, {by}) does"
+        if len(ks) == 1
+        else f"{len(ks)} cuDNN kernels"
+        + (f" in {len(main)} calls" if len(main) > 1 else "")
+        + f" ({ev['cudnn_us']:.1f} µs: {short(k['name'], 56)}"
+        + (f" with {', '.join(short(h, 40) for h in helpers)}" if helpers else "")
+        + f", {by}) do"
+    )
+    msg = (
+        f"{what} the whole attention: the work moved into a library, out of the profiler's view (no aten steps, "
+        "no transposes to see)"
+    )
+    hit = _ncu_kernel(r, k)
+    if hit is not None:
+        msg += "; " + _inside_text(hit, ev)
+        look = "a clean trace is not less work: the counters above are what it did"
+    elif r.get("source") == "trace":
+        look = "a clean trace is not less work: look inside with Nsight Compute on this kernel"
+    else:
+        look = "a clean trace is not less work: look inside with --ncu (Nsight Compute)"
+    return [
+        Insight(
+            id="opaque_library",
+            variant=r["variant"],
+            severity="info",
+            message=msg,
+            advice=look + ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
+            evidence=ev,
+            kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
+            ops=(str(ev["launched_by"]),) if ev["launched_by"] else (),
+        )
+    ]
+
+
+def _inside_text(hit: dict[str, Any], ev: dict[str, Any]) -> str:
+    """What Nsight Compute read inside one kernel, in words; each number also goes into ``ev``."""
+    parts = []
+    for key, fmt in (
+        ("tensor_pipe_pct", "tensor pipe {:.1f}% busy"),
+        ("sm_throughput_pct", "SM throughput {:.1f}% of peak"),
+        ("achieved_occupancy_pct", "{:.1f}% achieved occupancy"),
+    ):
+        if hit.get(key) is not None:
+            ev[key] = r1(hit[key])
+            parts.append(fmt.format(ev[key]))
+    if hit.get("dram_read_bytes") is not None:
+        ev["dram_read_bytes"] = int(hit["dram_read_bytes"])
+        parts.append(f"{ev['dram_read_bytes'] / 1e6:,.1f} MB read from DRAM")
+    stalls = hit.get("top_stalls") or []
+    if stalls:
+        ev["top_stall"] = stalls[0]["reason"]
+        parts.append(f"top stall '{ev['top_stall']}'")
+    return "Nsight Compute read it: " + ", ".join(parts) if parts else "Nsight Compute collected no counters for it"
+
+
+def numerics_off(r: dict[str, Any]) -> Out:
+    if r.get("source") == "trace":
+        return NotChecked("numerics_off", "needs the output and an fp64 reference, which a trace does not hold")
+    if r.get("nonfinite"):
+        return [
+            Insight(
+                id="numerics_off",
+                variant=r["variant"],
+                severity="error",
+                message="the output holds NaN or Inf: a wrong result, whatever its speed",
+                advice="check masking of fully masked rows and the dtype's range; do not use this variant",
+                evidence={"nonfinite": True},
+            )
+        ]
+    err, tol = r.get("max_rel_error"), r.get("error_tolerance")
+    if err is None or tol is None:
+        return NotChecked("numerics_off", "the error against the fp64 reference was not measured")
+    if err <= tol:
+        return []
+    dtype = (r.get("case") or {}).get("dtype")
+    ev = {"max_rel_error": float(f"{err:.2e}"), "tolerance": tol, "dtype": dtype, "over_tolerance": r1(err / tol)}
+    return [
+        Insight(
+            id="numerics_off",
+            variant=r["variant"],
+            severity="error",
+            message=f"max relative error {ev['max_rel_error']:.2e} against the fp64 reference is "
+            f"{ev['over_tolerance']:.1f}× the {dtype} tolerance {tol:g}",
+            advice="treat its timings as meaningless until the numerics are fixed",
+            evidence=ev,
+        )
+    ]
+
+
+def rate_above_peak(r: dict[str, Any]) -> Out:
+    """A rate above the measured matmul peak cannot be true of the same device: flag it, never print it plain."""
+    pct, rate = r.get("pct_of_peak"), r.get("tflops")
+    if pct is None or rate is None or pct <= 100.0:
+        return []
+    ev = {
+        "tflops": float(f"{rate:.3g}"),
+        "pct_of_peak": r1(pct),
+        "peak_tflops": float(f"{100.0 * rate / pct:.3g}"),
+        "flop_formula": r.get("flop_formula"),
+    }
+    return [
+        Insight(
+            id="rate_above_peak",
+            variant=r["variant"],
+            severity="error",
+            message=f"{ev['tflops']:g} TFLOP/s is {ev['pct_of_peak']:.1f}% of the matmul rate measured in this run "
+            f"({ev['peak_tflops']:g} TFLOP/s): an inconsistency, attention cannot outrun a plain matmul",
+            advice="do not read this %peak: either the FLOP count overstates the work for this mask and shape, "
+            "or the peak's samples were slowed (re-run on a quiet machine)",
+            evidence=ev,
+        )
+    ]
+
+
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("numerics_off", numerics_off),
+    ("rate_above_peak", rate_above_peak),
+    ("hidden_copy", hidden_copy),
+    ("fp32_upcast", fp32_upcast),
+    ("no_tensor_cores", no_tensor_cores),
+    ("mask_rebuilt", mask_rebuilt),
+    ("safe_softmax", safe_softmax),
+    ("score_matrix", score_matrix),
+    ("low_occupancy", low_occupancy),
+    ("cpu_bound", cpu_bound),
+    ("opaque_library", opaque_library),
+    *MASK_RULES,
+)
+
+
+def result_insights(r: dict[str, Any]) -> tuple[list[Insight], list[NotChecked]]:
+    """Every single-result rule on one ok result."""
+    found: list[Insight] = []
+    missing: list[NotChecked] = []
+    if r.get("status") != "ok":
+        return found, missing
+    for _id, rule in RULES:
+        out = rule(r)
+        if isinstance(out, NotChecked):
+            missing.append(out)
+        else:
+            found.extend(out)
+    return found, missing

@@ -1,0 +1,176 @@
+"""The library API, mirroring the CLI: ``run`` a case, ``sweep`` a grid, ``analyze`` a trace,
+``annotate`` a document (the one place insights and the recommendation are computed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from attnscope.analysis.fingerprint.build import Analysis, analyse
+from attnscope.core.types import Case, Mode, Result, Timing
+from attnscope.trace import TraceError, load_trace, no_gc
+
+
+def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:
+    """The fingerprint of a trace captured anywhere; fields a trace cannot tell stay None.
+
+    ``summary`` adds the model-scale ``trace_summary`` (categories, attention families,
+    launching ops, launch overhead, idle time, top copies and upcasts).
+    ``require_gpu`` raises :class:`TraceError` for a trace without GPU events.
+    """
+    with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
+        return _analyze(path, variant, summary=summary, require_gpu=require_gpu)
+
+
+def _one_sample(us: float | None, method: str) -> Timing | None:
+    """A trace holds one call: a timing of one sample, its quartiles all that value."""
+    return Timing(us, us, us, us, 1, method) if us is not None else None
+
+
+def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool) -> Result:
+    from attnscope.analysis.fingerprint.breakdown import summarize
+
+    tr = load_trace(path)
+    if tr.num_events == 0:
+        raise TraceError(f"{path}: the trace holds no events")
+    if require_gpu and not tr.has_gpu:
+        raise TraceError(
+            f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"
+            " or pass --cpu to fingerprint its CPU ops"
+        )
+    an = analyse(tr)
+    fp = an.fingerprint
+    trace_summary = summarize(tr, an) if summary and fp.device_kind == "gpu" else None
+    gpu_t = _one_sample(fp.trace_gpu_time_us, "sum of GPU event durations in the trace (one sample)")
+    cpu_t = _one_sample(fp.trace_cpu_time_us, "host span of the traced region (one sample, profiler overhead included)")
+    name = variant or Path(path).name.removesuffix(".gz").removesuffix(".json")
+    case, flops, rate, read = case_from_trace(an, fp.device_kind)
+    from attnscope.analysis.fingerprint.model_split import breakdown as model_split
+
+    split = model_split(tr)  # attention's share of a model step, where the trace names its modules
+    from attnscope.variants.builtin import BY_NAME
+
+    # a trace named after a built-in variant carries its declared flags (no plugin code is run for a trace)
+    known = BY_NAME.get(name)
+    return Result(
+        variant=name,
+        case=case,
+        flops=flops,
+        tflops=rate,
+        status="ok",
+        fingerprint=fp,
+        gpu_time=gpu_t,
+        cpu_time=cpu_t,
+        peak_memory_bytes=fp.trace_peak_memory_bytes,
+        peak_memory_source="profiler [memory] events in the trace" if fp.trace_peak_memory_bytes is not None else None,
+        trace_path=str(path),
+        source="trace",
+        family=known.family if known else None,
+        backend=known.backend if known else None,
+        trace_summary=trace_summary,
+        attention_calls=read.get("attention_calls"),
+        case_unknown=read.get("case_unknown"),
+        flops_basis=read.get("flops_basis"),
+        flops_unknown=read.get("flops_unknown"),
+        model_split=split,
+    )
+
+
+def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | None, float | None, dict[str, Any]]:
+    """The case, FLOPs and TFLOP/s read from the trace's attention ops (analysis/shape.py), and what was read."""
+    from attnscope.analysis.fingerprint import shape
+    from attnscope.core.flops import tflops
+
+    att = an.attribution
+    calls = shape.attention_calls(att.tree)
+    fields, unknown = shape.case_of(calls)
+    if not calls and any(k.category == "attention" for k in an.fingerprint.kernels):
+        unknown = {
+            "case": "attention kernels ran with no attention op above them (a library called outside aten, e.g. "
+            "FlashInfer or the cuDNN frontend): no op records their shapes"
+        }
+    case = None
+    if fields is not None:
+        try:
+            case = Case(**fields, device="cuda" if device_kind == "gpu" else "cpu")
+        except ValueError as e:
+            unknown = {"case": f"the recorded shape is not a valid case: {e}"}
+    per_call = [c.flops() for c in calls]
+    flops = sum(f for f in per_call if f is not None) if calls and None not in per_call else None
+    att_us = shape.attention_time_us(att.tree, att.launcher, [g.dur for g in att.gpu]) if att.gpu else 0.0
+    rate = tflops(flops, att_us) if flops and att_us > 0 else None
+    read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
+    if flops is not None:
+        masks = "; ".join(dict.fromkeys(b for c in calls if (b := c.mask_basis())))
+        read["flops_basis"] = (
+            f"{len(calls)} attention call(s): forward 4·H·D·(kept score entries), backward "
+            f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
+            f"({att_us:,.1f} µs); mask {masks}"
+        )
+    elif calls:
+        read["flops_unknown"] = next((f"{c.op}: {_why_no_flops(c)}" for c in calls if c.flops() is None), "")
+    return case, flops, rate, read
+
+
+def _why_no_flops(c: Any) -> str:
+    """Why one attention call has no FLOP count: the field the trace could not tell, and why."""
+    for f in ("causal", "causal_align", "batch", "heads", "seq_q", "seq_kv", "head_dim"):
+        if f in c.unknown:
+            return c.unknown[f]
+    return "shape not recorded"
+
+
+def run(case: Case, variants: str | list[str] | None = None, *, mode: Mode | None = None, **options: Any) -> Any:
+    """Run variants on a case (needs torch); returns a ``RunReport``.
+
+    ``mode`` ("fwd" or "fwd_bwd") overrides ``case.mode``; ``options`` are ``attnscope.execute.job.Options`` fields.
+    """
+    from attnscope.execute.runner import Options
+    from attnscope.execute.runner import run as _run
+
+    return _run(case if mode is None else replace(case, mode=mode), variants, Options(**options))
+
+
+def sweep(
+    cases: Iterable[Case],
+    variants: str | list[str] | None = None,
+    *,
+    out: str | Path,
+    resume: bool = False,
+    executor: str = "process",
+    devices: list[str] | None = None,
+    timeout_s: float | None = None,
+    ray_address: str | None = None,
+    workers: int | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    **options: Any,
+) -> list[Result]:
+    """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
+
+    ``resume`` skips the (variant, case, mode) rows ``out`` already holds; without it a non-empty ``out``
+    is an error.  Cases come from ``attnscope.execute.sweep.grid`` or anywhere; ``devices`` pins one worker per
+    GPU (``["0", "1"]``).  Returns this call's results (the file holds them all).
+    """
+    from attnscope.execute.executors import make_executor
+    from attnscope.execute.job import Options
+    from attnscope.execute.store import Store
+    from attnscope.execute.sweep import plan, run_sweep
+    from attnscope.variants import resolve
+
+    store = Store(out)
+    if not resume and store.path.exists() and store.path.stat().st_size > 0:
+        raise ValueError(f"{out} already holds rows: pass resume=True to measure only what is missing")
+    names = [v.name for v in resolve(variants)]
+    done = store.done() if resume else set()
+    jobs = plan(list(cases), names, Options(**options), explicit=variants is not None, done=done)
+    ex = make_executor(executor, devices=devices, timeout_s=timeout_s, ray_address=ray_address, workers=workers)
+    return run_sweep(jobs, store, ex, on_result=on_result)
+
+
+def annotate(doc: dict[str, Any], predictions: list[Any] | None = None) -> dict[str, Any]:
+    """A copy of a result document with insights per row and the recommendation (and verdicts)."""
+    from attnscope.analysis.annotate import annotate as _annotate
+
+    return _annotate(doc, predictions)

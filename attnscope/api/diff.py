@@ -1,0 +1,205 @@
+"""Compare two attnscope result documents (or two traces), variant by variant.  No torch.
+
+Per variant: kernels added, removed and renamed; GPU time, CPU time, peak memory; flags
+that changed (hidden copies, upcasts, mask, tensor cores, SDPA backend, status...); for
+traces, GPU time per category.  A threshold on time regressions makes it a CI gate.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from attnscope.trace import TraceError
+
+FLAGS = (
+    "status",
+    "sdpa_backend",
+    "num_kernels",
+    "num_memcpy",
+    "num_memset",
+    "upcast_fp32",
+    "mask_rebuilt",
+    "tensor_cores",
+    "numerics_ok",
+    "device_name",
+)
+TIME_METRICS = {"gpu": "gpu_time_us", "cpu": "cpu_time_us"}
+
+
+def _head(path: Path, n: int = 1 << 16) -> bytes:
+    with open(path, "rb") as f:
+        raw = f.read(n)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = zlib.decompressobj(31).decompress(raw, n)
+        except zlib.error as e:
+            raise TraceError(f"{path}: corrupt gzip ({e})") from None
+    return raw
+
+
+def load_side(path: str | Path) -> dict[str, Any]:
+    """A result document as is, or a trace analysed into one."""
+    from attnscope.document.schema import document, load_document
+
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+    if b'"traceEvents"' in _head(p) or p.name.endswith(".gz"):
+        from attnscope.api import analyze
+
+        return document(None, [analyze(p, require_gpu=False)])
+    return load_document(p)
+
+
+def _norm(name: str) -> str:
+    """A kernel name with template arguments, parameters and numbers blanked, for renames."""
+    s = re.sub(r"\(.*\)$", "", name)
+    while "<" in s:
+        t = re.sub(r"<[^<>]*>", "", s)
+        if t == s:
+            break
+        s = t
+    return re.sub(r"\d+", "#", s)
+
+
+def _kernel_info(r: dict[str, Any]) -> tuple[Counter[str], dict[str, tuple[str, str | None]], dict[str, float]]:
+    counts: Counter[str] = Counter()
+    info: dict[str, tuple[str, str | None]] = {}
+    time: dict[str, float] = {}
+    for k in r.get("kernels") or []:
+        counts[k["name"]] += 1
+        info.setdefault(k["name"], (k["category"], k.get("launched_by")))
+        time[k["name"]] = time.get(k["name"], 0.0) + (k.get("duration_us") or 0.0)
+    return counts, info, time
+
+
+def kernel_changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    ca, ia, ta = _kernel_info(a)
+    cb, ib, tb = _kernel_info(b)
+    removed = sorted((k for k in ca if k not in cb), key=lambda k: -ta[k])
+    added = sorted((k for k in cb if k not in ca), key=lambda k: -tb[k])
+    renamed = []
+    for old in list(removed):
+        match = next((n for n in added if _norm(n) == _norm(old)), None)
+        if match is None:
+            match = next((n for n in added if ib[n] == ia[old]), None)
+        if match is not None:
+            renamed.append(
+                {"from": old, "to": match, "category": ib[match][0], "count_a": ca[old], "count_b": cb[match]}
+            )
+            removed.remove(old)
+            added.remove(match)
+    recount = [
+        {"name": k, "count_a": ca[k], "count_b": cb[k]}
+        for k in sorted(ca, key=lambda k: -ta[k])
+        if k in cb and ca[k] != cb[k]
+    ]
+    return {
+        "added": [{"name": k, "category": ib[k][0], "count": cb[k], "time_us": round(tb[k], 3)} for k in added],
+        "removed": [{"name": k, "category": ia[k][0], "count": ca[k], "time_us": round(ta[k], 3)} for k in removed],
+        "renamed": renamed,
+        "count_changed": recount,
+    }
+
+
+def _delta(va: float | None, vb: float | None) -> dict[str, Any]:
+    d: dict[str, Any] = {"a": va, "b": vb, "delta": None, "delta_pct": None}
+    if va is not None and vb is not None:
+        d["delta"] = round(vb - va, 3)
+        d["delta_pct"] = round(100.0 * (vb - va) / va, 2) if va else None
+    return d
+
+
+def _copies(r: dict[str, Any]) -> tuple[int, int]:
+    cs = r.get("hidden_copies") or []
+    return len(cs), sum(c.get("bytes") or 0 for c in cs)
+
+
+def _categories(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    sa, sb = a.get("trace_summary"), b.get("trace_summary")
+    if not sa or not sb:
+        return []
+    ta = {c["category"]: c["time_us"] for c in sa["categories"]}
+    tb = {c["category"]: c["time_us"] for c in sb["categories"]}
+    cats = list(ta) + [c for c in tb if c not in ta]  # A's order, then what only B has (a new copy, a cast)
+    return [{"category": c, **_delta(ta.get(c, 0.0), tb.get(c, 0.0))} for c in cats if ta.get(c) or tb.get(c)]
+
+
+def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    flags = {f: {"a": a.get(f), "b": b.get(f)} for f in FLAGS if a.get(f) != b.get(f)}
+    if _copies(a) != _copies(b):
+        flags["hidden_copies"] = {"a": _copies(a), "b": _copies(b)}
+    if len(a.get("upcasts") or []) != len(b.get("upcasts") or []):
+        flags["num_upcasts"] = {"a": len(a.get("upcasts") or []), "b": len(b.get("upcasts") or [])}
+    return {
+        "variant": a["variant"] if a["variant"] == b["variant"] else f"{a['variant']} → {b['variant']}",
+        "gpu_time_us": _delta(a.get("gpu_time_us"), b.get("gpu_time_us")),
+        "cpu_time_us": _delta(a.get("cpu_time_us"), b.get("cpu_time_us")),
+        "peak_memory_bytes": _delta(a.get("peak_memory_bytes"), b.get("peak_memory_bytes")),
+        "noisy": any((r.get(k) or {}).get("noisy") for r in (a, b) for k in ("gpu_time", "cpu_time")),
+        "kernels": kernel_changes(a, b),
+        "flags": flags,
+        "categories": _categories(a, b),
+    }
+
+
+def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple[dict, dict]], list[str], list[str]]:
+    """Results matched by variant name; one result on each side is matched whatever its name."""
+    if len(ra) == 1 and len(rb) == 1:
+        return [(ra[0], rb[0])], [], []
+    ib = {r["variant"]: r for r in rb}
+    pairs = [(r, ib[r["variant"]]) for r in ra if r["variant"] in ib]
+    names_a = {r["variant"] for r in ra}
+    only_a = [r["variant"] for r in ra if r["variant"] not in ib]
+    only_b = [r["variant"] for r in rb if r["variant"] not in names_a]
+    return pairs, only_a, only_b
+
+
+ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver", "host_cores")
+
+
+def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
+    """What differs besides the code under test: the case and the environment.  A time change
+    across these is not a regression of the same workload, so the reader is told first."""
+    out = []
+    ca, cb = doc_a.get("case") or {}, doc_b.get("case") or {}
+    for k in sorted(set(ca) | set(cb)):
+        if ca.get(k) != cb.get(k):
+            out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+    ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
+    for k in ENV_KEYS:
+        if ea and eb and ea.get(k) != eb.get(k):
+            out.append(f"env {k}: {ea.get(k)} → {eb.get(k)}")
+    return out
+
+
+def diff(
+    doc_a: dict[str, Any],
+    doc_b: dict[str, Any],
+    *,
+    threshold_pct: float | None = None,
+    metrics: tuple[str, ...] = ("gpu", "cpu"),
+) -> dict[str, Any]:
+    pairs, only_a, only_b = pair(doc_a["results"], doc_b["results"])
+    variants = [compare_results(a, b) for a, b in pairs]
+    regressions = []
+    if threshold_pct is not None:
+        for v in variants:
+            for m in metrics:
+                d = v[TIME_METRICS[m]]
+                if d["delta_pct"] is not None and d["delta_pct"] > threshold_pct:
+                    regressions.append({"variant": v["variant"], "metric": TIME_METRICS[m], **d})
+    return {
+        "env_a": doc_a.get("env"),
+        "env_b": doc_b.get("env"),
+        "context_changes": context_changes(doc_a, doc_b),
+        "threshold_pct": threshold_pct,
+        "variants": variants,
+        "only_in_a": only_a,
+        "only_in_b": only_b,
+        "regressions": regressions,
+    }

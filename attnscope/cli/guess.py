@@ -1,0 +1,188 @@
+"""Guess first, then profile: the predictions file for `run --guess`, and the interactive `attnscope guess`.
+
+The interactive part asks a few questions about the case *before* anything runs, writes the
+answers as a predictions file (the same TOML `run --guess` reads), then runs and shows the
+mismatches.  ``ask`` takes its input and output functions as arguments, so tests drive it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnscope.analysis.annotate import annotate, verdict_counts
+from attnscope.analysis.predict import BACKENDS, PredictionError, parse_predictions, to_toml
+from attnscope.core.types import Case, Prediction
+
+MAX_TRIES = 3
+
+
+def load_predictions(path: str | Path, run_variants: list[str], known: set[str]) -> list[Prediction]:
+    """Read and validate a predictions file against the variants this run will measure."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise PredictionError(f"{p}: cannot read ({e.strerror})") from None
+    preds = parse_predictions(text, known, source=str(p))
+    needed = {x.variant for x in preds} | {
+        x.expected["variant"] for x in preds if x.kind in ("faster_than", "slower_than")
+    }
+    missing = sorted(needed - set(run_variants))
+    if missing:
+        raise PredictionError(
+            f"{p}: predictions name {', '.join(missing)}, which this run does not include; "
+            f"add them to --variants (running: {', '.join(run_variants)})"
+        )
+    return preds
+
+
+def with_verdicts(doc: dict[str, Any], preds: list[Prediction]) -> dict[str, Any]:
+    return annotate(doc, preds)
+
+
+def strict_failure(doc: dict[str, Any]) -> str | None:
+    """Why `--strict` fails this run: a clear miss.  Verdicts inside the noise ("too close to call")
+    and predictions nothing here could measure do not fail it: they would flap in CI."""
+    c = verdict_counts(doc)
+    if c["miss"]:
+        return f"--strict: {c['miss']} clear miss(es) ({c['close']} too close to call, {c['unknown']} not measurable)"
+    return None
+
+
+# ---- interactive -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    variant: str
+    kind: str
+    prompt: str
+    answer: str  # count | bool | ratio | range | choice
+    other: str | None = None  # the variant a ratio compares with
+
+
+def questions(case: Case, variants: list[str]) -> list[Question]:
+    """A few questions the study teaches to ask before profiling, for the variants this run measures."""
+    gpu = case.device.startswith("cuda")
+    unit = "kernels" if gpu else "leaf compute ops"
+    half = case.dtype in ("bf16", "fp16")
+    choices = "flash, efficient, cudnn or math" if gpu else "flash or math"
+    qs = [
+        Question("naive", "kernels", f"How many {unit} will naive launch per call? (n or lo-hi)", "count"),
+        Question("naive", "hidden_copy", "Will naive copy a full tensor behind your back? (y/n)", "bool"),
+        Question("sdpa_math", "kernels", f"How many {unit} will sdpa_math launch per call? (n or lo-hi)", "count"),
+        Question(
+            "sdpa_math",
+            "slower_than",
+            "sdpa_math is slower than naive by at least what ratio? (e.g. 1.5)",
+            "ratio",
+            "naive",
+        ),
+        Question("sdpa_default", "backend", f"Which backend will default SDPA pick? ({choices})", "choice"),
+        Question(
+            "sdpa_flash",
+            "faster_than",
+            "sdpa_flash is faster than naive by at least what ratio? (e.g. 5)",
+            "ratio",
+            "naive",
+        ),
+    ]
+    if half:
+        qs.insert(4, Question("sdpa_math", "upcast", f"Will sdpa_math upcast {case.dtype} to fp32? (y/n)", "bool"))
+    if gpu:
+        qs.append(
+            Question(
+                "sdpa_flash",
+                "occupancy_pct",
+                "Theoretical occupancy of sdpa_flash's kernel, in % (lo-hi, e.g. 25-50)?",
+                "range",
+            )
+        )
+    return [q for q in qs if q.variant in variants and (q.other is None or q.other in variants)]
+
+
+def _number(s: str) -> float:
+    v = float(s)
+    if v < 0:
+        raise ValueError("negative")
+    return v
+
+
+def parse_answer(q: Question, text: str) -> Any:
+    """The prediction value for one answer; raises ValueError with a hint when it does not parse."""
+    s = text.strip().lower().replace("..", "-").replace(" to ", "-").replace(" ", "")
+    if q.answer == "bool":
+        if s in ("y", "yes", "true"):
+            return True
+        if s in ("n", "no", "false"):
+            return False
+        raise ValueError("answer y or n")
+    if q.answer == "choice":
+        if s in BACKENDS:
+            return s
+        raise ValueError(f"answer one of {', '.join(BACKENDS)}")
+    lo, sep, hi = s.partition("-")
+    if q.answer == "count":
+        if sep:
+            return [int(lo), int(hi)] if int(lo) <= int(hi) else _bad("lo must be <= hi")
+        return int(s)
+    if q.answer == "range":
+        if not sep:
+            raise ValueError("give a range lo-hi")
+        return [_number(lo), _number(hi)] if _number(lo) <= _number(hi) else _bad("lo must be <= hi")
+    by: Any = [_number(lo), _number(hi)] if sep else _number(s)
+    if (by[0] if isinstance(by, list) else by) <= 0:
+        raise ValueError("a ratio is > 0")
+    return {"variant": q.other, "by": by}
+
+
+def _bad(msg: str) -> Any:
+    raise ValueError(msg)
+
+
+def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[str], None]) -> list[Prediction]:
+    """Ask each question; an empty answer skips it, end of input stops asking."""
+    print_fn("Guess first: write down what you expect before you look. An empty answer skips a question.")
+    out: list[Prediction] = []
+    for q in qs:
+        for _ in range(MAX_TRIES):
+            try:
+                text = input_fn(f"  {q.prompt} ")
+            except EOFError:
+                print_fn("")
+                return out
+            if not text.strip():
+                break
+            try:
+                out.append(Prediction(q.variant, q.kind, parse_answer(q, text), note="asked by attnscope guess"))
+                break
+            except ValueError as e:
+                print_fn(f"    could not read {text.strip()!r}: {e}")
+    return out
+
+
+def cmd_guess(args: Any) -> int:
+    """`attnscope guess`: ask first, then run exactly as `attnscope run`, with the answers as predictions."""
+    from attnscope.cli.main import _case_from, check_run_args, cmd_run
+    from attnscope.variants import resolve
+
+    check_run_args(args)  # paths and names before the questions, not after them
+    case = _case_from(args)
+    chosen = [v.name for v in resolve(args.variants)]
+    print(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}")
+    preds = ask(questions(case, chosen), input, print)
+    if not preds:
+        print("No predictions given: running without verdicts.")
+    elif args.save:
+        try:
+            Path(args.save).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.save).write_text(to_toml(preds))
+        except OSError as e:
+            raise PredictionError(f"--save {args.save}: cannot write ({e.strerror or e})") from None
+        print(f"Your {len(preds)} predictions are saved in {args.save} (reuse them with `attnscope run --guess`).")
+    print("Now measuring…", flush=True)
+    args.predictions = preds
+    return int(cmd_run(args))

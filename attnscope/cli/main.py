@@ -1,0 +1,582 @@
+"""Thin command line: parse → call → render.  torch is imported only by commands that run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from attnscope.core.arguments import (
+    MAX_DIM,
+    MAX_HEAD_DIM,
+    UsageError,
+    check_device,
+    check_input_file,
+    check_output_dir,
+    check_output_file,
+    finite_float,
+    positive_int,
+    variant_names,
+)
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=max(160, Console().width))
+
+
+def _add_case_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("case (defaults depend on the device)")
+    g.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
+    g.add_argument("--batch", type=positive_int("batch", MAX_DIM["batch"]))
+    g.add_argument("--heads", type=positive_int("heads", MAX_DIM["heads"]))
+    g.add_argument("--kv-heads", type=positive_int("kv-heads", MAX_DIM["kv_heads"]), help="KV heads for GQA")
+    g.add_argument("--seq", type=positive_int("seq", MAX_DIM["seq"]), help="query sequence length")
+    g.add_argument(
+        "--seq-kv", type=positive_int("seq-kv", MAX_DIM["seq_kv"]), help="key/value sequence length (default: = seq)"
+    )
+    g.add_argument("--head-dim", type=positive_int("head-dim", MAX_HEAD_DIM))
+    g.add_argument("--dtype", help="bf16, fp16 or fp32")
+    m = g.add_mutually_exclusive_group()
+    m.add_argument("--causal", dest="causal", action="store_true", default=None, help="shorthand for --mask causal")
+    m.add_argument("--no-causal", dest="causal", action="store_false", help="shorthand for --mask none")
+    from attnscope.core.masks import MASK_HELP
+
+    m.add_argument("--mask", help=f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)")
+    g.add_argument("--softcap", type=float, help="tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)")
+    g.add_argument("--alibi", action="store_true", default=None, help="add ALiBi slopes to the scores")
+    g.add_argument(
+        "--mode", choices=("fwd", "fwd_bwd"), help="fwd, or fwd_bwd: forward and backward (dq, dk, dv) per call"
+    )
+
+
+def _case_from(args: argparse.Namespace) -> Any:
+    from attnscope.core.cases import make_case
+
+    return make_case(
+        check_device(args.device),
+        batch=args.batch,
+        heads=args.heads,
+        kv_heads=args.kv_heads,
+        seq_q=args.seq,
+        seq_kv=args.seq_kv,
+        head_dim=args.head_dim,
+        dtype=args.dtype,
+        causal=args.causal,
+        mask=getattr(args, "mask", None),
+        softcap=getattr(args, "softcap", None),
+        alibi=getattr(args, "alibi", None),
+        mode=getattr(args, "mode", None),
+    )
+
+
+def check_run_args(args: argparse.Namespace) -> None:
+    """Everything about `run`/`guess` that can be wrong before a tensor exists."""
+    if args.variants is not None:
+        names = variant_names(args.variants)
+        if "all" in names and len(names) > 1:
+            raise UsageError("--variants: 'all' stands alone")
+    if args.strict and args.command == "run" and not args.guess:
+        raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
+    if getattr(args, "guess", None):
+        check_input_file(args.guess, "--guess")
+    check_output_file(args.json, "--json")
+    check_output_dir(args.trace_dir, "--trace-dir")
+    check_output_file(getattr(args, "save", None), "--save")
+
+
+def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
+    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run."""
+    from attnscope.measure.env import free_memory_bytes
+    from attnscope.variants import REGISTRY
+    from attnscope.workloads import sizing
+
+    free = free_memory_bytes(case.device)
+    if free is None:
+        return  # the system does not say: the runner's per-variant guards still apply
+    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
+    if why:
+        raise UsageError(f"{case.label()}: {why}")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    runnable = [
+        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
+    ]
+    rate = sizing.CEILING_TFLOPS[dev]
+    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
+    if runnable and all(reasons.values()):
+        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
+        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attnscope.api import annotate
+    from attnscope.core.types import Result
+    from attnscope.document.schema import document, write_atomic
+    from attnscope.execute.executors import make_executor
+    from attnscope.execute.runner import Options, run
+    from attnscope.report.text.table import render
+    from attnscope.variants import resolve
+
+    check_run_args(args)
+    case = _case_from(args)
+    chosen = resolve(args.variants)  # unknown names fail before torch work starts
+    check_case_fits(case, [v.name for v in chosen], explicit=args.variants is not None)
+    _check_html(args)
+    preds = getattr(args, "predictions", None)  # from `attnscope guess`
+    if getattr(args, "guess", None):  # read and checked before any torch work
+        from attnscope.cli.guess import load_predictions
+        from attnscope.variants import REGISTRY
+
+        preds = load_predictions(args.guess, [v.name for v in chosen], set(REGISTRY))
+    console = _console()
+    done: list[Result] = []
+
+    def save(r: Result) -> None:
+        done.append(r)
+        if args.json:  # rewrite after every variant: a crash never loses finished results
+            write_atomic(args.json, document(None, done, case=case.to_dict(), partial=True))
+
+    opts = Options(
+        flush_l2=args.flush_l2,
+        timing_budget_s=args.budget,
+        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        measure_peak=not args.no_peak,
+    )
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
+    ) as prog:
+        task = prog.add_task(f"attnscope run: {case.label()}")
+
+        def start(name: str) -> None:
+            prog.update(task, description=f"{case.label()}: {name}")
+
+        ex = make_executor(args.executor, timeout_s=args.timeout)
+        try:
+            rep = run(case, args.variants, opts, on_result=save, on_start=start, executor=ex)
+        finally:
+            ex.close()
+        if getattr(args, "ncu", False):  # deep mode: each variant's call once more, under Nsight Compute
+            from attnscope.execute.ncu_run import attach
+
+            prog.update(task, description=f"{case.label()}: Nsight Compute")
+            results, why = attach(case, rep.results)
+            rep.results[:] = results
+            if why:
+                console.print(f"[yellow]--ncu: {why}; the run's results are complete without it[/yellow]")
+    doc = annotate(
+        document(
+            rep.env,
+            rep.results,
+            case=case.to_dict(),
+            peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+        )
+    )
+    if preds is not None:
+        from attnscope.cli.guess import with_verdicts
+
+        doc = with_verdicts(doc, preds)
+    if args.json:
+        write_atomic(args.json, doc)
+    _write_html(args, doc)
+    env = rep.env
+    title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
+        f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
+    )
+    render(doc, console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    if args.json:
+        console.print(f"  JSON written to {args.json}")
+    if args.trace_dir:
+        console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
+    if getattr(args, "html", None):
+        console.print(f"  HTML report written to {args.html}")
+    if preds is not None and args.strict:
+        from attnscope.cli.guess import strict_failure
+
+        failed = strict_failure(doc)
+        if failed:
+            console.print(f"  {failed}: exit 1", style="bold red")
+            return EXIT_FAIL
+    return EXIT_OK
+
+
+def _cmd_guess(args: argparse.Namespace) -> int:
+    from attnscope.cli.guess import cmd_guess
+
+    return cmd_guess(args)
+
+
+def cmd_variants(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from attnscope.execute.runner import make_inputs
+    from attnscope.variants import REGISTRY, Unsupported
+
+    case = _case_from(args)
+    x = make_inputs(case, 0)
+    t = Table(title=f"variants on {case.label()}", header_style="bold")
+    for col in ("variant", "runs here", "what it is", "reason if not"):
+        t.add_column(col, overflow="fold")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    for v in REGISTRY.values():
+        reason = v.check(case)
+        state = "no" if reason else "yes"
+        if not reason and dev in v.opt_in_on:
+            state, reason = "opt-in", v.opt_in_reason
+        elif not reason and not v.compiles:
+            try:
+                v.prepare(case, x)
+            except Unsupported as e:
+                state, reason = "no", str(e)
+        t.add_row(v.name, state, v.description, reason or "")
+    _console().print(t)
+    return EXIT_OK
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from attnscope.trace import no_gc
+
+    with no_gc():  # a short process holding ~10^5 objects: full collections only cost time
+        return _analyze_cmd(args)
+
+
+def _analyze_cmd(args: argparse.Namespace) -> int:
+    from attnscope.api.batch import analyze_many, expand
+
+    check_output_file(args.json, "--json")
+
+    _check_html(args)
+    # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
+    results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=False)
+    for e in errors:
+        print(f"attnscope: error: {e}", file=sys.stderr)
+    if not results:
+        return EXIT_USAGE
+    from attnscope.analysis.fingerprint.ranks import combine
+    from attnscope.document.schema import document, write_atomic
+    from attnscope.report.text.summary import render_overall, render_summary
+    from attnscope.report.text.table import render
+
+    named = [(r.variant, r.trace_summary) for r in results if r.trace_summary is not None]
+    overall = combine(named) if len(named) > 1 else None
+    from attnscope.api import annotate
+
+    doc = annotate(document(None, results, **({"overall": overall} if overall else {})))
+    if args.json:
+        write_atomic(args.json, doc)
+    _write_html(args, doc)
+    console = _console()
+    render(doc, console, kernels=args.kernels, title="attnscope analyze", verbose=getattr(args, "verbose", False))
+    from attnscope.report.text.model import render_split
+
+    for r in doc["results"]:
+        render_summary(r, console, top=args.top)
+        render_split(r, console)
+    if overall:
+        render_overall(overall, console)
+    if args.json:
+        console.print(f"  JSON written to {args.json}")
+    if args.html:
+        console.print(f"  HTML report written to {args.html}")
+    return EXIT_USAGE if errors else EXIT_OK
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    """--html needs plotly and a writable path: say so before any work, not after a long run."""
+    if getattr(args, "html", None):
+        from attnscope.report.html.page import require_plotly
+
+        check_output_file(args.html, "--html")
+        require_plotly()
+
+
+def _write_html(args: argparse.Namespace, doc: Any) -> None:
+    """After the JSON: a failing page never costs the results."""
+    if getattr(args, "html", None):
+        from attnscope.report.html.page import write_html
+
+        write_html(doc, args.html)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from attnscope.report.html.page import write_html
+
+    check_output_file(args.out, "-o")
+    out = write_html(args.files, args.out)
+    size = out.stat().st_size
+    print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, one self-contained file)")
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from attnscope.api.diff import diff, load_side
+
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    if not metrics or any(m not in ("gpu", "cpu") for m in metrics):
+        raise UsageError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
+    check_output_file(args.json, "--json")
+    a, b = load_side(args.a), load_side(args.b)
+    d = diff(a, b, threshold_pct=args.threshold, metrics=metrics)
+    if args.json:
+        from attnscope.document.schema import SCHEMA_VERSION, write_atomic
+
+        write_atomic(
+            args.json,
+            {
+                "schema_version": SCHEMA_VERSION,
+                "tool": "attnscope",
+                "kind": "diff",
+                "a": str(args.a),
+                "b": str(args.b),
+                **d,
+            },
+        )
+    from attnscope.report.text.diff import render_diff
+
+    render_diff(d, _console(), title=f"attnscope diff: {args.a} → {args.b}")
+    return EXIT_FAIL if d["regressions"] else EXIT_OK
+
+
+def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
+    """Rows of sweep JSONL files (or the results of `run --json` documents), in order, each row checked
+    like a document's results (DocumentError)."""
+    from attnscope.document.schema import DocumentError, _check_fields, load_document
+    from attnscope.execute.store import load_rows
+
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        p = Path(path)
+        if p.exists() and not p.is_file():
+            raise DocumentError(f"{p}: not a file")
+        try:
+            got = load_rows(p)
+        except OSError as e:
+            raise DocumentError(f"{p}: cannot read ({e.strerror or type(e).__name__})") from None
+        except DocumentError:
+            if not p.exists() or not p.read_bytes().lstrip().startswith(b"{"):
+                raise
+            got = load_document(p)["results"]  # a run document: its results are rows of one case
+        for i, r in enumerate(got, 1):
+            where = f"{p}: row {i}"
+            if not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
+                raise DocumentError(f"{where}: not a result (needs variant and status strings)")
+            if r.get("case") is not None and not isinstance(r["case"], dict):
+                raise DocumentError(f"{where} ({r['variant']}): case must be an object or null")
+            _check_fields(r, f"{where} ({r['variant']})")
+        rows += got
+    return rows
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from attnscope.analysis.recommend.sweep import recommend
+    from attnscope.report.text.sweep import render
+
+    check_output_file(args.json, "--json")
+    rec = recommend(load_sweep_rows(args.files))
+    if not rec["best"]:
+        by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
+        raise UsageError(
+            f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
+            f"time; rows by status: {by})"
+        )
+    if args.json:
+        from attnscope.document.schema import SCHEMA_VERSION, write_atomic
+
+        write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": args.files, **rec})
+    _console().print(render(rec), highlight=False)
+    return EXIT_OK
+
+
+# Commands whose parsers live in their own modules, imported only when that command runs (an
+# analyze of a trace never imports the sweep's executors or the model's benchmark code).
+LAZY_COMMANDS = {
+    "sweep": (
+        "attnscope.cli.sweep",
+        "every variant over a grid of cases, one job each (crash/OOM/hang isolated), resumable, "
+        "then the best variant per case",
+    ),
+    "model": (
+        "attnscope.cli.model",
+        "where a transformer's step time goes: attention against the rest, per implementation",
+    ),
+}
+
+
+def _command_in(argv: list[str] | None) -> str | None:
+    """The subcommand argv names (its first word that is not an option), or None."""
+    for a in sys.argv[1:] if argv is None else argv:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; the commands of LAZY_COMMANDS get their full parser only when argv runs them."""
+    from attnscope import __version__
+
+    p = Parser(prog="attnscope", description=__doc__)
+    p.add_argument("--version", action="version", version=f"attnscope {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run and fingerprint every attention variant on one case")
+    g = sub.add_parser("guess", help="guess first: answer a few questions, then run and see every mismatch")
+    for sp in (r, g):
+        _add_case_args(sp)
+        sp.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
+        sp.add_argument("--kernels", action="store_true", help="also list each variant's kernels")
+        sp.add_argument("--verbose", action="store_true", help="also host-side notes and the rules not checked")
+        sp.add_argument("--json", help="write the versioned JSON document here")
+        sp.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
+        sp.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
+        sp.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
+        sp.add_argument(
+            "--ncu",
+            action="store_true",
+            help="also run each variant's call under Nsight Compute: achieved occupancy, throughput, DRAM, L2, stalls",
+        )
+        sp.add_argument(
+            "--budget",
+            type=finite_float("budget", minimum=0.0, strict=True),
+            default=0.5,
+            help="seconds per timer per variant (default 0.5)",
+        )
+        sp.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
+        sp.add_argument("--strict", action="store_true", help="exit 1 on any missed or unmeasurable prediction (CI)")
+        sp.add_argument(
+            "--executor",
+            choices=("inline", "process"),
+            default="inline",
+            help="inline (this process, default) or process (a worker process: a crash becomes a row)",
+        )
+        sp.add_argument("--timeout", type=float, help="seconds per variant before its worker is stopped (process)")
+    r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
+    r.set_defaults(func=cmd_run)
+    g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")
+    g.set_defaults(func=_cmd_guess, guess=None)
+
+    v = sub.add_parser("variants", help="list every variant and whether it can run here")
+    _add_case_args(v)
+    v.set_defaults(func=cmd_variants)
+
+    a = sub.add_parser("analyze", help="fingerprint Kineto trace files captured anywhere (any size, many ranks)")
+    a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
+    a.add_argument("--json", help="write the versioned JSON document here")
+    a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
+    a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
+    a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
+    a.add_argument(
+        "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
+    )
+    a.add_argument(
+        "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
+    )
+    a.add_argument(
+        "--cpu", action="store_true", help="kept for old scripts: traces without GPU events are detected by themselves"
+    )
+    a.set_defaults(func=cmd_analyze)
+
+    rp = sub.add_parser("report", help="one self-contained HTML page from run, analyze, sweep or model results")
+    rp.add_argument("files", nargs="+", help="run/analyze/model JSON documents or sweep JSONL files (sniffed)")
+    rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
+    rp.set_defaults(func=cmd_report)
+
+    rc = sub.add_parser(
+        "recommend", help="the best variant per case of a sweep, crossovers, a policy, sdpa_default's gaps"
+    )
+    rc.add_argument(
+        "files",
+        nargs="+",
+        help="sweep JSONL files or run --json documents (a later row of the same variant, case and mode stands)",
+    )
+    rc.add_argument("--json", help="write the recommendation as JSON here")
+    rc.set_defaults(func=cmd_recommend)
+
+    d = sub.add_parser("diff", help="compare two result JSONs or two traces, variant by variant")
+    d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")
+    d.add_argument("b", help="candidate: an attnscope JSON document or a Kineto trace")
+    d.add_argument(
+        "--threshold",
+        type=finite_float("threshold", minimum=0.0),
+        help="exit 1 when a time grows by more than this many percent",
+    )
+    d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
+    d.add_argument("--json", help="write the diff as JSON here")
+    d.set_defaults(func=cmd_diff)
+
+    import importlib
+
+    command = _command_in(argv)
+    for name, (module, text) in LAZY_COMMANDS.items():
+        if command == name:
+            importlib.import_module(module).add_parser(sub, text)
+        else:  # listed in --help; never parsed (argv does not run it)
+            sub.add_parser(name, help=text)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # silence Kineto's stderr chatter
+    try:
+        args = build_parser(argv).parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
+        return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what to print when telling how to resume
+    try:
+        return int(args.func(args))
+    except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks
+        print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("attnscope: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug must still end in one line, never a traceback
+        if os.environ.get("ATTNSCOPE_DEBUG"):
+            raise
+        print(
+            f"attnscope: internal error: {type(e).__name__}: {_one_line(e)} "
+            "(set ATTNSCOPE_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:500]
+
+
+# Commands that import no torch and leave no thread or process running once they return: after
+# their output is flushed, the interpreter's teardown is skipped (freeing the ~10^5 objects of a
+# model-scale trace one by one took ~30 ms of a 0.5 s analyze).
+PURE_COMMANDS = frozenset({"analyze", "diff", "recommend", "report"})
+
+
+def entry() -> None:
+    """The console script: main(), then exit (at once for PURE_COMMANDS, their files closed and output flushed)."""
+    argv = sys.argv[1:]
+    rc = main(argv)
+    if _command_in(argv) in PURE_COMMANDS:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # a closed pipe: nothing more can be said
+            pass
+        os._exit(rc)
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    entry()

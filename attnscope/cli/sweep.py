@@ -1,0 +1,342 @@
+"""``attnscope sweep``: arguments, every check before any work, the progress bar, the closing summary.
+
+The measuring is ``attnscope.execute.sweep`` (grid, plan, run_sweep) over an executor; rows go to an
+append-only JSONL file as they come, so an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shlex
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnscope.core.arguments import UsageError, check_output_dir, check_output_file, finite_float, positive_int
+from attnscope.execute.executors import EXECUTORS
+
+DEFAULT_OUT = "sweep.jsonl"
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_BUDGET_S = 0.2
+# What a sweep measures when an axis is not given: the GPU grid is the study's (~24 cases),
+# the CPU grid stays small enough for 2 cores.
+GPU_DEFAULTS = {"seq": "256..8192x2", "head_dim": "64,128", "causal": "both", "heads": "16", "budget_tokens": 16384}
+CPU_DEFAULTS = {"seq": "128..512x2", "head_dim": "64", "causal": "yes", "heads": "8", "batch": "1"}
+
+
+def add_parser(sub: Any, help_text: str) -> None:
+    """The full parser of the command; its help line is the top-level one (cli.LAZY_COMMANDS)."""
+    s = sub.add_parser("sweep", help=help_text)
+    g = s.add_argument_group("grid (each axis a comma list or a range: 512..16384x2, 64..256+64)")
+    g.add_argument("--batch", help="batch sizes (default 1 on CPU; on GPU --budget-tokens 16384 sets them)")
+    g.add_argument("--budget-tokens", type=positive_int("budget-tokens", 1 << 30), help="batch = N / seq (B·S kept)")
+    g.add_argument("--heads", help="query heads (default 8 on CPU, 16 on GPU)")
+    g.add_argument("--kv-heads", help="KV heads for GQA (default: = heads)")
+    g.add_argument("--seq", help="query lengths (default 128..512x2 on CPU, 256..8192x2 on GPU)")
+    g.add_argument("--seq-kv", help="key/value lengths (default: = seq)")
+    g.add_argument("--head-dim", help="head dims (default 64 on CPU, 64,128 on GPU)")
+    g.add_argument("--dtype", help="comma list of bf16, fp16, fp32 (default bf16)")
+    g.add_argument("--causal", help="yes, no or both (default yes on CPU, both on GPU)")
+    g.add_argument("--mode", help="comma list of fwd, fwd_bwd (default fwd)")
+    s.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
+    w = s.add_argument_group("where jobs run")
+    w.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
+    w.add_argument("--devices", help="cuda:0,cuda:1 or all: one worker per GPU (process or ray executor)")
+    w.add_argument(
+        "--executor", choices=EXECUTORS, default="process", help="process (default: a worker per device), inline, ray"
+    )
+    w.add_argument("--ray-address", help="a running Ray cluster (default: a local Ray started for the sweep)")
+    w.add_argument("--workers", type=positive_int("workers", 1024), help="workers when no GPUs are named (default 1)")
+    w.add_argument(
+        "--timeout",
+        type=finite_float("timeout", minimum=0.0, strict=True),
+        help=f"seconds per job before its worker is stopped: a `timeout` row (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    o = s.add_argument_group("output")
+    o.add_argument("--out", default=DEFAULT_OUT, help=f"the JSONL file, one row per job (default {DEFAULT_OUT})")
+    o.add_argument("--resume", action="store_true", help="measure only the jobs --out does not hold yet")
+    o.add_argument("--json", metavar="PATH", help="write the recommendation as JSON here")
+    o.add_argument(
+        "--html", metavar="PATH", help="also write a self-contained HTML report of every row in --out here (at the end)"
+    )
+    o.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per job here")
+    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    m = s.add_argument_group("measurement")
+    m.add_argument(
+        "--budget",
+        type=finite_float("budget", minimum=0.0, strict=True),
+        default=DEFAULT_BUDGET_S,
+        help=f"seconds per timer per job (default {DEFAULT_BUDGET_S:g})",
+    )
+    m.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
+    m.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
+    s.set_defaults(func=cmd_sweep)
+
+
+@dataclass
+class Plan:
+    jobs: list[Any]
+    num_cases: int
+    num_variants: int
+    num_done: int
+    num_torn: int
+    executor: Any
+    workers: str
+
+
+def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
+    """(the cases' device, the GPUs to pin one worker each to)."""
+    from attnscope.core.arguments import check_device
+    from attnscope.execute.executors import parse_devices
+
+    if args.devices is not None and args.device is not None:
+        raise UsageError("give --device (one) or --devices (one worker each), not both")
+    if args.devices is None:
+        device = check_device(args.device)
+        if device is None:
+            from attnscope.core.cases import default_device
+
+            device = default_device()
+        if args.executor == "ray" and device.startswith("cuda"):
+            if device != "cuda":
+                raise UsageError(f"--device {args.device}: Ray picks each actor's GPU; give --device cuda or --devices")
+            return "cuda", ["0"]  # one actor asking Ray for one GPU
+        return device, None
+    devices = parse_devices(args.devices)
+    if devices is None:
+        return "cpu", None
+    if not (args.executor == "ray" and args.ray_address):  # a cluster's GPUs are not ours to count
+        import torch
+
+        n = torch.cuda.device_count()
+        over = [d for d in devices if int(d) >= n]
+        if over:
+            raise UsageError(f"--devices {args.devices}: {n} CUDA device(s) here; cuda:{over[0]} is not one")
+    return "cuda", devices
+
+
+def _axes(args: argparse.Namespace, device: str) -> Any:
+    from attnscope.execute.sweep import axes_from
+
+    defaults = GPU_DEFAULTS if device.startswith("cuda") else CPU_DEFAULTS
+    ns = argparse.Namespace(**vars(args))
+    given = {k for k, v in vars(args).items() if v is not None}
+    for k, v in defaults.items():
+        # batch and --budget-tokens are two ways to one axis: a default never joins the one given
+        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}):
+            setattr(ns, k, v)
+    return axes_from(ns)
+
+
+def check(args: argparse.Namespace) -> Plan:
+    """Everything that can be wrong before a worker starts; the jobs still to measure."""
+    from attnscope.core.arguments import variant_names
+    from attnscope.execute.executors import make_executor
+    from attnscope.execute.job import Options
+    from attnscope.execute.store import Store
+    from attnscope.execute.sweep import MAX_JOBS, grid, plan
+    from attnscope.variants import resolve
+
+    if args.ray_address and args.executor != "ray":
+        raise UsageError("--ray-address is for --executor ray")
+    if args.executor == "inline" and args.timeout is not None:
+        raise UsageError("--timeout needs a worker it can stop: use --executor process or ray")
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise UsageError("--executor ray needs Ray: pip install 'attnscope[ray]'")
+    if args.variants is not None:
+        names = variant_names(args.variants)
+        if "all" in names and len(names) > 1:
+            raise UsageError("--variants: 'all' stands alone")
+    device, devices = _device(args)
+    if devices and args.workers:
+        raise UsageError("--workers is for CPU workers; with --devices there is one worker per GPU")
+    if args.executor == "inline" and ((devices and len(devices) > 1) or (args.workers or 1) > 1):
+        raise UsageError("--executor inline runs one job at a time here: use process or ray for several workers")
+    cases = grid(_axes(args, device), device)
+    variants = [v.name for v in resolve(args.variants)]
+    if len(cases) * len(variants) > MAX_JOBS:
+        raise UsageError(f"{len(cases)} cases × {len(variants)} variants is over {MAX_JOBS:,} jobs: narrow the grid")
+    check_output_file(args.out, "--out")
+    check_output_file(args.json, "--json")
+    check_output_dir(args.trace_dir, "--trace-dir")
+    if args.json and Path(args.json).resolve() == Path(args.out).resolve():
+        raise UsageError("--json and --out name the same file")
+    if args.html:
+        from attnscope.report.html.page import require_plotly
+
+        check_output_file(args.html, "--html")
+        if Path(args.html).resolve() in {Path(x).resolve() for x in (args.out, args.json) if x}:
+            raise UsageError("--html names the same file as --out or --json")
+        require_plotly()
+    store = Store(args.out)
+    done: set[tuple[str, str, str]] = set()
+    if store.path.exists() and store.path.stat().st_size > 0:
+        rows = store.rows()
+        if not args.resume:
+            raise UsageError(
+                f"--out {args.out} already holds {len(rows)} row(s): pass --resume to measure only what is "
+                "missing, or choose another file"
+            )
+        if not rows and store.num_torn > 1:
+            raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
+        done = store.done()
+    opts = Options(
+        flush_l2=args.flush_l2,
+        timing_budget_s=args.budget,
+        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        measure_peak=not args.no_peak,
+    )
+    jobs = plan(cases, variants, opts, explicit=args.variants is not None, done=done)
+    timeout = None if args.executor == "inline" else (args.timeout or DEFAULT_TIMEOUT_S)
+    ex = make_executor(
+        args.executor, devices=devices, timeout_s=timeout, ray_address=args.ray_address, workers=args.workers
+    )
+    n = len(devices) if devices else (args.workers or 1)
+    where = f"GPU(s) {','.join(devices)}" if devices else device
+    workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
+    total = len(cases) * len(variants)
+    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers)
+
+
+class _Bar:
+    """The rich progress bar: done/total, elapsed, ETA, counts by status, the job just started.
+
+    Where stderr is not a terminal (a log file, CI) it prints one plain line per finished job instead.
+    """
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(stderr=True)
+        self.plain = not quiet and not console.is_terminal
+        self.total, self.done = total, 0
+        self.counts: dict[str, int] = {}
+        self.progress = Progress(
+            SpinnerColumn(),
+            BarColumn(bar_width=30),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TextColumn("{task.description}"),
+            console=console,
+            disable=quiet or self.plain,
+        )
+        self.task = self.progress.add_task("", total=total, counts="")
+
+    def started(self, job: Any) -> None:
+        self.progress.update(self.task, description=f"{job.variant} · {job.case.label()}")
+
+    def finished(self, r: Any) -> None:
+        import sys
+
+        from attnscope.report.text.sweep_summary import counts_text
+
+        self.done += 1
+        self.counts[r.status] = self.counts.get(r.status, 0) + 1
+        self.progress.update(self.task, advance=1, counts=counts_text(self.counts))
+        if self.plain:
+            t = r.gpu_time or r.cpu_time
+            what = f"{t.median_us:,.1f} µs" if r.status == "ok" and t else " ".join((r.reason or "").split())[:160]
+            case = r.case.label() if r.case else "?"
+            print(f"[{self.done}/{self.total}] {r.status} {r.variant} {case}: {what}", file=sys.stderr, flush=True)
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    argv = list(getattr(args, "argv", None) or [])
+    if not argv:
+        return "the same command with --resume"
+    return shlex.join(["attnscope", *argv, *([] if "--resume" in argv else ["--resume"])])
+
+
+class _Stop(KeyboardInterrupt):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    raise _Stop(signum)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import sys
+
+    from rich.console import Console
+
+    from attnscope.document.schema import result_to_dict, write_atomic
+    from attnscope.execute import sweep
+    from attnscope.execute.store import Store
+    from attnscope.report.text.sweep_summary import summary_lines
+
+    p = check(args)
+    console = Console(width=max(160, Console().width))
+    store = Store(args.out)
+    console.print(
+        f"attnscope sweep: {p.num_cases} case(s) × {p.num_variants} variant(s) = {p.num_cases * p.num_variants} "
+        f"job(s); {p.num_done} already in {args.out}, {len(p.jobs)} to measure ({p.workers})"
+        + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short)" if p.num_torn else ""),
+        highlight=False,
+    )
+    bar = _Bar(len(p.jobs), args.quiet)
+    new: list[Any] = []
+
+    def finished(r: Any) -> None:
+        new.append(r)
+        bar.finished(r)
+
+    def env() -> Any:  # for rows whose worker died before it could say: a worker's, else this process's
+        seen = next((r.env for r in reversed(new) if r.env is not None), None)
+        return seen or _parent_env(p.jobs)
+
+    t0 = time.monotonic()
+    old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
+    try:
+        with bar.progress:
+            sweep.run_sweep(p.jobs, store, p.executor, env=env, on_start=bar.started, on_result=finished)
+    except KeyboardInterrupt as e:
+        signal.signal(signal.SIGTERM, old_term)
+        saved = len(store.rows())
+        print(
+            f"attnscope: interrupted: {saved} row(s) saved in {args.out} ({len(new)} measured in this run); "
+            f"resume with: {_resume_command(args)}",
+            file=sys.stderr,
+        )
+        return 128 + (e.signum if isinstance(e, _Stop) else signal.SIGINT)
+    signal.signal(signal.SIGTERM, old_term)
+    elapsed = time.monotonic() - t0
+    all_rows = store.rows()
+    for line in summary_lines([result_to_dict(r) for r in new], all_rows, args.out, elapsed if new else None):
+        console.print(line, highlight=False, markup=False)
+    rec, text = sweep.recommendation(all_rows)
+    console.print(text, highlight=False)
+    if args.json:  # the document `attnscope recommend --json` writes
+        from attnscope.document.schema import SCHEMA_VERSION
+
+        write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": [args.out], **rec})
+        console.print(f"  recommendation JSON written to {args.json}", highlight=False)
+    if args.html:  # after the rows and the JSON: a failing page never costs the results
+        from attnscope.report.html.page import write_html
+
+        write_html(Path(args.out), args.html)  # the JSONL, sniffed as a sweep
+        console.print(f"  HTML report written to {args.html}", highlight=False)
+    return 0
+
+
+def _parent_env(jobs: list[Any]) -> Any:
+    from attnscope.measure import env
+
+    return env.collect(jobs[0].case.device) if jobs else None

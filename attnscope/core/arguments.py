@@ -1,0 +1,157 @@
+"""Checks of what a user types, done before any measurement: numbers, names, output paths, devices.
+
+Every check raises :class:`UsageError` with one line that names the argument and says what it
+takes; the command line turns it into ``attnscope: error: …`` and exit 2.  Output paths are
+probed by creating (and removing) a file where the result will go, because permission bits
+say nothing to root and nothing about read-only or virtual file systems (``/proc``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+# Far above any real attention problem, far below sizes whose arithmetic alone overflows a
+# float: anything between is judged by the memory and time estimates (attnscope.workloads.sizing).
+MAX_DIM = {"batch": 1 << 20, "heads": 1 << 14, "kv_heads": 1 << 14, "seq": 1 << 24, "seq_kv": 1 << 24}
+MAX_HEAD_DIM = 1 << 12
+DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
+
+
+class UsageError(ValueError):
+    """Bad input: the message is the one line the user sees."""
+
+
+def positive_int(name: str, limit: int) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer in [1, limit]."""
+
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+        if v > limit:
+            raise argparse.ArgumentTypeError(f"{v:,} is beyond any attention case this tool measures (max {limit:,})")
+        return v
+
+    parse.__name__ = name
+    return parse
+
+
+def finite_float(name: str, *, minimum: float = 0.0, strict: bool = False) -> Callable[[str], float]:
+    """An argparse ``type=`` for a finite number ≥ minimum (> minimum when ``strict``)."""
+
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {s!r}")
+        if v < minimum or (strict and v == minimum):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '≥'} {minimum:g}, got {s}")
+        return v
+
+    parse.__name__ = name
+    return parse
+
+
+def variant_names(text: str) -> list[str]:
+    """A comma list of variant names: none empty, none twice (each row keeps its own trace file)."""
+    names = [n.strip() for n in text.split(",")]
+    if not any(names):
+        raise UsageError(f"--variants {text!r} names no variant; give a comma list or 'all'")
+    if not all(names):
+        raise UsageError(f"--variants {text!r} has an empty name between commas")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"--variants names {', '.join(dupes)} more than once")
+    return names
+
+
+def _nearest_existing(p: Path) -> Path:
+    q = p
+    while not q.exists() and q != q.parent:
+        q = q.parent
+    return q
+
+
+def _probe_dir(d: Path, flag: str, target: Path) -> None:
+    """Create and remove a file in ``d``: the only test that root and read-only mounts both answer."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".attnscope-probe-", dir=d)
+    except OSError as e:
+        raise UsageError(f"{flag} {target}: cannot write in {d} ({e.strerror or e})") from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
+
+
+def check_output_file(path: str | None, flag: str) -> None:
+    """A file the run will write at its end: fail now, not after the measurement."""
+    if not path:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {p}: is a directory; name a file")
+    if p.name in ("", ".", ".."):
+        raise UsageError(f"{flag} {p}: name a file")
+    base = _nearest_existing(p.parent if str(p.parent) else Path("."))
+    if not base.is_dir():
+        raise UsageError(f"{flag} {p}: {base} is not a directory")
+    _probe_dir(base, flag, p)
+
+
+def check_output_dir(path: str | None, flag: str) -> None:
+    """A directory the run will fill (trace files): it may not exist yet, but must be creatable."""
+    if not path:
+        return
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{flag} {p}: exists and is not a directory")
+    base = _nearest_existing(p)
+    if not base.is_dir():
+        raise UsageError(f"{flag} {p}: {base} is not a directory")
+    _probe_dir(base, flag, p)
+
+
+def check_input_file(path: str, flag: str) -> None:
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{flag} {p}: no such file")
+    if not p.is_file():
+        raise UsageError(f"{flag} {p}: not a file")
+
+
+def parse_device(text: str) -> tuple[str, int | None]:
+    """('cpu' | 'cuda', index or None), or UsageError for any other device name."""
+    m = DEVICE_RE.match(text.strip().lower())
+    if not m:
+        raise UsageError(f"--device {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
+    kind, idx = m.group(1), m.group(2)
+    if kind == "cpu" and idx is not None:
+        raise UsageError(f"--device {text!r}: the CPU takes no index; use cpu")
+    return kind, (int(idx) if idx is not None else None)
+
+
+def check_device(text: str | None) -> str | None:
+    """The device string to use (normalised), after checking that torch can reach it."""
+    if text is None:
+        return None
+    kind, idx = parse_device(text)
+    if kind == "cpu":
+        return "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {text}: torch {torch.__version__} sees no CUDA GPU here; use --device cpu")
+    n = torch.cuda.device_count()
+    if idx is not None and idx >= n:
+        raise UsageError(f"--device {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
+    return "cuda" if idx is None else f"cuda:{idx}"

@@ -1,0 +1,199 @@
+"""The attention mask of a case, as plain data: parse, check against the shapes, count kept scores.
+
+No torch here (the analysis side and ``types.Case`` import it); the mask and score functions that
+run are built from this spec on attention-gym in :mod:`attnscope.workloads.mask_mods`.
+
+Grammar: ``KIND[:ARGS][@ALIGN]``
+
+- ``none``; ``causal``; ``causal_lower_right`` (= ``causal@lower_right``); ``causal_top_left``
+  (= ``causal@top_left``);
+- ``sliding:W``: causal, each query sees the W most recent keys, itself included;
+- ``document:L1,L2,...``: packed documents, causal within each;
+- ``prefix:P``: every query sees the first P keys, causal after;
+- ``padding:K1,K2,...``: batch element b sees its first K_b keys (no causal part).
+
+``ALIGN`` is ``top_left`` or ``lower_right`` and matters only when seq_q != seq_kv: top-left puts the
+queries at positions 0..Sq-1 (what SDPA's ``is_causal`` does); lower-right puts them at the end of the
+keys, Sk-Sq..Sk-1 (decode, chunked prefill).  Query i then sits at key position i + offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGNS = ("top_left", "lower_right")
+KINDS = ("none", "causal", "sliding", "document", "prefix", "padding")
+# Kinds whose kept set depends on where the queries sit among the keys (ALiBi positions too).
+POSITIONAL = ("causal", "sliding", "prefix")
+
+MASK_HELP = (
+    "none | causal | causal_lower_right | sliding:W | document:L1,L2,... | prefix:P | padding:K1,K2,... "
+    "(optionally @top_left or @lower_right)"
+)
+
+
+def ambiguity_message(what: str, seq_q: int, seq_kv: int) -> str:
+    """One line explaining the two meanings of a causal-type mask when Sq != Sk."""
+    return (
+        f"{what} with seq_q={seq_q} != seq_kv={seq_kv} is ambiguous: top-left (torch's is_causal: the queries "
+        f"are positions 0..{seq_q - 1}, query i sees keys 0..i) or lower-right (the queries are the last "
+        f"{seq_q} positions, as in decode and chunked prefill: query i sees keys 0..i+{seq_kv - seq_q}); "
+        "say which with --mask causal_lower_right, --mask causal@top_left (or KIND:ARGS@lower_right)"
+    )
+
+
+@dataclass(frozen=True)
+class MaskSpec:
+    kind: str
+    window: int | None = None  # sliding
+    prefix: int | None = None  # prefix
+    lengths: tuple[int, ...] = ()  # document lengths or padding key lengths
+    align: str | None = None  # None: not stated
+
+    @property
+    def canonical(self) -> str:
+        arg = {
+            "sliding": f":{self.window}",
+            "prefix": f":{self.prefix}",
+            "document": ":" + ",".join(map(str, self.lengths)),
+            "padding": ":" + ",".join(map(str, self.lengths)),
+        }.get(self.kind, "")
+        if self.kind == "causal" and self.align == "lower_right":
+            return "causal_lower_right"
+        return f"{self.kind}{arg}" + (f"@{self.align}" if self.align else "")
+
+    def offset(self, seq_q: int, seq_kv: int) -> int:
+        """Key position of query 0: 0 top-left, Sk-Sq lower-right (either, when Sq == Sk)."""
+        return seq_kv - seq_q if self.align == "lower_right" else 0
+
+    def is_top_left_causal(self, seq_q: int, seq_kv: int) -> bool:
+        """Exactly what SDPA's is_causal=True computes."""
+        return self.kind == "causal" and (seq_q == seq_kv or self.align != "lower_right")
+
+
+def _ints(text: str, what: str, spec: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(p) for p in text.split(",") if p.strip() != "")
+    except ValueError:
+        raise ValueError(f"mask {spec!r}: {what} must be integers, got {text!r}") from None
+    if not vals:
+        raise ValueError(f"mask {spec!r}: {what} missing")
+    if min(vals) < 1:
+        raise ValueError(f"mask {spec!r}: every {what[:-1] if what.endswith('s') else what} must be >= 1")
+    return vals
+
+
+def _one_int(text: str, what: str, spec: str, kind: str) -> int:
+    vals = _ints(text, what, spec)
+    if len(vals) != 1:
+        raise ValueError(f"mask {spec!r}: {kind} takes one {what}, got {text!r}")
+    return vals[0]
+
+
+def parse_mask(spec: str) -> MaskSpec:
+    """Parse the grammar above; one-line ValueError on anything else."""
+    s = spec.strip().lower()
+    align = None
+    if "@" in s:
+        s, align = s.split("@", 1)
+        if align not in ALIGNS:
+            raise ValueError(f"mask {spec!r}: alignment must be top_left or lower_right, got {align!r}")
+    if s == "causal_lower_right":
+        if align == "top_left":
+            raise ValueError(f"mask {spec!r}: causal_lower_right cannot be @top_left")
+        return MaskSpec("causal", align="lower_right")
+    if s == "causal_top_left":
+        s, align = "causal", align or "top_left"
+    kind, _, arg = s.partition(":")
+    if kind not in KINDS:
+        raise ValueError(f"unknown mask {spec!r}; use {MASK_HELP}")
+    if kind in ("none", "causal"):
+        if arg:
+            raise ValueError(f"mask {spec!r}: {kind} takes no argument")
+        return MaskSpec(kind, align=align)
+    if not arg:
+        raise ValueError(f"mask {spec!r}: {kind} needs an argument ({MASK_HELP})")
+    if kind == "sliding":
+        return MaskSpec(kind, window=_one_int(arg, "window", spec, kind), align=align)
+    if kind == "prefix":
+        return MaskSpec(kind, prefix=_one_int(arg, "prefix length", spec, kind), align=align)
+    return MaskSpec(kind, lengths=_ints(arg, "lengths", spec), align=align)
+
+
+def check_mask(
+    m: MaskSpec, batch: int, seq_q: int, seq_kv: int, alibi: bool = False, stated: str | None = None
+) -> None:
+    """Refuse (one-line ValueError) a mask that does not fit the shapes or leaves a query with no key.
+    ``stated``: how the user asked for it, for the message (default ``--mask NAME``)."""
+    name = m.canonical
+    if seq_q != seq_kv and m.align is None and (m.kind in POSITIONAL or alibi):
+        what = (stated or f"--mask {name}") + (" with --alibi" if alibi and m.kind not in POSITIONAL else "")
+        raise ValueError(ambiguity_message(what, seq_q, seq_kv))
+    if m.kind == "document":
+        if seq_q != seq_kv:
+            raise ValueError(f"mask {name}: a packed sequence needs seq_q == seq_kv, got {seq_q} and {seq_kv}")
+        if sum(m.lengths) != seq_q:
+            raise ValueError(f"mask {name}: document lengths sum to {sum(m.lengths)}, the sequence is {seq_q}")
+    if m.kind == "padding":
+        if len(m.lengths) != batch:
+            raise ValueError(f"mask {name}: {len(m.lengths)} key length(s) for a batch of {batch}")
+        if max(m.lengths) > seq_kv:
+            raise ValueError(f"mask {name}: a key length exceeds seq_kv={seq_kv}")
+    if m.kind == "prefix" and m.prefix is not None and m.prefix > seq_kv:
+        raise ValueError(f"mask {name}: prefix {m.prefix} longer than seq_kv={seq_kv}")
+    if m.kind in ("causal", "sliding") and m.offset(seq_q, seq_kv) < 0:
+        raise ValueError(
+            f"mask {name}: with seq_q={seq_q} > seq_kv={seq_kv} lower-right, the first {seq_q - seq_kv} "
+            "queries see no key at all (their softmax is undefined)"
+        )
+    if m.kind == "sliding" and m.window is not None:
+        # row i keeps keys (i + off - W, i + off] ∩ [0, Sk): empty once i + off - W + 1 > Sk - 1
+        empty = seq_q + m.offset(seq_q, seq_kv) - seq_kv - m.window + 1
+        if empty > 0:
+            raise ValueError(
+                f"mask {name}: with seq_q={seq_q} and seq_kv={seq_kv} top-left, the last {empty} queries are more "
+                f"than the window ({m.window}) past the last key and see no key at all (their softmax is undefined)"
+            )
+
+
+def _ramp_sum(n: int, c: int, lo: int, hi: int) -> int:
+    """Σ_{i=0}^{n-1} clamp(i + c, lo, hi), in closed form (lo <= hi)."""
+    if n <= 0:
+        return 0
+    # i + c < lo for i < a; lo <= i + c <= hi for a <= i < b; above hi for i >= b.
+    a = min(n, max(0, lo - c))
+    b = min(n, max(a, hi - c + 1))
+    mid = (b - a) * (a + b - 1 + 2 * c) // 2  # Σ_{i=a}^{b-1} (i + c)
+    return a * lo + mid + (n - b) * hi
+
+
+def kept_pairs(m: MaskSpec, batch: int, seq_q: int, seq_kv: int) -> int:
+    """Score entries the mask keeps, summed over the batch, for ONE head (exact, closed forms)."""
+    off = m.offset(seq_q, seq_kv)
+    if m.kind == "none":
+        return batch * seq_q * seq_kv
+    if m.kind == "causal":  # row i keeps keys 0..i+off
+        return batch * _ramp_sum(seq_q, off + 1, 0, seq_kv)
+    if m.kind == "sliding":  # keys in (i+off-W, i+off]: those <= i+off minus those <= i+off-W
+        w = m.window or 0
+        return batch * (_ramp_sum(seq_q, off + 1, 0, seq_kv) - _ramp_sum(seq_q, off + 1 - w, 0, seq_kv))
+    if m.kind == "prefix":  # max(P, i+off+1), capped at Sk
+        p = min(m.prefix or 0, seq_kv)
+        return batch * _ramp_sum(seq_q, off + 1, p, seq_kv)
+    if m.kind == "document":
+        return batch * sum(n * (n + 1) // 2 for n in m.lengths)
+    if m.kind == "padding":
+        return seq_q * sum(m.lengths)
+    raise ValueError(f"no count for mask kind {m.kind!r}")
+
+
+def kept_formula(m: MaskSpec) -> str:
+    """How kept_pairs counts, in words, for the FLOP footnote."""
+    return {
+        "none": "Sq·Sk per (batch, head)",
+        "causal": "Σ over queries of the keys at or before the query's position (offset Sk−Sq when lower-right)",
+        "sliding": "Σ over queries of the W most recent keys that exist",
+        "document": "Σ over documents of L·(L+1)/2",
+        "prefix": "Σ over queries of max(P, keys at or before the query)",
+        "padding": "Sq·K_b for each batch element",
+    }[m.kind]

@@ -1,0 +1,402 @@
+"""Plain, frozen data that flows through attnscope.
+
+What was asked for (`Case`) is kept apart from what was observed (`KernelRecord`,
+`Fingerprint`, `Timing`).  Units live in field names (`_us`, `_bytes`, `_pct`);
+``None`` always means "not measured / not knowable from this evidence".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from attnscope.core.masks import MaskSpec
+
+# crashed: the worker process died (signal, CUDA fault); timeout: it ran past --timeout.
+Status = Literal["ok", "skipped", "oom", "error", "crashed", "timeout"]
+STATUSES: tuple[str, ...] = ("ok", "skipped", "oom", "error", "crashed", "timeout")
+Mode = Literal["fwd", "fwd_bwd"]
+MODES: tuple[str, ...] = ("fwd", "fwd_bwd")
+Category = Literal[
+    "gemm",
+    "attention",
+    "softmax",
+    "elementwise",
+    "reduction",
+    "copy",
+    "memcpy",
+    "memset",
+    "communication",
+    "other",
+]
+DType = Literal["fp32", "fp16", "bf16"]
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One attention problem: shapes, dtype, masking, device."""
+
+    batch: int
+    heads: int
+    seq_q: int
+    head_dim: int
+    dtype: DType = "bf16"
+    causal: bool = True
+    kv_heads: int | None = None  # None: same as heads (no GQA)
+    seq_kv: int | None = None  # None: same as seq_q
+    device: str = "cpu"
+    # The mask (attnscope.core.masks grammar); None: from `causal`.  Given, it sets `causal` to whether it is
+    # exactly SDPA's is_causal (top-left causal), so code that reads `causal` stays right.
+    mask: str | None = None
+    softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
+    alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
+    mode: Mode = "fwd"  # fwd_bwd: one forward and its backward (dq, dk, dv) per call
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "heads", "seq_q", "head_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
+            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)")
+        if self.seq_kv is not None and self.seq_kv < 1:
+            raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        self._check_mask()
+
+    def _check_mask(self) -> None:
+        from attnscope.core.masks import check_mask
+
+        if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
+            raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
+        spec = self.mask_spec
+        stated = None if self.mask is not None else ("causal masking (--causal, the default)" if self.causal else None)
+        check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
+        if self.mask is not None:  # frozen: normalise once, here
+            object.__setattr__(self, "mask", spec.canonical)
+            object.__setattr__(self, "causal", spec.is_top_left_causal(self.seq_q, self.num_seq_kv))
+
+    @property
+    def mask_spec(self) -> MaskSpec:
+        from attnscope.core.masks import MaskSpec, parse_mask
+
+        if self.mask is not None:
+            return parse_mask(self.mask)
+        return MaskSpec("causal" if self.causal else "none")
+
+    @property
+    def mask_label(self) -> str:
+        """The mask and score modifications in words, e.g. 'sliding:128 softcap=30 alibi'."""
+        parts = [self.mask_spec.canonical] if self.mask is not None else (["causal"] if self.causal else [])
+        if self.softcap is not None:
+            parts.append(f"softcap={self.softcap:g}")
+        if self.alibi:
+            parts.append("alibi")
+        return " ".join(parts)
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def num_seq_kv(self) -> int:
+        return self.seq_kv if self.seq_kv is not None else self.seq_q
+
+    @property
+    def is_gqa(self) -> bool:
+        return self.num_kv_heads != self.heads
+
+    def label(self) -> str:
+        kv = f" KV={self.num_kv_heads}" if self.is_gqa else ""
+        sk = f"x{self.num_seq_kv}" if self.num_seq_kv != self.seq_q else ""
+        mask = f" {self.mask_label}" if self.mask_label else ""
+        mode = " fwd+bwd" if self.mode == "fwd_bwd" else ""
+        return (
+            f"B={self.batch} H={self.heads}{kv} S={self.seq_q}{sk} D={self.head_dim} "
+            f"{self.dtype}{mask}{mode} on {self.device}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Case:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True)  # slots: a training step holds 10^5 of them
+class KernelRecord:
+    """One unit of device work: a GPU kernel, memcpy or memset, or on CPU a leaf aten op."""
+
+    name: str
+    category: Category
+    duration_us: float
+    device: Literal["gpu", "cpu"] = "gpu"
+    launched_by: str | None = None  # innermost aten op, through the correlation id
+    tensor_cores: bool | None = None  # None: unknown from the evidence
+    tensor_core_precision: str | None = None  # "TF32" where fp32 inputs run as TF32 MMA
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    shared_memory_bytes: int | None = None
+    theoretical_occupancy_pct: float | None = None
+    occupancy_limiter: str | None = None
+    kineto_occupancy_pct: float | None = None
+    bytes: int | None = None  # memcpy / memset only
+    stream: int | None = None
+    start_us: float | None = None  # start on the trace's clock (Kineto ts): the HTML timeline draws from it
+    # Matrix kernels: the launching op's first floating input type (Kineto "Input type"), e.g. bf16; None
+    # when not recorded or not a matrix kernel.
+    input_dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class HiddenCopy:
+    """A same-dtype full tensor copy inside the call, and the op that caused it."""
+
+    op: str  # the op that asked for the copy, e.g. aten::masked_fill
+    copy_op: str  # the op that did it, e.g. aten::copy_
+    bytes: int
+    dims: tuple[int, ...]
+    device_event: str | None = None  # e.g. "Memcpy DtoD (Device -> Device)"
+    duration_us: float | None = None
+    # value (a full copy of values) | layout (contiguous/reshape of a strided view) | broadcast (GQA's
+    # repeat_interleave / expand+reshape); None when the trace recorded no strides
+    kind: str | None = None
+    inside: str | None = None  # the library op it happened in (SDPA math, flex, a backward); None: user code
+
+
+@dataclass(frozen=True)
+class Upcast:
+    """A cast of a 16-bit tensor to fp32, read from the dtypes in recorded shapes."""
+
+    op: str  # the op that asked for the cast
+    src_dtype: str
+    dst_dtype: str
+    dims: tuple[int, ...]
+    bytes: int  # bytes written (fp32 side)
+    kind: str = "dtype"
+    inside: str | None = None  # the library op it happened in; None: user code
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call samples summarised.  All values in microseconds."""
+
+    median_us: float
+    p25_us: float
+    p75_us: float
+    min_us: float
+    num_samples: int
+    method: str  # how it was measured, in words
+
+    @property
+    def iqr_rel(self) -> float:
+        return (self.p75_us - self.p25_us) / self.median_us if self.median_us > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        # torch.utils.benchmark flags IQR/median above 10% the same way.
+        return self.iqr_rel > 0.10
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What one call did, read from its trace alone (pure analysis output)."""
+
+    kernels: tuple[KernelRecord, ...]
+    num_kernels: int  # compute kernels (GPU) or compute leaf ops (CPU)
+    num_memcpy: int
+    num_memset: int
+    hidden_copies: tuple[HiddenCopy, ...]
+    upcasts: tuple[Upcast, ...]
+    mask_rebuilt: bool
+    mask_ops: tuple[str, ...]
+    sdpa_backend: str | None  # backend that actually ran, from the aten ops / kernels
+    device_kind: Literal["gpu", "cpu"]
+    device_name: str | None
+    compute_capability: tuple[int, int] | None
+    trace_gpu_time_us: float | None  # sum of device event durations in the window
+    trace_cpu_time_us: float | None  # wall time of the window on the host
+    trace_peak_memory_bytes: int | None  # from profiler [memory] events, if recorded
+    notes: tuple[str, ...] = field(default=())
+    # Each tril/triu the trace ran, with its context (analysis/mask_build.py): what built it, inside which
+    # attention op or before which one, how that op took it, and the GPU work of building and converting it.
+    mask_builds: tuple[dict[str, Any], ...] = field(default=())
+
+    @property
+    def upcast_fp32(self) -> bool:
+        return bool(self.upcasts)
+
+    @property
+    def tensor_cores(self) -> bool | None:
+        """True if any matrix kernel used tensor cores, False if matrix work ran without (attention
+        helpers such as a split-KV combine are not matrix work)."""
+        from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
+
+        matrix = [k for k in self.kernels if is_matrix_kernel(k.name, k.category)]
+        known = [k.tensor_cores for k in matrix if k.tensor_cores is not None]
+        if not known:
+            return None
+        return any(known)
+
+
+@dataclass(frozen=True)
+class Env:
+    torch: str | None
+    cuda: str | None
+    cudnn: str | None
+    device_name: str | None
+    driver: str | None
+    python: str
+    date: str
+    platform: str
+    host_cores: int | None = None
+
+
+@dataclass(frozen=True)
+class PeakRate:
+    """The matmul rate the % of peak is measured against, and how it was obtained."""
+
+    tflops: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """One variant on one case: the spec, the status, and everything observed.
+
+    Each kind of note has its own field: what the trace says (``fingerprint.notes``) and what
+    the run says (``notes``) can never overwrite each other.  ``extra`` is for plugins and is
+    serialised nested under its own key, never merged into the row.
+    """
+
+    variant: str
+    case: Case | None  # None when analysing a trace of unknown shape
+    status: Status
+    reason: str | None = None
+    fingerprint: Fingerprint | None = None
+    gpu_time: Timing | None = None
+    cpu_time: Timing | None = None
+    peak_memory_bytes: int | None = None
+    peak_memory_source: str | None = None
+    flops: int | None = None
+    tflops: float | None = None
+    pct_of_peak: float | None = None
+    max_rel_error: float | None = None
+    error_tolerance: float | None = None
+    nonfinite: bool | None = None  # NaN/Inf in the output: a wrong result
+    compile_time_s: float | None = None
+    trace_path: str | None = None
+    source: Literal["run", "trace"] = "run"
+    family: str | None = None  # the variant's declared family (naive, sdpa, flex, ...)
+    backend: str | None = None  # the backend the variant forces, if it forces one
+    env: Env | None = None
+    peak: PeakRate | None = None
+    rel_errors: dict[str, float] | None = None  # per output: out, and dq/dk/dv in fwd_bwd
+    notes: tuple[str, ...] = ()  # the run's and the variant's notes (the trace's are in the fingerprint)
+    context_overhead_us: float | None = None
+    sdpa_why: dict[str, Any] | None = None
+    trace_summary: dict[str, Any] | None = None
+    # What `analyze` read of the case from the trace's attention ops (analysis/shape.py), and what it could not.
+    attention_calls: list[dict[str, Any]] | None = None
+    case_unknown: dict[str, str] | None = None
+    flops_basis: str | None = None
+    flops_unknown: str | None = None
+    model_split: dict[str, Any] | None = (
+        None  # attention's share of a model step (attnscope.analysis.fingerprint.model_split)
+    )
+    gpu_time_graph: Timing | None = None  # device time per call by CUDA-graph replay
+    gpu_time_graph_why: str | None = None  # why there is no graph timing (the call is not capturable)
+    launch: dict[str, Any] | None = None  # stream time against graph time: launch gaps and event overhead
+    # Nsight Compute's deep fields (run --ncu), filled after the run by ncu_run.attach; empty: not asked
+    ncu: dict[str, Any] = field(default_factory=dict)
+    cost_s: dict[str, float] | None = None  # wall seconds this job spent per stage (worker, timing, ...)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return self.case.mode if self.case else "fwd"
+
+    @property
+    def numerics_ok(self) -> bool | None:
+        if self.nonfinite:
+            return False
+        if self.max_rel_error is None or self.error_tolerance is None:
+            return None
+        return self.max_rel_error <= self.error_tolerance
+
+
+Severity = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Insight:
+    """One explained observation about one variant, with the evidence it rests on.
+
+    Every number in ``message`` is one of the values in ``evidence`` (units in the keys);
+    ``kernels`` and ``ops`` name the device work and the aten ops it points at.
+    """
+
+    id: str  # stable name, e.g. "hidden_copy"
+    variant: str
+    severity: Severity
+    message: str
+    advice: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    kernels: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    """An insight rule that could not be evaluated on this result, and why."""
+
+    id: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One guess written before running: ``kind`` names the quantity, ``expected`` the value.
+
+    ``expected`` is plain data: a number, a bool, a string, a ``[lo, hi]`` range, or for
+    comparisons ``{"variant": name, "by": ratio or [lo, hi]}``.
+    """
+
+    variant: str
+    kind: str
+    expected: Any
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    prediction: Prediction
+    # unknown: nothing measured to compare with; close: the measurement's noise band straddles the prediction
+    outcome: Literal["hit", "miss", "close", "unknown"]
+    measured: Any
+    text: str  # one line: what was predicted, what was measured
+    explanation: str | None = None  # for a miss or unknown: why, from the insights
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The best variant for one case, its margin over the next, and whether that is noise."""
+
+    best: str
+    best_us: float
+    runner_up: str | None
+    runner_up_us: float | None
+    margin: float | None  # runner_up_us / best_us
+    within_noise: bool | None
+    basis: str  # which time was compared, in words
+    excluded: tuple[str, ...]  # variants left out (numerically off), with the reason
+    text: str

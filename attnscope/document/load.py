@@ -1,0 +1,118 @@
+"""What a result file is: a run, analyze or model document, or a sweep JSONL.  Sniffed from its content."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from attnscope.document.schema import SCHEMA_VERSION, DocumentError
+
+Kind = Literal["run", "analyze", "sweep", "model"]
+
+
+@dataclass
+class Source:
+    kind: Kind
+    doc: dict[str, Any]  # a sweep's rows are under "rows"
+    path: Path | None = None  # the file it came from: traces named in it are looked for beside it too
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.path.name if self.path else self.kind
+
+
+def _is_row(d: Any) -> bool:
+    return isinstance(d, dict) and "variant" in d and "status" in d and "results" not in d
+
+
+def kind_of(doc: dict[str, Any], where: str) -> Kind:
+    """run, analyze or model, from the document's own fields."""
+    if doc.get("kind") in ("run", "analyze", "model", "sweep"):
+        return doc["kind"]  # type: ignore[no-any-return]
+    if doc.get("kind") == "diff":
+        raise DocumentError(f"{where}: a diff document; the report reads run, analyze, sweep and model documents")
+    results = doc.get("results")
+    if not isinstance(results, list) or "schema_version" not in doc:
+        raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
+    if isinstance(doc["schema_version"], int) and doc["schema_version"] > SCHEMA_VERSION:
+        raise DocumentError(f"{where}: schema_version {doc['schema_version']} is newer than this attnscope")
+    rows = [r for r in results if isinstance(r, dict)]
+    if "model" in doc or "config" in doc or any("impl" in r for r in rows):
+        return "model"
+    if rows and all(r.get("source") == "trace" for r in rows):
+        return "analyze"
+    return "run"
+
+
+def _rows(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """JSON lines; a torn line (a sweep killed mid-write, then resumed) is passed over, and said so."""
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            notes.append(f"{where}: line {i} is not valid JSON (a torn write?): left out")
+            continue
+        if _is_row(d):
+            rows.append(d)
+        else:
+            notes.append(f"{where}: line {i} is not a result row (no variant/status): left out")
+    if not rows and all("not valid JSON" in n for n in notes):
+        raise DocumentError(f"{where}: not valid JSON (neither a result document nor JSON lines)")
+    if not rows:
+        raise DocumentError(f"{where}: no result rows (neither an attnscope document nor a sweep JSONL)")
+    return rows, notes
+
+
+def load_source(path: str | Path) -> Source:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DocumentError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DocumentError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    if not text.strip():
+        raise DocumentError(f"{p}: empty file")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None  # several JSON values: JSON lines
+    if isinstance(doc, dict) and not _is_row(doc):
+        return Source(kind_of(doc, str(p)), doc, p)
+    if isinstance(doc, list) and all(_is_row(d) for d in doc) and doc:
+        return Source("sweep", {"rows": doc}, p)
+    rows, notes = _rows(text, str(p))
+    return Source("sweep", {"rows": rows}, p, notes)
+
+
+def as_sources(docs: Any) -> list[Source]:
+    """Paths, documents and sweep rows, in order; consecutive sweep rows make one sweep."""
+    out: list[Source] = []
+    rows: list[dict[str, Any]] = []
+    for d in docs:
+        if _is_row(d):
+            rows.append(d)
+            continue
+        if rows:
+            out.append(Source("sweep", {"rows": rows}))
+            rows = []
+        if isinstance(d, Source):
+            out.append(d)
+        elif isinstance(d, str | Path):
+            out.append(load_source(d))
+        elif isinstance(d, dict):
+            out.append(Source(kind_of(d, "document"), d))
+        elif isinstance(d, list):
+            out.extend(as_sources(d))
+        else:
+            raise DocumentError(f"cannot report on a {type(d).__name__}")
+    if rows:
+        out.append(Source("sweep", {"rows": rows}))
+    return out

@@ -1,0 +1,90 @@
+"""Executors run jobs and yield their results as they finish: inline, worker processes, Ray.
+
+Whatever the executor, a job gives the same row: each calls ``worker.measure_one``.  A job
+that kills its worker, hangs past the timeout or poisons CUDA becomes a ``crashed`` or
+``timeout`` row, and the executor goes on with a fresh worker.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Literal, Protocol
+
+from attnscope.core.types import Case, Result
+from attnscope.execute.job import Job
+
+ExecutorName = Literal["inline", "process", "ray"]
+EXECUTORS: tuple[str, ...] = ("inline", "process", "ray")
+OnStart = Callable[[Job], None]
+
+
+class Executor(Protocol):
+    def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]: ...
+
+    def close(self) -> None: ...
+
+
+PICK_WINDOW = 256  # jobs looked at for one of the worker's case: a scan of a 100,000-job queue would cost more
+
+
+def pick(todo: deque[Job], last: Case | None, busy: set[Case]) -> Job:
+    """The next job for a free worker: one of the case it ran last (its inputs and reference are cached
+    there), else the first whose case no other worker is on, else the first.  With several workers a
+    case stays on one of them; with one, the order is the queue's."""
+    window = list(itertools.islice(todo, PICK_WINDOW))
+    for want in (lambda c: c == last, lambda c: c not in busy):
+        for i, j in enumerate(window):
+            if want(j.case):
+                del todo[i]
+                return j
+    return todo.popleft()
+
+
+def parse_devices(spec: str | None) -> list[str] | None:
+    """'cuda:0,cuda:1' → ['0', '1'] (CUDA_VISIBLE_DEVICES of each worker); 'all' → every GPU torch
+    sees; None or 'cpu' → None (one worker, no pinning)."""
+    if spec is None or spec.strip() in ("", "cpu"):
+        return None
+    if spec.strip() == "all":
+        import torch
+
+        n = torch.cuda.device_count()
+        if n == 0:
+            raise ValueError("--devices all: torch sees no CUDA GPU")
+        return [str(i) for i in range(n)]
+    out = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        idx = part.removeprefix("cuda:")
+        if part == "cuda":
+            idx = "0"
+        if not idx.isdigit():
+            raise ValueError(f"--devices takes cuda:N[,cuda:M...] or all, got {part!r}")
+        out.append(idx)
+    if len(set(out)) != len(out):
+        raise ValueError(f"--devices names a GPU twice: {spec!r}")
+    return out
+
+
+def make_executor(
+    name: str,
+    *,
+    devices: list[str] | None = None,
+    timeout_s: float | None = None,
+    ray_address: str | None = None,
+    workers: int | None = None,
+) -> Executor:
+    if name == "inline":
+        from attnscope.execute.executors.inline import InlineExecutor
+
+        return InlineExecutor()
+    if name == "process":
+        from attnscope.execute.executors.process import ProcessExecutor
+
+        return ProcessExecutor(devices=devices, timeout_s=timeout_s, workers=workers)
+    if name == "ray":
+        from attnscope.execute.executors.ray import RayExecutor
+
+        return RayExecutor(devices=devices, timeout_s=timeout_s, address=ray_address, workers=workers)
+    raise ValueError(f"unknown executor {name!r}; use one of {', '.join(EXECUTORS)}")

@@ -1,0 +1,203 @@
+"""Worker processes (spawn, never fork: CUDA cannot survive a fork), one per GPU or one on CPU.
+
+A healthy worker is reused for the next job; one that dies, hangs past the timeout or reports a
+sticky CUDA fault is replaced.  Each worker's stderr goes to a file so a crash row can quote the
+last error line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import multiprocessing as mp
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from attnscope.core.types import Case, Result
+from attnscope.execute.executors import OnStart, pick
+from attnscope.execute.job import Job, failed_row
+
+
+def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
+    """The worker's loop: receive a job, send its Result; None or a closed pipe ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent()
+    if visible is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before torch is imported
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(fd, 2)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    faulthandler.enable()  # a segfault writes its reason and stack to the log
+    from attnscope.execute.worker import import_all, measure_one
+
+    import_all()
+
+    start_s: float | None = time.time() - spawned_at
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        conn.send(("start", None))  # the timeout runs from here: starting the worker is not the job's
+        r = measure_one(job)
+        if start_s is not None:  # the first job pays for starting the worker: say so in its cost
+            r = replace(r, cost_s={**(r.cost_s or {}), "worker_start": start_s})
+            start_s = None
+        conn.send(("result", r))
+
+
+def _die_with_parent() -> None:
+    """Linux: end this worker when the sweep dies (kill -9 included) instead of finishing its job on
+    a GPU nobody reads; elsewhere (or had the parent died before this) the worker ends at its next
+    read of the closed pipe."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def last_error_line(log: Path) -> str | None:
+    """The last line of a worker's stderr that says something (not a stack frame)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        s = line.strip()
+        if s and not s.startswith(("File ", "Current thread", "Thread 0x", "<no Python frame>", "Extension modules")):
+            return s[:300]
+    return None
+
+
+def death_reason(exitcode: int | None, log: Path) -> str:
+    what = f"exit code {exitcode}"
+    if exitcode is not None and exitcode < 0:
+        with contextlib.suppress(ValueError):
+            what = f"signal {signal.Signals(-exitcode).name}"
+    line = last_error_line(log)
+    return f"the worker process died ({what})" + (f"; last error line: {line}" if line else "")
+
+
+@dataclass
+class _Worker:
+    visible: str | None
+    log: Path
+    proc: Any = None
+    conn: Connection | None = None
+    job: Job | None = None
+    since: float | None = None  # when the worker began the job (None: still starting up)
+    last: Case | None = None  # the case of its last job: its inputs are cached in the worker
+
+    def start(self, ctx: Any) -> None:
+        self.log.write_text("")
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=_serve, args=(child, self.visible, str(self.log), time.time()), daemon=True, name="attnscope-worker"
+        )
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            self.proc.kill()
+        if self.proc is not None:
+            self.proc.join(timeout=5)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc, self.conn, self.job, self.last = None, None, None, None
+
+
+@dataclass
+class ProcessExecutor:
+    devices: list[str] | None = None  # CUDA_VISIBLE_DEVICES per worker; None: one unpinned worker
+    timeout_s: float | None = None
+    workers: int | None = None  # workers when not pinned to GPUs (default 1)
+    _pool: list[_Worker] = field(default_factory=list)
+    _tmp: str = ""
+
+    def _ensure_pool(self) -> None:
+        if self._pool:
+            return
+        self._tmp = tempfile.mkdtemp(prefix="attnscope-workers-")
+        slots: list[str | None] = list(self.devices) if self.devices else [None] * max(1, self.workers or 1)
+        self._pool = [_Worker(v, Path(self._tmp) / f"worker{i}.log") for i, v in enumerate(slots)]
+
+    def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]:
+        ctx = mp.get_context("spawn")
+        self._ensure_pool()
+        todo = deque(jobs)
+        while todo or any(w.job for w in self._pool):
+            for w in self._pool:
+                if w.job is None and todo:
+                    if w.proc is None:
+                        w.start(ctx)
+                    busy = {o.job.case for o in self._pool if o.job is not None}
+                    w.job, w.since = pick(todo, w.last, busy), None
+                    w.last = w.job.case
+                    if on_start:
+                        on_start(w.job)
+                    assert w.conn is not None
+                    w.conn.send(w.job)
+            yield from self._collect()
+
+    def _collect(self) -> Iterator[Result]:
+        busy = [w for w in self._pool if w.job is not None]
+        now = time.monotonic()
+        wait_s = 1.0
+        if self.timeout_s is not None:
+            ends = [w.since + self.timeout_s for w in busy if w.since is not None]
+            if ends:
+                wait_s = max(0.01, min(wait_s, min(ends) - now))
+        handles: list[Any] = [w.conn for w in busy] + [w.proc.sentinel for w in busy]
+        ready = set(wait(handles, timeout=wait_s))
+        for w in busy:
+            assert w.job is not None and w.conn is not None
+            job = w.job
+            if w.conn in ready or w.proc.sentinel in ready:
+                try:
+                    kind, r = w.conn.recv()
+                except (EOFError, OSError):
+                    w.proc.join(timeout=5)
+                    yield failed_row(job, "crashed", death_reason(w.proc.exitcode, w.log))
+                    w.stop()
+                    continue
+                if kind == "start":
+                    w.since = time.monotonic()
+                    continue
+                w.job = None
+                if r.status == "crashed":  # a sticky CUDA fault: this process can do no more GPU work
+                    w.stop()
+                yield r
+            elif self.timeout_s is not None and w.since is not None and time.monotonic() - w.since > self.timeout_s:
+                w.stop()
+                yield failed_row(
+                    job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped"
+                )
+
+    def close(self) -> None:
+        for w in self._pool:
+            if w.conn is not None and w.job is None and w.proc is not None and w.proc.is_alive():
+                with contextlib.suppress(OSError):
+                    w.conn.send(None)
+                w.proc.join(timeout=2)
+            w.stop()
+        self._pool = []
+        if self._tmp:
+            import shutil
+
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = ""

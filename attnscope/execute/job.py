@@ -1,0 +1,69 @@
+"""What one measurement is: a picklable ``Job`` (case, variant, options) and its identity in a store."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnscope.core.types import Case, Result, Status
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to measure, the same for every job of a run or sweep."""
+
+    flush_l2: bool = False
+    timing_budget_s: float = 0.5  # per variant, per timer
+    seed: int = 0
+    trace_dir: Path | None = None  # keep each job's trace here (else a temporary file, deleted)
+    measure_peak: bool = True
+
+
+@dataclass(frozen=True)
+class Job:
+    """One variant on one case (the case carries the mode).  Plain data: it crosses processes.
+
+    ``explicit``: the variant was asked for by name, so an opt-in variant runs.
+    ``trace_name``: the trace file's name under ``options.trace_dir``.
+    """
+
+    case: Case
+    variant: str
+    options: Options = Options()
+    explicit: bool = True
+    trace_name: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return job_key(self.variant, self.case.to_dict())
+
+
+def job_key(variant: str, case: dict[str, Any] | None) -> tuple[str, str, str]:
+    """(variant, case, mode): what makes a result unique in a store.  The case is compared by its
+    fields, mode apart, so results written by an older or newer attnscope still match."""
+    c = dict(case or {})
+    mode = str(c.pop("mode", "fwd"))
+    return variant, json.dumps(c, sort_keys=True, separators=(",", ":")), mode
+
+
+def trace_file_name(variant: str, case: Case) -> str:
+    """A file name that tells jobs of a sweep apart: variant, shape, dtype, mask, mode."""
+    kv = f"kv{case.num_kv_heads}-" if case.is_gqa else ""
+    sk = f"x{case.num_seq_kv}" if case.num_seq_kv != case.seq_q else ""
+    stem = (
+        f"{variant}-b{case.batch}-h{case.heads}-{kv}s{case.seq_q}{sk}-d{case.head_dim}-{case.dtype}"
+        f"{'-causal' if case.causal else ''}-{case.mode}"
+    )
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", stem) + ".json"
+
+
+def failed_row(job: Job, status: Status, reason: str | None) -> Result:
+    """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
+    variant's declared family and backend; used by the worker and by executors whose worker could not answer."""
+    from attnscope.variants import get
+
+    v = get(job.variant)
+    return Result(variant=v.name, case=job.case, status=status, reason=reason, family=v.family, backend=v.backend)

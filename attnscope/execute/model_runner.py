@@ -1,0 +1,150 @@
+"""One row per (implementation, mode): build, time, profile, split.  Failures become rows, never stop the run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from attnscope.execute import model_bench as bench
+from attnscope.execute.model_bench import BenchOptions, Skip
+
+
+def _timing(t: Any) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {
+        "median_us": round(t.median_us, 3),
+        "p25_us": round(t.p25_us, 3),
+        "p75_us": round(t.p75_us, 3),
+        "min_us": round(t.min_us, 3),
+        "num_samples": t.num_samples,
+        "iqr_rel": round(t.iqr_rel, 4),
+        "noisy": t.noisy,
+        "method": t.method,
+    }
+
+
+def empty_row(impl: str, mode: str, status: str, reason: str | None) -> dict[str, Any]:
+    return {
+        "impl": impl,
+        "mode": mode,
+        "status": status,
+        "reason": reason,
+        "step_time_us": None,
+        "step_time": None,
+        "wall_time": None,
+        "peak_memory_bytes": None,
+        "attention": None,
+        "rest": None,
+        "layers": [],
+        "insights": [],
+    }
+
+
+def _failure(impl: str, mode: str, e: BaseException) -> dict[str, Any]:
+    if isinstance(e, Skip | NotImplementedError):
+        return empty_row(impl, mode, "skipped", bench._one_line(e))
+    status = "oom" if "OutOfMemoryError" in type(e).__name__ else "error"
+    return empty_row(impl, mode, status, f"{type(e).__name__}: {bench._one_line(e)}")
+
+
+def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, encoder: bool) -> dict[str, Any]:
+    from attnscope.analysis.fingerprint.model_split import breakdown
+    from attnscope.trace import load_trace
+
+    cuda = opts.device.startswith("cuda")
+    step, reset = bench.make_step(model, mode, ids, encoder)
+    t0 = time.perf_counter()
+    for _ in range(opts.warmup):
+        reset()
+        step()
+    bench._sync(cuda)
+    warmup_s = time.perf_counter() - t0  # includes any compilation (flex_attention) on first use
+    base = bench.peak_reset(cuda)
+    wall, gpu = bench.time_steps(step, reset, cuda=cuda, budget_s=opts.budget_s)
+    peak = bench.peak_extra(cuda, base)
+    path = bench.profile_step(model, step, reset, mode, bench.trace_path(opts, impl, mode), cuda)
+    split = breakdown(load_trace(path))
+    main = gpu or wall
+    row = empty_row(impl, mode, "ok", None)
+    row.update(
+        step_time_us=round(main.median_us, 3),
+        step_time=_timing(main),
+        wall_time=_timing(wall),
+        peak_memory_bytes=peak,
+        warmup_s=round(warmup_s, 3),
+        trace_path=str(path) if opts.trace_dir else None,
+    )
+    if split is not None:
+        row.update(
+            attention=split["attention"],
+            rest=split["rest"],
+            layers=split["layers"],
+            breakdown={k: split[k] for k in ("device", "method", "total_us", "unattributed_us", "scopes")},
+        )
+    return row
+
+
+def run_rows(
+    cfg: Any,
+    encoder: bool,
+    impls: list[str],
+    modes: list[str],
+    opts: BenchOptions,
+    *,
+    chosen: bool,
+    on_row: Callable[[dict[str, Any]], None] = lambda r: None,
+    on_start: Callable[[str], None] = lambda s: None,
+) -> list[dict[str, Any]]:
+    import torch
+
+    cuda = opts.device.startswith("cuda")
+    rows: list[dict[str, Any]] = []
+    start = time.perf_counter()
+
+    def out_of_time() -> str | None:
+        """Past the limit, and some row has been measured (the first one always runs)."""
+        if opts.time_limit_s is None or time.perf_counter() - start < opts.time_limit_s:
+            return None
+        if not any(r["status"] != "skipped" for r in rows):
+            return None
+        return f"not started: the --time-limit of {opts.time_limit_s:g} s was spent on the rows before it"
+
+    def done(r: dict[str, Any]) -> None:
+        rows.append(r)
+        on_row(r)
+
+    for impl in impls:
+        todo = []
+        for mode in modes:
+            why = bench.unavailable(impl, mode, opts.device, encoder, chosen) or out_of_time()
+            if why:
+                done(empty_row(impl, mode, "skipped", why))
+            else:
+                todo.append(mode)
+        if not todo:
+            continue
+        on_start(f"{impl}: building the model")
+        try:
+            model = bench.build_model(cfg, impl, opts, encoder)
+        except Exception as e:  # noqa: BLE001 -- any failure to build becomes the rows' reason
+            for mode in todo:
+                done(_failure(impl, mode, e))
+            continue
+        gen = torch.Generator(device="cpu").manual_seed(0)
+        ids = torch.randint(0, cfg.vocab_size, (opts.batch, opts.seq), generator=gen).to(opts.device)
+        for mode in todo:
+            late = out_of_time()
+            if late:
+                done(empty_row(impl, mode, "skipped", late))
+                continue
+            on_start(f"{impl}: {mode}")
+            try:
+                done(measure_row(model, impl, mode, ids, opts, encoder))
+            except Exception as e:  # noqa: BLE001 -- one failed row never stops the others
+                done(_failure(impl, mode, e))
+            bench.free(cuda)
+        del model
+        bench.free(cuda)
+    return rows

@@ -1,0 +1,75 @@
+"""An append-only JSONL store: one line per result, flushed and fsynced as soon as it is measured.
+
+A process killed mid-write leaves at most a torn last line; reading skips it (and the next
+append starts on a fresh line), so ``--resume`` measures exactly what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from attnscope.document.schema import DocumentError, row_bytes
+from attnscope.execute.job import job_key
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.num_torn = 0
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every complete row; a line that does not parse (a torn write) is counted and skipped."""
+        self.num_torn = 0
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in data.splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                self.num_torn += 1
+                continue
+            if isinstance(row, dict) and "variant" in row:
+                out.append(row)
+            else:
+                self.num_torn += 1
+        return out
+
+    def done(self) -> set[tuple[str, str, str]]:
+        """Keys (variant, case, mode) already in the store."""
+        return {job_key(r["variant"], r.get("case")) for r in self.rows()}
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Write one row and make it durable before returning."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = row_bytes(row)
+        with open(self.path, "ab") as f:
+            if f.tell() > 0 and not _ends_with_newline(self.path):
+                f.write(b"\n")  # after a torn line: never glue a good row onto it
+            f.write(line + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL store for reading commands; a missing or empty file is one clear error."""
+    p = Path(path)
+    if not p.exists():
+        raise DocumentError(f"{p}: no such file")
+    rows = Store(p).rows()
+    if not rows:
+        raise DocumentError(f"{p}: no attnscope result rows (expected JSON lines from `attnscope sweep`)")
+    return rows

@@ -1,0 +1,336 @@
+"""``measure_one(job) -> Result``: everything one measurement needs, built inside the process that runs it.
+
+Inputs, the fp64 reference and the device's matmul peak are cached per process, so a worker that
+gets the jobs of one case in a row builds them once.  Needs torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from attnscope.core.flops import attention_flops, mode_flops, tflops
+from attnscope.core.types import Case, Env, PeakRate, Result
+from attnscope.execute.job import Job, failed_row
+from attnscope.measure import timing as measure
+from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
+from attnscope.workloads.attention import TORCH_DTYPES, make_inputs, reference, reference_grads, reference_skipped
+
+# One workload (the last case's) and the peaks: a sweep sorts its jobs by case.
+_workload: dict[tuple[Case, int], tuple[Inputs, Any]] = {}
+_peaks: dict[tuple[str, str], PeakRate] = {}
+_envs: dict[str, Env] = {}
+# Free memory per case, read before that case's tensors exist: what sizing's estimates are weighed against.
+_free: dict[Case, int | None] = {}
+
+# Messages of errors after which CUDA refuses all further work in this process.
+STICKY_CUDA = (
+    "illegal memory access",
+    "device-side assert",
+    "unspecified launch failure",
+    "misaligned address",
+    "illegal instruction",
+    "CUDA error: an illegal",
+    "uncorrectable ECC",
+)
+
+
+def import_all() -> None:
+    """In a worker process: import what every job needs, so that a fresh worker pays for it at start, not
+    inside a job's timeout; then freeze those objects out of the collector's sight, so that the
+    ``gc.collect()`` after each job scans only what jobs made (0.08 s → microseconds with torch loaded)."""
+    import torch  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+
+
+def measure_peak(case: Case) -> PeakRate:
+    """The matmul rate of this device in the case dtype (and fp32 on a CPU), measured now: the % of peak
+    baseline (attnscope.measure.peak says which one and why)."""
+    import torch
+
+    from attnscope.measure.peak import choose_peak
+
+    cuda = case.device.startswith("cuda")
+    rates: dict[str, float] = {}
+    what = []
+    for name in [case.dtype] if cuda or case.dtype == "fp32" else [case.dtype, "fp32"]:
+        # fp16 matmul on a CPU without native fp16 GEMM takes seconds at 1024³: a smaller one tells the rate
+        n = 8192 if cuda else (256 if name == "fp16" else 1024)
+        dt = getattr(torch, TORCH_DTYPES[name])
+        a = torch.randn(n, n, device=case.device, dtype=torch.float32).to(dt)
+        b = torch.randn(n, n, device=case.device, dtype=torch.float32).to(dt)
+        t = (
+            measure.time_gpu(lambda: a @ b, budget_s=0.3, flush_l2=False, lo=5, hi=20)  # noqa: B023
+            if cuda
+            else measure.time_host(lambda: a @ b, cuda=False, budget_s=0.5, lo=3, hi=10)  # noqa: B023
+        )
+        rates[name] = 2 * n**3 / (t.min_us * 1e-6) / 1e12
+        what.append(f"{n}×{n}×{n} {name} torch.matmul ({t.num_samples} samples)")
+    rate, source = choose_peak(case.dtype, rates, ", ".join(what))
+    return PeakRate(rate, source)
+
+
+def free_memory() -> None:
+    """Drop cached workloads and return CUDA's cached blocks: after an OOM the next case must fit."""
+    _workload.clear()
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _env(device: str) -> Env:
+    if device not in _envs:
+        from attnscope.measure import env
+
+        _envs[device] = env.collect(device)
+    return _envs[device]
+
+
+def _inputs_and_reference(case: Case, seed: int) -> tuple[Inputs, Any]:
+    key = (case, seed)
+    if key not in _workload:
+        _workload.clear()
+        import torch
+
+        torch.manual_seed(seed)
+        x = make_inputs(case, seed, requires_grad=case.mode == "fwd_bwd")
+        if case.mode == "fwd_bwd":
+            ref = reference_grads(case, x)
+        else:
+            out = reference(case, x)
+            ref = {"out": out} if out is not None else None
+        _workload[key] = (x, ref)
+    return _workload[key]
+
+
+def failure(job: Job, e: BaseException, during: str = "") -> Result:
+    """An oom / crashed / error row with the exception on one line: one job never stops the sweep."""
+    import torch
+
+    text = " ".join(str(e).split())
+    msg = f"{type(e).__name__}{during}: {text[:400]}"
+    if isinstance(e, torch.cuda.OutOfMemoryError) or "can't allocate memory" in text:
+        free_memory()
+        return failed_row(job, "oom", f"out of memory{during}: {str(e).splitlines()[0] if str(e) else ''}")
+    if any(s in text for s in STICKY_CUDA) or type(e).__name__ == "AcceleratorError":
+        return failed_row(job, "crashed", f"CUDA fault (sticky: this worker is replaced){during}: {text[:400]}")
+    return failed_row(job, "error", msg)
+
+
+def _with_backward(fn: Any, x: Inputs) -> Any:
+    """One call = the forward and autograd's dq, dk, dv for the fixed dO (no .grad accumulation)."""
+    import torch
+
+    leaves = (x.q, x.k, x.v)
+    go = x.grad_out
+
+    def call() -> Any:
+        out = fn()
+        return (out, *torch.autograd.grad(out, leaves, go))
+
+    return call
+
+
+def _errors(outs: Any, ref: dict[str, Any] | None) -> tuple[dict[str, float], bool]:
+    """Relative error of each output against the reference; without one, only finiteness is checked."""
+    import torch
+
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    if ref is None:
+        return {}, not all(bool(torch.isfinite(o).all()) for o in outs)
+    got = dict(zip(ref, outs, strict=True))
+    errs: dict[str, float] = {}
+    bad = False
+    for name, r in ref.items():
+        errs[name], nf = measure.relative_error(got[name], r)
+        bad = bad or nf
+    return errs, bad
+
+
+def measure_one(job: Job) -> Result:
+    """Measure ``job``; every failure becomes a row (skipped, oom, error, crashed), never an exception."""
+    t0 = time.perf_counter()
+    v = get(job.variant)
+    case = job.case
+    reason = v.refusal(case)
+    if reason is None and not job.explicit and case.device.split(":")[0] in v.opt_in_on:
+        reason = v.opt_in_reason
+    if reason is None:
+        reason = _size_skip(case, job.variant, job.options.seed)
+    if reason:
+        return failed_row(job, "skipped", reason)
+    try:
+        r = _measure(v, job)
+    except Exception as e:  # noqa: BLE001 - one job's failure must not lose the others
+        r = failure(job, e, " while preparing inputs")
+    cost = dict(r.cost_s or {})
+    cost["total"] = time.perf_counter() - t0
+    return replace(r, env=_env(case.device), family=v.family, backend=v.backend, cost_s=cost)
+
+
+def _size_skip(case: Case, name: str, seed: int) -> str | None:
+    """Why this variant is not run (memory or time, estimated by attnscope.workloads.sizing), else None."""
+    from attnscope.measure import env
+    from attnscope.workloads import sizing
+
+    if case not in _free:
+        if (case, seed) not in _workload:
+            free_memory()  # the last case's tensors are not this case's concern
+        _free.clear()
+        _free[case] = env.free_memory_bytes(case.device)
+    free = _free[case]
+    if free is None:
+        return None
+    peak = _peaks.get((case.device, case.dtype))
+    # twice the fastest matmul measured here (or the device kind's ceiling): a time floor no kernel beats
+    rate = 2 * peak.tflops if peak else sizing.CEILING_TFLOPS["cuda" if case.device.startswith("cuda") else "cpu"]
+    return sizing.variant_skip(case, name, free, rate)
+
+
+def _measure(v: Variant, job: Job) -> Result:
+    opts, case = job.options, job.case
+    t0 = time.perf_counter()
+    x, ref = _inputs_and_reference(case, opts.seed)
+    peak = None
+    if opts.measure_peak:
+        pk = (case.device, case.dtype)
+        if pk not in _peaks:
+            _peaks[pk] = measure_peak(case)
+        peak = _peaks[pk]
+    cost = {"workload": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    try:
+        prep = v.prepare(case, x)
+    except Unsupported as e:
+        return failed_row(job, "skipped", str(e))
+    except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
+        return failure(job, e, " while preparing")
+    cost["prepare"] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="attnscope-") as tmp:
+        trace_dir = Path(opts.trace_dir) if opts.trace_dir else Path(tmp)
+        path = trace_dir / (job.trace_name or f"{v.name}.json")
+        fn = _with_backward(prep.fn, x) if case.mode == "fwd_bwd" else prep.fn
+        try:
+            r = _observe(job, prep, fn, ref, peak, path, cost)
+        except Exception as e:  # noqa: BLE001
+            r = failure(job, e, "")
+        t0 = time.perf_counter()
+        with contextlib.suppress(Exception):
+            free_after(case)
+        # gc and the CUDA cache: paid by every job that ran
+        return replace(r, cost_s={**(r.cost_s or {}), "cleanup": time.perf_counter() - t0})
+
+
+def free_after(case: Case) -> None:
+    gc.collect()
+    if case.device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def _context_overhead_us(prep: Prepared) -> float | None:
+    if prep.context is contextlib.nullcontext:
+        return None
+    ctx = prep.context
+
+    def enter_exit() -> None:
+        with ctx():
+            pass
+
+    return measure.time_host(enter_exit, cuda=False, budget_s=0.05, lo=20, hi=200).median_us
+
+
+def _observe(
+    job: Job,
+    prep: Prepared,
+    fn: Any,
+    ref: dict[str, Any] | None,
+    peak: PeakRate | None,
+    path: Path,
+    cost: dict[str, float],
+) -> Result:
+    """Warm up, check numerics, time, measure memory, capture one call and fingerprint it."""
+    import torch
+
+    from attnscope.analysis.fingerprint.build import fingerprint
+    from attnscope.measure.capture import capture
+    from attnscope.trace import load_trace
+
+    case, opts = job.case, job.options
+    cuda = case.device.startswith("cuda")
+    t0 = time.perf_counter()
+    with prep.context():
+        for _ in range(3):  # warm-up: caches, autotuning, lazy inits
+            out = fn()
+        if cuda:
+            torch.cuda.synchronize()
+        errs, nonfinite = _errors(out, ref)
+        del out
+        t1 = time.perf_counter()
+        cpu_t = (
+            measure.time_host_cuda(fn, budget_s=opts.timing_budget_s)
+            if cuda
+            else (measure.time_host(fn, cuda=False, budget_s=opts.timing_budget_s))
+        )
+        gpu_t = (
+            measure.time_gpu(fn, budget_s=opts.timing_budget_s, flush_l2=opts.flush_l2, host_us=cpu_t.median_us)
+            if cuda
+            else None
+        )
+        graph_t, graph_why = measure.time_graph(fn, budget_s=opts.timing_budget_s) if cuda else (None, None)
+        peak_mem = measure.cuda_peak_extra_bytes(fn) if cuda else None
+        t2 = time.perf_counter()
+        capture(fn, path, cuda=cuda)
+    t3 = time.perf_counter()
+    fp = fingerprint(load_trace(path))
+    cost.update(warmup=t1 - t0, timing=t2 - t1, capture=t3 - t2, fingerprint=time.perf_counter() - t3)
+    notes = list(prep.notes)
+    if ref is None:
+        notes.append(reference_skipped(case))
+    overhead = _context_overhead_us(prep)
+    if overhead is not None:
+        notes.append(f"entering+leaving its context manager costs {overhead:.1f} µs per use (kept out of CPU µs)")
+    mem_src = "torch.cuda.max_memory_allocated over one call, minus allocated before it"
+    if not cuda:
+        peak_mem = fp.trace_peak_memory_bytes
+        mem_src = "profiler [memory] events of the profiled call (peak minus start)"
+    flops = mode_flops(attention_flops(case), case.mode)
+    rate = tflops(flops, gpu_t.median_us if gpu_t else cpu_t.median_us)
+    return Result(
+        variant=job.variant,
+        case=case,
+        status="ok",
+        fingerprint=fp,
+        gpu_time=gpu_t,
+        cpu_time=cpu_t,
+        peak_memory_bytes=peak_mem,
+        peak_memory_source=mem_src,
+        flops=flops,
+        tflops=rate,
+        pct_of_peak=(100.0 * rate / peak.tflops) if (rate is not None and peak) else None,
+        max_rel_error=max(errs.values()) if errs else None,
+        error_tolerance=measure.TOLERANCE[case.dtype],
+        nonfinite=nonfinite,
+        compile_time_s=prep.compile_time_s,
+        trace_path=str(path) if opts.trace_dir else None,
+        peak=peak,
+        rel_errors=errs or None,
+        notes=tuple(notes),
+        context_overhead_us=overhead,
+        sdpa_why=prep.extra.get("sdpa_why"),
+        extra={k: val for k, val in prep.extra.items() if k != "sdpa_why"},
+        gpu_time_graph=graph_t,
+        gpu_time_graph_why=graph_why,
+        launch=measure.launch_overhead(gpu_t, graph_t),
+        cost_s=cost,
+    )

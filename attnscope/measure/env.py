@@ -1,0 +1,83 @@
+"""What the run ran on: torch, CUDA, cuDNN, device, driver, python, date."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from attnscope.core.types import Env
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    line = out.stdout.strip().splitlines()
+    return line[0].strip() if out.returncode == 0 and line else None
+
+
+def collect(device: str) -> Env:
+    import torch
+
+    cuda = device.startswith("cuda")
+    cudnn = None
+    if torch.backends.cudnn.is_available():
+        cudnn = str(torch.backends.cudnn.version())
+    name = torch.cuda.get_device_name(device) if cuda else (platform.processor() or platform.machine())
+    return Env(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        cudnn=cudnn,
+        device_name=name,
+        driver=_driver() if cuda else None,
+        python=platform.python_version(),
+        date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        platform=f"{sys.platform} {platform.machine()}",
+        host_cores=os.cpu_count(),
+    )
+
+
+def _cgroup_room_bytes() -> int | None:
+    """What the container's memory limit still allows (cgroup v2), if there is one."""
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" else max(0, int(limit) - used)
+
+
+def free_memory_bytes(device: str) -> int | None:
+    """Memory a run on ``device`` can still take: free GPU memory, or MemAvailable (and the
+    container's limit) on the host.  None when the system does not say."""
+    if device.startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    avail = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None and hasattr(os, "sysconf"):
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            avail = None
+    room = _cgroup_room_bytes()
+    if avail is None:
+        return room
+    return min(avail, room) if room is not None else avail

@@ -1,0 +1,171 @@
+"""The analyze section: where a trace's GPU time went (categories, attention families, top kernels and
+their launching ops, idle time, hidden copies and upcasts), from each result's ``trace_summary``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from attnscope.document.load import Source
+from attnscope.report.html.page import Markup, Page, join, plot_text, short, table, tag
+from attnscope.report.html.run import (
+    ensure_insights,
+    fingerprint_table,
+    footnotes,
+    insights_block,
+    timeline_block,
+    traces_block,
+)
+from attnscope.report.html.timeline import CATEGORY_COLOURS
+
+MIB = 1024 * 1024
+
+
+def us(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1000:,.2f} ms" if v >= 10_000 else f"{v:,.1f} µs"
+
+
+def summary_of(r: dict[str, Any]) -> dict[str, Any] | None:
+    s = r.get("trace_summary") or (r.get("extra") or {}).get("trace_summary")
+    return s if isinstance(s, dict) else None
+
+
+def categories_figure(page: Page, cats: list[dict[str, Any]], title: str) -> Markup:
+    rows = [c for c in cats if c.get("num_kernels")]
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "y": [plot_text(c["category"]) for c in rows],
+            "x": [c["time_us"] for c in rows],
+            "text": [f"{c['share_pct']:.1f}%" for c in rows],
+            "textposition": "outside",
+            "marker": {"color": [CATEGORY_COLOURS.get(c["category"], "#7f7f7f") for c in rows]},
+            "hovertemplate": "%{x:,.1f} µs (%{text})<extra></extra>",
+        }
+    ]
+    layout = {
+        "height": 80 + 28 * len(rows),
+        "xaxis": {"title": {"text": "GPU µs"}},
+        "yaxis": {"autorange": "reversed"},
+        "margin": {"l": 110, "r": 60, "t": 10, "b": 40},
+    }
+    return page.figure(data, layout, title)
+
+
+def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
+    if not fams:
+        return tag("p", "no attention kernels found", class_="dim")
+    rows = [
+        [
+            f["family"],
+            ", ".join(f.get("implementations") or []),
+            f"{f['num_kernels']:,}",
+            "—"
+            if f.get("num_forward_calls") is None
+            else f"{f.get('num_forward_calls')}/{f.get('num_backward_calls', '—')}",
+            us(f["time_us"]),
+            f"{f['share_pct']:.1f}%",
+            short((f.get("kernels") or [""])[0]),
+        ]
+        for f in fams
+    ]
+    heads = ["family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel"]
+    data = [
+        {
+            "type": "bar",
+            "x": [plot_text(f["family"]) for f in fams],
+            "y": [f["share_pct"] for f in fams],
+            "marker": {"color": CATEGORY_COLOURS["attention"]},
+            "hovertemplate": "%{y:.1f}% of GPU time<extra></extra>",
+        }
+    ]
+    if len(fams) < 2:  # one bar says nothing the table does not
+        return table(heads, rows)
+    fig = page.figure(data, {"height": 280, "yaxis": {"title": {"text": "% of GPU time"}}}, "Attention by family")
+    return join([table(heads, rows), fig])
+
+
+def top_kernels_table(rows: list[dict[str, Any]]) -> Markup:
+    body = [
+        [
+            short(k["name"]),
+            k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else ""),
+            f"{k['num_calls']:,}",
+            us(k["time_us"]),
+            f"{k['share_pct']:.1f}%",
+            ", ".join(f"{b['op']} ×{b['count']}" for b in k.get("launched_by") or []),
+        ]
+        for k in rows
+    ]
+    return table(["kernel", "category", "calls", "GPU time", "share", "launched by"], body)
+
+
+def idle_block(idle: dict[str, Any] | None) -> Markup:
+    if not idle:
+        return tag("p", "no idle figures (no GPU events)", class_="dim")
+    out = []
+    for d in idle.get("devices") or []:
+        gaps = ", ".join(f"{k}: {v:,}" for k, v in (d.get("gaps_by_length") or {}).items())
+        out.append(
+            tag(
+                "p",
+                f"device {d.get('device')}: span {us(d.get('span_us'))}, busy {us(d.get('busy_us'))}, "
+                f"idle {us(d.get('idle_us'))} ({d.get('idle_pct', 0):.1f}%) in {d.get('num_gaps', 0):,} gaps ({gaps})",
+            )
+        )
+        big = d.get("largest_gaps") or []
+        if big:
+            rows = [[us(g.get("gap_us")), short(g.get("before")), short(g.get("next"))] for g in big]
+            out.append(table(["gap", "after kernel", "before kernel"], rows))
+    return join(out)
+
+
+def ranked_block(sec: dict[str, Any] | None, what: str, keys: tuple[str, ...]) -> Markup:
+    if not sec or not sec.get("num"):
+        return tag("p", f"no {what}", class_="dim")
+    head = tag("p", f"{sec['num']:,} {what}, {sec['bytes'] / MIB:,.1f} MiB, {us(sec.get('time_us'))} of GPU time")
+    rows = [
+        [*(short(t.get(k)) for k in keys), f"{t.get('count', 1):,}", f"{t['bytes'] / MIB:,.1f}", us(t.get("time_us"))]
+        for t in sec.get("top") or []
+    ]
+    return join([head, table([*keys, "count", "MiB", "GPU time"], rows)])
+
+
+def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
+    return join(
+        [
+            tag("h3", f"{name}: {us(s.get('gpu_time_us'))} of GPU events, {s.get('num_gpu_events', 0):,} events"),
+            categories_figure(page, s.get("categories") or [], "GPU time by category"),
+            tag("h4", "Attention by family"),
+            families_block(page, s.get("attention_families") or []),
+            tag("h4", "Top kernels and the ops that launched them"),
+            top_kernels_table(s.get("top_kernels") or []),
+            tag("h4", "GPU idle time"),
+            idle_block(s.get("idle")),
+            tag("h4", "Hidden copies"),
+            ranked_block(s.get("hidden_copies"), "hidden copies", ("op", "copy_op", "device_event")),
+            tag("h4", "fp32 upcasts"),
+            ranked_block(s.get("upcasts"), "upcasts", ("op", "src_dtype", "dst_dtype")),
+        ]
+    )
+
+
+def analyze_section(page: Page, src: Source, out_dir: Path | None) -> None:
+    doc, note = ensure_insights(src.doc)
+    results = doc.get("results") or []
+    page.add(tag("h2", f"Analyze: {src.label}"))
+    if note:
+        page.add(tag("p", note, class_="dim"))
+    page.add(fingerprint_table(results), tag("ul", *(tag("li", n) for n in footnotes(doc)), class_="notes"))
+    page.add(timeline_block(page, src, results))
+    for r in results:
+        s = summary_of(r)
+        if s:
+            page.add(summary_block(page, r["variant"], s))
+    overall = doc.get("overall")
+    if isinstance(overall, dict) and overall.get("categories"):
+        page.add(categories_figure(page, overall["categories"], "All ranks: GPU time by category"))
+    page.add(tag("h3", "Insights"), insights_block(results), traces_block(src, results, out_dir))

@@ -1,0 +1,153 @@
+"""The printed output of ``attnscope model``: one table of rows, the split, insights, recommendations (rich)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from attnscope.core.scopes import AROUND_PARTS
+
+
+def _us(v: float | None) -> str:
+    return "—" if v is None else f"{v:,.1f}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}" if whole > 0 else "—"
+
+
+def _time(r: dict[str, Any]) -> str:
+    t = r.get("step_time")
+    if not t:
+        return "—"
+    return f"{t['median_us']:,.1f}" + (" ~" if t.get("noisy") else "")
+
+
+def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
+    from rich.table import Table
+
+    t = Table(title=title, header_style="bold")
+    cols = (
+        "impl",
+        "mode",
+        "status",
+        "step µs",
+        "attn %",
+        "kernel %",
+        "proj %",
+        "around %",
+        "rest %",
+        "top of the rest",
+    )
+    for c in cols:
+        t.add_column(c, justify="right" if c.endswith("%") or c.endswith("µs") else "left", overflow="fold")
+    for r in doc["results"]:
+        a, rest = r.get("attention"), r.get("rest")
+        if r["status"] != "ok" or a is None or rest is None:
+            t.add_row(r["impl"], r["mode"], r["status"], _time(r), *["—"] * 5, "")
+            continue
+        total = r["breakdown"]["total_us"]
+        top = sorted(rest["parts"].items(), key=lambda kv: -kv[1])[:2]
+        t.add_row(
+            r["impl"],
+            r["mode"],
+            "ok",
+            _time(r),
+            _pct(a["time_us"], total),
+            _pct(a["kernel_us"], total),
+            _pct(a["projections_us"], total),
+            _pct(a["around_us"], total),
+            _pct(rest["time_us"], total),
+            ", ".join(f"{k} {_pct(v, total)}%" for k, v in top if v > 0),
+        )
+    console.print(t)
+    methods = {
+        re.sub(r"median of \d+", "median", r["step_time"]["method"]) for r in doc["results"] if r.get("step_time")
+    }
+    for m in sorted(methods):
+        console.print(f"  step µs: {m}; ~ marks a noisy timing (IQR/median > 10%)")
+    splits = {r["breakdown"]["method"] for r in doc["results"] if r.get("breakdown")}
+    for m in sorted(splits):
+        console.print(f"  shares: {m}")
+    _render_around(doc, console)
+    _render_skips(doc, console)
+    _render_insights(doc, console)
+    for mode, rec in (doc.get("recommendations") or {}).items():
+        console.print(f"[bold]Recommendation ({mode}):[/bold] {rec['text']}")
+
+
+def _render_around(doc: dict[str, Any], console: Any) -> None:
+    rows = [r for r in doc["results"] if r.get("attention")]
+    if not rows:
+        return
+    console.print("Work around the attention kernel (µs in the profiled step)")
+    for r in rows:
+        parts = r["attention"]["parts"]
+        bits = [f"{p} {parts[p]:,.1f}" for p in AROUND_PARTS if parts.get(p, 0) > 0]
+        console.print(f"  {r['impl']:<16} {r['mode']:<8} " + (", ".join(bits) or "none"))
+
+
+def _render_skips(doc: dict[str, Any], console: Any) -> None:
+    for r in doc["results"]:
+        if r["status"] != "ok":
+            console.print(f"  {r['impl']} {r['mode']}: {r['status']} — {r['reason']}", style="dim")
+
+
+def _render_insights(doc: dict[str, Any], console: Any) -> None:
+    found = [(r, i) for r in doc["results"] for i in r.get("insights", [])]
+    if not found:
+        return
+    console.print("Insights")
+    for r, i in found:
+        mark = "!" if i["severity"] == "warning" else "·"
+        console.print(f"  {mark} {r['impl']} {r['mode']} [{i['id']}] {i['message']}", highlight=False, markup=False)
+        console.print(f"      → {i['advice']}", highlight=False, markup=False)
+
+
+def render_layers(doc: dict[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title="per layer (µs in the profiled step)", header_style="bold")
+    for c in ("impl", "mode", "layer", "total", "attention", "kernel", "proj", "around", "mlp"):
+        t.add_column(c, justify="left" if c in ("impl", "mode", "layer") else "right")
+    for r in doc["results"]:
+        for lay in r.get("layers", []):
+            t.add_row(
+                r["impl"],
+                r["mode"],
+                str(lay["layer"]),
+                *(
+                    _us(lay.get(k))
+                    for k in ("total_us", "attention_us", "kernel_us", "projections_us", "around_us", "mlp_us")
+                ),
+            )
+    console.print(t)
+
+
+def render_split(r: dict[str, Any], console: Any) -> None:
+    """`attnscope analyze`: the split of a model step whose trace names its modules (nothing otherwise)."""
+    from attnscope.analysis.recommend.model import split_insights
+
+    split = r.get("model_split")
+    if not split:
+        return
+    a, rest, total = split["attention"], split["rest"], split["total_us"]
+    sc = split["scopes"]
+    console.print(
+        f"[bold]Attention inside the model[/bold] ({r.get('variant')}; from {sc['source']}; {split['method']})",
+        highlight=False,
+    )
+    console.print(
+        f"  attention {_pct(a['time_us'], total)}% of {total:,.1f} µs: kernel {_pct(a['kernel_us'], total)}%, "
+        f"projections {_pct(a['projections_us'], total)}%, around {_pct(a['around_us'], total)}% "
+        f"({', '.join(f'{k} {v:,.1f} µs' for k, v in a['parts'].items() if v > 0 and k in AROUND_PARTS) or 'none'})",
+        highlight=False,
+    )
+    parts = ", ".join(f"{k} {_pct(v, total)}%" for k, v in rest["parts"].items() if v > 0)
+    console.print(f"  the rest {_pct(rest['time_us'], total)}%: {parts}", highlight=False)
+    if not sc.get("backward"):
+        console.print("  the module ranges cover the forward pass only: backward time counts as backward_other")
+    for i in split_insights(split):
+        mark = "!" if i["severity"] == "warning" else "·"
+        console.print(f"  {mark} [{i['id']}] {i['message']}", highlight=False, markup=False)
+        console.print(f"      → {i['advice']}", highlight=False, markup=False)

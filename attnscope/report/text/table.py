@@ -1,0 +1,362 @@
+"""Terminal tables (rich).  Reads the JSON-shaped result dicts, so `run` and `analyze` share it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from attnscope.analysis.rules.insights import main_kernel
+from attnscope.report.text.explain import render_explanations
+
+MIB = 1024 * 1024
+
+
+def _fmt_us(t: dict[str, Any] | None) -> Text:
+    if not t:
+        return Text("—", style="dim")
+    s = f"{t['median_us']:,.1f}"
+    if t.get("noisy"):
+        return Text(s + " ~", style="yellow")
+    return Text(s)
+
+
+def _occ(r: dict[str, Any]) -> str:
+    k = main_kernel(r)
+    if not k or k.get("theoretical_occupancy_pct") is None:
+        return "—"
+    lim = (k.get("occupancy_limiter") or "").replace("registers", "regs").replace("shared_memory", "smem")
+    return f"{k['theoretical_occupancy_pct']:.1f}% {lim}"
+
+
+def _yn(v: Any, yes: str = "yes", no: str = "no") -> Text:
+    if v is None:
+        return Text("?", style="dim")
+    return Text(yes, style="bold") if v else Text(no)
+
+
+def _tc_yes(r: dict[str, Any]) -> str:
+    """'TF32' when the tensor-core work of the row is TF32 (fp32 inputs), else 'yes'."""
+    ks = [k for k in r.get("kernels") or [] if k.get("tensor_cores")]
+    return "TF32" if ks and all(k.get("tensor_core_precision") == "TF32" for k in ks) else "yes"
+
+
+def _err(r: dict[str, Any]) -> Text:
+    if r.get("nonfinite"):
+        return Text("NaN/Inf ✗", style="bold red")
+    e = r.get("max_rel_error")
+    if e is None:
+        return Text("—", style="dim")
+    ok = r.get("numerics_ok")
+    return Text(f"{e:.1e} {'✓' if ok else '✗'}", style="" if ok else "bold red")
+
+
+def _size(n: int) -> str:
+    return f"{n / MIB:,.1f} MiB" if n >= MIB // 10 else f"{n / 1024:,.1f} KiB"
+
+
+def _pct(pct: float | None) -> Text:
+    if pct is None:
+        return Text("—", style="dim")
+    if pct > 100.0:  # impossible against a peak measured on the same device: never shown plain
+        return Text(f"{pct:.1f} !", style="bold red")
+    return Text(f"{pct:.1f}")
+
+
+def _status(r: dict[str, Any]) -> Text:
+    st = r["status"]
+    style = {"ok": "green", "skipped": "yellow", "oom": "red", "error": "bold red"}.get(st, "")
+    return Text(st, style=style)
+
+
+def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
+    results = doc["results"]
+    cpu_only = all((r.get("device_kind") or "cpu") == "cpu" for r in results if r["status"] == "ok")
+    t = Table(title=title, header_style="bold", show_lines=False)
+    # (header, justify, gpu-only): GPU-only columns are left out of an all-CPU table.
+    columns = [
+        ("variant", "left", False),
+        ("status", "left", False),
+        ("ops" if cpu_only else "kernels", "right", False),
+        ("memcpy/set", "right", True),
+        ("hidden copy", "left", False),
+        ("upcast", "left", False),
+        ("TC", "left", True),
+        ("occupancy", "left", True),
+        ("CPU µs", "right", False),
+        ("GPU µs", "right", True),
+        ("TFLOP/s", "right", False),
+        ("%peak", "right", False),
+        ("mem MiB", "right", False),
+        ("error", "left", False),
+    ]
+    keep = [not (gpu_only and cpu_only) for _, _, gpu_only in columns]
+    for (name, justify, _), k in zip(columns, keep, strict=True):
+        if k:
+            t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in results:
+        if r["status"] != "ok":
+            cells: list[Any] = [r["variant"], _status(r), *(["—"] * 12)]
+        else:
+            copies = r.get("hidden_copies") or []
+            cells = [
+                r["variant"],
+                _status(r),
+                str(r["num_kernels"]),
+                f"{r['num_memcpy']}/{r['num_memset']}",
+                _yn(bool(copies), _size(sum(c["bytes"] for c in copies))),
+                _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
+                _yn(r.get("tensor_cores"), _tc_yes(r)),
+                _occ(r),
+                _fmt_us(r.get("cpu_time")),
+                _fmt_us(r.get("gpu_time")),
+                f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
+                _pct(r.get("pct_of_peak")),
+                f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
+                _err(r),
+            ]
+        t.add_row(*(c for c, k in zip(cells, keep, strict=True) if k))
+    return t
+
+
+HOST_SIDE = ("context manager",)  # notes about host-side costs kept out of the timings: --verbose
+
+
+def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
+    lines: list[str] = []
+    for r in doc["results"]:
+        if r["status"] != "ok":
+            lines.append(f"{r['variant']} {r['status']}: {r.get('reason')}")
+    for r in doc["results"]:
+        # Hidden copies, upcasts, masks and SDPA's choice are told by the insights, with evidence.
+        if r.get("compile_time_s") is not None:
+            lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
+        for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])]:
+            if verbose or not any(h in n for h in HOST_SIDE):
+                lines.append(f"{r['variant']}: {n}")
+    ok = [r for r in doc["results"] if r["status"] == "ok"]
+    counted = [r for r in ok if r.get("flops")]
+    if counted:
+        same = len({r["flops"] for r in counted}) == 1
+        if len({r.get("flop_formula") for r in counted}) > 1:  # traces: each read its own calls and masks
+            groups: dict[tuple[Any, Any], list[str]] = {}
+            for r in counted:
+                groups.setdefault((r.get("flop_formula"), r["flops"]), []).append(r["variant"])
+            for (formula, flops), names in groups.items():
+                lines.append(f"FLOPs ({', '.join(names)}): {formula} = {flops:,}")
+        else:
+            who = "" if same and len(counted) == len(ok) else f" ({', '.join(r['variant'] for r in counted)})"
+            value = f"{counted[0]['flops']:,}" if same else ", ".join(f"{r['variant']} {r['flops']:,}" for r in counted)
+            lines.append(f"FLOPs{who if same else ''}: {counted[0]['flop_formula']} = {value}")
+    for r in ok:  # a trace whose attention calls could not be counted: which field it lacked, and why
+        if not r.get("flops") and r.get("flops_unknown"):
+            lines.append(f"FLOPs ({r['variant']}): not known, {r['flops_unknown']}")
+    peak = doc.get("peak")
+    if peak:
+        lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
+    if any(r.get("source") == "run" for r in ok):
+        lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
+    lines += _graph_lines(ok)
+    lines += host_lines(ok)
+    lines += ncu_lines(ok)
+    if any(r.get("source") == "trace" for r in ok):
+        lines.append(
+            "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
+            "(one sample, profiler overhead included); error needs a run; FLOPs and TFLOP/s come from the attention "
+            "ops' recorded shapes where the trace has them (attention_calls in the JSON), over the GPU time "
+            "launched inside those ops"
+        )
+    cpu_rows = [r for r in ok if r.get("device_kind") == "cpu"]
+    if cpu_rows:
+        wall = "; CPU µs is wall time per call" if any(r.get("source") == "run" for r in cpu_rows) else ""
+        lines.append(f"on CPU 'ops' counts leaf compute aten ops (no device kernels exist){wall}")
+    return lines
+
+
+def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Which time the GPU µs column is, and the device time by CUDA-graph replay beside it."""
+    rows = [
+        r
+        for r in ok
+        if r.get("source") == "run" and (r.get("gpu_time_graph") is not None or r.get("gpu_time_graph_why"))
+    ]
+    if not rows:
+        return []
+    out = ["GPU µs is stream time per call (CUDA events around each call); device time per call by CUDA-graph replay:"]
+    for r in rows:
+        la = r.get("launch")
+        if la:
+            gap = (
+                f"launch/gap overhead {la['launch_gap_us']:,.1f} µs ({la['launch_gap_pct']:.1f}%)"
+                if la["launch_gap_us"] >= 0
+                else "graph replay slower than the stream: no launch overhead"
+            )
+            out.append(f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, {gap}")
+        else:
+            out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
+    return out
+
+
+def host_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Which time the CPU µs column is on a GPU, and the rows timed one call per sample instead."""
+    rows = [r for r in ok if r.get("source") == "run" and r.get("device_kind") == "gpu" and r.get("cpu_time")]
+    if not rows:
+        return []
+    out = [
+        "CPU µs is host time per call: samples of ~1 ms of back-to-back calls, the device drained before each by "
+        "spinning on an event, one core pinned, gc off (measure.time_host_cuda)"
+    ]
+    single = [r["variant"] for r in rows if "batches" not in (r["cpu_time"].get("method") or "")]
+    if single:
+        out.append(
+            f"  one call per sample after a drained device for {', '.join(single)}: back-to-back, each call waited "
+            "for the ones before it (a synchronize or pageable copy inside the call; cpu_time.method in the JSON)"
+        )
+    return out
+
+
+def ncu_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """What --ncu measured and how, where the counters overrode the name table, and rows ncu did not cover."""
+    asked = [r for r in ok if r.get("ncu")]
+    if not asked:
+        return []
+    out = []
+    if any(r["ncu"].get("status") == "ok" for r in asked):
+        out.append(
+            "Nsight Compute (--ncu): each variant's call once more under ncu, clocks as found and caches flushed "
+            "before each kernel's replay, so its µs is not the run's timing; TC of the profiled kernels from "
+            "their counters (matrix MMA = HMMA − HFMA2.MMA, wgmma included), not from the name table"
+        )
+    missing: dict[str, list[str]] = {}  # one line per reason, with every variant it applies to
+    for r in asked:
+        if r["ncu"].get("status") != "ok":
+            missing.setdefault(str(r["ncu"].get("reason")), []).append(r["variant"])
+    out += [f"{', '.join(vs)}: no Nsight Compute data: {why}" for why, vs in missing.items()]
+    for r in asked:
+        deep = r["ncu"]
+        for d in deep.get("name_table_disagrees") or []:
+            said = {True: "tensor cores", False: "no tensor cores", None: "unknown"}
+            out.append(
+                f"{r['variant']}: {_short(d['kernel'])}: the name table said {said[d['name_table']]}, "
+                f"the counters {said[d['counters']]} ({d.get('why')})"
+            )
+    return out
+
+
+def _short(name: str, n: int = 48) -> str:
+    name = name.removeprefix("void ")
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def _num(v: Any, fmt: str) -> str:
+    return fmt.format(v) if v is not None else ""
+
+
+NCU_TOP = 3  # kernels per variant in the terminal table (the longest under ncu); the JSON holds every one
+
+
+def _pair(a: Any, b: Any, fmt: str) -> str:
+    return f"{_num(a, fmt)}/{_num(b, fmt)}" if a is not None or b is not None else ""
+
+
+def ncu_table(doc: dict[str, Any]) -> Table | None:
+    """Nsight Compute's reading of each variant's main kernels (run --ncu); None without any."""
+    rows = []
+    for r in doc["results"]:
+        deep = r.get("ncu") or {}
+        if deep.get("status") != "ok":
+            continue
+        ks = sorted(deep.get("kernels") or [], key=lambda d: -(d.get("duration_ns") or 0))
+        rows += [(r, d, i == 0, len(ks)) for i, d in enumerate(ks[:NCU_TOP])]
+    if not rows:
+        return None
+    t = Table(
+        title=f"Nsight Compute (--ncu): each variant's {NCU_TOP} longest kernels under ncu (every one in the JSON)",
+        header_style="bold",
+    )
+    heads = ("variant", "kernel", "TC", "occ. % ach./theor.", "SM/mem %", "tensor pipe %", "DRAM MB R/W",
+             "L2 hit %", "top stall", "ncu µs")  # fmt: skip
+    for col in heads:
+        t.add_column(
+            col, no_wrap=col in ("kernel", "variant"), overflow="ellipsis", max_width=34 if col == "kernel" else None
+        )
+    for r, d, first, total in rows:
+        stall = (d.get("top_stalls") or [{}])[0]
+        rd, wr = d.get("dram_read_bytes"), d.get("dram_write_bytes")
+        name = r["variant"] + (f" ({total})" if first and total > NCU_TOP else "")
+        t.add_row(
+            name if first else "",
+            _short(d.get("name") or "", 34),
+            "TF32"
+            if d.get("tensor_cores") and "TF32" in (d.get("tensor_cores_why") or "")
+            else {True: "yes", False: "no", None: "?"}[d.get("tensor_cores")],
+            _pair(d.get("achieved_occupancy_pct"), d.get("theoretical_occupancy_pct"), "{:.1f}"),
+            _pair(d.get("sm_throughput_pct"), d.get("memory_throughput_pct"), "{:.0f}"),
+            _num(d.get("tensor_pipe_pct"), "{:.1f}"),
+            _pair(rd and rd / 1e6, wr and wr / 1e6, "{:,.1f}"),
+            _num(d.get("l2_hit_rate_pct"), "{:.1f}"),
+            f"{stall['reason']} {stall['warps_per_issue']:.2f}" if stall.get("reason") else "",
+            _num(d.get("duration_ns") and d["duration_ns"] / 1e3, "{:,.1f}"),
+        )
+    return t
+
+
+def kernels_table(r: dict[str, Any]) -> Table:
+    t = Table(title=f"{r['variant']}: kernels", header_style="bold")
+    for col in (
+        "#",
+        "name",
+        "category",
+        "µs",
+        "TC",
+        "grid",
+        "block",
+        "regs",
+        "smem B",
+        "occ. theor.",
+        "limiter",
+        "occ. kineto",
+        "launched by",
+    ):
+        if col == "name":
+            t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=48)
+        else:
+            t.add_column(col, overflow="fold")
+    for i, k in enumerate(r.get("kernels") or []):
+        name = k["name"].removeprefix("void ")
+        t.add_row(
+            str(i),
+            name,
+            k["category"],
+            f"{k['duration_us']:.1f}",
+            k.get("tensor_core_precision") or {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
+            "×".join(map(str, k["grid"])) if k.get("grid") else "",
+            "×".join(map(str, k["block"])) if k.get("block") else "",
+            str(k.get("registers_per_thread") or ""),
+            str(k.get("shared_memory_bytes") if k.get("shared_memory_bytes") is not None else ""),
+            f"{k['theoretical_occupancy_pct']:.1f}%" if k.get("theoretical_occupancy_pct") is not None else "",
+            k.get("occupancy_limiter") or "",
+            f"{k['kineto_occupancy_pct']:.0f}%" if k.get("kineto_occupancy_pct") is not None else "",
+            k.get("launched_by") or "",
+        )
+    return t
+
+
+def render(
+    doc: dict[str, Any], console: Console, *, kernels: bool = False, title: str | None = None, verbose: bool = False
+) -> None:
+    from attnscope.report.text.notes import reading_lines
+
+    console.print(results_table(doc, title))
+    deep = ncu_table(doc)
+    if deep is not None:
+        console.print(deep)
+    for line in footnotes(doc, verbose) + reading_lines(doc):
+        console.print(f"  • {line}", highlight=False, soft_wrap=True)
+    render_explanations(doc, console, verbose=verbose)
+    if kernels:
+        for r in doc["results"]:
+            if r["status"] == "ok" and r.get("kernels"):
+                console.print(kernels_table(r))

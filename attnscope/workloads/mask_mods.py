@@ -1,0 +1,204 @@
+"""A case's mask and score modification as runnable functions, built on attention-gym.  Needs torch.
+
+One ``mask_mod(b, h, q_idx, kv_idx) -> keep`` and one ``score_mod(score, b, h, q_idx, kv_idx)`` per
+case, in FlexAttention's signature, serve every consumer: flex takes them as they are (with a
+``BlockMask``), and the dense boolean mask of naive, SDPA and the fp64 reference is the same
+``mask_mod`` evaluated on index grids.  Positions are shifted by the alignment offset (lower-right:
+query i sits at key position i + Sk - Sq) before attention-gym's functions see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from attnscope.core.masks import MaskSpec
+from attnscope.core.types import Case
+
+MaskMod = Callable[[Any, Any, Any, Any], Any]
+ScoreMod = Callable[[Any, Any, Any, Any, Any], Any]
+
+
+def _shift_q(inner: MaskMod, off: int) -> MaskMod:
+    if off == 0:
+        return inner
+
+    def shifted(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return inner(b, h, q_idx + off, kv_idx)
+
+    return shifted
+
+
+def _padding(lengths: tuple[int, ...], device: Any) -> MaskMod:
+    import torch
+
+    # attention-gym has no key-padding mask: batch element b keeps its first K_b keys.
+    valid = torch.tensor(lengths, dtype=torch.int64, device=device)
+
+    def padding(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return kv_idx < valid[b]
+
+    return padding
+
+
+def _causal() -> MaskMod:
+    """attention-gym's causal mask_mod; where attention-gym is not installed (a bare GPU image), the same
+    one-line rule, so plain causal runs never depend on it.  Every other mask needs attention-gym."""
+    try:
+        from attn_gym.masks import causal_mask
+    except ImportError:
+
+        def causal_mask(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+            return q_idx >= kv_idx
+
+    return causal_mask
+
+
+def mask_mod_for(m: MaskSpec, seq_q: int, seq_kv: int, device: Any) -> MaskMod | None:
+    """The keep-function of a mask; None for ``none`` (nothing masked)."""
+    off = m.offset(seq_q, seq_kv)
+    if m.kind == "none":
+        return None
+    if m.kind == "causal":
+        return _shift_q(_causal(), off)
+    if m.kind == "padding":
+        return _padding(m.lengths, device)
+    try:
+        from attn_gym.masks import causal_mask, generate_doc_mask_mod, generate_prefix_lm_mask, generate_sliding_window
+        from attn_gym.masks.document_mask import length_to_offsets
+    except ImportError as e:
+        raise ValueError(f"mask {m.canonical} is built on attention-gym (pip install attn-gym): {e}") from e
+    if m.kind == "sliding":
+        # attention-gym keeps q - k <= w, that is w + 1 keys; sliding:W keeps W (as Hugging Face's Mistral).
+        return _shift_q(generate_sliding_window((m.window or 1) - 1), off)
+    if m.kind == "prefix":
+        return _shift_q(generate_prefix_lm_mask(m.prefix or 0), off)
+    if m.kind == "document":
+        return generate_doc_mask_mod(causal_mask, length_to_offsets(list(m.lengths), device))
+    raise ValueError(f"no mask_mod for mask kind {m.kind!r}")
+
+
+def score_mod_for(case: Case) -> ScoreMod | None:
+    """Soft-capping and/or ALiBi, applied to the scaled score (Gemma 2 caps the scaled logits)."""
+    if not case.alibi and case.softcap is None:
+        return None
+    try:
+        from attn_gym.mods import generate_alibi_bias, generate_tanh_softcap
+    except ImportError as e:
+        raise ValueError(f"--softcap and --alibi are built on attention-gym (pip install attn-gym): {e}") from e
+
+    mods: list[ScoreMod] = []
+    if case.alibi:
+        off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
+        alibi = generate_alibi_bias(case.heads)
+
+        def alibi_at(score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+            return alibi(score, b, h, q_idx + off, kv_idx)
+
+        mods.append(alibi_at if off else alibi)
+    if case.softcap is not None:
+        # attention-gym's type says int; the body is c·tanh(s/c) and takes any float.
+        mods.append(generate_tanh_softcap(case.softcap, approx=False))  # type: ignore[arg-type]
+    if len(mods) == 1:
+        return mods[0]
+
+    def both(score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        for f in mods:  # bias first, then the cap: the cap bounds what the softmax sees
+            score = f(score, b, h, q_idx, kv_idx)
+        return score
+
+    return both
+
+
+def dense_keep(case: Case, device: Any, q0: int = 0, q1: int | None = None, batch: int | None = None) -> Any:
+    """Boolean keep-mask of query rows q0..q1 over all keys: (Sq', Sk), or (B, 1, Sq', Sk) when the mask
+    depends on the batch element (padding) and ``batch`` is None; None when nothing is masked."""
+    import torch
+
+    m = case.mask_spec
+    fn = mask_mod_for(m, case.seq_q, case.num_seq_kv, device)
+    if fn is None:
+        return None
+    q1 = case.seq_q if q1 is None else q1
+    qi = torch.arange(q0, q1, device=device).view(-1, 1)
+    ki = torch.arange(case.num_seq_kv, device=device).view(1, -1)
+    h = torch.zeros((), dtype=torch.int64, device=device)
+    if m.kind != "padding":
+        return fn(torch.zeros((), dtype=torch.int64, device=device), h, qi, ki).expand(q1 - q0, -1)
+    if batch is not None:
+        return fn(torch.tensor(batch, device=device), h, qi, ki).expand(q1 - q0, -1)
+    b = torch.arange(case.batch, device=device).view(-1, 1, 1, 1)
+    return fn(b, h, qi.view(1, 1, -1, 1), ki.view(1, 1, 1, -1)).expand(case.batch, 1, q1 - q0, -1)
+
+
+def alibi_bias(case: Case, device: Any, dtype: Any) -> Any:
+    """ALiBi's additive bias (1, H, Sq, Sk) from attention-gym's score_mod, positions aligned as the mask."""
+    import torch
+    from attn_gym.mods import generate_alibi_bias
+
+    off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
+    h = torch.arange(case.heads, device=device).view(-1, 1, 1)
+    qi = torch.arange(case.seq_q, device=device).view(1, -1, 1) + off
+    ki = torch.arange(case.num_seq_kv, device=device).view(1, 1, -1)
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    return generate_alibi_bias(case.heads)(zero, 0, h, qi, ki).to(dtype).unsqueeze(0)
+
+
+def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
+    """Additive float attn_mask: ALiBi (if asked) plus -inf where masked, (B|1, H|1, Sq, Sk); None when
+    the case has neither.  Soft-capping is not additive and cannot be expressed this way."""
+    import torch
+
+    keep = dense_keep(case, device)
+    if keep is None and not case.alibi:
+        return None
+    if keep is not None and keep.dim() == 2:
+        keep = keep.view(1, 1, *keep.shape)
+    bias = alibi_bias(case, device, dtype) if case.alibi else torch.zeros(keep.shape, dtype=dtype, device=device)
+    return bias if keep is None else bias.masked_fill(~keep, float("-inf"))
+
+
+def block_mask_for(case: Case, device: Any) -> Any:
+    """FlexAttention's BlockMask for the case (None: no mask), and nothing dense of size Sq×Sk is kept."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    m = case.mask_spec
+    fn = mask_mod_for(m, case.seq_q, case.num_seq_kv, device)
+    if fn is None:
+        return None
+    b = case.batch if m.kind == "padding" else None
+    return create_block_mask(fn, b, None, case.seq_q, case.num_seq_kv, device=device)
+
+
+def block_sparsity_pct(block_mask: Any, seq_q: int, seq_kv: int) -> float | None:
+    """Share of (query block, key block) tiles the BlockMask skips, in %: 100 − computed / all tiles, where
+    computed counts partial and full blocks (kv_num_blocks + full_kv_num_blocks) over the real sequence."""
+    if block_mask is None:
+        return 0.0
+    try:
+        q_blk, kv_blk = block_mask.BLOCK_SIZE
+        n_q, n_kv = -(-seq_q // q_blk), -(-seq_kv // kv_blk)
+        counts = block_mask.kv_num_blocks[..., :n_q]
+        computed = int(counts.sum())
+        if block_mask.full_kv_num_blocks is not None:
+            computed += int(block_mask.full_kv_num_blocks[..., :n_q].sum())
+        total = counts.shape[0] * counts.shape[1] * n_q * n_kv
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+    return 100.0 * (1 - computed / total)
+
+
+def count_kept_dense(case: Case, device: Any = "cpu", rows: int = 1024) -> int:
+    """Kept score entries over batch and heads, counted on the dense mask in row chunks: the
+    independent check of :func:`attnscope.core.flops.kept_scores` for any mask_mod."""
+    total = 0
+    for q0 in range(0, case.seq_q, rows):
+        q1 = min(case.seq_q, q0 + rows)
+        keep = dense_keep(case, device, q0, q1)
+        if keep is None:
+            total += case.batch * (q1 - q0) * case.num_seq_kv
+        elif keep.dim() == 4:
+            total += int(keep.sum())
+        else:
+            total += case.batch * int(keep.sum())
+    return total * case.heads
