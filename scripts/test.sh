@@ -13,5 +13,6 @@ export KINETO_LOG_LEVEL=6
 .venv/bin/python -m ruff check attnscope tests benchmarks
 .venv/bin/python -m ruff format --check attnscope tests benchmarks
 .venv/bin/python -m mypy
+.venv/bin/lint-imports
 # -rs lists every skip with its reason under the summary line that counts them: a skip is never silent.
 .venv/bin/python -m pytest -q -rs "$@"

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.annotate import annotate, verdict_counts
+from attnscope.analysis.annotate import verdict_counts
+from attnscope.api import annotate
 from attnscope.core.types import Prediction
 
 RUN_ALL = json.loads((Path(__file__).parent / "data" / "cpu" / "run_all.json").read_text())

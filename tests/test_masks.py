@@ -173,7 +173,7 @@ MASKS = [
 
 @pytest.mark.parametrize(("mask", "sq", "sk", "kw"), MASKS)
 def test_reference_matches_loops_and_counts(mask, sq, sk, kw):
-    from attnscope.workloads.mask_mods import count_kept_dense
+    from attnscope.variants.mask_mods import count_kept_dense
     from attnscope.workloads.reference import reference_chunked
 
     c = Case(2, 4, sq, 8, dtype="fp32", kv_heads=2, seq_kv=sk, mask=mask, **kw)
@@ -248,7 +248,7 @@ def test_every_variant_applies_the_mask(mask, sq, sk, kw):
 
 
 def test_flex_block_sparsity_counts_skipped_tiles():
-    from attnscope.workloads.mask_mods import block_mask_for, block_sparsity_pct
+    from attnscope.variants.mask_mods import block_mask_for, block_sparsity_pct
 
     # 512 tokens in 128-blocks: 4×4 tiles; a 128-token sliding window touches the diagonal and the one before
     # it: 4 + 3 = 7 tiles computed, 9 of 16 skipped.
@@ -270,7 +270,7 @@ def test_cli_refuses_the_ambiguous_decode_and_takes_the_mask(capsys):
 
 
 def test_plain_causal_does_not_need_attention_gym_but_other_masks_say_so(monkeypatch):
-    from attnscope.workloads.mask_mods import count_kept_dense
+    from attnscope.variants.mask_mods import count_kept_dense
 
     for mod in ("attn_gym", "attn_gym.masks", "attn_gym.mods", "attn_gym.masks.document_mask"):
         monkeypatch.setitem(__import__("sys").modules, mod, None)  # import now raises ImportError

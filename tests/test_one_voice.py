@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.annotate import annotate
+from attnscope.api import annotate
 
 DATA = Path(__file__).parent / "data"
 BASES = {"gpu": DATA / "h200" / "run.json", "cpu": DATA / "cpu" / "run_all.json"}

@@ -8,6 +8,7 @@ for the case, and, when predictions were written first, a verdict for each.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.compare import explain_results
@@ -22,22 +23,28 @@ def verdict_to_dict(v: Verdict) -> dict[str, Any]:
     return d
 
 
-def _with_declared_flags(r: dict[str, Any]) -> dict[str, Any]:
-    """A row written before variants declared their flags gets them from the registry, by its variant."""
+# variant name -> (family, backend) as the registry declares it, or None for a name it does not know
+Declared = Callable[[str], tuple[str, str | None] | None]
+
+
+def _with_declared_flags(r: dict[str, Any], declared: Declared) -> dict[str, Any]:
+    """A row written before variants declared their flags gets them from the declarations, by its variant."""
     if "family" in r:
         return r
-    from attnscope.variants import REGISTRY  # plain declarations; no torch at import
-
-    v = REGISTRY.get(r.get("variant") or "")
-    if v is not None:
-        r["family"], r["backend"] = v.family, v.backend
+    flags = declared(r.get("variant") or "")
+    if flags is not None:
+        r["family"], r["backend"] = flags
     return r
 
 
-def annotate(doc: dict[str, Any], predictions: list[Prediction] | None = None) -> dict[str, Any]:
+def annotate(
+    doc: dict[str, Any], predictions: list[Prediction] | None = None, declared: Declared | None = None
+) -> dict[str, Any]:
     """A copy of ``doc`` with ``insights``/``insights_not_checked`` per result, ``recommendation``,
-    and, if ``predictions`` is given, ``predictions`` and ``verdicts``."""
-    results = [_with_declared_flags(dict(r)) for r in doc.get("results") or []]
+    and, if ``predictions`` is given, ``predictions`` and ``verdicts``.  ``declared``: each variant's
+    (family, backend), for rows written before rows carried them (:func:`attnscope.api.annotate` passes
+    the registry's)."""
+    results = [_with_declared_flags(dict(r), declared or (lambda _name: None)) for r in doc.get("results") or []]
     for r, (found, missing) in zip(results, explain_results(results), strict=True):
         r["insights"] = [dataclasses.asdict(i) for i in found]
         r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]

@@ -12,44 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnscope.analysis.annotate import annotate, verdict_counts
-from attnscope.analysis.predict import BACKENDS, PredictionError, parse_predictions, to_toml
+from attnscope.analysis.predict import BACKENDS, PredictionError, to_toml
+from attnscope.api.guesses import load_predictions, strict_failure, with_verdicts  # noqa: F401
 from attnscope.core.types import Case, Prediction
 
 MAX_TRIES = 3
-
-
-def load_predictions(path: str | Path, run_variants: list[str], known: set[str]) -> list[Prediction]:
-    """Read and validate a predictions file against the variants this run will measure."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise PredictionError(f"{p}: cannot read ({e.strerror})") from None
-    preds = parse_predictions(text, known, source=str(p))
-    needed = {x.variant for x in preds} | {
-        x.expected["variant"] for x in preds if x.kind in ("faster_than", "slower_than")
-    }
-    missing = sorted(needed - set(run_variants))
-    if missing:
-        raise PredictionError(
-            f"{p}: predictions name {', '.join(missing)}, which this run does not include; "
-            f"add them to --variants (running: {', '.join(run_variants)})"
-        )
-    return preds
-
-
-def with_verdicts(doc: dict[str, Any], preds: list[Prediction]) -> dict[str, Any]:
-    return annotate(doc, preds)
-
-
-def strict_failure(doc: dict[str, Any]) -> str | None:
-    """Why `--strict` fails this run: a clear miss.  Verdicts inside the noise ("too close to call")
-    and predictions nothing here could measure do not fail it: they would flap in CI."""
-    c = verdict_counts(doc)
-    if c["miss"]:
-        return f"--strict: {c['miss']} clear miss(es) ({c['close']} too close to call, {c['unknown']} not measurable)"
-    return None
 
 
 # ---- interactive -------------------------------------------------------------------------
@@ -166,7 +133,7 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
 
 def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run exactly as `attnscope run`, with the answers as predictions."""
-    from attnscope.cli.main import _case_from, check_run_args, cmd_run
+    from attnscope.cli.run import _case_from, check_run_args, cmd_run
     from attnscope.variants import resolve
 
     check_run_args(args)  # paths and names before the questions, not after them

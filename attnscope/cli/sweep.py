@@ -89,15 +89,15 @@ class Plan:
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
     """(the cases' device, the GPUs to pin one worker each to)."""
-    from attnscope.core.arguments import check_device
     from attnscope.execute.executors import parse_devices
+    from attnscope.measure.env import check_device
 
     if args.devices is not None and args.device is not None:
         raise UsageError("give --device (one) or --devices (one worker each), not both")
     if args.devices is None:
         device = check_device(args.device)
         if device is None:
-            from attnscope.core.cases import default_device
+            from attnscope.measure.env import default_device
 
             device = default_device()
         if args.executor == "ray" and device.startswith("cuda"):

@@ -138,20 +138,3 @@ def parse_device(text: str) -> tuple[str, int | None]:
     if kind == "cpu" and idx is not None:
         raise UsageError(f"--device {text!r}: the CPU takes no index; use cpu")
     return kind, (int(idx) if idx is not None else None)
-
-
-def check_device(text: str | None) -> str | None:
-    """The device string to use (normalised), after checking that torch can reach it."""
-    if text is None:
-        return None
-    kind, idx = parse_device(text)
-    if kind == "cpu":
-        return "cpu"
-    import torch
-
-    if not torch.cuda.is_available():
-        raise UsageError(f"--device {text}: torch {torch.__version__} sees no CUDA GPU here; use --device cpu")
-    n = torch.cuda.device_count()
-    if idx is not None and idx >= n:
-        raise UsageError(f"--device {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
-    return "cuda" if idx is None else f"cuda:{idx}"

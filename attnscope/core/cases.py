@@ -24,12 +24,6 @@ DTYPE_ALIASES = {
 }
 
 
-def default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def default_case(device: str) -> Case:
     base = GPU_DEFAULT if device.startswith("cuda") else CPU_DEFAULT
     return replace(base, device=device)
@@ -42,10 +36,10 @@ def parse_dtype(s: str) -> str:
         raise ValueError(f"unknown dtype {s!r}; use one of bf16, fp16, fp32") from None
 
 
-def make_case(device: str | None = None, **overrides: Any) -> Case:
-    """The device's default case with any fields overridden (None means keep)."""
-    dev = device or default_device()
-    c = default_case(dev)
+def make_case(device: str, **overrides: Any) -> Case:
+    """The device's default case with any fields overridden (None means keep).  The device is
+    named: :func:`attnscope.measure.env.default_device` picks one where the caller has none."""
+    c = default_case(device)
     fields = {k: v for k, v in overrides.items() if v is not None}
     if "dtype" in fields:
         fields["dtype"] = parse_dtype(fields["dtype"])

@@ -230,22 +230,14 @@ class Fingerprint:
     # Each tril/triu the trace ran, with its context (analysis/mask_build.py): what built it, inside which
     # attention op or before which one, how that op took it, and the GPU work of building and converting it.
     mask_builds: tuple[dict[str, Any], ...] = field(default=())
+    # True if any matrix kernel used tensor cores, False if matrix work ran without (attention helpers
+    # such as a split-KV combine are not matrix work), None if unknown: decided by the analysis
+    # (analysis/fingerprint/kernels.py's is_matrix_kernel) and stored, so a document keeps it.
+    tensor_cores: bool | None = None
 
     @property
     def upcast_fp32(self) -> bool:
         return bool(self.upcasts)
-
-    @property
-    def tensor_cores(self) -> bool | None:
-        """True if any matrix kernel used tensor cores, False if matrix work ran without (attention
-        helpers such as a split-KV combine are not matrix work)."""
-        from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
-
-        matrix = [k for k in self.kernels if is_matrix_kernel(k.name, k.category)]
-        known = [k.tensor_cores for k in matrix if k.tensor_cores is not None]
-        if not known:
-            return None
-        return any(known)
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,7 @@ def _fingerprint_from(d: dict[str, Any]) -> Fingerprint | None:
         trace_peak_memory_bytes=d.get("trace_peak_memory_bytes"),
         notes=tuple(d.get("notes") or []),
         mask_builds=tuple(d.get("mask_builds") or []),
+        tensor_cores=d.get("tensor_cores"),
     )
 
 

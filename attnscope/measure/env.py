@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from attnscope.core.arguments import UsageError, parse_device
 from attnscope.core.types import Env
 
 
@@ -81,3 +82,27 @@ def free_memory_bytes(device: str) -> int | None:
     if avail is None:
         return room
     return min(avail, room) if room is not None else avail
+
+
+def default_device() -> str:
+    """cuda where torch sees a GPU, else cpu."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_device(text: str | None) -> str | None:
+    """The device string to use (normalised), after checking that torch can reach it."""
+    if text is None:
+        return None
+    kind, idx = parse_device(text)
+    if kind == "cpu":
+        return "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {text}: torch {torch.__version__} sees no CUDA GPU here; use --device cpu")
+    n = torch.cuda.device_count()
+    if idx is not None and idx >= n:
+        raise UsageError(f"--device {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
+    return "cuda" if idx is None else f"cuda:{idx}"

@@ -71,7 +71,7 @@ def _fi_prepare(case: Case, x: Inputs, decode: bool) -> Prepared:
     else:
         q = x.q[0].transpose(0, 1).contiguous()  # queries are always NHD: (S, H, D), copied once here
         if "custom_mask" in kw:
-            from attnscope.workloads.mask_mods import dense_keep
+            from attnscope.variants.mask_mods import dense_keep
 
             del kw["custom_mask"]
             keep = dense_keep(case, x.q.device)
@@ -151,7 +151,7 @@ def _cudnn_graph(case: Case, x: Inputs, cudnn: Any) -> tuple[Any, dict[Any, Any]
     kw, how = _cudnn_mask(case)
     pack: dict[Any, Any] = {q: x.q, k: x.k, v: x.v}
     if "bias" in kw:
-        from attnscope.workloads.mask_mods import dense_bias
+        from attnscope.variants.mask_mods import dense_bias
 
         bias_t = dense_bias(case, x.q.device, x.q.dtype).contiguous()
         kw["bias"] = g.tensor_like(bias_t)

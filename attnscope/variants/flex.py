@@ -46,7 +46,7 @@ def _prepare(case: Case, x: Inputs, compiled: bool) -> Prepared:
     import torch
     from torch.nn.attention.flex_attention import flex_attention
 
-    from attnscope.workloads.mask_mods import block_mask_for, block_sparsity_pct, score_mod_for
+    from attnscope.variants.mask_mods import block_mask_for, block_sparsity_pct, score_mod_for
 
     # The BlockMask is built once, outside the call, from the mask's mask_mod (attention-gym).
     bm = block_mask_for(case, x.q.device)

@@ -9,7 +9,7 @@ from attnscope.variants.base import Inputs, Prepared, Variant
 def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
     import torch
 
-    from attnscope.workloads.mask_mods import alibi_bias, dense_keep
+    from attnscope.variants.mask_mods import alibi_bias, dense_keep
 
     q, k, v, scale = x.q, x.k, x.v, x.scale
     groups = case.heads // case.num_kv_heads

@@ -32,7 +32,7 @@ class SdpaMask:
 
 def sdpa_mask(case: Case, x: Inputs) -> SdpaMask:
     """is_causal where it is exactly the mask, causal_lower_right's CausalBias where that is, else a dense mask."""
-    from attnscope.workloads.mask_mods import dense_bias, dense_keep
+    from attnscope.variants.mask_mods import dense_bias, dense_keep
 
     m = case.mask_spec
     if not case.alibi:

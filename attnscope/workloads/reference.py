@@ -1,7 +1,7 @@
 """The fp64 reference of a case, in chunks over (batch, KV head group, query block).  Needs torch.
 
 The same mask and score modification as the variants (one ``mask_mod``/``score_mod`` from
-:mod:`attnscope.workloads.mask_mods`) on fp64 copies of the inputs.  No chunk holds more than
+:mod:`attnscope.variants.mask_mods`) on fp64 copies of the inputs.  No chunk holds more than
 ``chunk_bytes`` of scores, so a 16k-token case is checked on a CPU with a few GB free; each query
 block only reads the key range its mask keeps (a causal block stops at its diagonal, a sliding or
 document block reads its window).  Gradients come from autograd on each chunk: output rows depend
@@ -75,7 +75,7 @@ def _block(
     """Attention of one (batch, head group, query block) over keys k0..k1, fp64, with the case's mods."""
     import torch
 
-    from attnscope.workloads.mask_mods import score_mod_for
+    from attnscope.variants.mask_mods import score_mod_for
 
     s = torch.matmul(q, k[..., k0:k1, :].transpose(-2, -1)) * scale  # (G, rows, k1-k0)
     mod = score_mod_for(case)
@@ -95,7 +95,7 @@ def reference_chunked(
     k and v (B, KVH, Sk, D) of any dtype; results live on the inputs' device."""
     import torch
 
-    from attnscope.workloads.mask_mods import dense_keep
+    from attnscope.variants.mask_mods import dense_keep
 
     f64 = torch.float64
     grads = grad_out is not None

@@ -392,6 +392,7 @@ def analyse(trace: Trace) -> Analysis:
         trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
         notes=tuple(notes),
         mask_builds=builds,
+        tensor_cores=K.any_tensor_cores(records),
     )
     upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
     return Analysis(fp, att, upcast_us, win)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from attnscope.analysis.fingerprint.kernels import any_tensor_cores
 from attnscope.core.types import Fingerprint
 
 COUNTERS_SOURCE = "Nsight Compute counters (matrix MMA = HMMA − HFMA2.MMA, wgmma included)"
@@ -43,4 +44,4 @@ def tensor_cores_from_counters(
                 }
             )
         ks[i] = replace(k, tensor_cores=tc, tensor_core_precision=precision)
-    return replace(fp, kernels=tuple(ks)), differ
+    return replace(fp, kernels=tuple(ks), tensor_cores=any_tensor_cores(ks)), differ

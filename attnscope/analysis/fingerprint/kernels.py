@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from typing import Literal
 
-from attnscope.core.types import Category
+from attnscope.core.types import Category, KernelRecord
 
 _I = re.IGNORECASE
 
@@ -262,6 +263,13 @@ def is_matrix_kernel(name: str, category: Category) -> bool:
     """Whether a kernel does matrix work: a gemm or an attention kernel that is not a helper
     (:data:`ATTENTION_HELPER`: combine, merge, reduction, dO·O, dQ conversion)."""
     return category in ("gemm", "attention") and not ATTENTION_HELPER.search(name)
+
+
+def any_tensor_cores(kernels: Iterable[KernelRecord]) -> bool | None:
+    """True if any matrix kernel used tensor cores, False if matrix work ran without (attention
+    helpers such as a split-KV combine are not matrix work), None if no matrix kernel is known."""
+    known = [k.tensor_cores for k in kernels if is_matrix_kernel(k.name, k.category) and k.tensor_cores is not None]
+    return any(known) if known else None
 
 
 @functools.cache

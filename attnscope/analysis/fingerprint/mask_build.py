@@ -71,7 +71,7 @@ def _int(s: Any) -> int | None:
 
 
 def _is_attention(name: str) -> bool:
-    from attnscope.analysis.fingerprint.shape import OP_SIGS
+    from attnscope.analysis.fingerprint.op_signatures import OP_SIGS
 
     return name in OP_SIGS or attention_op_family(name) is not None
 
@@ -112,7 +112,7 @@ def _ones_before(tree: OpTree, i: int, dims: list[int]) -> int | None:
 def _taker(tree: OpTree, i: int, dims: list[int]) -> int | None:
     """The next outermost attention op on the thread after the op at ``i`` (within :data:`NEAR` ops), if its
     attn_mask has ``dims``' last two sizes; None when another attention op comes first or the shapes differ."""
-    from attnscope.analysis.fingerprint.shape import OP_SIGS
+    from attnscope.analysis.fingerprint.op_signatures import OP_SIGS
 
     op = tree.ops[i]
     for j in range(i + 1, min(len(tree.ops), i + 1 + NEAR)):
@@ -171,7 +171,7 @@ def find(tree: OpTree) -> list[MaskBuild]:
 
 def describe(tree: OpTree, att: Attribution | None, mb: MaskBuild) -> dict[str, Any]:
     """The build as plain data for the fingerprint: what built it, where, what took it, and its GPU work."""
-    from attnscope.analysis.fingerprint.shape import OP_SIGS
+    from attnscope.analysis.fingerprint.op_signatures import OP_SIGS
 
     names = tree.ops
     d: dict[str, Any] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.document.load import Source
-from attnscope.report.html.page import Markup, Page, join, plot_text, table, tag
+from attnscope.report.html.markup import Markup, Page, join, plot_text, table, tag
 from attnscope.report.html.run import env_table, insights_block
 from attnscope.report.html.timeline import rel_link
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.document.load import Source
-from attnscope.report.html.page import Markup, Page, esc, join, plot_text, short, table, tag
+from attnscope.report.html.markup import Markup, Page, esc, join, plot_text, short, table, tag
 from attnscope.report.html.timeline import (
     MAX_TIMELINE_EVENTS,
     find_trace,

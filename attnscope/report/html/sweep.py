@@ -29,7 +29,7 @@ from attnscope.analysis.recommend.sweep import (
     value_order,
 )
 from attnscope.document.load import Source
-from attnscope.report.html.page import Markup, Page, join, plot_text, table, tag
+from attnscope.report.html.markup import Markup, Page, join, plot_text, table, tag
 
 # Axes a panel can be split by, in the order the panel title names them.
 PANEL_AXES = (

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from attnscope.document.load import Source
-from attnscope.report.html.page import Markup, Page, plot_text, wrap_plot_text
+from attnscope.report.html.markup import Markup, Page, plot_text, wrap_plot_text
 
 # One colour per category, the same in every plot of the page.
 CATEGORY_COLOURS = {

@@ -27,7 +27,7 @@ def prepare(case: Case, x: Inputs) -> Prepared:
     import torch
     import torch.nn.functional as F
 
-    from attnscope.workloads.mask_mods import dense_bias, dense_keep
+    from attnscope.variants.mask_mods import dense_bias, dense_keep
 
     # The case's mask, built by attnscope from the same mask_mod as every variant: None, (Sq, Sk) or (B, 1, Sq, Sk).
     mask = dense_bias(case, x.q.device, x.q.dtype) if case.alibi else dense_keep(case, x.q.device)

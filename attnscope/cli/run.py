@@ -1,0 +1,228 @@
+"""``attnscope run``: the case's flags, their checks, and the command (also what ``guess`` runs)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from attnscope.core.arguments import (
+    MAX_DIM,
+    MAX_HEAD_DIM,
+    UsageError,
+    check_input_file,
+    check_output_dir,
+    check_output_file,
+    positive_int,
+    variant_names,
+)
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=max(160, Console().width))
+
+
+def _add_case_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("case (defaults depend on the device)")
+    g.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
+    g.add_argument("--batch", type=positive_int("batch", MAX_DIM["batch"]))
+    g.add_argument("--heads", type=positive_int("heads", MAX_DIM["heads"]))
+    g.add_argument("--kv-heads", type=positive_int("kv-heads", MAX_DIM["kv_heads"]), help="KV heads for GQA")
+    g.add_argument("--seq", type=positive_int("seq", MAX_DIM["seq"]), help="query sequence length")
+    g.add_argument(
+        "--seq-kv", type=positive_int("seq-kv", MAX_DIM["seq_kv"]), help="key/value sequence length (default: = seq)"
+    )
+    g.add_argument("--head-dim", type=positive_int("head-dim", MAX_HEAD_DIM))
+    g.add_argument("--dtype", help="bf16, fp16 or fp32")
+    m = g.add_mutually_exclusive_group()
+    m.add_argument("--causal", dest="causal", action="store_true", default=None, help="shorthand for --mask causal")
+    m.add_argument("--no-causal", dest="causal", action="store_false", help="shorthand for --mask none")
+    from attnscope.core.masks import MASK_HELP
+
+    m.add_argument("--mask", help=f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)")
+    g.add_argument("--softcap", type=float, help="tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)")
+    g.add_argument("--alibi", action="store_true", default=None, help="add ALiBi slopes to the scores")
+    g.add_argument(
+        "--mode", choices=("fwd", "fwd_bwd"), help="fwd, or fwd_bwd: forward and backward (dq, dk, dv) per call"
+    )
+
+
+def _case_from(args: argparse.Namespace) -> Any:
+    from attnscope.core.cases import make_case
+    from attnscope.measure.env import check_device, default_device
+
+    return make_case(
+        check_device(args.device) or default_device(),
+        batch=args.batch,
+        heads=args.heads,
+        kv_heads=args.kv_heads,
+        seq_q=args.seq,
+        seq_kv=args.seq_kv,
+        head_dim=args.head_dim,
+        dtype=args.dtype,
+        causal=args.causal,
+        mask=getattr(args, "mask", None),
+        softcap=getattr(args, "softcap", None),
+        alibi=getattr(args, "alibi", None),
+        mode=getattr(args, "mode", None),
+    )
+
+
+def check_run_args(args: argparse.Namespace) -> None:
+    """Everything about `run`/`guess` that can be wrong before a tensor exists."""
+    if args.variants is not None:
+        names = variant_names(args.variants)
+        if "all" in names and len(names) > 1:
+            raise UsageError("--variants: 'all' stands alone")
+    if args.strict and args.command == "run" and not args.guess:
+        raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
+    if getattr(args, "guess", None):
+        check_input_file(args.guess, "--guess")
+    check_output_file(args.json, "--json")
+    check_output_dir(args.trace_dir, "--trace-dir")
+    check_output_file(getattr(args, "save", None), "--save")
+
+
+def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
+    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run."""
+    from attnscope.measure.env import free_memory_bytes
+    from attnscope.variants import REGISTRY
+    from attnscope.workloads import sizing
+
+    free = free_memory_bytes(case.device)
+    if free is None:
+        return  # the system does not say: the runner's per-variant guards still apply
+    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
+    if why:
+        raise UsageError(f"{case.label()}: {why}")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    runnable = [
+        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
+    ]
+    rate = sizing.CEILING_TFLOPS[dev]
+    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
+    if runnable and all(reasons.values()):
+        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
+        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attnscope.api import annotate
+    from attnscope.core.types import Result
+    from attnscope.document.schema import document, write_atomic
+    from attnscope.execute.executors import make_executor
+    from attnscope.execute.runner import Options, run
+    from attnscope.report.text.table import render
+    from attnscope.variants import resolve
+
+    check_run_args(args)
+    case = _case_from(args)
+    chosen = resolve(args.variants)  # unknown names fail before torch work starts
+    check_case_fits(case, [v.name for v in chosen], explicit=args.variants is not None)
+    _check_html(args)
+    preds = getattr(args, "predictions", None)  # from `attnscope guess`
+    if getattr(args, "guess", None):  # read and checked before any torch work
+        from attnscope.api.guesses import load_predictions
+        from attnscope.variants import REGISTRY
+
+        preds = load_predictions(args.guess, [v.name for v in chosen], set(REGISTRY))
+    console = _console()
+    done: list[Result] = []
+
+    def save(r: Result) -> None:
+        done.append(r)
+        if args.json:  # rewrite after every variant: a crash never loses finished results
+            write_atomic(args.json, document(None, done, case=case.to_dict(), partial=True))
+
+    opts = Options(
+        flush_l2=args.flush_l2,
+        timing_budget_s=args.budget,
+        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        measure_peak=not args.no_peak,
+    )
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
+    ) as prog:
+        task = prog.add_task(f"attnscope run: {case.label()}")
+
+        def start(name: str) -> None:
+            prog.update(task, description=f"{case.label()}: {name}")
+
+        ex = make_executor(args.executor, timeout_s=args.timeout)
+        try:
+            rep = run(case, args.variants, opts, on_result=save, on_start=start, executor=ex)
+        finally:
+            ex.close()
+        if getattr(args, "ncu", False):  # deep mode: each variant's call once more, under Nsight Compute
+            from attnscope.execute.ncu_run import attach
+
+            prog.update(task, description=f"{case.label()}: Nsight Compute")
+            results, why = attach(case, rep.results)
+            rep.results[:] = results
+            if why:
+                console.print(f"[yellow]--ncu: {why}; the run's results are complete without it[/yellow]")
+    doc = annotate(
+        document(
+            rep.env,
+            rep.results,
+            case=case.to_dict(),
+            peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+        )
+    )
+    if preds is not None:
+        from attnscope.api.guesses import with_verdicts
+
+        doc = with_verdicts(doc, preds)
+    if args.json:
+        write_atomic(args.json, doc)
+    _write_html(args, doc)
+    env = rep.env
+    title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
+        f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
+    )
+    render(doc, console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    if args.json:
+        console.print(f"  JSON written to {args.json}")
+    if args.trace_dir:
+        console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
+    if getattr(args, "html", None):
+        console.print(f"  HTML report written to {args.html}")
+    if preds is not None and args.strict:
+        from attnscope.api.guesses import strict_failure
+
+        failed = strict_failure(doc)
+        if failed:
+            console.print(f"  {failed}: exit 1", style="bold red")
+            return EXIT_FAIL
+    return EXIT_OK
+
+
+def _check_html(args: argparse.Namespace) -> None:
+    """--html needs plotly and a writable path: say so before any work, not after a long run."""
+    if getattr(args, "html", None):
+        from attnscope.report.html.page import require_plotly
+
+        check_output_file(args.html, "--html")
+        require_plotly()
+
+
+def _write_html(args: argparse.Namespace, doc: Any) -> None:
+    """After the JSON: a failing page never costs the results."""
+    if getattr(args, "html", None):
+        from attnscope.report.html.page import write_html
+
+        write_html(doc, args.html)
