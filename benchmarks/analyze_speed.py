@@ -84,9 +84,7 @@ def compile_package() -> None:
     """Byte-compile attnscope first, as an installed package is: with PYTHONDONTWRITEBYTECODE set
     (or a read-only checkout) every fresh process would otherwise compile ~90 modules (~0.2 s),
     which HTA, installed by pip, never pays."""
-    import attnscope
-
-    pkg = Path(attnscope.__file__).parent
+    pkg = Path(__file__).resolve().parents[1] / "attnscope"  # the checkout's (what `python -m` runs from here)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(pkg)], check=True, stdout=subprocess.DEVNULL)
     print(f"byte-compiled {pkg} (as an install would be)")
 

@@ -30,13 +30,14 @@ DATE = "2026-12-03"
 
 HAND = """
 import gzip, json, sys
-tot_n, tot_us = 0, 0.0
+tot_n = tot_us = kn = kus = 0
 for p in sys.argv[1:]:
     ev = json.load(gzip.open(p) if p.endswith(".gz") else open(p))["traceEvents"]
-    k = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    tot_n += len(k)
-    tot_us += sum(float(e["dur"]) for e in k)
-print(tot_n, round(tot_us, 3))
+    g = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    k = [e for e in g if e["cat"] == "kernel"]
+    tot_n, tot_us = tot_n + len(g), tot_us + sum(float(e["dur"]) for e in g)
+    kn, kus = kn + len(k), kus + sum(float(e["dur"]) for e in k)
+print(tot_n, round(tot_us, 3), kn, round(kus, 3))
 """
 
 ATTNSCOPE = """
@@ -137,6 +138,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "trace_readers.md"))
     ap.add_argument("--times", type=int, default=8, help="length of the long trace, in copies of the Llama steps")
+    ap.add_argument("--candidates", action="store_true", help="also time the parse candidates in one process")
     a = ap.parse_args()
     llama = ROOT / "tests" / "data" / "llama_train_sdpa.json.gz"
     longer = Path(tempfile.gettempdir()) / f"llama_train_sdpa_x{a.times}.json.gz"
@@ -173,7 +175,8 @@ def main() -> int:
         print(f"{label}: {size:.1f} MiB gzipped; hand count {hand[0]} GPU events, {hand[1]} µs", flush=True)
         rows.append(
             f"\n### {label}\n\n{size:.1f} MiB gzipped ({len(paths)} file(s)). Hand count from the raw events "
-            f"(plain json): **{int(hand[0]):,} GPU events** (kernel + memcpy + memset), **{float(hand[1]):,.3f} µs**.\n"
+            f"(plain json): **{int(hand[0]):,} GPU events** (kernel + memcpy + memset), **{float(hand[1]):,.3f} µs**; "
+            f"kernels alone {int(hand[2]):,}, {float(hand[3]):,.3f} µs.\n"
         )
         rows.append("| tool | wall (median) | peak RSS | what it reports | against the hand count |")
         rows.append("|---|---:|---:|---|---|")
@@ -187,7 +190,7 @@ def main() -> int:
                 rows.append(f"| {name} | – | – | refused: `{r['error'].replace('|', '/')}` | |")
                 continue
             rep = r["report"] or attnscope_report(paths)
-            verdict = compare(rep, int(hand[0]), float(hand[1]))
+            verdict = compare(rep, int(hand[0]), float(hand[1]), float(hand[3]))
             print(f"  {name}: {r['wall']:.3f} s, {r['rss']:.0f} MiB; {rep}; {verdict}", flush=True)
             rows.append(f"| {name} | {r['wall']:.3f} s | {r['rss']:.0f} MiB | {rep} | {verdict} |")
         if len(paths) == 1:
@@ -199,9 +202,54 @@ def main() -> int:
                 )
                 print(f"  floor {name}: {cell}", flush=True)
                 rows.append(f"| floor: gunzip + {name} | {cell} | parse only, no analysis | |")
+    if a.candidates:
+        cand = subprocess.run([me, "-c", CANDIDATES, str(llama)], capture_output=True, text=True, cwd=ROOT)
+        print(cand.stdout + cand.stderr[-2000:])
+        rows += ["", "### Parse candidates, in one process on the Llama trace's 40 MB (median of 5)", ""]
+        rows += ["| candidate | time |", "|---|---:|", *cand.stdout.strip().splitlines()]
     write(a.out, rows, hta_py, tl_py, pf_py)
     print(f"written: {a.out}")
     return 0
+
+
+CANDIDATES = """
+import gc, gzip, io, statistics, sys, time
+raw = gzip.open(sys.argv[1]).read()
+def med(f, n=5):
+    t = []
+    for _ in range(n):
+        gc.collect(); t0 = time.perf_counter(); f(); t.append(time.perf_counter() - t0)
+    return statistics.median(t)
+def off(f):
+    def g():
+        gc.disable()
+        try: f()
+        finally: gc.enable()
+    return g
+import json, orjson, ijson, simdjson
+from attnscope.trace.fast import _TOP, _EVENTS, Reader
+from attnscope.trace import Trace, load_trace
+def typed_join():
+    tr = Trace(path="", device_properties=[])
+    Reader(tr, False).read(bytes(_TOP.decode(raw)["traceEvents"]))
+    by_corr = {r.correlation: r for r in tr.runtime}
+    return [by_corr.get(g.correlation) for g in tr.gpu]
+def simd():
+    p = simdjson.Parser(); d = p.parse(raw)
+    return sum(1 for e in d["traceEvents"])
+rows = [
+    ("json.loads, GC on", med(lambda: json.loads(raw), 3)),
+    ("json.loads, GC off", med(off(lambda: json.loads(raw)))),
+    ("orjson.loads, GC off", med(off(lambda: orjson.loads(raw)))),
+    ("ijson (" + ijson.backend + ") items, GC off", med(off(lambda: sum(1 for _ in ijson.items(
+        io.BytesIO(raw), "traceEvents.item"))), 3)),
+    ("msgspec typed Structs + events built + correlation join, GC off", med(off(typed_join))),
+    ("pysimdjson lazy proxy, every event visited", med(simd)),
+    ("attnscope load_trace (gunzip included, streamed)", med(lambda: load_trace(sys.argv[1]))),
+]
+for name, t in rows:
+    print(f"| {name} | {t:.3f} s |")
+"""
 
 
 def attnscope_report(paths: list[str]) -> str:
@@ -226,7 +274,7 @@ def attnscope_report(paths: list[str]) -> str:
     return f"{int(n):,} GPU events; GPU time {us:,.3f} us"
 
 
-def compare(rep: str, n: int, us: float) -> str:
+def compare(rep: str, n: int, us: float, kernel_us: float) -> str:
     import re
 
     nums = [float(x.replace(",", "")) for x in re.findall(r"([\d,]+\.\d+) us", rep)]
@@ -235,6 +283,8 @@ def compare(rep: str, n: int, us: float) -> str:
     d = nums[0] - us
     if abs(d) <= 1e-3 * max(1, n):
         return "same total"
+    if abs(nums[0] - kernel_us) <= 1e-3 * max(1, n):
+        return "same as the kernels alone (no memcpy/memset)"
     return f"differs by {d:+,.3f} µs ({100 * d / us:+.2f}%)" if us else f"reports {nums[0]} µs where there are none"
 
 
