@@ -127,8 +127,8 @@ def _gz(data: bytes) -> bytes:
 
 
 def test_a_gzip_trace_reads_the_same_as_its_json_across_blocks_and_members(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(trace, "_CHUNK", 128)  # many chunks and several 4-chunk blocks from a small trace
-    monkeypatch.setattr(trace, "_BLOCK", 4 * 128)
+    monkeypatch.setattr(trace.source, "CHUNK", 128)  # many chunks and several 4-chunk blocks from a small trace
+    monkeypatch.setattr(trace.source, "BLOCK", 4 * 128)
     raw = H200.read_bytes()
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(_gz(raw))

@@ -37,9 +37,9 @@ def test_streaming_reader_equals_whole_document_parse(variant, tmp_path):
 
 
 def test_streaming_reader_handles_events_split_across_chunks(tmp_path, monkeypatch):
-    import attnscope.trace as T
+    import attnscope.trace.source as S
 
-    monkeypatch.setattr(T, "_CHUNK", 97)  # every event straddles chunk boundaries
+    monkeypatch.setattr(S, "CHUNK", 97)  # every event straddles chunk boundaries
     path = H200 / "sdpa_math.json"
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
@@ -147,27 +147,25 @@ def test_cpu_only_trace_is_accepted_with_cpu_flag(tmp_path):
     assert r["device_kind"] == "cpu" and r["trace_summary"] is None
 
 
-def test_reader_without_orjson_gives_the_same_trace(monkeypatch):
-    """The GPU image has no orjson: the reader falls back to the stdlib parser, same events."""
-    import importlib
-    import sys
+def test_reader_without_orjson_or_msgspec_gives_the_same_trace(monkeypatch):
+    """The GPU image has neither orjson nor msgspec: the safe path with the stdlib parser, same events."""
+    import json
 
     import attnscope.trace as T
+    import attnscope.trace.safe as safe
     from tests.rawtrace import H200
 
     path = H200 / "sdpa_math.json"
     fast = T.load_trace(path)
-    monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson now raises ImportError
-    slow_mod = importlib.reload(T)
-    try:
-        assert slow_mod._loads.__module__ == "json"
-        slow = slow_mod.load_trace(path)
-    finally:
-        monkeypatch.delitem(sys.modules, "orjson")
-        importlib.reload(T)
+    monkeypatch.setattr(T, "_fast", None)  # as when msgspec cannot be imported
+    for mod in (T, safe):
+        monkeypatch.setattr(mod, "loads", json.loads)
+        monkeypatch.setattr(mod, "JSONError", json.JSONDecodeError)
+    slow = T.load_trace(path)
     assert [(o.name, o.ts, o.ext_id) for o in slow.cpu_ops] == [(o.name, o.ts, o.ext_id) for o in fast.cpu_ops]
     assert [(g.name, g.dur, g.correlation) for g in slow.gpu] == [(g.name, g.dur, g.correlation) for g in fast.gpu]
-    assert len(slow.runtime) == len(fast.runtime) and slow.device_properties == fast.device_properties
+    assert slow.cpu_ops == fast.cpu_ops and slow.gpu == fast.gpu and slow.runtime == fast.runtime
+    assert len(slow.runtime) == len(fast.runtime) > 0 and slow.device_properties == fast.device_properties
 
 
 def _shape_doc(with_kernel: bool) -> dict:

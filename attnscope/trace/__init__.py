@@ -1,0 +1,134 @@
+"""The one reader of Kineto (Chrome trace) JSON.  Plain typed events out, no torch.
+
+Every input goes through :func:`load_trace`: traces that ``attnscope run`` captured and traces
+from somebody else's training job alike.
+
+- source.py: the file's bytes (gunzipped on a second thread) cut into runs of whole events;
+- fast.py: msgspec decodes each run into typed Structs holding only the fields an analysis reads;
+- safe.py: a general JSON parse per event, for what the typed decoder refuses, and for documents
+  not in Kineto's own layout when msgspec is missing or refuses them;
+- events.py: the records both paths build.
+
+The cyclic GC is off while the events are built (``no_gc``): 10^5–10^6 small objects would
+trigger many full collections that free nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from attnscope.trace.events import (
+    SHAPES_READ,
+    Annotation,
+    CpuOp,
+    GpuEvent,
+    MemEvent,
+    RuntimeCall,
+    Trace,
+    TraceError,
+    drop_unread_shapes,
+    no_gc,
+)
+from attnscope.trace.jsonlib import JSONError, loads
+from attnscope.trace.safe import load_whole as _safe_whole
+from attnscope.trace.safe import scan_each as _scan_each
+from attnscope.trace.safe import trace_from_doc
+from attnscope.trace.source import GPU_HEAD, check_path, chunks, event_runs, read_head
+
+try:
+    from attnscope.trace import fast as _fast
+except ImportError:  # msgspec missing: every event goes through the safe path (same result, slower)
+    _fast = None  # type: ignore[assignment]
+
+__all__ = [
+    "SHAPES_READ",
+    "Annotation",
+    "CpuOp",
+    "GpuEvent",
+    "MemEvent",
+    "RuntimeCall",
+    "Trace",
+    "TraceError",
+    "drop_unread_shapes",
+    "load_trace",
+    "no_gc",
+    "trace_from_doc",
+]
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Read a ``.json`` or ``.json.gz`` Kineto trace into typed events."""
+    p = Path(path)
+    check_path(p)
+    with no_gc():
+        tr = _load(p, keep_all_shapes=False)
+        if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
+            tr = _load(p, keep_all_shapes=True)
+    for note in tr.notes:
+        print(f"attnscope: note: {note}", file=sys.stderr)
+    return tr
+
+
+def _load(p: Path, keep_all_shapes: bool) -> Trace:
+    source = chunks(p)
+    try:
+        head, m = read_head(p, source)
+        if m is None:
+            return _load_whole(p, head + b"".join(source))
+        # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
+        keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
+        return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
+    finally:
+        source.close()  # stops the gunzip thread if the read ended early
+
+
+def _load_whole(p: Path, raw: bytes) -> Trace:
+    if _fast is not None and raw.strip():
+        tr = Trace(path=str(p), device_properties=[])
+        why = _fast.load_whole(tr, raw)
+        if why is None:
+            if tr.gpu:
+                drop_unread_shapes(tr)
+            return tr
+        tr = _safe_whole(p, raw)
+        tr.notes.append(_note(p, tr.num_events, tr.num_events, why))
+        return tr
+    return _safe_whole(p, raw)
+
+
+def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: bool) -> Trace:
+    """``head`` ends with ``[`` of traceEvents; ``buf`` starts at the first event's ``{``."""
+    tr = Trace(path=str(p), device_properties=[])
+    tr.shapes_dropped = not keep_all
+    reader = _fast.Reader(tr, keep_all) if _fast is not None else None
+    names: dict[object, str] = {}
+    tail: list[bytes] = []
+    refused, first_why = 0, ""
+    for run, stop in event_runs(p, buf, source, tail):  # type: ignore[arg-type]
+        why = reader.read(b"[" + run[:stop] + b"]") if reader is not None else ""
+        if why is not None:
+            before = tr.num_events
+            _scan_each(tr, run, stop, names)
+            if reader is not None:
+                refused += tr.num_events - before
+                first_why = first_why or why
+    try:
+        top = loads(head + tail[0])
+    except JSONError as e:
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    tr.device_properties = list(top.pop("deviceProperties", None) or [])
+    top.pop("traceEvents", None)
+    tr.meta = top
+    if tr.gpu:  # only the shapes SHAPES_READ names are kept (the safe path keeps them all)
+        drop_unread_shapes(tr)
+    if refused:
+        tr.notes.append(_note(p, refused, tr.num_events, first_why))
+    return tr
+
+
+def _note(p: Path, n: int, total: int, why: str) -> str:
+    return (
+        f"{p}: {n:,} of {total:,} events read by the safe JSON path, which the typed decoder refused "
+        f"({why.splitlines()[0][:160]}); the results are the same, the reading slower"
+    )

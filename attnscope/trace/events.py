@@ -1,0 +1,215 @@
+"""The events a Kineto trace is read into: plain typed records, no torch, no JSON here."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnscope.trace.jsonlib import JSONError, loads
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be analysed; the message is one line naming the file."""
+
+
+class CpuOp:
+    """One aten op.  ``input_dims``/``input_types`` (record_shapes) are kept as the args text and
+    parsed when asked for, through a small cache rather than onto the op: a training step holds
+    10^5–10^6 ops, and parsed shapes take twice the memory of their text."""
+
+    __slots__ = ("_shapes", "dur", "ext_id", "name", "pid", "tid", "ts")
+
+    def __init__(
+        self,
+        name: str,
+        tid: int | str,
+        ts: float,
+        dur: float,
+        ext_id: int | None,
+        input_dims: list[Any] | None = None,
+        input_types: list[str] | None = None,
+        pid: int | str = 0,
+        raw: bytes | None = None,  # the args members (JSON, from ","), when the shapes are still to be read
+        input_strides: list[Any] | None = None,
+        concrete_inputs: list[Any] | None = None,
+    ) -> None:
+        self.name, self.tid, self.ts, self.dur, self.ext_id, self.pid = name, tid, ts, dur, ext_id, pid
+        # bytes: the args text, unread; a tuple: (dims, types, strides, concrete inputs); None: no shapes
+        self._shapes: bytes | tuple[Any, Any, Any, Any] | None = raw
+        if (
+            input_dims is not None
+            or input_types is not None
+            or input_strides is not None
+            or concrete_inputs is not None
+        ):
+            self._shapes = (input_dims, input_types, input_strides, concrete_inputs)
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+    def shapes(self) -> tuple[Any, Any, Any, Any]:
+        """(input dims, input types, input strides, concrete inputs) as recorded, each None if not."""
+        s = self._shapes
+        if s is None:
+            return _NO_SHAPES
+        if type(s) is bytes:
+            return _parse_shapes(s)
+        return s  # type: ignore[return-value]
+
+    @property
+    def input_dims(self) -> list[Any] | None:
+        return self.shapes()[0]  # type: ignore[no-any-return]
+
+    @property
+    def input_types(self) -> list[str] | None:
+        return self.shapes()[1]  # type: ignore[no-any-return]
+
+    @property
+    def input_strides(self) -> list[Any] | None:
+        return self.shapes()[2]  # type: ignore[no-any-return]
+
+    @property
+    def concrete_inputs(self) -> list[Any] | None:
+        """Kineto's ``Concrete Inputs``: scalar arguments as strings (``'True'``, ``'0.125'``), ``''`` for tensors."""
+        return self.shapes()[3]  # type: ignore[no-any-return]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.name, self.tid, self.ts, self.dur, self.ext_id, self.input_dims, self.input_types, self.pid)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CpuOp) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"CpuOp(name={self.name!r}, tid={self.tid!r}, ts={self.ts}, dur={self.dur}, ext_id={self.ext_id})"
+
+
+_NO_SHAPES: tuple[None, None, None, None] = (None, None, None, None)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_shapes(raw: bytes) -> tuple[Any, Any, Any, Any]:
+    """An op's recorded inputs from its args text; the few ops an analysis step is reading stay cached."""
+    try:
+        a = loads(b'{"":0' + raw + b"}") if raw else {}
+        return a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"), a.get("Concrete Inputs")
+    except (JSONError, AttributeError):
+        return _NO_SHAPES  # shapes unreadable: the op stays, without shapes
+
+
+@dataclass(slots=True)
+class RuntimeCall:
+    name: str
+    tid: int | str
+    ts: float
+    dur: float
+    correlation: int | None
+    ext_id: int | None
+    pid: int | str = 0
+
+
+@dataclass(slots=True)
+class GpuEvent:
+    kind: str  # "kernel" | "memcpy" | "memset"
+    name: str
+    ts: float
+    dur: float
+    correlation: int | None
+    ext_id: int | None
+    device: int | None
+    stream: int | None
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    shared_memory_bytes: int | None = None
+    kineto_occupancy_pct: float | None = None
+    bytes: int | None = None
+
+
+@dataclass(slots=True)
+class Annotation:
+    name: str
+    cat: str  # user_annotation | gpu_user_annotation
+    tid: int | str
+    ts: float
+    dur: float
+
+
+@dataclass(slots=True)
+class MemEvent:
+    ts: float
+    device_type: int | None  # 0 CPU, 1 CUDA
+    total_allocated: int
+    bytes: int
+
+
+@dataclass
+class Trace:
+    path: str
+    device_properties: list[dict[str, Any]]
+    cpu_ops: list[CpuOp] = field(default_factory=list)
+    runtime: list[RuntimeCall] = field(default_factory=list)
+    gpu: list[GpuEvent] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list)
+    memory: list[MemEvent] = field(default_factory=list)
+    # with_stack=True: the python_function ranges of nn.Module forwards ("nn.Module: LlamaAttention_0")
+    modules: list[Annotation] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    num_events: int = 0
+    num_skipped: int = 0  # malformed events passed over
+    shapes_dropped: bool = False  # ops outside SHAPES_READ were read without their shapes
+    # what the reader wants the user to know (events the fast decoder refused went through the safe one)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.gpu)
+
+    @property
+    def rank(self) -> int | None:
+        """The distributed rank Kineto recorded (``distributedInfo.rank``), if any."""
+        info = self.meta.get("distributedInfo")
+        if isinstance(info, dict) and isinstance(info.get("rank"), int):
+            return int(info["rank"])
+        return None
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Building ~10^5 small objects triggers many full collections that find nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+# Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes), attention
+# ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores) and the causal-mask
+# builders and converters (analysis/mask_build.py reads a materialised mask's shape and diagonal).
+# A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
+SHAPES_READ = re.compile(
+    r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex|"
+    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|ones_like|tril|triu|where)$"
+)
+
+
+def drop_unread_shapes(tr: Trace) -> None:
+    """Free the args text of ops whose shapes are never read: at 10^6 ops it is ~200 MB."""
+    keep: dict[str, bool] = {}
+    for op in tr.cpu_ops:
+        if op._shapes is not None:
+            k = keep.get(op.name)
+            if k is None:
+                k = keep[op.name] = SHAPES_READ.search(op.name) is not None
+            if not k:
+                op._shapes = None  # the same for a parsed doc

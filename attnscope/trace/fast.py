@@ -1,0 +1,218 @@
+"""The fast path: msgspec decodes a run of events straight into small typed Structs.
+
+Only the fields an analysis reads are declared; msgspec skips every other key and value without
+building a Python object for it (flow events' ids, ``Sequence number``, launch queue times, ...),
+and a cpu_op's recorded inputs stay raw JSON text (``msgspec.Raw``), copied out only for the ops
+whose shapes are read.  Whatever the typed decoder refuses (a value of another type, a string that
+is not valid UTF-8, broken JSON such as old Kineto's unescaped quotes), and any event lacking a
+field the safe path would insist on, sends its whole run to the safe path (safe.py), which gives
+the same events for the same fields; the reader says so in a note.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType, field
+
+from attnscope.trace.events import SHAPES_READ, Annotation, CpuOp, GpuEvent, MemEvent, RuntimeCall, Trace
+from attnscope.trace.jsonlib import loads
+
+
+class Args(Struct, gc=False):
+    ext: int | None = field(default=None, name="External id")
+    correlation: int | None = None
+    device: int | None = None
+    stream: int | None = None
+    regs: int | None = field(default=None, name="registers per thread")
+    smem: int | None = field(default=None, name="shared memory")
+    grid: Any = None  # [x, y, z]; anything else reads as None, as in the safe path
+    block: Any = None
+    occupancy: float | None = field(default=None, name="est. achieved occupancy %")
+    nbytes: int | None = field(default=None, name="bytes")
+    # cpu_op's recorded inputs, kept as their JSON text
+    dims: Raw = field(default=Raw(), name="Input Dims")
+    types: Raw = field(default=Raw(), name="Input type")
+    strides: Raw = field(default=Raw(), name="Input Strides")
+    concrete: Raw = field(default=Raw(), name="Concrete Inputs")
+    # [memory] instant events
+    device_type: int | None = field(default=None, name="Device Type")
+    total_allocated: int | UnsetType = field(default=UNSET, name="Total Allocated")
+    mem_bytes: int | UnsetType = field(default=UNSET, name="Bytes")
+
+
+class Event(Struct, gc=False):
+    cat: str | None = None
+    name: str | UnsetType = UNSET
+    pid: int | str | UnsetType = UNSET
+    tid: int | str | UnsetType = UNSET
+    ts: float | UnsetType = UNSET
+    dur: float | UnsetType = UNSET
+    args: Args | None = None
+
+
+_EVENTS = msgspec.json.Decoder(list[Event], strict=False)  # "7" for 7, as int() reads it
+_TOP = msgspec.json.Decoder(dict[str, Raw])
+_NO_ARGS = Args()
+_GPU_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_SHAPE_KEYS = (b',"Input Dims":', b',"Input type":', b',"Input Strides":', b',"Concrete Inputs":')
+DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+class Refused(ValueError):
+    """An event the safe path reads differently (a missing field it would insist on): the run goes there."""
+
+
+class Reader:
+    """Events decoded run by run into one Trace; a run the decoder refuses is left to the caller."""
+
+    def __init__(self, tr: Trace, keep_all_shapes: bool) -> None:
+        self.tr = tr
+        self.keep_all = keep_all_shapes
+        self.keep: dict[str, bool] = {}  # op name → whether its shapes are read
+        self.intern: dict[Any, Any] = {}  # names, tids, pids, grids: one object each
+
+    def read(self, data: bytes) -> str | None:
+        """Decode ``data`` (a JSON array of events) into the trace; None, or why it was refused (nothing added)."""
+        try:
+            evs = _EVENTS.decode(data)
+            out = self._convert(evs)
+        except (*DecodeErrors, ValueError, TypeError) as e:  # Refused, or a grid of strings
+            return str(e) or type(e).__name__
+        tr = self.tr
+        tr.num_events += len(evs)
+        tr.cpu_ops += out[0]
+        tr.gpu += out[1]
+        tr.runtime += out[2]
+        tr.annotations += out[3]
+        tr.modules += out[4]
+        tr.memory += out[5]
+        return None
+
+    def _convert(self, evs: list[Event]) -> tuple[list[Any], ...]:
+        ops: list[CpuOp] = []
+        gpu: list[GpuEvent] = []
+        rt: list[RuntimeCall] = []
+        ann: list[Annotation] = []
+        mods: list[Annotation] = []
+        mem: list[MemEvent] = []
+        add_op, add_gpu, add_rt = ops.append, gpu.append, rt.append
+        keep, keep_all, intern, new = self.keep, self.keep_all, self.intern, object.__new__
+        setdefault = intern.setdefault
+        for e in evs:
+            c = e.cat
+            if c == "cpu_op":
+                name, tid, ts, dur = e.name, e.tid, e.ts, e.dur
+                if name is UNSET or tid is UNSET or ts is UNSET or dur is UNSET:
+                    raise Refused("a cpu_op without name, tid, ts or dur")
+                pid = e.pid
+                o = new(CpuOp)
+                o.name = setdefault(name, name)
+                o.tid = setdefault(tid, tid)
+                o.pid = 0 if pid is UNSET else setdefault(pid, pid)
+                o.ts = ts
+                o.dur = dur
+                a = e.args
+                if a is None:
+                    o.ext_id = None
+                    o._shapes = None
+                else:
+                    o.ext_id = a.ext
+                    k = keep_all or keep.get(name)
+                    if k is None:
+                        k = keep[name] = SHAPES_READ.search(name) is not None
+                    o._shapes = _shape_text(a) if k else None
+                add_op(o)
+            elif c in _GPU_KIND:
+                name, ts, dur = e.name, e.ts, e.dur
+                if name is UNSET or ts is UNSET or dur is UNSET:
+                    raise Refused(f"a {c} event without name, ts or dur")
+                a = e.args or _NO_ARGS
+                grid, block = a.grid, a.block
+                add_gpu(
+                    GpuEvent(
+                        _GPU_KIND[c],
+                        setdefault(name, name),
+                        ts,
+                        dur,
+                        a.correlation,
+                        a.ext,
+                        a.device,
+                        a.stream,
+                        None if grid is None else setdefault(grid := _dim3(grid), grid),
+                        None if block is None else setdefault(block := _dim3(block), block),
+                        a.regs,
+                        a.smem,
+                        a.occupancy,
+                        a.nbytes,
+                    )
+                )
+            elif c == "cuda_runtime" or c == "cuda_driver":
+                name, tid, ts, dur, pid = e.name, e.tid, e.ts, e.dur, e.pid
+                if name is UNSET or tid is UNSET or ts is UNSET:
+                    raise Refused(f"a {c} call without name, tid or ts")
+                a = e.args or _NO_ARGS
+                add_rt(
+                    RuntimeCall(
+                        setdefault(name, name),
+                        setdefault(tid, tid),
+                        ts,
+                        0.0 if dur is UNSET else dur,
+                        a.correlation,
+                        a.ext,
+                        0 if pid is UNSET else setdefault(pid, pid),
+                    )
+                )
+            elif c == "user_annotation" or c == "gpu_user_annotation":
+                ann.append(_annotation(e, c))
+            elif c == "python_function":
+                if e.name is not UNSET and e.name.startswith("nn.Module: "):
+                    mods.append(_annotation(e, c))
+            elif (c is None or c == "cpu_instant_event") and e.name == "[memory]":
+                a = e.args or _NO_ARGS
+                if e.ts is UNSET or a.total_allocated is UNSET:
+                    raise Refused("a [memory] event without ts or Total Allocated")
+                nbytes = a.mem_bytes
+                mem.append(MemEvent(e.ts, a.device_type, a.total_allocated, 0 if nbytes is UNSET else nbytes))
+        return ops, gpu, rt, ann, mods, mem
+
+
+def _dim3(v: Any) -> tuple[int, int, int] | None:
+    if type(v) is list and len(v) == 3:
+        return (int(v[0]), int(v[1]), int(v[2]))
+    return None
+
+
+def _annotation(e: Event, cat: str) -> Annotation:
+    if e.name is UNSET or e.ts is UNSET or e.dur is UNSET:
+        raise Refused(f"a {cat} event without name, ts or dur")
+    return Annotation(e.name, cat, 0 if e.tid is UNSET else e.tid, e.ts, e.dur)
+
+
+def _shape_text(a: Args) -> bytes | None:
+    """The recorded inputs as args members (``,"Input Dims":[...],...``), what CpuOp parses when asked; a copy,
+    so that the decoded run's buffer is not kept alive."""
+    parts = [(k, v) for k, v in zip(_SHAPE_KEYS, (a.dims, a.types, a.strides, a.concrete), strict=True) if v]
+    if not parts:
+        return None
+    return b"".join(b for kv in parts for b in kv)
+
+
+def load_whole(tr: Trace, raw: bytes) -> str | None:
+    """A document in any layout, decoded whole into ``tr``; None, or why the decoder refused it (``tr`` untouched)."""
+    try:
+        top = _TOP.decode(raw)
+    except DecodeErrors as e:
+        return str(e)
+    events = top.pop("traceEvents", None)
+    if events is None:
+        return "no traceEvents"
+    reader = Reader(tr, keep_all_shapes=True)
+    why = reader.read(bytes(events))
+    if why is not None:
+        return why
+    props = loads(bytes(top.pop("deviceProperties"))) if "deviceProperties" in top else None
+    tr.device_properties = list(props or [])
+    tr.meta = {k: loads(bytes(v)) for k, v in top.items()}
+    return None
