@@ -42,7 +42,7 @@ print(tot_n, round(tot_us, 3), kn, round(kus, 3))
 
 ATTNSCOPE = """
 import sys
-from attnscope.cli import main
+from attnscope.cli.main import main
 sys.exit(main(["analyze", *sys.argv[1:]]))
 """
 

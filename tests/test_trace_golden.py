@@ -44,7 +44,7 @@ def golden_name(paths: list[str]) -> str:
 
 def analyze_doc(paths: list[str]) -> dict:
     """What ``attnscope analyze PATHS --json`` writes (in this process, one worker), or its error lines."""
-    from attnscope.cli import main
+    from attnscope.cli.main import main
 
     cwd = os.getcwd()
     os.chdir(ROOT)  # relative trace paths: the document names them as given
