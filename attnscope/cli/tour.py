@@ -177,7 +177,7 @@ def cmd_tour(args: argparse.Namespace) -> int:
     if device != "cpu" and not device.startswith("cuda"):
         raise UsageError(f"--device must be cpu or cuda[:N], got {device!r}")
     gpu = device.startswith("cuda")
-    size = args.size or (resume or {}).get("size") or ("gpu" if gpu else "cpu")
+    size: Any = args.size or (resume or {}).get("size") or ("gpu" if gpu else "cpu")
     console = _console()
     answer = _answer_fn(args, console, gpu)
     console.print(

@@ -126,7 +126,9 @@ def combine(outcomes: list[str]) -> str:
     return "hit" if all(o == "hit" for o in outcomes) else "close"
 
 
-def verdict(q: Question, expected: Any, results: list[dict[str, Any]], items: tuple[str, ...], extra: dict[str, Any]) -> dict[str, Any]:
+def verdict(
+    q: Question, expected: Any, results: list[dict[str, Any]], items: tuple[str, ...], extra: dict[str, Any]
+) -> dict[str, Any]:
     """Judge one answer against the annotated results: outcome, measured value, its band, text, why."""
     preds = predictions(q, expected, items)
     if preds:
@@ -229,5 +231,10 @@ def _bandwidth_pct(expected: Any, results: list[dict[str, Any]], extra: dict[str
         f"{nbytes / (t * 1e-6) / 1e9:.1f} GB/s against a device copy's {bw / 1e9:.1f} GB/s"
     )
     why = "too close to call: the noise band straddles the guess" if out == "close" else None
-    return {"outcome": out, "measured": round(pct, 1), "band": [round(band[0], 1), round(band[1], 1)], "text": text,
-            "explanation": why}
+    return {
+        "outcome": out,
+        "measured": round(pct, 1),
+        "band": [round(band[0], 1), round(band[1], 1)],
+        "text": text,
+        "explanation": why,
+    }

@@ -67,8 +67,11 @@ def _refusals(r: dict[str, Any]) -> str:
     why = r.get("sdpa_why")
     if not isinstance(why, dict):
         return ""
-    parts = [f"{c['backend']}: {'; '.join(c.get('reasons') or ['refused'])}" for c in why.get("checks") or []
-             if not c.get("usable")]
+    parts = [
+        f"{c['backend']}: {'; '.join(c.get('reasons') or ['refused'])}"
+        for c in why.get("checks") or []
+        if not c.get("usable")
+    ]
     head = f"torch chose {why.get('chosen')} (order {', '.join(why.get('order') or [])})"
     return head + (f"; refused: {' | '.join(parts)}" if parts else "; nothing refused before it")
 

@@ -25,7 +25,7 @@ TRANSCRIPT_KIND = "tour"
 TRANSCRIPT_VERSION = 1
 MAX_KERNELS = 80  # kernels kept per result for the strip (in time order)
 # seconds per variant measured, by size (calibrated on a 2-core CPU and the H200); fwd_bwd costs ×1.6
-SECONDS_PER_VARIANT = {"tiny": 1.5, "cpu": 3.0, "gpu": 3.0}
+SECONDS_PER_VARIANT = {"tiny": 0.7, "cpu": 1.5, "gpu": 3.0}
 COMPILE_S = {"flex_compiled": 30.0}
 BUDGET_S = {"tiny": 0.03, "cpu": 0.15, "gpu": 0.3}
 COPY_BYTES = {"tiny": 16 << 20, "cpu": 64 << 20, "gpu": 1 << 30}
@@ -116,7 +116,9 @@ class Session:
     def run_step(self, step: Step, number: int) -> dict[str, Any]:
         items = variants_for(step, self.gpu)
         est = self.estimate_s(step)
-        self.say(f"\n[bold]Step {number}/{len(STEPS)}: {step.title}[/bold]  [dim](measuring takes about {est:.0f} s)[/dim]")
+        self.say(
+            f"\n[bold]Step {number}/{len(STEPS)}: {step.title}[/bold]  [dim](measuring takes about {est:.0f} s)[/dim]"
+        )
         self.say(escape(step.setup))
         if not self.gpu and step.on_cpu:
             self.say(f"[yellow]On this CPU:[/yellow] {escape(step.on_cpu)}")
@@ -208,11 +210,15 @@ class Session:
         env = self.transcript.get("env") or {}
         name = next((r.get("device_name") for r in results if r.get("device_name")), None) or env.get("device_name")
         if not self.gpu:
-            out.append("no GPU: CPU ops stand for kernels, times are wall-clock, there is no cuDNN, efficient or "
-                       "compiled flash kernel, and no occupancy")
+            out.append(
+                "no GPU: CPU ops stand for kernels, times are wall-clock, there is no cuDNN, efficient or "
+                "compiled flash kernel, and no occupancy"
+            )
         elif name and "H200" not in str(name):
-            out.append(f"this GPU is {name}, not the H200: its SM count, registers and shared memory per SM, and "
-                       "so its occupancy limits and peaks differ")
+            out.append(
+                f"this GPU is {name}, not the H200: its SM count, registers and shared memory per SM, and "
+                "so its occupancy limits and peaks differ"
+            )
         torch_v = env.get("torch")
         if torch_v and not str(torch_v).startswith("2.11"):
             out.append(f"torch {torch_v} here, 2.11 on the H200: backend order and kernels may differ")
@@ -292,7 +298,7 @@ def score(steps: list[dict[str, Any]]) -> dict[str, Any]:
 def _distance(expected: Any, measured: Any) -> float:
     """How far a miss landed: |log(measured ÷ the nearest end of the guess)|, 1 for a wrong choice."""
     target = expected.get("by") if isinstance(expected, dict) else expected
-    if isinstance(measured, bool) or not isinstance(measured, int | float) or isinstance(target, bool | str):
+    if target is None or isinstance(measured, bool) or not isinstance(measured, int | float) or isinstance(target, bool | str):
         return 1.0
     if isinstance(target, list) and target and isinstance(target[0], str):
         return 1.0

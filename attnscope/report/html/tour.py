@@ -76,8 +76,11 @@ def _times_figure(page: Page, step: dict[str, Any]) -> Markup | str:
             "marker": {"color": "#4c78a8"},
         }
     ]
-    layout = {"height": 90 + 40 * len(ok), "xaxis": {"title": "µs per call (median; bars: quartiles)"},
-              "yaxis": {"automargin": True}}
+    layout = {
+        "height": 90 + 40 * len(ok),
+        "xaxis": {"title": "µs per call (median; bars: quartiles)"},
+        "yaxis": {"automargin": True},
+    }
     return page.figure(data, layout, "time per call on this machine, median with its quartiles")
 
 
@@ -105,14 +108,19 @@ def _strip_figure(page: Page, step: dict[str, Any]) -> Markup | str:
                 }
             )
             seen.add(cat)
-    layout = {"barmode": "stack", "height": 110 + 45 * len(shown), "xaxis": {"title": "kernel time, µs, in time "
-              "order (idle gaps left out)"}, "yaxis": {"automargin": True}}
+    layout = {
+        "barmode": "stack",
+        "height": 110 + 45 * len(shown),
+        "xaxis": {"title": "kernel time, µs, in time order (idle gaps left out)"},
+        "yaxis": {"automargin": True},
+    }
     return page.figure(data, layout, "the kernels of one call in time order, coloured by category")
 
 
 def _step_section(page: Page, i: int, step: dict[str, Any]) -> Markup:
-    h200 = tag("ul", *(tag("li", f, " ", tag("small", f"(source: {step['h200']['source']})"))
-                       for f in step["h200"]["figures"]))
+    h200 = tag(
+        "ul", *(tag("li", f, " ", tag("small", f"(source: {step['h200']['source']})")) for f in step["h200"]["figures"])
+    )
     differs = tag("ul", *(tag("li", d) for d in step.get("differs") or [])) if step.get("differs") else ""
     return tag(
         "section",
@@ -146,9 +154,15 @@ def tour_page(t: dict[str, Any]) -> str:
     sur = t.get("surprises") or []
     if sur:
         items = [
-            tag("li", tag("a", x["prompt"], href=f"#step-{x['step']}"), f": {x.get('text') or ''} ",
-                " — insight ", tag("code", x["insight"], id=f"insight-{x['insight']}"), ": ",
-                x.get("insight_message") or "")
+            tag(
+                "li",
+                tag("a", x["prompt"], href=f"#step-{x['step']}"),
+                f": {x.get('text') or ''} ",
+                " — insight ",
+                tag("code", x["insight"], id=f"insight-{x['insight']}"),
+                ": ",
+                x.get("insight_message") or "",
+            )
             for x in sur
         ]
         page.add(tag("h2", "The three biggest surprises"), tag("ol", *items))
@@ -176,4 +190,3 @@ def write_tour_html(transcript: dict[str, Any] | str | Path, path: str | Path) -
         tmp.unlink(missing_ok=True)
         raise HtmlError(f"{p}: cannot write the page ({e.strerror or e})") from None
     return p
-
