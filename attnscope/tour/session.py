@@ -298,7 +298,12 @@ def score(steps: list[dict[str, Any]]) -> dict[str, Any]:
 def _distance(expected: Any, measured: Any) -> float:
     """How far a miss landed: |log(measured ÷ the nearest end of the guess)|, 1 for a wrong choice."""
     target = expected.get("by") if isinstance(expected, dict) else expected
-    if target is None or isinstance(measured, bool) or not isinstance(measured, int | float) or isinstance(target, bool | str):
+    if (
+        target is None
+        or isinstance(measured, bool)
+        or not isinstance(measured, int | float)
+        or isinstance(target, bool | str)
+    ):
         return 1.0
     if isinstance(target, list) and target and isinstance(target[0], str):
         return 1.0
