@@ -160,7 +160,7 @@ class Session:
         names = variants_for(step, self.gpu)
         todo = [v for v in names if (v, _key(case)) not in self._cache]
         if todo:
-            rep = run(case, todo, timing_budget_s=BUDGET_S[self.size], measure_peak=step.id == "decode")
+            rep = run(case, todo, timing_budget_s=BUDGET_S[self.size], measure_peak=self.gpu or step.id == "decode")
             self._env = rep.env
             from attnscope.document.schema import result_to_dict
 
