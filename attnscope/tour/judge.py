@@ -55,9 +55,13 @@ def read_answer(q: Question, text: str, items: tuple[str, ...] = ()) -> Any:
         return hits[0]
     if q.answer == "ranking":
         return _ranking(s, items)
-    s = s.replace(" ", "").removeprefix(">=").removeprefix("≥")
+    s = s.replace(" ", "")
+    if s.startswith((">=", "≥")):  # "at least x", as "x+"
+        s = s.removeprefix(">=").removeprefix("≥") + "+"
     lo, sep, hi = s.partition("-")
     if q.answer == "count":
+        s = s.removesuffix("+")
+        lo, sep, hi = s.partition("-")
         try:
             got: Any = [int(lo), int(hi)] if sep else int(s)
         except ValueError:
