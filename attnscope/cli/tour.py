@@ -32,6 +32,11 @@ def add_parser(sub: Any, text: str) -> None:
         default=os.environ.get("ATTNSCOPE_TOUR_SIZE") or None,
         help="case sizes: gpu (the study's), cpu (≤ 3 min on 2 cores), tiny (tests); default by device",
     )
+    t.add_argument(
+        "--model",
+        metavar="CONFIG",
+        help="an optional last step: your model (a preset, a config.json or a model type, as attnscope model takes)",
+    )
     t.set_defaults(func=cmd_tour)
 
 
@@ -80,6 +85,7 @@ def _predict_toml(blocks: Any) -> str:
 def load_answers(path: str) -> dict[str, str]:
     """question id → typed answer, from an answers file; PredictionError/UsageError name what is wrong."""
     from attnscope.analysis.predict import parse_predictions
+    from attnscope.tour.model import MODEL_STEP
     from attnscope.tour.steps import STEPS
     from attnscope.variants import REGISTRY
 
@@ -93,7 +99,7 @@ def load_answers(path: str) -> dict[str, str]:
     extra = set(doc) - {"predict", "tour"}
     if extra:
         raise UsageError(f"--answers {p}: unknown top-level key(s) {', '.join(sorted(extra))}")
-    questions = {q.id: q for s in STEPS for q in s.questions}
+    questions = {q.id: q for s in (*STEPS, MODEL_STEP) for q in s.questions}
     out: dict[str, str] = {}
     preds = parse_predictions(_predict_toml(doc["predict"]), set(REGISTRY), source=str(p)) if "predict" in doc else []
     for pred in preds:
@@ -138,6 +144,7 @@ def _interactive(console: Any) -> Any:
 
 def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
     from attnscope.tour.judge import AnswerError, read_answer
+    from attnscope.tour.model import MODEL_STEP
     from attnscope.tour.steps import STEPS, study_answer, variants_for
 
     if args.auto:
@@ -145,7 +152,7 @@ def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
     if not args.answers:
         return _interactive(console)
     answers = load_answers(args.answers)
-    for s in STEPS:  # every answer is read before anything is measured
+    for s in (*STEPS, MODEL_STEP):  # every answer is read before anything is measured
         for q in s.questions:
             if q.id in answers:
                 try:
@@ -178,14 +185,21 @@ def cmd_tour(args: argparse.Namespace) -> int:
         raise UsageError(f"--device must be cpu or cuda[:N], got {device!r}")
     gpu = device.startswith("cuda")
     size: Any = args.size or (resume or {}).get("size") or ("gpu" if gpu else "cpu")
+    model = args.model or (resume or {}).get("model")
+    if model:  # the config is checked now, not after the other steps
+        from attnscope.workloads.hf.config import require_transformers, resolve
+
+        resolve(model)
+        require_transformers()
     console = _console()
     answer = _answer_fn(args, console, gpu)
     console.print(
         "[bold]attnscope tour[/bold]: the attention study replayed here. Guess first, then look for what does "
         f"not match. Device {device}, {size} sizes; the transcript is saved to {args.out} after every step."
     )
-    sess = Session(device, size, answer, Path(args.out), console.print)
+    sess = Session(device, size, answer, Path(args.out), console.print, model=model)
     sess.start(resume)
+    sess.transcript["model"] = model
     try:
         transcript = sess.run()
     except KeyboardInterrupt:

@@ -134,12 +134,28 @@ def verdict(
     q: Question, expected: Any, results: list[dict[str, Any]], items: tuple[str, ...], extra: dict[str, Any]
 ) -> dict[str, Any]:
     """Judge one answer against the annotated results: outcome, measured value, its band, text, why."""
+    if q.judge in ("winner", "ranking"):  # pairs with a variant that did not run here are not judged
+        ran = {r["variant"] for r in results if r.get("status") == "ok"}
+        items = tuple(i for i in items if i in ran)
+        if q.judge == "ranking":
+            expected = [i for i in expected if i in ran]
+        elif expected not in ran:
+            return _unknown(f"{expected} did not run here")
     preds = predictions(q, expected, items)
+    if not preds and q.judge in ("winner", "ranking"):
+        return _unknown("fewer than two of them ran here")
     if preds:
         vs = check_predictions(preds, results)
         if len(vs) == 1:
             v = vs[0]
-            return {"outcome": v.outcome, "measured": v.measured, "text": v.text, "explanation": v.explanation}
+            judged = [{"variant": p.variant, "kind": p.kind, "expected": p.expected} for p in preds]
+            return {
+                "outcome": v.outcome,
+                "measured": v.measured,
+                "text": v.text,
+                "explanation": v.explanation,
+                "predictions": judged,
+            }
         order = [r["variant"] for r in ranked_results(results, items)]
         return {
             "outcome": combine([v.outcome for v in vs]),
@@ -147,8 +163,14 @@ def verdict(
             "text": f"measured order (fastest first): {', '.join(order)}",
             "explanation": "; ".join(f"{v.text} → {v.outcome}" for v in vs),
             "pairs": [{"text": v.text, "outcome": v.outcome} for v in vs],
+            "predictions": [{"variant": p.variant, "kind": p.kind, "expected": p.expected} for p in preds],
         }
-    fn = {"occupancy_design": _occupancy_design, "bound": _bound, "bandwidth_pct": _bandwidth_pct}[q.judge]
+    fn = {
+        "occupancy_design": _occupancy_design,
+        "bound": _bound,
+        "bandwidth_pct": _bandwidth_pct,
+        "model_share": _model_share,
+    }[q.judge]
     return fn(expected, results, extra)
 
 
@@ -241,4 +263,22 @@ def _bandwidth_pct(expected: Any, results: list[dict[str, Any]], extra: dict[str
         "band": [round(band[0], 1), round(band[1], 1)],
         "text": text,
         "explanation": why,
+    }
+
+
+def _model_share(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """Attention's share of sdpa's prefill step (the best row where sdpa did not run), from one profiled step:
+    a share, not a timed median, so it is judged exactly against the guessed range."""
+    ok = [r for r in results if r.get("status") == "ok" and r.get("attention_share") is not None]
+    fastest = ranked_results(ok, tuple(x["variant"] for x in ok))
+    r = next((x for x in ok if x["variant"] == "sdpa"), None) or (fastest[0] if fastest else None)
+    if r is None:
+        return _unknown("no implementation ran with attention's share measured")
+    pct = round(100.0 * r["attention_share"], 1)
+    out = "hit" if expected[0] <= pct <= expected[1] else "miss"
+    return {
+        "outcome": out,
+        "measured": pct,
+        "text": f"measured {pct}% of {r['variant']}'s prefill step (one profiled step)",
+        "explanation": None,
     }

@@ -26,7 +26,7 @@ def fingerprint_line(r: dict[str, Any]) -> str:
     if r.get("status") != "ok":
         return f"{r['variant']}: {r.get('status')} ({r.get('reason')})"
     unit = "ops" if r.get("device_kind") == "cpu" else "kernels"
-    parts = [f"{r.get('num_kernels')} {unit}"]
+    parts = [f"{r.get('num_kernels')} {unit}"] if r.get("num_kernels") is not None else []
     if r.get("accounting"):
         parts.append(str(r["accounting"]))
     if r.get("backend"):

@@ -45,10 +45,12 @@ class Session:
     answer: Answerer
     out: Path
     say: Callable[[str], None]
+    model: str | None = None  # a --model CONFIG: the optional last step
     transcript: dict[str, Any] = field(default_factory=dict)
     _cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _env: Any = None
     _extra: dict[str, Any] = field(default_factory=dict)
+    _model_about: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gpu(self) -> bool:
@@ -79,14 +81,20 @@ class Session:
             "steps": [],
         }
 
+    def steps(self) -> list[Step]:
+        from attnscope.tour.model import MODEL_STEP
+
+        return [*STEPS, MODEL_STEP] if self.model else list(STEPS)
+
     def done_ids(self) -> set[str]:
         return {s["id"] for s in self.transcript.get("steps", [])}
 
     def run(self) -> dict[str, Any]:
         """Every step not yet in the transcript, saved after each; Ctrl-C saves and re-raises."""
-        todo = [s for s in STEPS if s.id not in self.done_ids()]
+        steps = self.steps()
+        todo = [s for s in steps if s.id not in self.done_ids()]
         try:
-            for i, step in enumerate(todo, len(STEPS) - len(todo) + 1):
+            for i, step in enumerate(todo, len(steps) - len(todo) + 1):
                 rec = self.run_step(step, i)
                 self.transcript["steps"].append(rec)
                 self.save()
@@ -108,6 +116,8 @@ class Session:
         write_atomic(self.out, self.transcript)
 
     def estimate_s(self, step: Step) -> float:
+        if step.id == "model":
+            return {"tiny": 8.0, "cpu": 15.0, "gpu": 40.0}[self.size]
         case = case_for(step.case, self.size, self.device)
         todo = [v for v in variants_for(step, self.gpu) if (v, _key(case)) not in self._cache]
         per = SECONDS_PER_VARIANT[self.size] * (1.6 if case.mode == "fwd_bwd" else 1.0)
@@ -116,9 +126,8 @@ class Session:
     def run_step(self, step: Step, number: int) -> dict[str, Any]:
         items = variants_for(step, self.gpu)
         est = self.estimate_s(step)
-        self.say(
-            f"\n[bold]Step {number}/{len(STEPS)}: {step.title}[/bold]  [dim](measuring takes about {est:.0f} s)[/dim]"
-        )
+        head = f"Step {number}/{len(self.steps())}: {step.title}"
+        self.say(f"\n[bold]{escape(head)}[/bold]  [dim](measuring takes about {est:.0f} s)[/dim]")
         self.say(escape(step.setup))
         if not self.gpu and step.on_cpu:
             self.say(f"[yellow]On this CPU:[/yellow] {escape(step.on_cpu)}")
@@ -134,7 +143,7 @@ class Session:
             "id": step.id,
             "title": step.title,
             "setup": step.setup,
-            "case": case_for(step.case, self.size, self.device).to_dict(),
+            "case": self._model_about if step.id == "model" else case_for(step.case, self.size, self.device).to_dict(),
             "estimated_s": est,
             "measured_s": round(elapsed, 1),
             "questions": qrecs,
@@ -156,6 +165,12 @@ class Session:
         from attnscope.api import annotate, run
         from attnscope.document.schema import document
 
+        if step.id == "model":
+            from attnscope.tour.model import measure_model
+
+            assert self.model is not None
+            results, self._model_about = measure_model(self.model, self.device, self.size)
+            return results
         case = case_for(step.case, self.size, self.device)
         names = variants_for(step, self.gpu)
         todo = [v for v in names if (v, _key(case)) not in self._cache]

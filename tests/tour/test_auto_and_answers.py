@@ -98,3 +98,27 @@ def test_bad_answers_file_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "b.toml").write_text('[tour]\nbwd_ranking = ["sdpa_flash"]\n')
     p = run_tour("--answers", "b.toml", "--out", "t.json", cwd=tmp_path)
     assert p.returncode == 2 and "rank each of" in p.stderr
+
+
+def test_model_step_added_to_a_finished_tour_by_resume(auto_transcript: Any, tmp_path: Path) -> None:
+    _, d = auto_transcript
+    (tmp_path / "t.json").write_text((d / "t.json").read_text())
+    p = run_tour("--auto", "--resume", "--model", "tiny", "--out", "t.json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr + p.stdout
+    t2 = json.loads((tmp_path / "t.json").read_text())
+    assert [s["id"] for s in t2["steps"]] == [*STEP_IDS, "model"] and t2["model"] == "tiny"
+    assert p.stdout.count("measuring takes about") == 1  # the nine steps done are not measured again
+    step = t2["steps"][-1]
+    share, impl = step["questions"]
+    ok = {r["variant"]: r for r in step["results"] if r["status"] == "ok"}
+    assert "eager" in ok and "sdpa" in ok
+    # attention's share of sdpa's step, as the step's own insight states it
+    msg = next(i["message"] for i in ok["sdpa"]["insights"] if i["id"] == "attention_share")
+    assert f"{share['measured']}%" in msg
+    assert share["outcome"] == ("hit" if 10 <= share["measured"] <= 25 else "miss")
+    assert impl["outcome"] == expected_outcome(step, impl)
+
+
+def test_unknown_model_config_is_exit_2_before_any_step(tmp_path: Path) -> None:
+    p = run_tour("--auto", "--model", "no-such-model-xyz", "--out", "t.json", cwd=tmp_path)
+    assert p.returncode == 2 and "measuring takes" not in p.stdout
