@@ -184,6 +184,11 @@ def cmd_tour(args: argparse.Namespace) -> int:
     if device != "cpu" and not device.startswith("cuda"):
         raise UsageError(f"--device must be cpu or cuda[:N], got {device!r}")
     gpu = device.startswith("cuda")
+    if gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {device}: torch sees no CUDA GPU here (use --device cpu)")
     size: Any = args.size or (resume or {}).get("size") or ("gpu" if gpu else "cpu")
     model = args.model or (resume or {}).get("model")
     if model:  # the config is checked now, not after the other steps

@@ -122,3 +122,24 @@ def test_model_step_added_to_a_finished_tour_by_resume(auto_transcript: Any, tmp
 def test_unknown_model_config_is_exit_2_before_any_step(tmp_path: Path) -> None:
     p = run_tour("--auto", "--model", "no-such-model-xyz", "--out", "t.json", cwd=tmp_path)
     assert p.returncode == 2 and "measuring takes" not in p.stdout
+
+
+def test_cuda_without_a_gpu_is_exit_2(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    import subprocess
+    import sys
+
+    from tests.tour.conftest import tour_env
+
+    p = subprocess.run(
+        [sys.executable, "-m", "attnscope.cli.main", "tour", "--device", "cuda", "--auto", "--out", "t.json"],
+        cwd=tmp_path,
+        env=tour_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 2 and "no CUDA GPU" in p.stderr and not (tmp_path / "t.json").exists()
