@@ -252,7 +252,7 @@ STEPS: tuple[Step, ...] = (
         f"{H200_RUN}; {SEED} (13% occupancy)",
         on_cpu="No efficient or cuDNN backend on a CPU, and no occupancy: a CPU 'kernel' is an op on cores "
         "without SMs. The CPU's sdpa_flash is a tiled C++ loop.",
-        evidence=("sdpa_flash",),
+        evidence=(),
     ),
     Step(
         "default",
