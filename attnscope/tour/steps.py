@@ -86,10 +86,6 @@ def variants_for(step: Step, gpu: bool) -> tuple[str, ...]:
     return cpu.get(step.id, step.variants)
 
 
-def ranking_items(step: Step, gpu: bool) -> tuple[str, ...]:
-    return variants_for(step, gpu)
-
-
 def study_answer(q: Question, gpu: bool) -> Any:
     """The --auto answer: a GPU-only ranking or winner names CPU variants on a CPU (the H200 order kept)."""
     if isinstance(q.study, dict):
