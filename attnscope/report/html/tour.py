@@ -110,16 +110,21 @@ def _strip_figure(page: Page, step: dict[str, Any]) -> Markup | str:
             seen.add(cat)
     layout = {
         "barmode": "stack",
-        "height": 110 + 45 * len(shown),
+        "height": 150 + 45 * len(shown),
         "xaxis": {"title": "kernel time, µs, in time order (idle gaps left out)"},
         "yaxis": {"automargin": True},
+        "legend": {"orientation": "h", "y": -0.6},
     }
     return page.figure(data, layout, "the kernels of one call in time order, coloured by category")
 
 
 def _step_section(page: Page, i: int, step: dict[str, Any]) -> Markup:
     h200 = tag(
-        "ul", *(tag("li", f, " ", tag("small", f"(source: {step['h200']['source']})")) for f in step["h200"]["figures"])
+        "ul",
+        *(
+            tag("li", tag("b", "H200: "), f, " ", tag("small", f"(source: {step['h200']['source']})"))
+            for f in step["h200"]["figures"]
+        ),
     )
     differs = tag("ul", *(tag("li", d) for d in step.get("differs") or [])) if step.get("differs") else ""
     return tag(
