@@ -213,6 +213,7 @@ LAZY_COMMANDS = {
         "attnscope.cli.model",
         "where a transformer's step time goes: attention against the rest, per implementation",
     ),
+    "tour": ("attnscope.cli.tour", "the study replayed on this machine: a guess before every reveal, then a score"),
 }
 
 

@@ -1,0 +1,284 @@
+"""Reading a tour answer and judging it against the measurement, with ``run --guess``'s noise rules.
+
+An answer becomes ``run --guess`` predictions wherever it can (counts, ratios, backends, yes/no, and a
+ranking or a winner as "faster than" pairs) and is judged by :func:`attnscope.analysis.predict.check_predictions`:
+a timed verdict is a hit when the whole noise band agrees, a miss when none of it does, else too close to
+call.  The few questions with no ``--guess`` kind (occupancy by design, the decode bound, the share of
+bandwidth) are judged here with the same band.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from attnscope.analysis.compare import timing_of
+from attnscope.analysis.predict import check_predictions, judge, noise_band
+from attnscope.core.types import Prediction
+from attnscope.tour.steps import Question
+
+RATIO_SPREAD = 1.25  # a plain number x for a ratio stands for [x/1.25, x·1.25]
+PCT_SPREAD = 10.0  # a plain number x for a percentage stands for [x-10, x+10]
+BOUND_MARGIN = 2.0  # within 2× of the machine's balance: too close to call
+
+
+class AnswerError(ValueError):
+    """An answer that cannot be read; the message is the hint."""
+
+
+def _num(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise AnswerError(f"not a number: {s!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise AnswerError(f"expected a finite number ≥ 0, got {s!r}")
+    return v
+
+
+def read_answer(q: Question, text: str, items: tuple[str, ...] = ()) -> Any:
+    """A typed answer → its expected value (the shapes of ``run --guess``: a number, [lo, hi], a string…)."""
+    s = str(text).strip().lower().replace(" to ", "-").replace("..", "-")
+    if not s:
+        raise AnswerError("empty answer")
+    if q.answer == "yesno":
+        if s in ("y", "yes", "true"):
+            return True
+        if s in ("n", "no", "false"):
+            return False
+        raise AnswerError("answer y or n")
+    if q.answer == "choice":
+        pool = items if q.judge == "winner" else q.choices
+        hits = [c for c in pool if c == s] or [c for c in pool if c.startswith(s)]
+        if len(hits) != 1:
+            raise AnswerError(f"answer one of {', '.join(pool)}")
+        return hits[0]
+    if q.answer == "ranking":
+        return _ranking(s, items)
+    s = s.replace(" ", "")
+    if s.startswith((">=", "≥")):  # "at least x", as "x+"
+        s = s.removeprefix(">=").removeprefix("≥") + "+"
+    lo, sep, hi = s.partition("-")
+    if q.answer == "count":
+        s = s.removesuffix("+")
+        lo, sep, hi = s.partition("-")
+        try:
+            got: Any = [int(lo), int(hi)] if sep else int(s)
+        except ValueError:
+            raise AnswerError("a whole number, or lo-hi") from None
+        if sep and got[0] > got[1]:
+            raise AnswerError("lo must be ≤ hi")
+        return got
+    if sep:
+        rng = [_num(lo), _num(hi)]
+        if rng[0] > rng[1]:
+            raise AnswerError("lo must be ≤ hi")
+        if q.answer == "ratio" and rng[0] <= 0:
+            raise AnswerError("a ratio is > 0")
+        return rng
+    if q.answer == "ratio":
+        at_least = s.endswith("+")
+        x = _num(s.removesuffix("+"))
+        if x <= 0:
+            raise AnswerError("a ratio is > 0")
+        return x if at_least else [round(x / RATIO_SPREAD, 4), round(x * RATIO_SPREAD, 4)]
+    x = _num(s)
+    return [max(0.0, x - PCT_SPREAD), x + PCT_SPREAD]
+
+
+def _ranking(s: str, items: tuple[str, ...]) -> list[str]:
+    parts = [p for p in s.replace(">", ",").replace(" ", ",").split(",") if p]
+    out: list[str] = []
+    for p in parts:
+        if p.isdigit() and 1 <= int(p) <= len(items):
+            out.append(items[int(p) - 1])
+            continue
+        hits = [c for c in items if c == p] or [c for c in items if c.startswith(p)]
+        if len(hits) != 1:
+            raise AnswerError(f"{p!r} is none of {', '.join(items)}")
+        out.append(hits[0])
+    if sorted(out) != sorted(items):
+        raise AnswerError(f"rank each of {', '.join(items)} once")
+    return out
+
+
+def predictions(q: Question, expected: Any, items: tuple[str, ...]) -> list[Prediction]:
+    """The ``run --guess`` predictions one answer stands for."""
+    note = f"tour: {q.id}"
+    if q.judge == "predict" and q.predict:
+        variant, kind, other = q.predict
+        value = {"variant": other, "by": expected} if other else expected
+        return [Prediction(variant, kind, value, note)]
+    if q.judge == "ranking":
+        order = list(expected)
+        return [
+            Prediction(a, "faster_than", {"variant": b, "by": 1.0}, note)
+            for i, a in enumerate(order)
+            for b in order[i + 1 :]
+        ]
+    if q.judge == "winner":
+        return [Prediction(expected, "faster_than", {"variant": b, "by": 1.0}, note) for b in items if b != expected]
+    return []
+
+
+def combine(outcomes: list[str]) -> str:
+    """Several pair verdicts → one: a miss if any pair is, a hit if all are, unknown if none was measured."""
+    if not outcomes or all(o == "unknown" for o in outcomes):
+        return "unknown"
+    if "miss" in outcomes:
+        return "miss"
+    return "hit" if all(o == "hit" for o in outcomes) else "close"
+
+
+def verdict(
+    q: Question, expected: Any, results: list[dict[str, Any]], items: tuple[str, ...], extra: dict[str, Any]
+) -> dict[str, Any]:
+    """Judge one answer against the annotated results: outcome, measured value, its band, text, why."""
+    if q.judge in ("winner", "ranking"):  # pairs with a variant that did not run here are not judged
+        ran = {r["variant"] for r in results if r.get("status") == "ok"}
+        items = tuple(i for i in items if i in ran)
+        if q.judge == "ranking":
+            expected = [i for i in expected if i in ran]
+        elif expected not in ran:
+            return _unknown(f"{expected} did not run here")
+    preds = predictions(q, expected, items)
+    if not preds and q.judge in ("winner", "ranking"):
+        return _unknown("fewer than two of them ran here")
+    if preds:
+        vs = check_predictions(preds, results)
+        if len(vs) == 1:
+            v = vs[0]
+            judged = [{"variant": p.variant, "kind": p.kind, "expected": p.expected} for p in preds]
+            return {
+                "outcome": v.outcome,
+                "measured": v.measured,
+                "text": v.text,
+                "explanation": v.explanation,
+                "predictions": judged,
+            }
+        order = [r["variant"] for r in ranked_results(results, items)]
+        return {
+            "outcome": combine([v.outcome for v in vs]),
+            "measured": order,
+            "text": f"measured order (fastest first): {', '.join(order)}",
+            "explanation": "; ".join(f"{v.text} → {v.outcome}" for v in vs),
+            "pairs": [{"text": v.text, "outcome": v.outcome} for v in vs],
+            "predictions": [{"variant": p.variant, "kind": p.kind, "expected": p.expected} for p in preds],
+        }
+    fn = {
+        "occupancy_design": _occupancy_design,
+        "bound": _bound,
+        "bandwidth_pct": _bandwidth_pct,
+        "model_share": _model_share,
+    }[q.judge]
+    return fn(expected, results, extra)
+
+
+def ranked_results(results: list[dict[str, Any]], items: tuple[str, ...]) -> list[dict[str, Any]]:
+    timed = [(timing_of(r), r) for r in results if r["variant"] in items and r.get("status") == "ok"]
+    return [r for t, r in sorted(((t, r) for t, r in timed if t), key=lambda x: x[0][0])]
+
+
+def _unknown(why: str) -> dict[str, Any]:
+    return {"outcome": "unknown", "measured": None, "text": "measured nothing", "explanation": why}
+
+
+def _occupancy_design(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    r = next((x for x in results if x["variant"] == "sdpa_flash" and x.get("status") == "ok"), None)
+    if r is None:
+        return _unknown("sdpa_flash did not run here")
+    ids = {i["id"]: i for i in r.get("insights") or []}
+    if "low_occupancy_by_design" in ids:
+        got, why = "design", ids["low_occupancy_by_design"]["message"]
+    elif "low_occupancy" in ids and ids["low_occupancy"].get("severity") == "warning":
+        got, why = "hurting", ids["low_occupancy"]["message"]
+    else:
+        return _unknown(ids["low_occupancy"]["message"] if "low_occupancy" in ids else "no low-occupancy kernel here")
+    out = "hit" if got == expected else "miss"
+    return {"outcome": out, "measured": got, "text": f"measured: {got}", "explanation": why}
+
+
+def _decode_bytes(r: dict[str, Any]) -> int | None:
+    """Bytes one decode call must move at least: Q and the output, K and V (bf16/fp16 2 bytes)."""
+    c = r.get("case") or {}
+    width = {"bf16": 2, "fp16": 2, "fp32": 4, "fp64": 8}.get(c.get("dtype", ""), 0)
+    if not c or not width:
+        return None
+    kv = c.get("kv_heads") or c["heads"]
+    sk = c.get("seq_kv") or c["seq_q"]
+    return int(width * c["head_dim"] * (2 * c["batch"] * c["heads"] * c["seq_q"] + 2 * c["batch"] * kv * sk))
+
+
+def _time_and_band(r: dict[str, Any]) -> tuple[float, tuple[float, float]] | None:
+    kind = "gpu_us" if r.get("gpu_time_us") else "cpu_us"
+    t = r.get("gpu_time_us") or r.get("cpu_time_us")
+    if not t:
+        return None
+    return float(t), noise_band(kind, None, r, {})
+
+
+def _decode(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((x for x in results if x.get("status") == "ok" and x.get("flops")), None)
+
+
+def _bound(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    r = _decode(results)
+    nbytes = _decode_bytes(r) if r else None
+    peak, bw = (r or {}).get("peak") or {}, extra.get("copy_bytes_per_s")
+    if r is None or not nbytes or not peak.get("tflops") or not bw:
+        return _unknown("needs the FLOPs, the bytes, the matmul peak and the copy bandwidth")
+    intensity = r["flops"] / nbytes
+    balance = peak["tflops"] * 1e12 / bw
+    got = "memory" if intensity < balance else "compute"
+    text = (
+        f"measured: {got}-bound: {intensity:.1f} FLOP/byte (FLOPs {r['flops']:,} ÷ {nbytes:,} bytes of Q, K, V, O) "
+        f"against a balance of {balance:.1f} FLOP/byte (matmul peak {peak['tflops']:.2f} TFLOP/s ÷ copy "
+        f"{bw / 1e9:.1f} GB/s)"
+    )
+    near = balance / BOUND_MARGIN < intensity < balance * BOUND_MARGIN
+    out = "close" if near else ("hit" if got == expected else "miss")
+    why = f"within {BOUND_MARGIN:g}× of the balance: too close to call" if near else None
+    return {"outcome": out, "measured": got, "text": text, "explanation": why}
+
+
+def _bandwidth_pct(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    r = _decode(results)
+    bw = extra.get("copy_bytes_per_s")
+    nbytes = _decode_bytes(r) if r else None
+    tb = _time_and_band(r) if r else None
+    if r is None or not bw or not nbytes or tb is None:
+        return _unknown("needs the decode time, its bytes and the copy bandwidth")
+    t, (lo, hi) = tb
+    pct = 100.0 * nbytes / (t * 1e-6) / bw
+    band = (100.0 * nbytes / (hi * 1e-6) / bw, 100.0 * nbytes / (lo * 1e-6) / bw)
+    out = judge(expected, "pct", band)
+    text = (
+        f"measured {pct:.1f}% (noise band {band[0]:.1f}–{band[1]:.1f}%): {nbytes:,} bytes in {t:,.1f} µs = "
+        f"{nbytes / (t * 1e-6) / 1e9:.1f} GB/s against a device copy's {bw / 1e9:.1f} GB/s"
+    )
+    why = "too close to call: the noise band straddles the guess" if out == "close" else None
+    return {
+        "outcome": out,
+        "measured": round(pct, 1),
+        "band": [round(band[0], 1), round(band[1], 1)],
+        "text": text,
+        "explanation": why,
+    }
+
+
+def _model_share(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """Attention's share of sdpa's prefill step (the best row where sdpa did not run), from one profiled step:
+    a share, not a timed median, so it is judged exactly against the guessed range."""
+    ok = [r for r in results if r.get("status") == "ok" and r.get("attention_share") is not None]
+    fastest = ranked_results(ok, tuple(x["variant"] for x in ok))
+    r = next((x for x in ok if x["variant"] == "sdpa"), None) or (fastest[0] if fastest else None)
+    if r is None:
+        return _unknown("no implementation ran with attention's share measured")
+    pct = round(100.0 * r["attention_share"], 1)
+    out = "hit" if expected[0] <= pct <= expected[1] else "miss"
+    return {
+        "outcome": out,
+        "measured": pct,
+        "text": f"measured {pct}% of {r['variant']}'s prefill step (one profiled step)",
+        "explanation": None,
+    }
