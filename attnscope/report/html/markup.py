@@ -137,27 +137,37 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-def _csp(scripts: list[str]) -> str:
-    hashes = " ".join(f"'{_sha256(s)}'" for s in scripts)
+def _csp(scripts: list[str], linked: str | None = None) -> str:
+    hashes = " ".join(f"'{_sha256(s)}'" for s in [*scripts, *([linked] if linked else [])])
     # connect/img/font/frame: nothing from outside; plotly's styles are inline; its toImage makes data: URLs.
+    # A linked plotly (--assets) is admitted by its hash too, through the script tag's integrity attribute.
     return f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
 
 
-def render_page(page: Page, title: str) -> str:
-    scripts = [plotly_js(), _asset("report.js")]
+def plotly_asset_name() -> str:
+    """The shared asset's file name, by content: pages written by another plotly version name their own."""
+    return f"plotly-{hashlib.sha256(plotly_js().encode()).hexdigest()[:12]}.min.js"
+
+
+def render_page(page: Page, title: str, plotly_src: str | None = None) -> str:
+    """The page; plotly inline, or with ``plotly_src`` (a relative URL) linked and checked by its hash."""
+    scripts = [_asset("report.js")] if plotly_src else [plotly_js(), _asset("report.js")]
+    linked = plotly_js() if plotly_src else None
     data = embed_json({"figures": page.figures})
     head = (
         '<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(scripts))}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(scripts, linked))}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{_asset('report.css')}</style>\n"
     )
     notes = tag("ul", *(tag("li", n) for n in page.notes), class_="notes") if page.notes else ""
+    linked_tag = f'<script src="{esc(plotly_src)}" integrity="{_sha256(linked)}"></script>\n' if linked else ""
     body = (
         f"<header><h1>{esc(title)}</h1>{notes}</header>\n<main>\n"
         + "\n".join(page.parts)
         + "\n</main>\n"
         + f'<script type="application/json" id="attnscope-data">{data}</script>\n'
+        + linked_tag
         + "".join(f"<script>{s}</script>\n" for s in scripts)
     )
     return f'<!DOCTYPE html>\n<html lang="en">\n<head>\n{head}</head>\n<body>\n{body}</body>\n</html>\n'

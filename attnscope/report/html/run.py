@@ -53,9 +53,7 @@ def _error(r: dict[str, Any]) -> Markup:
 
 
 def _occ(r: dict[str, Any]) -> str:
-    from attnscope.analysis.rules.insights import main_kernel
-
-    k = main_kernel(r)
+    k = r.get("main_kernel")  # stored by annotate
     if not k or k.get("theoretical_occupancy_pct") is None:
         return "—"
     return f"{k['theoretical_occupancy_pct']:.1f}% {k.get('occupancy_limiter') or ''}"
@@ -328,17 +326,8 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
     return terminal_footnotes(doc)
 
 
-def ensure_insights(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """A document written before insights were stored gets them from this attnscope (pure, no torch)."""
-    if all("insights" in r for r in doc.get("results") or []):
-        return doc, None
-    from attnscope.analysis.annotate import annotate
-
-    return annotate(doc), "insights and recommendation computed by this attnscope from the stored results"
-
-
 def run_section(page: Page, src: Source, out_dir: Path | None) -> None:
-    doc, note = ensure_insights(src.doc)
+    doc = src.doc  # annotated: attnscope.api.report.prepare brings an older document up to date
     results = doc.get("results") or []
     ok = _ok(results)
     rec = (doc.get("recommendation") or {}).get("text")
@@ -346,7 +335,7 @@ def run_section(page: Page, src: Source, out_dir: Path | None) -> None:
     page.add(
         tag("h2", f"Run: {src.label}"),
         env_table(doc.get("env"), case),
-        _notes([*src.notes, *([note] if note else [])]),
+        _notes(src.notes),
         tag("p", tag("b", "Recommendation: "), rec, class_="rec") if rec else "",
         tag("h3", "Fingerprints"),
         fingerprint_table(results),
