@@ -188,11 +188,13 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-def _csp(scripts: list[str], linked: str | None = None) -> str:
-    hashes = " ".join(f"'{_sha256(s)}'" for s in [*scripts, *([linked] if linked else [])])
+def _csp(scripts: list[str], linked: bool = False) -> str:
+    hashes = " ".join(f"'{_sha256(s)}'" for s in scripts)
     # connect/img/font/frame: nothing from outside; plotly's styles are inline; its toImage makes data: URLs.
-    # A linked plotly (--assets) is admitted by its hash too, through the script tag's integrity attribute.
-    return f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    # A linked plotly (--assets) is admitted as a script of the page's own origin ('self'): a browser cannot check
+    # a file: script's integrity (it needs CORS), so the asset's name carries its hash instead.
+    src = f"{hashes} 'self'" if linked else hashes
+    return f"default-src 'none'; script-src {src}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
 
 
 def plotly_asset_name() -> str:
@@ -201,18 +203,17 @@ def plotly_asset_name() -> str:
 
 
 def render_page(page: Page, title: str, plotly_src: str | None = None) -> str:
-    """The page; plotly inline, or with ``plotly_src`` (a relative URL) linked and checked by its hash."""
+    """The page; plotly inline, or with ``plotly_src`` (a relative URL) linked."""
     scripts = [_asset("report.js")] if plotly_src else [plotly_js(), _asset("report.js")]
-    linked = plotly_js() if plotly_src else None
     data = embed_json({"figures": page.figures})
     head = (
         '<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(scripts, linked))}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(scripts, plotly_src is not None))}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{_asset('report.css')}</style>\n"
     )
     notes = tag("ul", *(tag("li", n) for n in page.notes), class_="notes") if page.notes else ""
-    linked_tag = f'<script src="{esc(plotly_src)}" integrity="{_sha256(linked)}"></script>\n' if linked else ""
+    linked_tag = f'<script src="{esc(plotly_src)}"></script>\n' if plotly_src else ""
     body = (
         f"<header><h1>{esc(title)}</h1>{notes}</header>\n<main>\n"
         + "\n".join(page.parts)

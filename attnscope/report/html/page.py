@@ -54,11 +54,12 @@ def render_html(docs: Iterable[Any], out_dir: Path | None = None, plotly_src: st
 
 
 def _write_asset(assets: Path, page: Path) -> str:
-    """plotly written once into ``assets`` (kept when already there); its URL relative to the page."""
+    """plotly written once into ``assets`` (kept when already there as written, rewritten otherwise); its URL
+    relative to the page."""
     target = assets / plotly_asset_name()
     try:
         assets.mkdir(parents=True, exist_ok=True)
-        if not target.is_file() or target.stat().st_size != len(plotly_js().encode()):
+        if not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != plotly_js():
             tmp = target.with_name(f".{target.name}.tmp")
             tmp.write_text(plotly_js(), encoding="utf-8")
             tmp.replace(target)
@@ -72,7 +73,7 @@ def write_html(docs: Iterable[Any] | Any, path: str | Path, *, assets: str | Pat
 
     ``docs``: a result document (`run`, `analyze`, `model`), a list of sweep rows, a path to any of
     those files, or a list mixing them.  The page needs no network; with ``assets`` it needs plotly's file in
-    that folder (linked by a relative URL and checked by its hash), otherwise no other file.
+    that folder (linked by a relative URL; the file's name holds its hash), otherwise no other file.
     """
     p = Path(path)
     if isinstance(docs, dict | str | Path | Source):
