@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from attnscope.document.load import Source, as_sources
+from attnscope.document.load import Source, as_sources, load
 
 UPDATED = "insights, recommendation and main kernels computed by this attnscope from the stored results"
 
@@ -41,7 +41,14 @@ def _start_times(r: dict[str, Any], source: Source) -> dict[str, Any]:
 
 
 def prepare(source: Source) -> Source:
-    """A source with everything its section shows stored in it (a copy; the file is left as it is)."""
+    """A source with everything its section shows stored in it (a copy; the file is left as it is); a trace is
+    analysed into an analyze document, as `attnscope analyze` writes it."""
+    if source.kind == "trace" and source.path is not None:
+        from attnscope.api import analyze, annotate
+        from attnscope.document.schema import document
+
+        doc = annotate(document(None, [analyze(source.path, require_gpu=False)]))
+        return Source("analyze", doc, source.path, source.notes)
     if source.kind in ("run", "analyze"):
         doc, notes = source.doc, source.notes
         if _needs_annotating(doc):
@@ -65,7 +72,7 @@ def sources(docs: Iterable[Any] | Any) -> list[Source]:
     """Documents, sweep rows or paths (or a list mixing them), loaded and brought up to date."""
     if isinstance(docs, dict | str | Path | Source):
         docs = [docs]
-    return [prepare(s) for s in as_sources(docs)]
+    return [prepare(s) for s in as_sources(load(d) if isinstance(d, str | Path) else d for d in docs)]
 
 
 def write_html(docs: Iterable[Any] | Any, path: str | Path, *, assets: str | Path | None = None) -> Path:

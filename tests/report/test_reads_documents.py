@@ -108,3 +108,9 @@ def test_timing_captions_are_labelled_and_trace_links_said_to_be_relative():
     for m in methods:
         assert f"gpu time: {m}" in page.replace("GPU time", "gpu time")
     assert "relative to where this page was written" in page
+
+
+def test_a_trace_given_to_the_report_is_analysed_by_the_api_first():
+    page = render_html([H200 / "flex.json"])
+    assert "Analyze: flex.json" in page
+    assert "no insights in this document" not in page
