@@ -104,3 +104,12 @@ def test_the_model_split_figure_is_as_tall_as_its_legend():
     split = next(f for f in figures if f["layout"].get("barmode") == "stack")
     legend_entries = len(split["data"])
     assert split["layout"]["height"] >= 60 + 22 * legend_entries
+
+
+def test_assets_naming_a_file_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "r.html"
+    assert main(["report", str(H200 / "run.json"), "-o", str(out), "--assets", str(tmp_path / "file")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot write the shared plotly asset" in err[0]
+    assert not out.exists()
