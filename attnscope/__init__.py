@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from attnscope.api import analyze, run
+from typing import Any
+
 from attnscope.core.types import Case, Fingerprint, KernelRecord, Result
 
 __version__ = "0.1.0"
 __all__ = ["Case", "Fingerprint", "KernelRecord", "Result", "__version__", "analyze", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    """``attnscope.run`` and ``attnscope.analyze`` on first use: reading a document imports no analysis."""
+    if name in ("analyze", "run"):
+        from attnscope import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'attnscope' has no attribute {name!r}")

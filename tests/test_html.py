@@ -12,8 +12,9 @@ from collections import defaultdict
 import pytest
 
 from attnscope.analysis.fingerprint.build import fingerprint
+from attnscope.api.report import render_html
 from attnscope.cli.main import main
-from attnscope.report.html.page import embed_json, esc, plot_text, render_html
+from attnscope.report.html.page import embed_json, esc, plot_text
 from attnscope.report.html.sweep import panel_axes, params
 from attnscope.trace import load_trace
 from tests.htmldocs import IMG_KERNEL, SCRIPT_VARIANT, h200_run, hostile_run, model_document, sweep_rows

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.report.html.page import write_html
+from attnscope.api.report import write_html
 from tests.htmldocs import IMG_KERNEL, SCRIPT_VARIANT, h200_run, hostile_run, model_document, sweep_rows
 from tests.rawtrace import H200
 

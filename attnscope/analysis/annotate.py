@@ -12,8 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.compare import explain_results
+from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.predict import check_predictions
+from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
+from attnscope.analysis.rules.insights import main_kernel
 from attnscope.core.types import Prediction, Verdict
 
 
@@ -48,6 +51,7 @@ def annotate(
     for r, (found, missing) in zip(results, explain_results(results), strict=True):
         r["insights"] = [dataclasses.asdict(i) for i in found]
         r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
+        store_for_report(r)
     out = dict(doc)
     out["results"] = results
     rec = recommend(results)
@@ -56,6 +60,17 @@ def annotate(
         out["predictions"] = [dataclasses.asdict(p) for p in predictions]
         out["verdicts"] = [verdict_to_dict(v) for v in check_predictions(predictions, results)]
     return out
+
+
+def store_for_report(r: dict[str, Any]) -> dict[str, Any]:
+    """What a report shows of a row and would otherwise compute, stored once in it (additions to the JSON):
+    ``main_kernel`` (the longest compute kernel, or None), ``eager_fallback`` (why a compiled flex row ran eager
+    code, or None) and, for a model step's split, ``model_split_insights``."""
+    r["main_kernel"] = main_kernel(r)
+    r["eager_fallback"] = fell_back_to_eager(r)
+    if isinstance(r.get("model_split"), dict):
+        r["model_split_insights"] = split_insights(r["model_split"])
+    return r
 
 
 def verdict_counts(doc: dict[str, Any]) -> dict[str, int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's one vocabulary)
@@ -113,12 +112,13 @@ def _analyze_cmd(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from attnscope.report.html.page import write_html
+    from attnscope.api.report import write_html
 
     check_output_file(args.out, "-o")
-    out = write_html(args.files, args.out)
+    out = write_html(args.files, args.out, assets=getattr(args, "assets", None))
     size = out.stat().st_size
-    print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, one self-contained file)")
+    how = f"plotly shared in {args.assets}" if args.assets else "one self-contained file"
+    print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, {how})")
     return EXIT_OK
 
 
@@ -153,31 +153,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
     """Rows of sweep JSONL files (or the results of `run --json` documents), in order, each row checked
-    like a document's results (DocumentError)."""
-    from attnscope.document.schema import DocumentError, _check_fields, load_document
-    from attnscope.execute.store import load_rows
+    like a document's results (DocumentError); a torn line left out is said on stderr."""
+    from attnscope.document.load import result_rows
 
-    rows: list[dict[str, Any]] = []
-    for path in paths:
-        p = Path(path)
-        if p.exists() and not p.is_file():
-            raise DocumentError(f"{p}: not a file")
-        try:
-            got = load_rows(p)
-        except OSError as e:
-            raise DocumentError(f"{p}: cannot read ({e.strerror or type(e).__name__})") from None
-        except DocumentError:
-            if not p.exists() or not p.read_bytes().lstrip().startswith(b"{"):
-                raise
-            got = load_document(p)["results"]  # a run document: its results are rows of one case
-        for i, r in enumerate(got, 1):
-            where = f"{p}: row {i}"
-            if not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
-                raise DocumentError(f"{where}: not a result (needs variant and status strings)")
-            if r.get("case") is not None and not isinstance(r["case"], dict):
-                raise DocumentError(f"{where} ({r['variant']}): case must be an object or null")
-            _check_fields(r, f"{where} ({r['variant']})")
-        rows += got
+    rows, notes = result_rows(paths)
+    for n in notes:
+        print(f"attnscope: {n}", file=sys.stderr)
     return rows
 
 
@@ -293,6 +274,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="one self-contained HTML page from run, analyze, sweep or model results")
     rp.add_argument("files", nargs="+", help="run/analyze/model JSON documents or sweep JSONL files (sniffed)")
     rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
+    rp.add_argument(
+        "--assets",
+        metavar="DIR",
+        help="write plotly once into DIR (shared by every page that names the same DIR) and link it, instead of "
+        "inlining it: a page of ~0.1 MB instead of ~4.8 MB; it then opens only beside DIR (see docs/report.md)",
+    )
     rp.set_defaults(func=cmd_report)
 
     rc = sub.add_parser(

@@ -200,7 +200,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.json:
         console.print(f"  JSON written to {args.json}")
     if args.html:
-        from attnscope.report.html.page import write_html
+        from attnscope.api.report import write_html
 
         console.print(f"  HTML written to {write_html(doc, args.html)}")
     return 0

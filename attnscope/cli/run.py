@@ -223,6 +223,6 @@ def _check_html(args: argparse.Namespace) -> None:
 def _write_html(args: argparse.Namespace, doc: Any) -> None:
     """After the JSON: a failing page never costs the results."""
     if getattr(args, "html", None):
-        from attnscope.report.html.page import write_html
+        from attnscope.api.report import write_html
 
         write_html(doc, args.html)

@@ -329,7 +329,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": [args.out], **rec})
         console.print(f"  recommendation JSON written to {args.json}", highlight=False)
     if args.html:  # after the rows and the JSON: a failing page never costs the results
-        from attnscope.report.html.page import write_html
+        from attnscope.api.report import write_html
 
         write_html(Path(args.out), args.html)  # the JSONL, sniffed as a sweep
         console.print(f"  HTML report written to {args.html}", highlight=False)

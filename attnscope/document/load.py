@@ -1,4 +1,6 @@
-"""What a result file is: a run, analyze or model document, or a sweep JSONL.  Sniffed from its content."""
+"""The one reader of result files: what a file is (a run, analyze or model document, a sweep's JSON lines, or a
+Kineto trace for the API to analyse), sniffed from its content, and the rows a recommendation reads.  A torn line is
+left out and said so; a file of another kind (a diff, a recommendation) is named as what it is."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any, Literal
 
 from attnscope.document.schema import SCHEMA_VERSION, DocumentError
 
-Kind = Literal["run", "analyze", "sweep", "model"]
+Kind = Literal["run", "analyze", "sweep", "model", "trace"]  # a trace: doc is {}, path names it
 
 
 @dataclass
@@ -33,7 +35,9 @@ def kind_of(doc: dict[str, Any], where: str) -> Kind:
     if doc.get("kind") in ("run", "analyze", "model", "sweep"):
         return doc["kind"]  # type: ignore[no-any-return]
     if doc.get("kind") == "diff":
-        raise DocumentError(f"{where}: a diff document; the report reads run, analyze, sweep and model documents")
+        raise DocumentError(f"{where}: a diff document (attnscope diff --json), not results")
+    if doc.get("kind") == "recommend" or ("best" in doc and "policy" in doc and "results" not in doc):
+        raise DocumentError(f"{where}: a recommendation (attnscope recommend --json), not result rows")
     results = doc.get("results")
     if not isinstance(results, list) or "schema_version" not in doc:
         raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
@@ -64,9 +68,52 @@ def _rows(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
         else:
             notes.append(f"{where}: line {i} is not a result row (no variant/status): left out")
     if not rows and all("not valid JSON" in n for n in notes):
-        raise DocumentError(f"{where}: not valid JSON (neither a result document nor JSON lines)")
+        raise DocumentError(
+            f"{where}: not valid JSON (neither a result document nor JSON lines): no attnscope result rows"
+        )
     if not rows:
         raise DocumentError(f"{where}: no result rows (neither an attnscope document nor a sweep JSONL)")
+    return rows, notes
+
+
+TRACE_HEAD = 1 << 16  # a Kineto trace names "traceEvents" near its start
+
+
+def _is_trace(p: Path) -> bool:
+    if p.name.endswith(".gz"):
+        return True
+    try:
+        with p.open("rb") as f:
+            return b'"traceEvents"' in f.read(TRACE_HEAD)
+    except OSError:
+        return False
+
+
+def load(path: str | Path) -> Source:
+    """A result file as a Source: a document, a sweep's rows, or (kind "trace") a Kineto trace left to the API."""
+    p = Path(path)
+    if p.exists() and not p.is_file():
+        raise DocumentError(f"{p}: not a file")
+    if p.is_file() and _is_trace(p):
+        return Source("trace", {}, p)
+    return load_source(p)
+
+
+def result_rows(paths: list[str] | list[Path]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The result rows of sweep JSONL files and run documents, in order, each checked like a document's results
+    (DocumentError), and the notes of what was left out (torn lines)."""
+    from attnscope.document.schema import check_document
+
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for path in paths:
+        src = load(path)
+        if src.kind == "trace":
+            raise DocumentError(f"{path}: a trace, not result rows (attnscope analyze reads it)")
+        got = src.doc["rows"] if src.kind == "sweep" else src.doc.get("results") or []
+        check_document({"schema_version": 1, "results": got}, str(path))
+        rows += got
+        notes += src.notes
     return rows, notes
 
 
@@ -79,7 +126,7 @@ def load_source(path: str | Path) -> Source:
     except (OSError, UnicodeDecodeError) as e:
         raise DocumentError(f"{p}: cannot read ({e.__class__.__name__})") from None
     if not text.strip():
-        raise DocumentError(f"{p}: empty file")
+        raise DocumentError(f"{p}: empty file (no attnscope result rows)")
     try:
         doc = json.loads(text)
     except ValueError:

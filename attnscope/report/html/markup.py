@@ -107,9 +107,60 @@ class Page:
         """Register a plotly figure; returns the placeholder that the page script fills."""
         fid = f"fig-{len(self.figures)}"
         base = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "font": {"size": 12}, "hovermode": "closest"}
-        self.figures.append({"id": fid, "data": data, "layout": {**base, **layout}})
+        layout = {**base, **layout}
+        for axis in ("xaxis", "yaxis"):
+            spec = layout.get(axis)
+            if isinstance(spec, dict) and spec.get("type") == "log" and "tickvals" not in spec:
+                layout[axis] = {**spec, **log_ticks(_values(data, axis[0]), few_exact=axis == "xaxis")}
+        self.figures.append({"id": fid, "data": data, "layout": layout})
         cap = tag("figcaption", caption) if caption else ""
         return tag("figure", tag("div", "", id=fid, class_="plot"), cap)
+
+
+def _values(data: list[dict[str, Any]], axis: str) -> list[float]:
+    """The positive numbers a figure places on its ``x`` or ``y`` axis."""
+    out = []
+    for trace in data:
+        if str(trace.get("xaxis" if axis == "x" else "yaxis", axis)) not in (axis, axis + "1"):
+            continue
+        for v in trace.get(axis) or []:
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+                out.append(float(v))
+    return out
+
+
+def tick_text(v: float) -> str:
+    """'0.05', '2', '500', '20k', '5M': a tick label a reader takes in at a glance."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= scale:
+            return f"{v / scale:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_ticks(values: list[float], *, few_exact: bool = False) -> dict[str, Any]:
+    """Labelled ticks for a log axis: 1-2-5 in each decade the values span (only the 1s past 12 ticks), or the
+    values themselves on an x axis of at most 8 of them (seq_len 128 … 4096); plotly's own minor ticks read
+    as bare '2 … 5'."""
+    if not values:
+        return {}
+    distinct = sorted(set(values))
+    if few_exact and len(distinct) <= 8:
+        return {"tickvals": distinct, "ticktext": [tick_text(v) for v in distinct]}
+    lo, hi = distinct[0] / 1.5, distinct[-1] * 1.5
+    ticks: list[float] = []
+    for steps in ((1, 2, 5), (1,)):
+        ticks = [
+            m * 10.0**k
+            for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in steps
+            if lo <= m * 10.0**k <= hi
+        ]
+        if len(ticks) <= 12:
+            break
+    if len(ticks) < 2:  # within one 1-2-5 step: the ends, as measured
+        ticks = [distinct[0], distinct[-1]] if len(distinct) > 1 else distinct
+    ticks = [float(f"{t:.6g}") for t in ticks]
+    return {"tickvals": ticks, "ticktext": [tick_text(t) for t in ticks]}
 
 
 @lru_cache(maxsize=1)
@@ -137,27 +188,38 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-def _csp(scripts: list[str]) -> str:
+def _csp(scripts: list[str], linked: bool = False) -> str:
     hashes = " ".join(f"'{_sha256(s)}'" for s in scripts)
     # connect/img/font/frame: nothing from outside; plotly's styles are inline; its toImage makes data: URLs.
-    return f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    # A linked plotly (--assets) is admitted as a script of the page's own origin ('self'): a browser cannot check
+    # a file: script's integrity (it needs CORS), so the asset's name carries its hash instead.
+    src = f"{hashes} 'self'" if linked else hashes
+    return f"default-src 'none'; script-src {src}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
 
 
-def render_page(page: Page, title: str) -> str:
-    scripts = [plotly_js(), _asset("report.js")]
+def plotly_asset_name() -> str:
+    """The shared asset's file name, by content: pages written by another plotly version name their own."""
+    return f"plotly-{hashlib.sha256(plotly_js().encode()).hexdigest()[:12]}.min.js"
+
+
+def render_page(page: Page, title: str, plotly_src: str | None = None) -> str:
+    """The page; plotly inline, or with ``plotly_src`` (a relative URL) linked."""
+    scripts = [_asset("report.js")] if plotly_src else [plotly_js(), _asset("report.js")]
     data = embed_json({"figures": page.figures})
     head = (
         '<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(scripts))}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp(scripts, plotly_src is not None))}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>{_asset('report.css')}</style>\n"
     )
     notes = tag("ul", *(tag("li", n) for n in page.notes), class_="notes") if page.notes else ""
+    linked_tag = f'<script src="{esc(plotly_src)}"></script>\n' if plotly_src else ""
     body = (
         f"<header><h1>{esc(title)}</h1>{notes}</header>\n<main>\n"
         + "\n".join(page.parts)
         + "\n</main>\n"
         + f'<script type="application/json" id="attnscope-data">{data}</script>\n'
+        + linked_tag
         + "".join(f"<script>{s}</script>\n" for s in scripts)
     )
     return f'<!DOCTYPE html>\n<html lang="en">\n<head>\n{head}</head>\n<body>\n{body}</body>\n</html>\n'

@@ -11,7 +11,7 @@ from typing import Any
 
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, table, tag
-from attnscope.report.html.run import env_table, insights_block
+from attnscope.report.html.run import env_table, insights_block, timing_caption
 from attnscope.report.html.timeline import rel_link
 
 MIB = 1024 * 1024
@@ -102,14 +102,15 @@ def split_figure(page: Page, ok: list[dict[str, Any]]) -> Markup:
         )
     layout = {
         "barmode": "stack",
-        "height": 120 + 34 * len(ok),
+        # a legend taller than the plot is clipped (plotly scrolls it): the figure is as tall as its legend
+        "height": max(120 + 34 * len(ok), 60 + 22 * len(data)),
         "xaxis": {"title": {"text": "% of the profiled step"}, "range": [0, 100]},
         "yaxis": {"autorange": "reversed"},
         "margin": {"l": 170, "r": 20, "t": 20, "b": 50},
         "legend": {"font": {"size": 11}},
     }
     methods = sorted({str((r.get("breakdown") or {}).get("method")) for r in ok if r.get("breakdown")})
-    return page.figure(data, layout, "Where the step goes. " + " ".join(methods))
+    return page.figure(data, layout, "Where the step goes. " + " ".join(f"Split: {m}." for m in methods))
 
 
 def step_figure(page: Page, ok: list[dict[str, Any]]) -> Markup:
@@ -131,9 +132,8 @@ def step_figure(page: Page, ok: list[dict[str, Any]]) -> Markup:
                 }
             }
         )
-    methods = sorted({str((r.get("step_time") or {}).get("method")) for r in ok if r.get("step_time")})
     layout = {"barmode": "group", "height": 340, "yaxis": {"type": "log", "title": {"text": "µs per step (log)"}}}
-    return page.figure(data, layout, "Step time, median; whiskers: quartiles. " + " ".join(methods))
+    return page.figure(data, layout, "Step time, median; whiskers: quartiles. " + timing_caption(ok, ("step_time",)))
 
 
 def layers_figure(page: Page, ok: list[dict[str, Any]]) -> Markup:

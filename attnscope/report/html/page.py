@@ -6,6 +6,7 @@ Content-Security-Policy) are in :mod:`attnscope.report.html.markup`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from attnscope.report.html.markup import (  # noqa: F401  (re-exported: the page
     embed_json,
     esc,
     plot_text,
+    plotly_asset_name,
+    plotly_js,
     render_page,
     require_plotly,
     tag,
@@ -33,8 +36,9 @@ def _title(sources: list[Source]) -> str:
     return f"attnscope {'/'.join(kinds)} report — {names}"
 
 
-def render_html(docs: Iterable[Any], out_dir: Path | None = None) -> str:
-    """The page for documents (dicts), sweep rows (a list of dicts) or paths to them."""
+def render_html(docs: Iterable[Any], out_dir: Path | None = None, plotly_src: str | None = None) -> str:
+    """The page for documents (dicts), sweep rows (a list of dicts) or paths to them, as stored: what a document
+    written by an older attnscope lacks is added by :func:`attnscope.api.report.sources` first."""
     sources = as_sources(docs)
     if not sources:
         raise HtmlError("nothing to report: no documents given")
@@ -46,19 +50,36 @@ def render_html(docs: Iterable[Any], out_dir: Path | None = None) -> str:
     if len(sources) > 1:  # a contents line: the page can hold a run, a sweep and a model at once
         links = [tag("li", tag("a", f"{s.kind}: {s.label}", href=f"#doc-{i}")) for i, s in enumerate(sources)]
         page.parts.insert(0, tag("nav", tag("ul", *links)))
-    return render_page(page, _title(sources))
+    return render_page(page, _title(sources), plotly_src)
 
 
-def write_html(docs: Iterable[Any] | Any, path: str | Path) -> Path:
-    """Write the one-file report for ``docs`` to ``path`` (atomically) and return the path.
+def _write_asset(assets: Path, page: Path) -> str:
+    """plotly written once into ``assets`` (kept when already there as written, rewritten otherwise); its URL
+    relative to the page."""
+    target = assets / plotly_asset_name()
+    try:
+        assets.mkdir(parents=True, exist_ok=True)
+        if not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != plotly_js():
+            tmp = target.with_name(f".{target.name}.tmp")
+            tmp.write_text(plotly_js(), encoding="utf-8")
+            tmp.replace(target)
+    except OSError as e:
+        raise HtmlError(f"{assets}: cannot write the shared plotly asset ({e.strerror or e})") from None
+    return Path(os.path.relpath(target.resolve(), page.parent.resolve())).as_posix()
+
+
+def write_html(docs: Iterable[Any] | Any, path: str | Path, *, assets: str | Path | None = None) -> Path:
+    """Write the report for ``docs`` to ``path`` (atomically) and return the path.
 
     ``docs``: a result document (`run`, `analyze`, `model`), a list of sweep rows, a path to any of
-    those files, or a list mixing them.  The page needs no network and no other file to open.
+    those files, or a list mixing them.  The page needs no network; with ``assets`` it needs plotly's file in
+    that folder (linked by a relative URL; the file's name holds its hash), otherwise no other file.
     """
     p = Path(path)
-    if isinstance(docs, dict | str | Path):
+    if isinstance(docs, dict | str | Path | Source):
         docs = [docs]
-    text = render_html(docs, out_dir=p.parent.resolve())
+    src = _write_asset(Path(assets), p) if assets is not None else None
+    text = render_html(docs, out_dir=p.parent.resolve(), plotly_src=src)
     tmp = p.with_name(f".{p.name}.tmp")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -53,9 +53,7 @@ def _error(r: dict[str, Any]) -> Markup:
 
 
 def _occ(r: dict[str, Any]) -> str:
-    from attnscope.analysis.rules.insights import main_kernel
-
-    k = main_kernel(r)
+    k = r.get("main_kernel")  # stored by annotate
     if not k or k.get("theoretical_occupancy_pct") is None:
         return "—"
     return f"{k['theoretical_occupancy_pct']:.1f}% {k.get('occupancy_limiter') or ''}"
@@ -65,38 +63,41 @@ def _yn(v: Any, yes: str = "yes") -> str:
     return "?" if v is None else (yes if v else "no")
 
 
+GPU_ONLY = frozenset({"memcpy/set", "TC", "occupancy", "GPU µs"})  # nothing to show for a run on the CPU
+
+
+def _cells(r: dict[str, Any]) -> dict[str, Any]:
+    copies = r.get("hidden_copies") or []
+    mem = r.get("peak_memory_bytes")
+    return {
+        "kernels": r.get("num_kernels"),
+        "memcpy/set": f"{r.get('num_memcpy')}/{r.get('num_memset')}",
+        "hidden copy": _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
+        "upcast": _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
+        "TC": _yn(r.get("tensor_cores")),
+        "occupancy": _occ(r),
+        "CPU µs": _timing(r.get("cpu_time")),
+        "GPU µs": _timing(r.get("gpu_time")),
+        "TFLOP/s": fmt(r.get("tflops"), ".2f"),
+        "% peak": _pct_peak(r),
+        "peak mem MiB": fmt(mem / MIB if mem is not None else None),
+        "error": _error(r),
+    }
+
+
 def fingerprint_table(results: list[dict[str, Any]]) -> Markup:
+    """One row per variant; a run on the CPU (no row ran on a GPU) shows no GPU-only column."""
     cpu_only = all((r.get("device_kind") or "cpu") == "cpu" for r in results if r["status"] == "ok")
-    heads = ["variant", "status", "ops" if cpu_only else "kernels", "memcpy/set", "hidden copy", "upcast", "TC"]
-    heads += ["occupancy", "CPU µs", "GPU µs", "TFLOP/s", "% peak", "peak mem MiB", "error", "reason"]
+    middle = [h for h in _cells({}) if not (cpu_only and h in GPU_ONLY)]
+    heads = ["variant", "status", *(("ops" if cpu_only and h == "kernels" else h) for h in middle), "reason"]
     rows = []
     for r in results:
+        status = tag("span", r["status"], class_="st-" + r["status"])
         if r["status"] != "ok":
-            rows.append(
-                [r["variant"], tag("span", r["status"], class_="st-" + r["status"]), *["—"] * 12, r.get("reason")]
-            )
+            rows.append([r["variant"], status, *["—"] * len(middle), r.get("reason")])
             continue
-        copies = r.get("hidden_copies") or []
-        mem = r.get("peak_memory_bytes")
-        rows.append(
-            [
-                r["variant"],
-                tag("span", "ok", class_="st-ok"),
-                r.get("num_kernels"),
-                f"{r.get('num_memcpy')}/{r.get('num_memset')}",
-                _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
-                _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
-                _yn(r.get("tensor_cores")),
-                _occ(r),
-                _timing(r.get("cpu_time")),
-                _timing(r.get("gpu_time")),
-                fmt(r.get("tflops"), ".2f"),
-                _pct_peak(r),
-                fmt(mem / MIB if mem is not None else None),
-                _error(r),
-                "",
-            ]
-        )
+        cells = _cells(r)
+        rows.append([r["variant"], status, *(cells[h] for h in middle), ""])
     return table(heads, rows, cls="data fingerprint")
 
 
@@ -161,9 +162,21 @@ def times_figure(page: Page, ok: list[dict[str, Any]]) -> Markup:
             "arrayminus": [(t["median_us"] - t["p25_us"]) if t.get("p25_us") else None for t in ts],
         }
         data.append(_bar(name, x, med, error_y=err, hovertemplate="%{y:,.1f} µs<extra>" + name + "</extra>"))
-    methods = sorted({str(m) for r in ok for k in ("gpu_time", "cpu_time") if (m := (r.get(k) or {}).get("method"))})
     layout = {"barmode": "group", "height": 380, "yaxis": {"type": "log", "title": {"text": "µs per call (log)"}}}
-    return page.figure(data, layout, "Median per call; whiskers: quartiles. " + " / ".join(methods))
+    return page.figure(data, layout, "Median per call; whiskers: quartiles. " + timing_caption(ok))
+
+
+def timing_caption(rows: list[dict[str, Any]], keys: tuple[str, ...] = ("gpu_time", "cpu_time")) -> str:
+    """How each time was taken, labelled: 'GPU time: CUDA events, median of 12 (naive, sdpa_flash). CPU time: …'."""
+    parts = []
+    for key in keys:
+        by_method: dict[str, list[str]] = {}
+        for r in rows:
+            if m := (r.get(key) or {}).get("method"):
+                by_method.setdefault(str(m), []).append(str(r.get("variant") or r.get("impl")))
+        name = key.replace("_", " ").replace("gpu", "GPU").replace("cpu", "CPU")
+        parts += [f"{name}: {m} ({', '.join(vs)})." for m, vs in by_method.items()]
+    return " ".join(parts)
 
 
 def rate_figure(page: Page, ok: list[dict[str, Any]], peak: dict[str, Any] | None) -> Markup:
@@ -290,9 +303,12 @@ def traces_block(src: Source, results: list[dict[str, Any]], out_dir: Path | Non
     how = (
         "Each trace is a Kineto (Chrome trace) JSON of the profiled call. To look inside: open "
         "https://ui.perfetto.dev, choose “Open trace file” and pick the file (it is read in your browser, "
-        "not uploaded), or load it in chrome://tracing."
+        "not uploaded), or load it in chrome://tracing. The links are relative to where this page was written: "
+        "moved elsewhere, the page keeps working but a link opens only if the trace files move with it (keep the "
+        "folder together, or copy the traces beside the page)."
     )
-    return join([tag("h3", "Traces"), tag("p", how), table(["variant", "written to", "file beside this page"], rows)])
+    heads = ["variant", "written to", "link (relative to this page)"]
+    return join([tag("h3", "Traces"), tag("p", how), table(heads, rows)])
 
 
 def kernels_details(results: list[dict[str, Any]]) -> Markup:
@@ -328,17 +344,8 @@ def footnotes(doc: dict[str, Any]) -> list[str]:
     return terminal_footnotes(doc)
 
 
-def ensure_insights(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """A document written before insights were stored gets them from this attnscope (pure, no torch)."""
-    if all("insights" in r for r in doc.get("results") or []):
-        return doc, None
-    from attnscope.analysis.annotate import annotate
-
-    return annotate(doc), "insights and recommendation computed by this attnscope from the stored results"
-
-
 def run_section(page: Page, src: Source, out_dir: Path | None) -> None:
-    doc, note = ensure_insights(src.doc)
+    doc = src.doc  # annotated: attnscope.api.report.prepare brings an older document up to date
     results = doc.get("results") or []
     ok = _ok(results)
     rec = (doc.get("recommendation") or {}).get("text")
@@ -346,7 +353,7 @@ def run_section(page: Page, src: Source, out_dir: Path | None) -> None:
     page.add(
         tag("h2", f"Run: {src.label}"),
         env_table(doc.get("env"), case),
-        _notes([*src.notes, *([note] if note else [])]),
+        _notes(src.notes),
         tag("p", tag("b", "Recommendation: "), rec, class_="rec") if rec else "",
         tag("h3", "Fingerprints"),
         fingerprint_table(results),

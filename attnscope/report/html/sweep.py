@@ -2,7 +2,8 @@
 head_dim/causal/mode and any other axis that varies), and the recommendation: the best variant at each
 point, where it changes, the policy, and where PyTorch's default choice (sdpa_default) is not the best.
 Winners, ties, crossovers, the policy and the default's gaps all come from
-:func:`attnscope.analysis.recommend.sweep.recommend`, the dict ``attnscope recommend`` prints."""
+:func:`attnscope.analysis.recommend.sweep.recommend`, the dict ``attnscope recommend`` prints, stored in the
+source by :func:`attnscope.api.report.prepare` (the page computes none of it)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
-from attnscope.analysis.recommend.sweep import (
+from attnscope.document.load import Source
+from attnscope.document.recommendation import (
     DEFAULT,
     SYMBOL,
     crossover_best_text,
@@ -23,12 +24,10 @@ from attnscope.analysis.recommend.sweep import (
     label,
     noise_changes_text,
     real_crossovers,
-    recommend,
     rule_variant_text,
     tie_text,
     value_order,
 )
-from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, table, tag
 
 # Axes a panel can be split by, in the order the panel title names them.
@@ -100,7 +99,7 @@ def _usable(r: dict[str, Any], tkey: str) -> bool:
         r.get("status") == "ok"
         and r.get(tkey) is not None
         and r.get("numerics_ok") is not False
-        and fell_back_to_eager(r) is None
+        and not r.get("eager_fallback")  # stored by the API when the report is written
     )
 
 
@@ -346,7 +345,11 @@ def sweep_section(page: Page, src: Source, out_dir: Path | None) -> None:
     for r, p in zip(rows, ps, strict=True):
         panels[tuple(p.get(a) for a in axes)].append(r)
     variants = sorted({str(r["variant"]) for r in rows})
-    rec = recommend(rows)
+    rec = src.doc.get("recommendation")
+    if not isinstance(rec, dict):
+        page.add(tag("p", "No recommendation in this document: run attnscope recommend on its rows."))
+        page.add(tag("h3", "Rows by status"), status_block(rows))
+        return
     bests: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for b in rec["best"]:
         bests[_panel_of(b, axes)].append(b)

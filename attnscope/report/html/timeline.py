@@ -45,35 +45,17 @@ def find_trace(r: dict[str, Any], src: Source) -> Path | None:
     return next((p for p in trace_candidates(r, src) if p.is_file()), None)
 
 
-def _from_trace(path: Path) -> list[dict[str, Any]] | None:
-    from attnscope.analysis.fingerprint.build import fingerprint
-    from attnscope.core.types import Result
-    from attnscope.document.schema import result_to_dict
-    from attnscope.trace import TraceError, load_trace
-
-    try:
-        fp = fingerprint(load_trace(path))
-    except TraceError:
-        return None
-    return list(result_to_dict(Result("trace", None, "ok", fingerprint=fp))["kernels"])
-
-
 def timed_kernels(r: dict[str, Any], src: Source) -> tuple[list[dict[str, Any]], str | None]:
-    """The result's kernels with start times, and a note when they had to come from elsewhere."""
+    """The result's kernels with start times, or none and the reason."""
     ks = list(r.get("kernels") or [])
     if not ks:
         return [], "no kernels (or, on CPU, ops) recorded in the call"
     if all(k.get("start_us") is not None for k in ks):
         return ks, None
     path = find_trace(r, src)
-    if path is None:
-        return [], "no start times in the document and no trace file found"
-    got = _from_trace(path)
-    if got is None:
-        return [], f"{path.name}: trace unreadable"
-    if [k["name"] for k in got] == [k["name"] for k in ks]:
-        return [{**k, "start_us": g["start_us"]} for k, g in zip(ks, got, strict=True)], None
-    return got, f"kernels re-read from {path.name} (they differ from the document's)"
+    where = f"open {path.name} in Perfetto for the timeline" if path else "no trace file found beside it"
+    # the report reads documents only: it does not fingerprint the trace again
+    return [], f"no start times in this document (written before they were stored); {where}"
 
 
 def _dim(v: Any) -> str:

@@ -9,7 +9,6 @@ from typing import Any
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, short, table, tag
 from attnscope.report.html.run import (
-    ensure_insights,
     fingerprint_table,
     footnotes,
     insights_block,
@@ -154,10 +153,10 @@ def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
 
 
 def analyze_section(page: Page, src: Source, out_dir: Path | None) -> None:
-    doc, note = ensure_insights(src.doc)
+    doc = src.doc  # annotated: attnscope.api.report.prepare brings an older document up to date
     results = doc.get("results") or []
     page.add(tag("h2", f"Analyze: {src.label}"))
-    if note:
+    for note in src.notes:
         page.add(tag("p", note, class_="dim"))
     page.add(fingerprint_table(results), tag("ul", *(tag("li", n) for n in footnotes(doc)), class_="notes"))
     page.add(timeline_block(page, src, results))

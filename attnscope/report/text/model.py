@@ -126,8 +126,6 @@ def render_layers(doc: dict[str, Any], console: Any) -> None:
 
 def render_split(r: dict[str, Any], console: Any) -> None:
     """`attnscope analyze`: the split of a model step whose trace names its modules (nothing otherwise)."""
-    from attnscope.analysis.recommend.model import split_insights
-
     split = r.get("model_split")
     if not split:
         return
@@ -147,7 +145,9 @@ def render_split(r: dict[str, Any], console: Any) -> None:
     console.print(f"  the rest {_pct(rest['time_us'], total)}%: {parts}", highlight=False)
     if not sc.get("backward"):
         console.print("  the module ranges cover the forward pass only: backward time counts as backward_other")
-    for i in split_insights(split):
+    if "model_split_insights" not in r:
+        console.print("  insights: not in this document (written before they were stored)")
+    for i in r.get("model_split_insights") or []:
         mark = "!" if i["severity"] == "warning" else "·"
         console.print(f"  {mark} [{i['id']}] {i['message']}", highlight=False, markup=False)
         console.print(f"      → {i['advice']}", highlight=False, markup=False)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.rules.insights import main_kernel
-
 PEAK_MATCH = 0.02  # two peaks within 2% are "the same"
 
 TERMS = {
@@ -26,7 +24,7 @@ def term_lines(doc: dict[str, Any]) -> list[str]:
     """One line per term the output uses (README, 'Terms', says the same)."""
     results = doc.get("results") or []
     ids = {i["id"] for r in results for i in r.get("insights") or []}
-    limiters = [(main_kernel(r) or {}).get("occupancy_limiter") or "" for r in results if r.get("status") == "ok"]
+    limiters = [(r.get("main_kernel") or {}).get("occupancy_limiter") or "" for r in results if r.get("status") == "ok"]
     out = [TERMS[t] for t in ("safe_softmax", "score_matrix") if t in ids]
     if any("registers" in lim and "shared_memory" in lim for lim in limiters):
         out.append(TERMS["regs+smem"])

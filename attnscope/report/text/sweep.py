@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attnscope.analysis.recommend.sweep import (
+from attnscope.document.recommendation import (
     DEFAULT,
     SYMBOL,
     axes_of,

@@ -8,7 +8,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from attnscope.analysis.rules.insights import main_kernel
 from attnscope.report.text.explain import render_explanations
 
 MIB = 1024 * 1024
@@ -24,7 +23,7 @@ def _fmt_us(t: dict[str, Any] | None) -> Text:
 
 
 def _occ(r: dict[str, Any]) -> str:
-    k = main_kernel(r)
+    k = r.get("main_kernel")  # stored by annotate
     if not k or k.get("theoretical_occupancy_pct") is None:
         return "—"
     lim = (k.get("occupancy_limiter") or "").replace("registers", "regs").replace("shared_memory", "smem")
