@@ -214,8 +214,8 @@ def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
     if wall["median_us"] < 1.5 * gpu["median_us"]:
         return None
     msg = (
-        f"the {row['mode']} step is host-bound: {wall['median_us']:,.1f} µs wall against {gpu['median_us']:,.1f} µs "
-        "of GPU time"
+        f"the {row['mode']} step is host-bound: {wall['median_us']:,.1f} µs on the host "
+        f"({wall['method'].split(',')[0]}) against {gpu['median_us']:,.1f} µs of GPU time"
     )
     advice = (
         "Python and kernel launches, not the GPU, set the pace: CUDA graphs (a static cache with torch.compile) "
@@ -227,10 +227,13 @@ def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
 def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Fill each ok row's insights; return the recommendation per mode."""
     recs: dict[str, dict[str, Any]] = {}
-    for mode in dict.fromkeys(r["mode"] for r in rows):
-        ok = sorted(_ok(rows, mode), key=lambda r: r["step_time"]["median_us"])
+    points = list(dict.fromkeys(_point(r) for r in rows))
+    for point in points:
+        mode = point[0]
+        here = [r for r in rows if _point(r) == point]
+        ok = sorted(_ok(here, mode), key=lambda r: r["step_time"]["median_us"])
         best = ok[0] if ok else None
-        failed = [r for r in rows if r["mode"] == mode and r["status"] in ("skipped", "error", "oom")]
+        failed = [r for r in here if r["status"] in ("skipped", "error", "oom")]
         for r in ok:
             others = [o for o in ok if o is not r]
             found = [share(r, best)] if r.get("attention") else []
@@ -242,8 +245,14 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 found.append(hb)
             r["insights"] = found
         if ok:
-            recs[mode] = recommend(ok)
+            one = len({p[0] for p in points}) == len(points)  # one point per mode: keyed by the mode, as before
+            recs[mode if one else f"{mode} B{point[1]} S{point[2]}"] = recommend(ok)
     return recs
+
+
+def _point(r: dict[str, Any]) -> tuple[str, Any, Any]:
+    """Rows compared with each other: one mode at one (batch, seq)."""
+    return r["mode"], r.get("batch"), r.get("seq")
 
 
 def recommend(ok: list[dict[str, Any]]) -> dict[str, Any]:

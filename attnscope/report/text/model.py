@@ -41,16 +41,18 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
     )
     for c in cols:
         t.add_column(c, justify="right" if c.endswith("%") or c.endswith("µs") else "left", overflow="fold")
+    grid = len(doc["case"].get("points") or []) > 1
     for r in doc["results"]:
         a, rest = r.get("attention"), r.get("rest")
+        mode = f"{r['mode']} B{r.get('batch')} S{r.get('seq')}" if grid else r["mode"]
         if r["status"] != "ok" or a is None or rest is None:
-            t.add_row(r["impl"], r["mode"], r["status"], _time(r), *["—"] * 5, "")
+            t.add_row(r["impl"], mode, r["status"], _time(r), *["—"] * 5, "")
             continue
         total = r["breakdown"]["total_us"]
         top = sorted(rest["parts"].items(), key=lambda kv: -kv[1])[:2]
         t.add_row(
             r["impl"],
-            r["mode"],
+            mode,
             "ok",
             _time(r),
             _pct(a["time_us"], total),
