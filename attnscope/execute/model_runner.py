@@ -81,7 +81,9 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
             attention=split["attention"],
             rest=split["rest"],
             layers=split["layers"],
-            breakdown={k: split[k] for k in ("device", "method", "total_us", "unattributed_us", "scopes")},
+            breakdown={
+                k: split[k] for k in ("device", "method", "total_us", "unattributed_us", "scopes", "step") if k in split
+            },
         )
     return row
 

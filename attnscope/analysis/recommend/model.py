@@ -114,7 +114,9 @@ def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
     if not ups:
         return None
     total = sum(u["bytes"] for u in ups)
-    t_us = sum(u.get("duration_us") or 0.0 for u in ups)
+    # the breakdown's own figure (its 'upcasts' part), so both quote one number; the listed casts are a subset
+    part = ((row.get("attention") or {}).get("parts") or {}).get("upcasts")
+    t_us = part if part is not None else sum(u.get("duration_us") or 0.0 for u in ups)
     ops = sorted({u["op"] for u in ups})
     msg = (
         f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {_mib(total)} written in fp32, "
@@ -198,13 +200,43 @@ def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
     if overlaps(mine, theirs):
         advice = f"{best['impl']} is within the noise of it for {row['mode']} (interquartile ranges overlap)"
         return _insight("attention_share", "info", msg, advice, **ev)
+    noise = ((mine["p75_us"] - mine["p25_us"]) + (theirs["p75_us"] - theirs["p25_us"])) / 2
     advice = (
         f"switching {row['impl']} → {best['impl']} saves {saved / 1000:,.2f} ms per step "
-        f"({_pct(saved, mine['median_us'])}% of {mine['median_us'] / 1000:,.2f} ms, measured step medians)"
+        f"({_pct(saved, mine['median_us'])}% of {mine['median_us'] / 1000:,.2f} ms, measured step medians, "
+        f"± {noise / 1000:,.2f} ms: half the sum of their interquartile ranges)"
     )
+    where = part_differences(row, best)
+    if where:
+        advice += f"; in the profiled steps it comes from {where}"
+    ev.update(noise_us=round(noise, 3))
     if mine.get("noisy") or theirs.get("noisy"):
         advice += "; one of the two timings is noisy (IQR/median > 10%): confirm with a larger --budget"
     return _insight("attention_share", "warning", msg, advice, **ev)
+
+
+def _step_parts(row: dict[str, Any]) -> dict[str, float]:
+    """The parts of a row's profiled step that add up to it (attnscope.analysis.fingerprint.model_split)."""
+    a, rest = row.get("attention") or {}, row.get("rest") or {}
+    st = (row.get("breakdown") or {}).get("step") or {}
+    parts = {
+        "attention kernel": a.get("kernel_us") or 0.0,
+        "projections": a.get("projections_us") or 0.0,
+        "work around attention": a.get("around_us") or 0.0,
+        "GPU idle": st.get("gpu_idle_us") or 0.0,
+        "CPU-only time": st.get("cpu_only_us") or 0.0,
+        "unattributed": (row.get("breakdown") or {}).get("unattributed_us") or 0.0,
+    }
+    parts.update({k: v for k, v in (rest.get("parts") or {}).items() if k != "other"})
+    parts["other"] = (rest.get("parts") or {}).get("other") or 0.0
+    return parts
+
+
+def part_differences(row: dict[str, Any], best: dict[str, Any], top: int = 3) -> str:
+    """The parts that shrink most from ``row``'s profiled step to ``best``'s: where a saving comes from."""
+    mine, theirs = _step_parts(row), _step_parts(best)
+    diff = sorted(((mine[k] - theirs.get(k, 0.0), k) for k in mine), reverse=True)
+    return ", ".join(f"{k} {d / 1000:,.2f} ms" for d, k in diff[:top] if d > 0)
 
 
 def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
