@@ -41,6 +41,14 @@ def add_parser(sub: Any, help_text: str) -> None:
     m.add_argument("--json", help="write the JSON document here (rewritten after every row)")
     m.add_argument("--out", help="append each row to this JSONL store as soon as it is measured (for --resume)")
     m.add_argument("--resume", action="store_true", help="with --out: measure only the rows not yet in it")
+    m.add_argument(
+        "--executor",
+        choices=("process", "inline", "ray"),
+        default="process",
+        help="process (default: rows in a worker process, so a crash or an OOM is a row), inline, ray",
+    )
+    m.add_argument("--devices", help="cuda:0,cuda:1 or all: one worker per GPU (process or ray executor)")
+    m.add_argument("--timeout", type=float, help="seconds per row before its worker is stopped (process, ray)")
     m.add_argument("--html", help="also write a one-file HTML report here")
     m.add_argument("--trace-dir", help="keep the profiled step's Kineto trace of each row here")
     m.set_defaults(func=cmd_model)
@@ -136,6 +144,12 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
         raise ValueError(f"--budget must be positive, got {args.budget}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    if args.timeout is not None and args.executor == "inline":
+        raise ValueError("--timeout needs a worker it can stop: use --executor process or ray")
+    if args.devices and args.executor == "inline":
+        raise ValueError("--devices needs one worker per GPU: use --executor process or ray")
     limit = max_positions(cfg)
     need = seq + (1 if "decode" in modes and not spec.is_encoder else 0)
     if limit is not None and need > limit:
@@ -218,9 +232,62 @@ def _on_term(signum: int, frame: Any) -> None:
     raise _Stop(signum)
 
 
+def _jobs(
+    args: argparse.Namespace,
+    spec: Any,
+    cfg: Any,
+    impls: list[str],
+    modes: list[str],
+    opts: Any,
+    points: list[tuple[int, int]],
+    chosen: bool,
+) -> list[Any]:
+    """One job per (implementation, batch, seq, mode), in that order: a worker builds each model once."""
+    import json
+
+    from attnscope.execute.model_job import ModelCase, ModelJob
+
+    values = {**spec.values, "model_type": cfg.model_type}
+    if args.layers is not None:
+        from attnscope.workloads.hf.config import _with_depth
+
+        values = _with_depth(values, args.layers)
+    return [
+        ModelJob(
+            ModelCase(
+                spec.name,
+                spec.source,
+                json.dumps(values, sort_keys=True),
+                None,
+                cfg.num_hidden_layers,
+                b,
+                q,
+                opts.dtype,
+                opts.device,
+                mode,
+            ),
+            impl,
+            budget_s=opts.budget_s,
+            explicit=chosen,
+            trace_dir=str(opts.trace_dir) if opts.trace_dir else None,
+            grid=len(points) > 1,
+        )
+        for impl in impls
+        for b, q in points
+        for mode in modes
+    ]
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from attnscope.execute.executors import make_executor, parse_devices
+
+    return make_executor(args.executor, devices=parse_devices(args.devices), timeout_s=args.timeout)
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     import signal
     import sys
+    import time
 
     from rich.console import Console
 
@@ -228,7 +295,6 @@ def cmd_model(args: argparse.Namespace) -> int:
     from attnscope.document.schema import write_atomic
     from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
-    from attnscope.execute.model_runner import run_rows
     from attnscope.execute.store import Store
     from attnscope.report.text.model import render, render_layers
 
@@ -256,24 +322,33 @@ def cmd_model(args: argparse.Namespace) -> int:
             recs = annotate_rows(rows)
             write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, True, points))
 
+    jobs = _jobs(args, spec, cfg, impls, modes, opts, points, chosen)
+    done = {job_key(r["variant"], r["case"]) for r in earlier}
+    todo = [j for j in jobs if j.key not in done]
+    ex = _executor(args)
     old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
-        with console.status(f"attnscope model: {spec.name}") as status:
-            run_rows(
-                cfg,
-                spec.is_encoder,
-                impls,
-                modes,
-                opts,
-                chosen=chosen,
-                on_row=save,
-                on_start=lambda s: status.update(f"{spec.name}: {s} ({len(rows)} row(s) done)"),
-                points=points,
-                label=label,
-                done_keys={job_key(r["variant"], r["case"]) for r in earlier},
-            )
+        with console.status(f"attnscope model: {spec.name}: 0/{len(todo)} row(s)") as status:
+            t0 = time.monotonic()
+
+            def started(j: Any) -> None:
+                n = len(rows) - len(earlier)
+                status.update(f"{spec.name}: {n}/{len(todo)} row(s) done; {j.variant} {j.case.mode} {j.case.label()}")
+
+            for res in ex.run(todo, on_start=started):
+                save(res.row)
+                late = args.time_limit is not None and time.monotonic() - t0 > args.time_limit
+                if late and any(r["status"] != "skipped" for r in rows):  # the first row always runs
+                    break
+            finished = {job_key(r["variant"], r["case"]) for r in rows}
+            why = f"not started: the --time-limit of {args.time_limit or 0:g} s was spent on the rows before it"
+            for j in todo:
+                if j.key not in finished:
+                    save(j.failed("skipped", why).row)
+        ex.close()
     except KeyboardInterrupt as e:
         signal.signal(signal.SIGTERM, old_term)
+        ex.close()
         where = [p for p in (args.out, args.json) if p]
         saved = f"{len(rows)} row(s) saved in {' and '.join(where)}" if where else "nothing saved (no --out or --json)"
         how = f"; resume with --resume --out {args.out}" if args.out else ""

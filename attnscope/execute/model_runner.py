@@ -1,9 +1,8 @@
-"""One row per (implementation, mode): build, time, profile, split.  Failures become rows, never stop the run."""
+"""One model row: time, profile, split (the job that builds the model: attnscope.execute.model_job)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from attnscope.execute import model_bench as bench
@@ -86,93 +85,6 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
             },
         )
     return row
-
-
-def run_rows(
-    cfg: Any,
-    encoder: bool,
-    impls: list[str],
-    modes: list[str],
-    opts: BenchOptions,
-    *,
-    chosen: bool,
-    on_row: Callable[[dict[str, Any]], None] = lambda r: None,
-    on_start: Callable[[str], None] = lambda s: None,
-    points: list[tuple[int, int]] | None = None,
-    label: dict[str, Any] | None = None,
-    done_keys: set[tuple[str, str, str]] | None = None,
-) -> list[dict[str, Any]]:
-    """Every (implementation, (batch, seq), mode) row; ``done_keys`` (a store's keys) are not measured again."""
-    import dataclasses
-
-    import torch
-
-    from attnscope.execute.job import job_key
-
-    cuda = opts.device.startswith("cuda")
-    rows: list[dict[str, Any]] = []
-    start = time.perf_counter()
-
-    def out_of_time() -> str | None:
-        """Past the limit, and some row has been measured (the first one always runs)."""
-        if opts.time_limit_s is None or time.perf_counter() - start < opts.time_limit_s:
-            return None
-        if not any(r["status"] != "skipped" for r in rows):
-            return None
-        return f"not started: the --time-limit of {opts.time_limit_s:g} s was spent on the rows before it"
-
-    grid = points or [(opts.batch, opts.seq)]
-    base = dict(label or {})
-    finished = done_keys or set()
-
-    def stamp(r: dict[str, Any], batch: int, seq: int) -> dict[str, Any]:
-        return generic(r, {**base, "batch": batch, "seq": seq, "dtype": opts.dtype, "device": opts.device})
-
-    def is_done(impl: str, mode: str, batch: int, seq: int) -> bool:
-        return job_key(impl, stamp(empty_row(impl, mode, "skipped", None), batch, seq)["case"]) in finished
-
-    def done(r: dict[str, Any], batch: int, seq: int) -> None:
-        r = stamp(r, batch, seq)
-        rows.append(r)
-        on_row(r)
-
-    for impl in impls:
-        todo: list[tuple[int, int, str]] = []
-        for batch, seq in grid:
-            for mode in modes:
-                if is_done(impl, mode, batch, seq):
-                    continue
-                why = bench.unavailable(impl, mode, opts.device, encoder, chosen) or out_of_time()
-                if why:
-                    done(empty_row(impl, mode, "skipped", why), batch, seq)
-                else:
-                    todo.append((batch, seq, mode))
-        if not todo:
-            continue
-        on_start(f"{impl}: building the model")
-        try:
-            model = bench.build_model(cfg, impl, opts, encoder)
-        except Exception as e:  # noqa: BLE001 -- any failure to build becomes the rows' reason
-            for batch, seq, mode in todo:
-                done(_failure(impl, mode, e), batch, seq)
-            continue
-        for batch, seq, mode in todo:
-            late = out_of_time()
-            if late:
-                done(empty_row(impl, mode, "skipped", late), batch, seq)
-                continue
-            on_start(f"{impl}: {mode} B={batch} S={seq}")
-            gen = torch.Generator(device="cpu").manual_seed(0)
-            ids = torch.randint(0, cfg.vocab_size, (batch, seq), generator=gen).to(opts.device)
-            point = dataclasses.replace(opts, batch=batch, seq=seq)
-            try:
-                done(measure_row(model, impl, mode, ids, point, encoder), batch, seq)
-            except Exception as e:  # noqa: BLE001 -- one failed row never stops the others
-                done(_failure(impl, mode, e), batch, seq)
-            bench.free(cuda)
-        del model
-        bench.free(cuda)
-    return rows
 
 
 def generic(row: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:

@@ -70,3 +70,14 @@ def test_sigterm_saves_and_names_the_file(tmp_path: Path):
     text = err.decode()
     n = len(_lines(out))
     assert f"{n} row(s) saved in {out}" in text and "--resume" in text
+
+
+def test_a_row_whose_worker_is_stopped_is_a_row(tmp_path: Path, capsys):
+    out = tmp_path / "model.jsonl"
+    argv = ["model", "--config", "tiny", "--impl", "eager", "--mode", "prefill", "--seq", "16", "--budget", "0.01"]
+    # a worker process cannot build and time a model in 10 ms: it is stopped, and the row says so
+    assert main([*argv, "--timeout", "0.01", "--out", str(out)]) == 1  # nothing measured
+    [row] = _lines(out)
+    assert row["status"] == "timeout" and "--timeout 0.01" in row["reason"]
+    assert row["variant"] == "eager" and row["case"]["mode"] == "prefill" and row["case"]["seq"] == 16
+    assert "nothing was measured" in capsys.readouterr().err
