@@ -278,13 +278,34 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             r["insights"] = found
         if ok:
             one = len({p[0] for p in points}) == len(points)  # one point per mode: keyed by the mode, as before
-            recs[mode if one else f"{mode} B{point[1]} S{point[2]}"] = recommend(ok)
+            configs = {p[3][0] for p in points}
+            name = f" {point[3][0]}" if len(configs) > 1 else ""
+            recs[mode if one else f"{mode}{name} B{point[1]} S{point[2]}"] = recommend(ok)
     return recs
 
 
-def _point(r: dict[str, Any]) -> tuple[str, Any, Any]:
-    """Rows compared with each other: one mode at one (batch, seq)."""
-    return r["mode"], r.get("batch"), r.get("seq")
+def _point(r: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+    """Rows compared with each other: one mode at one (batch, seq) of one config (dtype and device)."""
+    c: dict[str, Any] = r["case"] if isinstance(r.get("case"), dict) else {}
+    where = tuple(c.get(k) for k in ("config", "layers", "dtype", "device"))
+    return r["mode"], r.get("batch"), r.get("seq"), where
+
+
+def as_generic(row: dict[str, Any]) -> dict[str, Any]:
+    """A model row as the one recommender's input: variant (the implementation), median and quartiles of the
+    timed steps, status, and the point (config, seq, batch, mode)."""
+    t = row.get("step_time") or {}
+    c: dict[str, Any] = row["case"] if isinstance(row.get("case"), dict) else {}
+    return {
+        "variant": row["impl"],
+        "status": row["status"],
+        "median_us": t.get("median_us"),
+        "p25_us": t.get("p25_us"),
+        "p75_us": t.get("p75_us"),
+        "noisy": t.get("noisy"),
+        "method": t.get("method"),
+        "point": {"config": c.get("config"), "seq": row.get("seq"), "batch": row.get("batch"), "mode": row["mode"]},
+    }
 
 
 def recommend(ok: list[dict[str, Any]]) -> dict[str, Any]:
