@@ -14,7 +14,13 @@ SCHEMA_VERSION = 1
 
 def add_parser(sub: Any, help_text: str) -> None:
     """The full parser of the command; its help line is the top-level one (cli.LAZY_COMMANDS)."""
-    m = sub.add_parser("model", help=help_text)
+    m = sub.add_parser(
+        "model",
+        help=help_text,
+        epilog="exit codes: 0 something measured; 1 nothing could be measured (every row skipped, error, OOM or "
+        "timeout); 2 bad input, refused before any model is built; 130/143 interrupted (SIGINT/SIGTERM), after "
+        "saving the rows so far",
+    )
     m.add_argument(
         "--config",
         default="tiny",

@@ -65,3 +65,9 @@ def test_nothing_measured_is_exit_1(capsys):
     assert main(["model", "--config", "bert-base", "--layers", "1", "--mode", "decode", "--seq", "16"]) == 1
     err = capsys.readouterr().err
     assert "nothing was measured" in err and "decode" in err
+
+
+def test_help_lists_the_exit_codes(capsys):
+    assert main(["model", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "exit codes: 0 something measured; 1 nothing could be measured" in out and "130/143" in out
