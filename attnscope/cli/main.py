@@ -188,7 +188,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     rows = load_sweep_rows(args.files)
     if rows and all("impl" in r and "config" in (r.get("case") or {}) for r in rows):  # `model --out` rows
-        from attnscope.cli.model import recommend_rows
+        from attnscope.cli.model_jobs import recommend_rows
 
         return recommend_rows(rows, args.files, args.json, _console())
     rec = recommend(rows)

@@ -226,70 +226,6 @@ def _env(device: str) -> dict[str, Any]:
     return {**dataclasses.asdict(collect(device)), "transformers": transformers.__version__}
 
 
-class _Stop(KeyboardInterrupt):
-    """SIGTERM (``timeout``, job schedulers) ends the run as Ctrl-C does: after saving."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    raise _Stop(signum)
-
-
-def _jobs(
-    args: argparse.Namespace,
-    spec: Any,
-    cfg: Any,
-    impls: list[str],
-    modes: list[str],
-    opts: Any,
-    points: list[tuple[int, int]],
-    chosen: bool,
-) -> list[Any]:
-    """One job per (implementation, batch, seq, mode), in that order: a worker builds each model once."""
-    import json
-
-    from attnscope.execute.model_job import ModelCase, ModelJob
-
-    values = {**spec.values, "model_type": cfg.model_type}
-    if args.layers is not None:
-        from attnscope.workloads.hf.config import _with_depth
-
-        values = _with_depth(values, args.layers)
-    return [
-        ModelJob(
-            ModelCase(
-                spec.name,
-                spec.source,
-                json.dumps(values, sort_keys=True),
-                None,
-                cfg.num_hidden_layers,
-                b,
-                q,
-                opts.dtype,
-                opts.device,
-                mode,
-            ),
-            impl,
-            budget_s=opts.budget_s,
-            explicit=chosen,
-            trace_dir=str(opts.trace_dir) if opts.trace_dir else None,
-            grid=len(points) > 1,
-        )
-        for impl in impls
-        for b, q in points
-        for mode in modes
-    ]
-
-
-def _executor(args: argparse.Namespace) -> Any:
-    from attnscope.execute.executors import make_executor, parse_devices
-
-    return make_executor(args.executor, devices=parse_devices(args.devices), timeout_s=args.timeout)
-
-
 def cmd_model(args: argparse.Namespace) -> int:
     import signal
     import sys
@@ -298,6 +234,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from attnscope.analysis.recommend.model import annotate_rows
+    from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _on_term, _same_run, _Stop
     from attnscope.document.schema import write_atomic
     from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
@@ -334,15 +271,12 @@ def cmd_model(args: argparse.Namespace) -> int:
     ex = _executor(args)
     old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
-        with console.status(f"attnscope model: {spec.name}: 0/{len(todo)} row(s)") as status:
+        bar = _Bar(len(todo))
+        with bar.progress:
             t0 = time.monotonic()
-
-            def started(j: Any) -> None:
-                n = len(rows) - len(earlier)
-                status.update(f"{spec.name}: {n}/{len(todo)} row(s) done; {j.variant} {j.case.mode} {j.case.label()}")
-
-            for res in ex.run(todo, on_start=started):
+            for res in ex.run(todo, on_start=bar.started):
                 save(res.row)
+                bar.finished(res.row)
                 late = args.time_limit is not None and time.monotonic() - t0 > args.time_limit
                 if late and any(r["status"] != "skipped" for r in rows):  # the first row always runs
                     break
@@ -385,54 +319,4 @@ def cmd_model(args: argparse.Namespace) -> int:
         why = "; ".join(dict.fromkeys(f"{r['impl']} {r['mode']}: {r['status']} ({r['reason']})" for r in rows))
         print(f"attnscope: nothing was measured: {why[:400]}", file=sys.stderr)
         return 1
-    return 0
-
-
-def _same_run(
-    r: dict[str, Any],
-    label: dict[str, Any],
-    opts: Any,
-    impls: list[str],
-    modes: list[str],
-    points: list[tuple[int, int]],
-) -> bool:
-    """A store row that belongs to this run's grid (same config, depth, dtype and device)."""
-    c = r.get("case") or {}
-    return (
-        isinstance(c, dict)
-        and c.get("config") == label["config"]
-        and c.get("layers") == label["layers"]
-        and c.get("dtype") == opts.dtype
-        and c.get("device") == opts.device
-        and r.get("impl") in impls
-        and c.get("mode") in modes
-        and (c.get("batch"), c.get("seq")) in points
-    )
-
-
-def recommend_rows(rows: list[dict[str, Any]], files: list[str], json_path: str | None, console: Any) -> int:
-    """`attnscope recommend` on the rows of `model --out`: the best implementation per mode and point."""
-    from attnscope.analysis.recommend.model import annotate_rows
-    from attnscope.document.schema import write_atomic
-
-    recs = annotate_rows(rows)
-    if not recs:
-        by: dict[str, int] = {}
-        for r in rows:
-            by[r["status"]] = by.get(r["status"], 0) + 1
-        counts = ", ".join(f"{k} {v}" for k, v in by.items())
-        raise ValueError(f"{', '.join(files)}: no model row to compare (rows by status: {counts})")
-    if json_path:
-        write_atomic(
-            json_path,
-            {
-                "schema_version": SCHEMA_VERSION,
-                "tool": "attnscope",
-                "kind": "model",
-                "files": files,
-                "recommendations": recs,
-            },
-        )
-    for where, rec in recs.items():
-        console.print(f"[bold]Recommendation ({where}):[/bold] {rec['text']}")
     return 0
