@@ -7,9 +7,10 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.model_jobs import SCHEMA_VERSION
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
 
 
 def add_parser(sub: Any, help_text: str) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+SCHEMA_VERSION = 1  # of the model document (``kind: "model"``)
+
 
 class _Bar:
     """Rows done of the rows to measure, elapsed time and ETA, the row now running (stderr); where stderr is not a
@@ -142,12 +144,6 @@ def _same_run(
     )
 
 
-def _schema_version() -> int:
-    from attnscope.cli.model import SCHEMA_VERSION
-
-    return SCHEMA_VERSION
-
-
 def recommend_rows(rows: list[dict[str, Any]], files: list[str], json_path: str | None, console: Any) -> int:
     """`attnscope recommend` on the rows of `model --out`: the best implementation per mode and point."""
     from attnscope.analysis.recommend.model import annotate_rows
@@ -164,7 +160,7 @@ def recommend_rows(rows: list[dict[str, Any]], files: list[str], json_path: str 
         write_atomic(
             json_path,
             {
-                "schema_version": _schema_version(),
+                "schema_version": SCHEMA_VERSION,
                 "tool": "attnscope",
                 "kind": "model",
                 "files": files,
