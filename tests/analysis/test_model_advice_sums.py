@@ -37,6 +37,7 @@ def _row(
         },
         "rest": {"time_us": 1000.0, "share": 0.5, "parts": {"mlp": 1000.0}},
         "breakdown": {
+            "method": "GPU time",
             "total_us": kernel + 1140.0,
             "unattributed_us": 0.0,
             "step": {"step_us": profiled, "gpu_idle_us": idle, "cpu_only_us": 0.0, "unattributed_us": 0.0},
@@ -65,3 +66,24 @@ def test_upcast_insight_quotes_the_breakdown_part():
     [up] = [i for i in eager["insights"] if i["id"] == "attention_upcast"]
     assert up["evidence"]["upcast_us"] == 40.0  # attention.parts.upcasts, the breakdown's figure (not the 25 µs listed)
     assert "40.0 µs" in up["message"]
+
+
+def test_share_is_of_the_step_the_table_shows():
+    eager = _row("eager", 12_000.0, 11_800.0, 12_400.0, kernel=3_000.0, idle=2_000.0, profiled=90_000.0)
+    sdpa = _row("sdpa", 9_000.0, 8_900.0, 9_100.0, kernel=1_000.0, idle=500.0, profiled=5_000.0)
+    annotate_rows([eager, sdpa])
+    [share] = [i for i in eager["insights"] if i["id"] == "attention_share"]
+    # attention 3 000 + 100 + 40 = 3 140 µs of the 90 000 µs profiled step (idle and CPU-only time included): 3.5%
+    assert share["message"].startswith("attention is 3.5% of the train step (3,140.0 of 90,000.0 µs profiled)")
+
+    from rich.console import Console
+
+    from attnscope.report.text.model import render
+
+    doc = {"case": {"points": [{"batch": 1, "seq": 16}]}, "results": [eager], "recommendations": {}}
+    console = Console(width=200, record=True)
+    render(doc, console, title="t")
+    row = next(line for line in console.export_text().splitlines() if line.startswith("│ eager"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    # attn %, …, unattr %, idle %, cpu-only %: idle 2 000 of 90 000 = 2.2%
+    assert cells[4] == "3.5" and cells[10] == "2.2" and cells[9] == "0.0" and cells[11] == "0.0"

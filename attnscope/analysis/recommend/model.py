@@ -175,8 +175,9 @@ def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
     attn = row["attention"]
-    total = row["breakdown"]["total_us"]
-    pct = round(100 * attn["share"], 1)
+    # the profiled step whose parts add up to it, as the table shows it (GPU time alone where a row has no step)
+    total = ((row["breakdown"].get("step") or {}).get("step_us")) or row["breakdown"]["total_us"]
+    pct = _pct(attn["time_us"], total)
     msg = (
         f"attention is {pct}% of the {row['mode']} step ({attn['time_us']:,.1f} of {total:,.1f} µs profiled): "
         f"kernel {_pct(attn['kernel_us'], total)}%, projections {_pct(attn['projections_us'], total)}%, "
