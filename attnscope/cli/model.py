@@ -142,6 +142,8 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
     cfg = build_config(spec, layers=args.layers)
     device = _device(args.device)
     cuda = device.startswith("cuda")
+    if args.devices and device != "cuda":
+        raise ValueError(f"--devices {args.devices}: each worker gets its own GPU as cuda; here the device is {device}")
     batches = parse_int_axis("batch", args.batch) if args.batch is not None else [2 if cuda else 1]
     seqs = parse_int_axis("seq", args.seq) if args.seq is not None else [2048 if cuda else 128]
     batch, seq = max(batches), max(seqs)  # the largest point: what the positions and the size check weigh

@@ -71,3 +71,12 @@ def test_help_lists_the_exit_codes(capsys):
     assert main(["model", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "exit codes: 0 something measured; 1 nothing could be measured" in out and "130/143" in out
+
+
+def test_devices_need_cuda(capsys):
+    assert "--devices" in _usage(capsys, ["--device", "cpu", "--devices", "cuda:0,cuda:1"])
+
+
+def test_timeout_needs_a_worker_and_must_be_positive(capsys):
+    assert "--timeout must be positive" in _usage(capsys, ["--timeout", "0"])
+    assert "--executor process or ray" in _usage(capsys, ["--timeout", "5", "--executor", "inline"])
