@@ -81,3 +81,13 @@ def test_a_row_whose_worker_is_stopped_is_a_row(tmp_path: Path, capsys):
     assert row["status"] == "timeout" and "--timeout 0.01" in row["reason"]
     assert row["variant"] == "eager" and row["case"]["mode"] == "prefill" and row["case"]["seq"] == 16
     assert "nothing was measured" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ray_executor_measures_model_rows(tmp_path: Path):
+    pytest.importorskip("ray")
+    out = tmp_path / "model.jsonl"
+    argv = ["model", "--config", "tiny", "--impl", "sdpa", "--mode", "prefill", "--seq", "16", "--budget", "0.01"]
+    assert main([*argv, "--executor", "ray", "--out", str(out)]) == 0
+    [row] = _lines(out)
+    assert row["status"] == "ok" and row["variant"] == "sdpa" and row["median_us"] == row["step_time"]["median_us"]
