@@ -42,3 +42,16 @@ def test_generic_row_by_hand():
     g = as_generic(row)
     assert g["variant"] == "sdpa" and (g["median_us"], g["p25_us"], g["p75_us"]) == (10.0, 9.0, 12.0)
     assert g["point"] == {"config": "tiny", "seq": 512, "batch": 4, "mode": "train"} and g["status"] == "ok"
+
+
+def test_report_reads_model_rows_as_a_model_page(tmp_path: Path):
+    from attnscope.document.load import load_source
+
+    out = tmp_path / "m.jsonl"
+    argv = ["model", "--config", "tiny", "--impl", "sdpa", "--mode", "prefill", "--seq", "16,24", "--budget", "0.01"]
+    assert main([*argv, "--executor", "inline", "--out", str(out)]) == 0
+    src = load_source(out)
+    assert src.kind == "model" and [p["seq"] for p in src.doc["case"]["points"]] == [16, 24]
+    assert len(src.doc["results"]) == 2 and src.doc["config"]["name"] == "tiny"
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    assert "sdpa" in (tmp_path / "r.html").read_text()
