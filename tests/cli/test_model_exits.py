@@ -80,3 +80,17 @@ def test_devices_need_cuda(capsys):
 def test_timeout_needs_a_worker_and_must_be_positive(capsys):
     assert "--timeout must be positive" in _usage(capsys, ["--timeout", "0"])
     assert "--executor process or ray" in _usage(capsys, ["--timeout", "5", "--executor", "inline"])
+
+
+def test_grid_points_from_seq_and_batch():
+    from attnscope.cli.main import build_parser
+    from attnscope.cli.model import prepare
+
+    argv = ["model", "--config", "tiny", "--device", "cpu", "--seq", "16..64x2", "--batch", "1,3"]
+    *_, opts, points = prepare(build_parser(argv).parse_args(argv))
+    assert points == [(1, 16), (3, 16), (1, 32), (3, 32), (1, 64), (3, 64)]
+    assert opts.grid and (opts.batch, opts.seq) == (1, 16)
+
+
+def test_bad_grid_is_refused(capsys):
+    assert "--seq" in _usage(capsys, ["--seq", "16..x"])
