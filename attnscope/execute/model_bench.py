@@ -1,10 +1,11 @@
 """Build a transformer from its config (random weights) and measure one step per (implementation, mode).  Needs torch.
 
-Per row: a warm-up, the step timed many times (GPU time with CUDA events on CUDA, wall time on CPU,
-summarised as ``attnscope run`` does), then one step profiled with the model annotated
-(:mod:`attnscope.workloads.hf.annotate`) and split by
-:func:`attnscope.analysis.fingerprint.model_split.breakdown`.  Timings are
-taken without the annotation hooks; the profiled step carries them.
+Per row: a warm-up, then the step timed many times by the loop every attnscope measurement uses
+(:mod:`attnscope.measure.timing`: GPU time from CUDA events on CUDA, each step queued behind a GPU sleep; wall time
+on a CPU), with ``reset`` (the decode cache restored) before every step outside the timed region; then one step
+profiled with the model annotated (:mod:`attnscope.workloads.hf.annotate`) and split by
+:func:`attnscope.analysis.fingerprint.model_split.breakdown`.  Timings are taken without the annotation hooks; the
+profiled step carries them.
 """
 
 from __future__ import annotations
