@@ -167,7 +167,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from attnscope.report.text.sweep import render
 
     check_output_file(args.json, "--json")
-    rec = recommend(load_sweep_rows(args.files))
+    rows = load_sweep_rows(args.files)
+    if rows and all("impl" in r and "config" in (r.get("case") or {}) for r in rows):  # `model --out` rows
+        from attnscope.cli.model_jobs import recommend_rows
+
+        return recommend_rows(rows, args.files, args.json, _console())
+    rec = recommend(rows)
     if not rec["best"]:
         by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
         raise UsageError(

@@ -7,14 +7,21 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.model_jobs import SCHEMA_VERSION
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
 
 
 def add_parser(sub: Any, help_text: str) -> None:
     """The full parser of the command; its help line is the top-level one (cli.LAZY_COMMANDS)."""
-    m = sub.add_parser("model", help=help_text)
+    m = sub.add_parser(
+        "model",
+        help=help_text,
+        epilog="exit codes: 0 something measured; 1 nothing could be measured (every row skipped, error, OOM or "
+        "timeout); 2 bad input, refused before any model is built; 130/143 interrupted (SIGINT/SIGTERM), after "
+        "saving the rows so far",
+    )
     m.add_argument(
         "--config",
         default="tiny",
@@ -24,9 +31,11 @@ def add_parser(sub: Any, help_text: str) -> None:
     m.add_argument("--impl", help=f"comma list of {', '.join(IMPLS)} (default: every one that can run here)")
     m.add_argument("--mode", default="prefill,decode,train", help="comma list of prefill, decode, train (default: all)")
     m.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
-    m.add_argument("--batch", type=int, help="batch size (default 1 on CPU, 2 on CUDA)")
+    m.add_argument("--batch", help="batch size, or a grid: 1,4 or 1..8x2 (default 1 on CPU, 2 on CUDA)")
     m.add_argument(
-        "--seq", type=int, help="tokens per sequence; decode: the KV cache length (default 128 CPU, 2048 CUDA)"
+        "--seq",
+        help="tokens per sequence (decode: the KV cache length), or a grid: 512,1024 or 512..4096x2 "
+        "(default 128 CPU, 2048 CUDA)",
     )
     m.add_argument("--layers", type=int, help="override the depth (number of blocks) so that big models fit")
     m.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
@@ -37,6 +46,16 @@ def add_parser(sub: Any, help_text: str) -> None:
         help="seconds; rows not started by then (the first always runs) are skipped rows that say so",
     )
     m.add_argument("--json", help="write the JSON document here (rewritten after every row)")
+    m.add_argument("--out", help="append each row to this JSONL store as soon as it is measured (for --resume)")
+    m.add_argument("--resume", action="store_true", help="with --out: measure only the rows not yet in it")
+    m.add_argument(
+        "--executor",
+        choices=("process", "inline", "ray"),
+        default="process",
+        help="process (default: rows in a worker process, so a crash or an OOM is a row), inline, ray",
+    )
+    m.add_argument("--devices", help="cuda:0,cuda:1 or all: one worker per GPU (process or ray executor)")
+    m.add_argument("--timeout", type=float, help="seconds per row before its worker is stopped (process, ray)")
     m.add_argument("--html", help="also write a one-file HTML report here")
     m.add_argument("--trace-dir", help="keep the profiled step's Kineto trace of each row here")
     m.set_defaults(func=cmd_model)
@@ -49,7 +68,10 @@ def _split(arg: str | None, allowed: tuple[str, ...], what: str) -> list[str] | 
     bad = [x for x in items if x not in allowed]
     if bad or not items:
         raise ValueError(f"--{what}: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(allowed)}")
-    return list(dict.fromkeys(items))
+    twice = [x for x in dict.fromkeys(items) if items.count(x) > 1]
+    if twice:
+        raise ValueError(f"--{what}: {', '.join(twice)} given more than once")
+    return items
 
 
 def _device(arg: str | None) -> str:
@@ -71,9 +93,42 @@ def _check_html(path: str | None) -> None:
         raise ValueError("--html: this attnscope has no HTML report (attnscope.report.html.page is missing)")
 
 
-def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[str], Any]:
+def _check_paths(args: argparse.Namespace) -> None:
+    """Every output path checked before a model is built: a bad one is exit 2, not a lost measurement."""
+    from attnscope.core.arguments import check_output_dir, check_output_file
+
+    if args.resume and not args.out:
+        raise ValueError("--resume needs --out (the JSONL store to complete)")
+    if args.out and not args.resume and Path(args.out).exists() and Path(args.out).stat().st_size > 0:
+        raise ValueError(f"--out {args.out}: already holds rows; add --resume to complete it, or name a new file")
+    check_output_file(args.out, "--out")
+    check_output_file(args.json, "--json")
+    check_output_file(args.html, "--html")
+    check_output_dir(args.trace_dir, "--trace-dir")
+
+
+def _check_size(
+    cfg: Any, modes: list[str], impls: list[str], batch: int, seq: int, dtype: str, device: str, layers: int | None
+) -> None:
+    """Refuse, before anything is allocated, a mode whose estimate (weights, activations, optimizer state) does
+    not fit in the free memory (attnscope.workloads.hf.size says how each term is counted)."""
+    from attnscope.workloads.hf.size import HEADROOM, free_memory, parameters, too_big
+
+    free = free_memory(device)
+    over = too_big(cfg, modes, impls, batch=batch, seq=seq, dtype=dtype, free_bytes=free)
+    if over and free is not None:
+        hint = "" if layers is not None else "; try --layers 2"
+        raise ValueError(
+            f"{cfg.model_type} with {cfg.num_hidden_layers} layers ({parameters(cfg) / 1e9:,.2f} B parameters) does "
+            f"not fit on {device}: {'; '.join(over)}, against {free / 1024**3:,.1f} GiB free ({HEADROOM:.0%} usable)"
+            f"{hint}, a smaller --batch/--seq, or fewer --mode"
+        )
+
+
+def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[str], Any, list[tuple[int, int]]]:
     """Everything checked before any model is built: bad input is one line and exit 2."""
     from attnscope.execute.model_bench import BenchOptions
+    from attnscope.execute.sweep import parse_int_axis
     from attnscope.workloads.hf.config import build_config, max_positions, require_transformers, resolve
 
     impls = _split(args.impl, IMPLS, "impl")
@@ -81,33 +136,46 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
     if args.dtype not in DTYPES:
         raise ValueError(f"--dtype: expected one of {', '.join(DTYPES)}, got {args.dtype!r}")
     _check_html(args.html)
+    _check_paths(args)
     spec = resolve(args.config)
     require_transformers()
     cfg = build_config(spec, layers=args.layers)
     device = _device(args.device)
     cuda = device.startswith("cuda")
-    batch = args.batch if args.batch is not None else (2 if cuda else 1)
-    seq = args.seq if args.seq is not None else (2048 if cuda else 128)
-    if batch < 1 or seq < 2:
-        raise ValueError(f"--batch must be ≥ 1 and --seq ≥ 2, got batch {batch}, seq {seq}")
+    if args.devices and device != "cuda":
+        raise ValueError(f"--devices {args.devices}: each worker gets its own GPU as cuda; here the device is {device}")
+    batches = parse_int_axis("batch", args.batch) if args.batch is not None else [2 if cuda else 1]
+    seqs = parse_int_axis("seq", args.seq) if args.seq is not None else [2048 if cuda else 128]
+    batch, seq = max(batches), max(seqs)  # the largest point: what the positions and the size check weigh
+    if min(batches) < 1 or min(seqs) < 2:
+        raise ValueError(f"--batch must be ≥ 1 and --seq ≥ 2, got batch {args.batch}, seq {args.seq}")
     if args.budget <= 0:
         raise ValueError(f"--budget must be positive, got {args.budget}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    if args.timeout is not None and args.executor == "inline":
+        raise ValueError("--timeout needs a worker it can stop: use --executor process or ray")
+    if args.devices and args.executor == "inline":
+        raise ValueError("--devices needs one worker per GPU: use --executor process or ray")
     limit = max_positions(cfg)
     need = seq + (1 if "decode" in modes and not spec.is_encoder else 0)
     if limit is not None and need > limit:
         raise ValueError(f"{spec.name}: --seq {seq} needs {need} positions, the config allows {limit}")
+    _check_size(cfg, modes, impls or list(IMPLS), batch, seq, args.dtype, device, args.layers)
+    points = [(b, q) for q in seqs for b in batches]
     opts = BenchOptions(
         device,
         args.dtype,
-        batch,
-        seq,
+        points[0][0],
+        points[0][1],
+        grid=len(points) > 1,
         budget_s=args.budget,
         time_limit_s=args.time_limit,
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
     )
-    return spec, cfg, impls, modes, opts
+    return spec, cfg, impls, modes, opts, points
 
 
 def document(
@@ -120,8 +188,15 @@ def document(
     env: dict[str, Any] | None,
     recs: dict[str, Any] | None,
     partial: bool,
+    points: list[tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     from attnscope.workloads.hf.config import describe
+
+    grid = points or [(opts.batch, opts.seq)]
+
+    def order(r: dict[str, Any]) -> tuple[int, int, int]:
+        p = (r.get("batch", opts.batch), r.get("seq", opts.seq))
+        return impls.index(r["impl"]), grid.index(p) if p in grid else len(grid), modes.index(r["mode"])
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -137,8 +212,9 @@ def document(
             "seq": opts.seq,
             "impls": impls,
             "modes": modes,
+            "points": [{"batch": b, "seq": q} for b, q in grid],
         },
-        "results": sorted(rows, key=lambda r: (impls.index(r["impl"]), modes.index(r["mode"]))),
+        "results": sorted(rows, key=order),
         "recommendations": recs or {},
     }
 
@@ -154,53 +230,96 @@ def _env(device: str) -> dict[str, Any]:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
+    import signal
+    import sys
+    import time
+
     from rich.console import Console
 
     from attnscope.analysis.recommend.model import annotate_rows
+    from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _on_term, _same_run, _Stop
     from attnscope.document.schema import write_atomic
+    from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
-    from attnscope.execute.model_runner import run_rows
+    from attnscope.execute.store import Store
     from attnscope.report.text.model import render, render_layers
 
-    spec, cfg, impls, modes, opts = prepare(args)
+    spec, cfg, impls, modes, opts, points = prepare(args)
     chosen = impls is not None
     impls = impls or list(ALL)
     env = _env(opts.device)
-    rows: list[dict[str, Any]] = []
+    store = Store(args.out) if args.out else None
+    label = {"config": spec.name, "layers": cfg.num_hidden_layers}
+    # Rows of this run already in the store (--resume): kept as they are, never measured again.
+    earlier = [r for r in (store.rows() if store else []) if _same_run(r, label, opts, impls, modes, points)]
+    rows: list[dict[str, Any]] = list(earlier)
     console = Console(width=max(160, Console().width))
+    if store is not None:
+        console.print(
+            f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}",
+            highlight=False,
+        )
 
     def save(r: dict[str, Any]) -> None:
         rows.append(r)
+        if store is not None:
+            store.append(r)
         if args.json:  # after every row, insights included: a crash or a timeout never loses a finished row
             recs = annotate_rows(rows)
-            write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, partial=True))
+            write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, True, points))
 
-    with console.status(f"attnscope model: {spec.name}") as status:
-        run_rows(
-            cfg,
-            spec.is_encoder,
-            impls,
-            modes,
-            opts,
-            chosen=chosen,
-            on_row=save,
-            on_start=lambda s: status.update(f"{spec.name}: {s}"),
-        )
+    jobs = _jobs(args, spec, cfg, impls, modes, opts, points, chosen)
+    done = {job_key(r["variant"], r["case"]) for r in earlier}
+    todo = [j for j in jobs if j.key not in done]
+    ex = _executor(args)
+    old_term = signal.signal(signal.SIGTERM, _on_term)
+    try:
+        bar = _Bar(len(todo))
+        with bar.progress:
+            t0 = time.monotonic()
+            for res in ex.run(todo, on_start=bar.started):
+                save(res.row)
+                bar.finished(res.row)
+                late = args.time_limit is not None and time.monotonic() - t0 > args.time_limit
+                if late and any(r["status"] != "skipped" for r in rows):  # the first row always runs
+                    break
+            finished = {job_key(r["variant"], r["case"]) for r in rows}
+            why = f"not started: the --time-limit of {args.time_limit or 0:g} s was spent on the rows before it"
+            for j in todo:
+                if j.key not in finished:
+                    save(j.failed("skipped", why).row)
+        ex.close()
+    except KeyboardInterrupt as e:
+        signal.signal(signal.SIGTERM, old_term)
+        ex.close()
+        where = [p for p in (args.out, args.json) if p]
+        saved = f"{len(rows)} row(s) saved in {' and '.join(where)}" if where else "nothing saved (no --out or --json)"
+        how = f"; resume with --resume --out {args.out}" if args.out else ""
+        print(f"attnscope: interrupted: {saved}{how}", file=sys.stderr)
+        return 128 + (e.signum if isinstance(e, _Stop) else signal.SIGINT)
+    signal.signal(signal.SIGTERM, old_term)
     recs = annotate_rows(rows)
-    doc = document(spec, cfg, opts, impls, modes, rows, env, recs, partial=False)
+    doc = document(spec, cfg, opts, impls, modes, rows, env, recs, False, points)
     if args.json:
         write_atomic(args.json, doc)
+    sizes = ", ".join(f"B={b} S={q}" for b, q in points)
     title = (
-        f"attnscope model — {spec.name} ({cfg.model_type}, {cfg.num_hidden_layers} layers) B={opts.batch} "
-        f"S={opts.seq} {opts.dtype} on {opts.device} — {env['device_name']} — torch {env['torch']}, "
+        f"attnscope model — {spec.name} ({cfg.model_type}, {cfg.num_hidden_layers} layers) {sizes} "
+        f"{opts.dtype} on {opts.device} — {env['device_name']} — torch {env['torch']}, "
         f"transformers {env['transformers']}"
     )
     render(doc, console, title=title)
     render_layers(doc, console)
+    if args.out:
+        console.print(f"  rows in {args.out}")
     if args.json:
         console.print(f"  JSON written to {args.json}")
     if args.html:
         from attnscope.api.report import write_html
 
         console.print(f"  HTML written to {write_html(doc, args.html)}")
+    if not any(r["status"] == "ok" for r in rows):
+        why = "; ".join(dict.fromkeys(f"{r['impl']} {r['mode']}: {r['status']} ({r['reason']})" for r in rows))
+        print(f"attnscope: nothing was measured: {why[:400]}", file=sys.stderr)
+        return 1
     return 0

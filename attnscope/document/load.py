@@ -136,6 +136,10 @@ def load_source(path: str | Path) -> Source:
     if isinstance(doc, list) and all(_is_row(d) for d in doc) and doc:
         return Source("sweep", {"rows": doc}, p)
     rows, notes = _rows(text, str(p))
+    from attnscope.document.model_rows import is_model_row, model_document
+
+    if rows and all(is_model_row(r) for r in rows):  # `model --out` rows
+        return Source("model", model_document(rows), p, notes)
     return Source("sweep", {"rows": rows}, p, notes)
 
 

@@ -62,7 +62,10 @@ def trace_file_name(variant: str, case: Case) -> str:
 
 def failed_row(job: Job, status: Status, reason: str | None) -> Result:
     """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
-    variant's declared family and backend; used by the worker and by executors whose worker could not answer."""
+    variant's declared family and backend; used by the worker and by executors whose worker could not answer.
+    A job of another kind (a model row: attnscope.execute.model_job) makes its own."""
+    if not isinstance(job, Job):
+        return job.failed(status, reason)  # type: ignore[no-any-return]
     from attnscope.variants import get
 
     v = get(job.variant)

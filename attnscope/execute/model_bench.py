@@ -1,27 +1,28 @@
 """Build a transformer from its config (random weights) and measure one step per (implementation, mode).  Needs torch.
 
-Per row: a warm-up, the step timed many times (GPU time with CUDA events on CUDA, wall time on CPU,
-summarised as ``attnscope run`` does), then one step profiled with the model annotated
-(:mod:`attnscope.workloads.hf.annotate`) and split by
-:func:`attnscope.analysis.fingerprint.model_split.breakdown`.  Timings are
-taken without the annotation hooks; the profiled step carries them.
+Per row: a warm-up, then the step timed many times by the loop every attnscope measurement uses
+(:mod:`attnscope.measure.timing`: GPU time from CUDA events on CUDA, each step queued behind a GPU sleep; wall time
+on a CPU), with ``reset`` (the decode cache restored) before every step outside the timed region; then one step
+profiled with the model annotated (:mod:`attnscope.workloads.hf.annotate`) and split by
+:func:`attnscope.analysis.fingerprint.model_split.breakdown`.  Timings are taken without the annotation hooks; the
+profiled step carries them.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gc
 import importlib.util
 import inspect
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attnscope.core.types import Timing
-from attnscope.measure.timing import SLEEP_CYCLES_PER_US, summarise
+from attnscope.measure import timing
 from attnscope.workloads.hf.annotate import annotate, step_range
 
 MODES = ("prefill", "decode", "train")
@@ -38,6 +39,7 @@ class BenchOptions:
     budget_s: float = 1.0
     warmup: int = 2
     trace_dir: Path | None = None
+    grid: bool = False  # several (batch, seq) points: the trace names carry them
     time_limit_s: float | None = None  # rows not started by then become skipped rows
 
 
@@ -175,48 +177,19 @@ def _sync(cuda: bool) -> None:
 def time_steps(
     step: Callable[[], Any], reset: Callable[[], None], *, cuda: bool, budget_s: float, lo: int = 5, hi: int = 100
 ) -> tuple[Timing, Timing | None]:
-    """Wall time per step (synchronised), and on CUDA the GPU time per step from CUDA events."""
-    reset()
-    t0 = time.perf_counter()
-    step()
-    _sync(cuda)
-    one = time.perf_counter() - t0
-    n = max(lo, min(hi, int(budget_s / one))) if one > 0 else hi
-    walls = []
-    for _ in range(n):
-        reset()
-        _sync(cuda)
-        a = time.perf_counter()
-        step()
-        _sync(cuda)
-        walls.append((time.perf_counter() - a) * 1e6)
-    wall = summarise(walls, f"wall time per step{', synchronised' if cuda else ''}, median of {n}")
+    """The step timed by the loop every measurement uses (attnscope.measure.timing), ``reset`` outside the timed
+    region: host time per step (wall time on a CPU; dispatch time on CUDA), and on CUDA the device time per step
+    from CUDA events, each step queued behind a GPU sleep longer than its dispatch."""
+    host = _per_step(timing.time_host(step, cuda=cuda, budget_s=budget_s, lo=lo, hi=hi, before=reset))
     if not cuda:
-        return wall, None
-    return wall, _time_gpu(step, reset, wall.median_us, n)
+        return host, None
+    gpu = timing.time_gpu(step, budget_s=budget_s, flush_l2=False, host_us=host.median_us, lo=lo, hi=hi, before=reset)
+    return host, _per_step(gpu)
 
 
-def _time_gpu(step: Callable[[], Any], reset: Callable[[], None], wall_us: float, n: int) -> Timing:
-    import torch
-
-    # Each step waits behind a GPU sleep longer than its whole wall time, so its kernels are queued
-    # before the start event fires: the sample is device time, not host dispatch.
-    cycles = int((1.5 * wall_us + 50.0) * SLEEP_CYCLES_PER_US)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    for i in range(n):
-        reset()
-        torch.cuda._sleep(cycles)
-        starts[i].record()
-        step()
-        ends[i].record()
-        torch.cuda.synchronize()
-    samples = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
-    return summarise(
-        samples,
-        f"CUDA events around each step, median of {n}, each step queued behind a GPU sleep so host dispatch "
-        "is not counted",
-    )
+def _per_step(t: Timing) -> Timing:
+    """The loop's method text, worded for a model step rather than an attention call."""
+    return dataclasses.replace(t, method=t.method.replace("per call", "per step").replace("each call", "each step"))
 
 
 def profile_step(
@@ -269,4 +242,5 @@ def free(cuda: bool) -> None:
 
 def trace_path(opts: BenchOptions, impl: str, mode: str) -> Path:
     base = opts.trace_dir or Path(tempfile.gettempdir()) / "attnscope_model"
-    return base / f"model_{impl}_{mode}.json"
+    point = f"_b{opts.batch}_s{opts.seq}" if opts.grid else ""
+    return base / f"model_{impl}_{mode}{point}.json"

@@ -1,9 +1,8 @@
-"""One row per (implementation, mode): build, time, profile, split.  Failures become rows, never stop the run."""
+"""One model row: time, profile, split (the job that builds the model: attnscope.execute.model_job)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from attnscope.execute import model_bench as bench
@@ -81,70 +80,25 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
             attention=split["attention"],
             rest=split["rest"],
             layers=split["layers"],
-            breakdown={k: split[k] for k in ("device", "method", "total_us", "unattributed_us", "scopes")},
+            breakdown={
+                k: split[k] for k in ("device", "method", "total_us", "unattributed_us", "scopes", "step") if k in split
+            },
         )
     return row
 
 
-def run_rows(
-    cfg: Any,
-    encoder: bool,
-    impls: list[str],
-    modes: list[str],
-    opts: BenchOptions,
-    *,
-    chosen: bool,
-    on_row: Callable[[dict[str, Any]], None] = lambda r: None,
-    on_start: Callable[[str], None] = lambda s: None,
-) -> list[dict[str, Any]]:
-    import torch
-
-    cuda = opts.device.startswith("cuda")
-    rows: list[dict[str, Any]] = []
-    start = time.perf_counter()
-
-    def out_of_time() -> str | None:
-        """Past the limit, and some row has been measured (the first one always runs)."""
-        if opts.time_limit_s is None or time.perf_counter() - start < opts.time_limit_s:
-            return None
-        if not any(r["status"] != "skipped" for r in rows):
-            return None
-        return f"not started: the --time-limit of {opts.time_limit_s:g} s was spent on the rows before it"
-
-    def done(r: dict[str, Any]) -> None:
-        rows.append(r)
-        on_row(r)
-
-    for impl in impls:
-        todo = []
-        for mode in modes:
-            why = bench.unavailable(impl, mode, opts.device, encoder, chosen) or out_of_time()
-            if why:
-                done(empty_row(impl, mode, "skipped", why))
-            else:
-                todo.append(mode)
-        if not todo:
-            continue
-        on_start(f"{impl}: building the model")
-        try:
-            model = bench.build_model(cfg, impl, opts, encoder)
-        except Exception as e:  # noqa: BLE001 -- any failure to build becomes the rows' reason
-            for mode in todo:
-                done(_failure(impl, mode, e))
-            continue
-        gen = torch.Generator(device="cpu").manual_seed(0)
-        ids = torch.randint(0, cfg.vocab_size, (opts.batch, opts.seq), generator=gen).to(opts.device)
-        for mode in todo:
-            late = out_of_time()
-            if late:
-                done(empty_row(impl, mode, "skipped", late))
-                continue
-            on_start(f"{impl}: {mode}")
-            try:
-                done(measure_row(model, impl, mode, ids, opts, encoder))
-            except Exception as e:  # noqa: BLE001 -- one failed row never stops the others
-                done(_failure(impl, mode, e))
-            bench.free(cuda)
-        del model
-        bench.free(cuda)
-    return rows
+def generic(row: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    """The fields every attnscope row has, so a store, ``--resume`` and the one recommender read model rows:
+    ``variant`` (the implementation), ``case`` (config, layers, batch, seq, dtype, device and mode), the
+    median and its quartiles (the timed steps), ``status``."""
+    t = row.get("step_time") or {}
+    return {
+        **row,
+        "variant": row["impl"],
+        "case": {**point, "mode": row["mode"]},
+        "batch": point["batch"],
+        "seq": point["seq"],
+        "median_us": t.get("median_us"),
+        "p25_us": t.get("p25_us"),
+        "p75_us": t.get("p75_us"),
+    }

@@ -158,6 +158,10 @@ def _errors(outs: Any, ref: dict[str, Any] | None) -> tuple[dict[str, float], bo
 
 def measure_one(job: Job) -> Result:
     """Measure ``job``; every failure becomes a row (skipped, oom, error, crashed), never an exception."""
+    if not isinstance(job, Job):  # a model row (attnscope.execute.model_job)
+        from attnscope.execute.model_job import measure
+
+        return measure(job)  # type: ignore[return-value]
     t0 = time.perf_counter()
     v = get(job.variant)
     case = job.case

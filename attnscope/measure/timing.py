@@ -50,8 +50,10 @@ def time_gpu(
     host_us: float | None = None,
     lo: int = 10,
     hi: int = 200,
+    before: Callable[[], None] | None = None,
 ) -> Timing:
-    """CUDA events around each call, after warm-up; median of many calls.
+    """CUDA events around each call, after warm-up; median of many calls.  ``before`` runs ahead of
+    every call, outside the timed region (a model's decode step restores its cache there).
 
     When the host takes longer to dispatch a call than the GPU takes to run it, the start
     event fires on an idle GPU and the sample counts host dispatch too.  Given the measured
@@ -62,6 +64,8 @@ def time_gpu(
 
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") if flush_l2 else None
     cycles = int((2.0 * host_us + 50.0) * SLEEP_CYCLES_PER_US) if host_us else 0
+    if before:
+        before()
     t0 = time.perf_counter()
     fn()
     torch.cuda.synchronize()
@@ -69,6 +73,8 @@ def time_gpu(
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     for i in range(n):
+        if before:
+            before()
         if flush is not None:
             flush.zero_()
         if cycles:
@@ -86,9 +92,18 @@ def time_gpu(
     return summarise(samples, method)
 
 
-def time_host(fn: Callable[[], Any], *, cuda: bool, budget_s: float, lo: int = 5, hi: int = 200) -> Timing:
+def time_host(
+    fn: Callable[[], Any],
+    *,
+    cuda: bool,
+    budget_s: float,
+    lo: int = 5,
+    hi: int = 200,
+    before: Callable[[], None] | None = None,
+) -> Timing:
     """Host time per call.  On CUDA: the dispatch cost, with the device drained outside
-    the timed region so a full launch queue never blocks the call.  On CPU: wall time."""
+    the timed region so a full launch queue never blocks the call.  On CPU: wall time.
+    ``before`` runs ahead of every call, outside the timed region."""
     sync: Callable[[], None]
     if cuda:
         import torch
@@ -99,12 +114,16 @@ def time_host(fn: Callable[[], Any], *, cuda: bool, budget_s: float, lo: int = 5
         def sync() -> None:
             return None
 
+    if before:
+        before()
     t0 = time.perf_counter()
     fn()
     sync()
     n = _iterations(time.perf_counter() - t0, budget_s, lo, hi)
     samples = []
     for _ in range(n):
+        if before:
+            before()
         sync()
         a = time.perf_counter()
         fn()

@@ -209,10 +209,56 @@ def breakdown(trace: Trace) -> dict[str, Any] | None:
         sums.unattributed = max(0.0, span - sum(sums.attention.values()) - sum(sums.rest.values()))
     copies, upcasts = _attention_copies(tree, cls, att.by_op(), gpu_side)
     doc = _document(sums, total, copies, upcasts, gpu_side, have_core, scoped)
+    doc["step"] = step_parts(doc, att.gpu, win)
     doc["scopes"]["source"] = source
     doc["scopes"]["impl"] = _impl(scoped)
     doc["scopes"]["mode"] = next((s.path for s, _ in scoped if s.role == "step"), None)
     return doc
+
+
+def step_parts(doc: dict[str, Any], gpu: list[GpuEvent], win: tuple[float, float] | None) -> dict[str, Any]:
+    """The profiled step as parts that add up to it (µs), on one clock:
+
+    ``attention + rest + unattributed − overlap + gpu_idle + cpu_only = step``
+
+    - on a GPU, the step runs from the start of its range to the later of the range's end and the last GPU
+      event's end; ``overlap`` is GPU time counted twice where events of several streams run at once;
+      ``gpu_idle`` the gaps between the first and the last GPU event; ``cpu_only`` the time before the first GPU
+      event and after the last one while the host still runs the step;
+    - on a CPU, the step is the range's span, nothing is idle, and ``overlap`` is self time of ops on several
+      threads beyond the span (``unattributed`` already holds the span outside any op).
+    """
+    attn, rest, unattr = doc["attention"]["time_us"], doc["rest"]["time_us"], doc["unattributed_us"]
+    busy = sum(g.dur for g in gpu)
+    if gpu:
+        evs = sorted(gpu, key=lambda g: g.ts)
+        first, last = evs[0].ts, max(g.ts + g.dur for g in evs)
+        union, reach = 0.0, first
+        for g in evs:
+            end = g.ts + g.dur
+            if end > reach:
+                union += end - max(g.ts, reach)
+                reach = end
+        start = win[0] if win else first
+        end_of_step = max(win[1], last) if win else last
+        idle = (last - first) - union
+        cpu_only = max(0.0, first - start) + max(0.0, end_of_step - last)
+        step = end_of_step - start
+        overlap = max(0.0, busy - union)
+    else:
+        step = doc["total_us"]
+        idle = cpu_only = 0.0
+        overlap = max(0.0, attn + rest + unattr - step)
+    return {
+        "step_us": _r(step),
+        "attention_us": attn,
+        "rest_us": rest,
+        "unattributed_us": unattr,
+        "gpu_idle_us": _r(idle),
+        "cpu_only_us": _r(cpu_only),
+        "overlap_us": _r(overlap),
+        "method": "attention + rest + unattributed − overlap + gpu_idle + cpu_only = step (the profiled step's span)",
+    }
 
 
 def _impl(scoped: list[tuple[Scope, Annotation]]) -> str | None:

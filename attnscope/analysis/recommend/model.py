@@ -114,7 +114,9 @@ def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
     if not ups:
         return None
     total = sum(u["bytes"] for u in ups)
-    t_us = sum(u.get("duration_us") or 0.0 for u in ups)
+    # the breakdown's own figure (its 'upcasts' part), so both quote one number; the listed casts are a subset
+    part = ((row.get("attention") or {}).get("parts") or {}).get("upcasts")
+    t_us = part if part is not None else sum(u.get("duration_us") or 0.0 for u in ups)
     ops = sorted({u["op"] for u in ups})
     msg = (
         f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {_mib(total)} written in fp32, "
@@ -173,8 +175,9 @@ def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
     attn = row["attention"]
-    total = row["breakdown"]["total_us"]
-    pct = round(100 * attn["share"], 1)
+    # the profiled step whose parts add up to it, as the table shows it (GPU time alone where a row has no step)
+    total = ((row["breakdown"].get("step") or {}).get("step_us")) or row["breakdown"]["total_us"]
+    pct = _pct(attn["time_us"], total)
     msg = (
         f"attention is {pct}% of the {row['mode']} step ({attn['time_us']:,.1f} of {total:,.1f} µs profiled): "
         f"kernel {_pct(attn['kernel_us'], total)}%, projections {_pct(attn['projections_us'], total)}%, "
@@ -198,13 +201,43 @@ def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
     if overlaps(mine, theirs):
         advice = f"{best['impl']} is within the noise of it for {row['mode']} (interquartile ranges overlap)"
         return _insight("attention_share", "info", msg, advice, **ev)
+    noise = ((mine["p75_us"] - mine["p25_us"]) + (theirs["p75_us"] - theirs["p25_us"])) / 2
     advice = (
         f"switching {row['impl']} → {best['impl']} saves {saved / 1000:,.2f} ms per step "
-        f"({_pct(saved, mine['median_us'])}% of {mine['median_us'] / 1000:,.2f} ms, measured step medians)"
+        f"({_pct(saved, mine['median_us'])}% of {mine['median_us'] / 1000:,.2f} ms, measured step medians, "
+        f"± {noise / 1000:,.2f} ms: half the sum of their interquartile ranges)"
     )
+    where = part_differences(row, best)
+    if where:
+        advice += f"; in the profiled steps it comes from {where}"
+    ev.update(noise_us=round(noise, 3))
     if mine.get("noisy") or theirs.get("noisy"):
         advice += "; one of the two timings is noisy (IQR/median > 10%): confirm with a larger --budget"
     return _insight("attention_share", "warning", msg, advice, **ev)
+
+
+def _step_parts(row: dict[str, Any]) -> dict[str, float]:
+    """The parts of a row's profiled step that add up to it (attnscope.analysis.fingerprint.model_split)."""
+    a, rest = row.get("attention") or {}, row.get("rest") or {}
+    st = (row.get("breakdown") or {}).get("step") or {}
+    parts = {
+        "attention kernel": a.get("kernel_us") or 0.0,
+        "projections": a.get("projections_us") or 0.0,
+        "work around attention": a.get("around_us") or 0.0,
+        "GPU idle": st.get("gpu_idle_us") or 0.0,
+        "CPU-only time": st.get("cpu_only_us") or 0.0,
+        "unattributed": (row.get("breakdown") or {}).get("unattributed_us") or 0.0,
+    }
+    parts.update({k: v for k, v in (rest.get("parts") or {}).items() if k != "other"})
+    parts["other"] = (rest.get("parts") or {}).get("other") or 0.0
+    return parts
+
+
+def part_differences(row: dict[str, Any], best: dict[str, Any], top: int = 3) -> str:
+    """The parts that shrink most from ``row``'s profiled step to ``best``'s: where a saving comes from."""
+    mine, theirs = _step_parts(row), _step_parts(best)
+    diff = sorted(((mine[k] - theirs.get(k, 0.0), k) for k in mine), reverse=True)
+    return ", ".join(f"{k} {d / 1000:,.2f} ms" for d, k in diff[:top] if d > 0)
 
 
 def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -214,8 +247,8 @@ def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
     if wall["median_us"] < 1.5 * gpu["median_us"]:
         return None
     msg = (
-        f"the {row['mode']} step is host-bound: {wall['median_us']:,.1f} µs wall against {gpu['median_us']:,.1f} µs "
-        "of GPU time"
+        f"the {row['mode']} step is host-bound: {wall['median_us']:,.1f} µs on the host "
+        f"({wall['method'].split(',')[0]}) against {gpu['median_us']:,.1f} µs of GPU time"
     )
     advice = (
         "Python and kernel launches, not the GPU, set the pace: CUDA graphs (a static cache with torch.compile) "
@@ -227,10 +260,13 @@ def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
 def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Fill each ok row's insights; return the recommendation per mode."""
     recs: dict[str, dict[str, Any]] = {}
-    for mode in dict.fromkeys(r["mode"] for r in rows):
-        ok = sorted(_ok(rows, mode), key=lambda r: r["step_time"]["median_us"])
+    points = list(dict.fromkeys(_point(r) for r in rows))
+    for point in points:
+        mode = point[0]
+        here = [r for r in rows if _point(r) == point]
+        ok = sorted(_ok(here, mode), key=lambda r: r["step_time"]["median_us"])
         best = ok[0] if ok else None
-        failed = [r for r in rows if r["mode"] == mode and r["status"] in ("skipped", "error", "oom")]
+        failed = [r for r in here if r["status"] in ("skipped", "error", "oom")]
         for r in ok:
             others = [o for o in ok if o is not r]
             found = [share(r, best)] if r.get("attention") else []
@@ -242,8 +278,35 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 found.append(hb)
             r["insights"] = found
         if ok:
-            recs[mode] = recommend(ok)
+            one = len({p[0] for p in points}) == len(points)  # one point per mode: keyed by the mode, as before
+            configs = {p[3][0] for p in points}
+            name = f" {point[3][0]}" if len(configs) > 1 else ""
+            recs[mode if one else f"{mode}{name} B{point[1]} S{point[2]}"] = recommend(ok)
     return recs
+
+
+def _point(r: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+    """Rows compared with each other: one mode at one (batch, seq) of one config (dtype and device)."""
+    c: dict[str, Any] = r["case"] if isinstance(r.get("case"), dict) else {}
+    where = tuple(c.get(k) for k in ("config", "layers", "dtype", "device"))
+    return r["mode"], r.get("batch"), r.get("seq"), where
+
+
+def as_generic(row: dict[str, Any]) -> dict[str, Any]:
+    """A model row as the one recommender's input: variant (the implementation), median and quartiles of the
+    timed steps, status, and the point (config, seq, batch, mode)."""
+    t = row.get("step_time") or {}
+    c: dict[str, Any] = row["case"] if isinstance(row.get("case"), dict) else {}
+    return {
+        "variant": row["impl"],
+        "status": row["status"],
+        "median_us": t.get("median_us"),
+        "p25_us": t.get("p25_us"),
+        "p75_us": t.get("p75_us"),
+        "noisy": t.get("noisy"),
+        "method": t.get("method"),
+        "point": {"config": c.get("config"), "seq": row.get("seq"), "batch": row.get("batch"), "mode": row["mode"]},
+    }
 
 
 def recommend(ok: list[dict[str, Any]]) -> dict[str, Any]:

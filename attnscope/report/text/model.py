@@ -37,20 +37,26 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
         "proj %",
         "around %",
         "rest %",
+        "unattr %",
+        "idle %",
+        "cpu-only %",
         "top of the rest",
     )
     for c in cols:
         t.add_column(c, justify="right" if c.endswith("%") or c.endswith("µs") else "left", overflow="fold")
+    grid = len(doc["case"].get("points") or []) > 1
     for r in doc["results"]:
         a, rest = r.get("attention"), r.get("rest")
+        mode = f"{r['mode']} B{r.get('batch')} S{r.get('seq')}" if grid else r["mode"]
         if r["status"] != "ok" or a is None or rest is None:
-            t.add_row(r["impl"], r["mode"], r["status"], _time(r), *["—"] * 5, "")
+            t.add_row(r["impl"], mode, r["status"], _time(r), *["—"] * 8, "")
             continue
-        total = r["breakdown"]["total_us"]
+        st = r["breakdown"].get("step") or {}
+        total = st.get("step_us") or r["breakdown"]["total_us"]  # the profiled step: its parts add up to it
         top = sorted(rest["parts"].items(), key=lambda kv: -kv[1])[:2]
         t.add_row(
             r["impl"],
-            r["mode"],
+            mode,
             "ok",
             _time(r),
             _pct(a["time_us"], total),
@@ -58,6 +64,9 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
             _pct(a["projections_us"], total),
             _pct(a["around_us"], total),
             _pct(rest["time_us"], total),
+            _pct(r["breakdown"].get("unattributed_us") or 0.0, total),
+            _pct(st.get("gpu_idle_us") or 0.0, total),
+            _pct(st.get("cpu_only_us") or 0.0, total),
             ", ".join(f"{k} {_pct(v, total)}%" for k, v in top if v > 0),
         )
     console.print(t)
@@ -69,6 +78,11 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
     splits = {r["breakdown"]["method"] for r in doc["results"] if r.get("breakdown")}
     for m in sorted(splits):
         console.print(f"  shares: {m}")
+    if any((r.get("breakdown") or {}).get("step") for r in doc["results"]):
+        console.print(
+            "  % of the profiled step: attn + rest + unattr + idle (GPU waiting inside the step) + cpu-only (host "
+            "work before the first and after the last GPU event) = 100, less any overlap of streams"
+        )
     _render_around(doc, console)
     _render_skips(doc, console)
     _render_insights(doc, console)

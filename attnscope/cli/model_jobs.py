@@ -1,0 +1,172 @@
+"""``attnscope model``'s rows as jobs: building them, the executor, the progress bar, signals, and ``recommend`` on
+the rows of ``model --out``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+SCHEMA_VERSION = 1  # of the model document (``kind: "model"``)
+
+
+class _Bar:
+    """Rows done of the rows to measure, elapsed time and ETA, the row now running (stderr); where stderr is not a
+    terminal, one plain line per finished row instead."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(stderr=True)
+        self.plain = not console.is_terminal
+        self.total, self.done = total, 0
+        self.progress = Progress(
+            BarColumn(bar_width=30),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            disable=self.plain,
+        )
+        self.task = self.progress.add_task("", total=total)
+
+    def started(self, job: Any) -> None:
+        self.progress.update(self.task, description=f"{job.variant} {job.case.mode} {job.case.label()}")
+
+    def finished(self, row: dict[str, Any]) -> None:
+        import sys
+
+        self.done += 1
+        self.progress.update(self.task, advance=1)
+        if self.plain:
+            t = row.get("median_us")
+            what = f"{t:,.1f} µs per step" if row["status"] == "ok" and t else (row.get("reason") or "")[:160]
+            print(
+                f"[{self.done}/{self.total}] {row['status']} {row['impl']} {row['mode']} B={row['batch']} "
+                f"S={row['seq']}: {what}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+class _Stop(KeyboardInterrupt):
+    """SIGTERM (``timeout``, job schedulers) ends the run as Ctrl-C does: after saving."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    raise _Stop(signum)
+
+
+def _jobs(
+    args: argparse.Namespace,
+    spec: Any,
+    cfg: Any,
+    impls: list[str],
+    modes: list[str],
+    opts: Any,
+    points: list[tuple[int, int]],
+    chosen: bool,
+) -> list[Any]:
+    """One job per (implementation, batch, seq, mode), in that order: a worker builds each model once."""
+    import json
+
+    from attnscope.execute.model_job import ModelCase, ModelJob
+
+    values = {**spec.values, "model_type": cfg.model_type}
+    if args.layers is not None:
+        from attnscope.workloads.hf.config import _with_depth
+
+        values = _with_depth(values, args.layers)
+    return [
+        ModelJob(
+            ModelCase(
+                spec.name,
+                spec.source,
+                json.dumps(values, sort_keys=True),
+                None,
+                cfg.num_hidden_layers,
+                b,
+                q,
+                opts.dtype,
+                opts.device,
+                mode,
+            ),
+            impl,
+            budget_s=opts.budget_s,
+            explicit=chosen,
+            trace_dir=str(opts.trace_dir) if opts.trace_dir else None,
+            grid=len(points) > 1,
+        )
+        for impl in impls
+        for b, q in points
+        for mode in modes
+    ]
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from attnscope.execute.executors import make_executor, parse_devices
+
+    return make_executor(args.executor, devices=parse_devices(args.devices), timeout_s=args.timeout)
+
+
+def _same_run(
+    r: dict[str, Any],
+    label: dict[str, Any],
+    opts: Any,
+    impls: list[str],
+    modes: list[str],
+    points: list[tuple[int, int]],
+) -> bool:
+    """A store row that belongs to this run's grid (same config, depth, dtype and device)."""
+    c = r.get("case") or {}
+    return (
+        isinstance(c, dict)
+        and c.get("config") == label["config"]
+        and c.get("layers") == label["layers"]
+        and c.get("dtype") == opts.dtype
+        and c.get("device") == opts.device
+        and r.get("impl") in impls
+        and c.get("mode") in modes
+        and (c.get("batch"), c.get("seq")) in points
+    )
+
+
+def recommend_rows(rows: list[dict[str, Any]], files: list[str], json_path: str | None, console: Any) -> int:
+    """`attnscope recommend` on the rows of `model --out`: the best implementation per mode and point."""
+    from attnscope.analysis.recommend.model import annotate_rows
+    from attnscope.document.schema import write_atomic
+
+    recs = annotate_rows(rows)
+    if not recs:
+        by: dict[str, int] = {}
+        for r in rows:
+            by[r["status"]] = by.get(r["status"], 0) + 1
+        counts = ", ".join(f"{k} {v}" for k, v in by.items())
+        raise ValueError(f"{', '.join(files)}: no model row to compare (rows by status: {counts})")
+    if json_path:
+        write_atomic(
+            json_path,
+            {
+                "schema_version": SCHEMA_VERSION,
+                "tool": "attnscope",
+                "kind": "model",
+                "files": files,
+                "recommendations": recs,
+            },
+        )
+    for where, rec in recs.items():
+        console.print(f"[bold]Recommendation ({where}):[/bold] {rec['text']}")
+    return 0

@@ -1,0 +1,136 @@
+"""A model row as a job: one (implementation, batch, seq, mode) measured by ``worker.measure_one`` in whatever
+executor runs it (inline, a worker process, a Ray actor), so a crash, an OOM or a timeout is a row, and a
+store and ``--resume`` treat model rows as they treat attention rows.  Plain data: it crosses processes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnscope.execute.job import job_key
+
+
+@dataclass(frozen=True)
+class ModelCase:
+    """Where a model row is measured: the config (its values, to rebuild it in the worker) and the point."""
+
+    config: str  # the name --config gave
+    source: str  # preset, file or model_type
+    values_json: str  # the config's values, layers already applied
+    layers: int | None  # --layers, or None for the config's own depth
+    depth: int  # the number of blocks built
+    batch: int
+    seq: int
+    dtype: str
+    device: str
+    mode: str
+
+    def label(self) -> str:
+        return f"{self.config} B={self.batch} S={self.seq} {self.dtype}"
+
+    def point(self) -> dict[str, Any]:
+        """The row's ``case``: what identifies it in a store."""
+        return {
+            "config": self.config,
+            "layers": self.depth,
+            "batch": self.batch,
+            "seq": self.seq,
+            "dtype": self.dtype,
+            "device": self.device,
+            "mode": self.mode,
+        }
+
+
+@dataclass(frozen=True)
+class ModelJob:
+    case: ModelCase
+    variant: str  # the attention implementation (transformers' attn_implementation)
+    budget_s: float = 1.0
+    explicit: bool = True  # --impl named it: an implementation left out of the CPU default set runs
+    trace_dir: str | None = None
+    grid: bool = False  # several points: trace names carry batch and seq
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return job_key(self.variant, self.case.point())
+
+    def failed(self, status: str, reason: str | None) -> ModelResult:
+        """The row of a job whose worker could not answer (crashed, timeout) or that did not run."""
+        from attnscope.execute.model_runner import empty_row, generic
+
+        row = empty_row(self.variant, self.case.mode, status, reason)
+        return ModelResult(self.variant, status, generic(row, _point_less_mode(self.case)))
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """A model row (the JSON dict) with what executors read of a result: variant, status, cost, env."""
+
+    variant: str
+    status: str
+    row: dict[str, Any]
+    cost_s: dict[str, float] | None = None
+    env: Any = None
+
+
+def _point_less_mode(c: ModelCase) -> dict[str, Any]:
+    p = c.point()
+    p.pop("mode")
+    return p
+
+
+# One built model per worker process: the jobs of one implementation run one after another.
+_model: dict[tuple[str, str, str, str], Any] = {}
+
+
+def measure(job: ModelJob) -> ModelResult:
+    """Build (or reuse) the model, time and profile the step; every failure is a row, never an exception."""
+    from attnscope.execute import model_bench as bench
+    from attnscope.execute.model_runner import _failure, empty_row, generic
+    from attnscope.workloads.hf.config import ModelSpec, build_config
+
+    t0 = time.perf_counter()
+    c = job.case
+    spec = ModelSpec(c.source, c.config, None, json.loads(c.values_json))
+    cuda = c.device.startswith("cuda")
+    why = bench.unavailable(job.variant, c.mode, c.device, spec.is_encoder, job.explicit)
+    if why:
+        row = empty_row(job.variant, c.mode, "skipped", why)
+    else:
+        try:
+            row = _measure(job, spec, build_config(spec, layers=c.layers), cuda)
+        except Exception as e:  # noqa: BLE001 -- one job's failure is its row
+            row = _failure(job.variant, c.mode, e)
+        bench.free(cuda)
+    row = generic(row, _point_less_mode(c))
+    return ModelResult(job.variant, row["status"], row, {"total": time.perf_counter() - t0})
+
+
+def _measure(job: ModelJob, spec: Any, cfg: Any, cuda: bool) -> dict[str, Any]:
+    import torch
+
+    from attnscope.execute import model_bench as bench
+    from attnscope.execute.model_runner import measure_row
+
+    c = job.case
+    opts = bench.BenchOptions(
+        c.device,
+        c.dtype,
+        c.batch,
+        c.seq,
+        budget_s=job.budget_s,
+        trace_dir=Path(job.trace_dir) if job.trace_dir else None,
+        grid=job.grid,
+    )
+    key = (c.values_json, job.variant, c.dtype, c.device)
+    if key not in _model:
+        _model.clear()
+        bench.free(cuda)
+        _model[key] = bench.build_model(cfg, job.variant, opts, spec.is_encoder)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    ids = torch.randint(0, cfg.vocab_size, (c.batch, c.seq), generator=gen).to(c.device)
+    return measure_row(_model[key], job.variant, c.mode, ids, opts, spec.is_encoder)
