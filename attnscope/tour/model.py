@@ -4,6 +4,7 @@ into results the ``--guess`` judge reads (the step time as the time per call).""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from attnscope.tour.steps import Question, Size, Step
@@ -54,14 +55,20 @@ def measure_model(config: str, device: str, size: Size) -> tuple[list[dict[str, 
     """(results for the judge, the model's description and rows for the transcript)."""
     from attnscope.analysis.recommend.model import annotate_rows
     from attnscope.execute.model_bench import IMPLS, BenchOptions
-    from attnscope.execute.model_runner import run_rows
-    from attnscope.workloads.hf.config import build_config, describe, require_transformers, resolve
+    from attnscope.execute.model_job import ModelCase, ModelJob, measure
+    from attnscope.workloads.hf.config import _with_depth, build_config, describe, require_transformers, resolve
 
     spec = resolve(config)
     require_transformers()
     cfg = build_config(spec, layers=LAYERS[size])
     opts = BenchOptions(device, "bf16", BATCH[size], SEQ[size], budget_s=0.3 if size == "gpu" else 0.1)
-    rows = run_rows(cfg, spec.is_encoder, list(IMPLS), ["prefill"], opts, chosen=False)
+    values = _with_depth({**spec.values, "model_type": cfg.model_type}, LAYERS[size])
+    case = ModelCase(
+        spec.name, spec.source, json.dumps(values, sort_keys=True), LAYERS[size], cfg.num_hidden_layers,
+        opts.batch, opts.seq, opts.dtype, device, "prefill",
+    )  # fmt: skip
+    # the model's own job path, in this process (the tour measures one small point per implementation)
+    rows = [measure(ModelJob(case, impl, budget_s=opts.budget_s, explicit=False)).row for impl in IMPLS]
     recs = annotate_rows(rows)
     kind = "gpu" if device.startswith("cuda") else "cpu"
     results = []
