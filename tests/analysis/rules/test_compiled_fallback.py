@@ -9,7 +9,7 @@ from attnscope.analysis.compare import ranked
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.rules.masks import compiled_fallback
 
-SWEEP = Path(__file__).resolve().parents[1] / "docs/results/raw/h200_sweep.jsonl"
+SWEEP = Path(__file__).resolve().parents[3] / "docs/results/raw/h200_sweep.jsonl"
 
 
 def _rows() -> list[dict]:

@@ -15,7 +15,7 @@ import pytest
 
 from attnscope.analysis.fingerprint.occupancy import ARCH_LIMITS, theoretical_occupancy
 
-CSV = Path(__file__).parent / "data" / "ncu" / "h200_fused_kernels.csv"
+CSV = Path(__file__).parents[2] / "data" / "ncu" / "h200_fused_kernels.csv"
 
 
 def _kernels() -> dict[str, dict[str, float]]:

@@ -16,7 +16,7 @@ from attnscope.analysis.recommend.run import recommend
 from attnscope.cli.guess import Question, ask, parse_answer, questions, strict_failure
 from attnscope.core.types import Case, Prediction
 
-RUN_JSON = Path(__file__).parent / "data" / "h200" / "run.json"  # the run that captured these traces
+RUN_JSON = Path(__file__).parents[1] / "data" / "h200" / "run.json"  # the run that captured these traces
 DOC = json.loads(RUN_JSON.read_text())
 R = {r["variant"]: r for r in DOC["results"]}
 MIB = 1024 * 1024

@@ -31,7 +31,7 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(os.environ.get("ATTNSCOPE_ARTIFACTS", Path(__file__).parent.parent / "out" / "test-artifacts"))
+ARTIFACTS = Path(os.environ.get("ATTNSCOPE_ARTIFACTS", Path(__file__).parents[2] / "out" / "test-artifacts"))
 
 
 def _unavailable(why: str) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from attnscope.api import annotate
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 BASES = {"gpu": DATA / "h200" / "run.json", "cpu": DATA / "cpu" / "run_all.json"}
 N_DOCS = 300
 GPU_ONLY_WORDS = re.compile(r"tensor core|cudnn|efficient|tf32|cuda|nsight|\bgpu\b", re.IGNORECASE)

@@ -122,7 +122,7 @@ def test_split_kv_on_a_real_h200_flash_trace():
     from attnscope.analysis.fingerprint.build import fingerprint
     from attnscope.trace import load_trace
 
-    path = Path(__file__).parent / "data" / "h200" / "context" / "fwd_bwd_flash.json"
+    path = Path(__file__).parents[2] / "data" / "h200" / "context" / "fwd_bwd_flash.json"
     fp = fingerprint(load_trace(path))
     kernels = [{"name": k.name, "category": k.category, "duration_us": k.duration_us} for k in fp.kernels]
     [i] = split_kv({"variant": "sdpa_flash", "kernels": kernels})

@@ -29,7 +29,7 @@ def test_counts_match_raw_trace(path):
 # Every (registers/thread, shared memory/block, threads/block) launch in the committed H200
 # traces, with its occupancy worked by hand (sm90: 64 warps, 32 blocks, 16384 registers per
 # sub-partition in 256-register units per warp, 233472 B shared memory in 128 B units plus
-# 1024 B reserved per block; see tests/test_occupancy_rules.py for the rules):
+# 1024 B reserved per block; see tests/analysis/rules/test_occupancy_rules.py for the rules):
 #   (regs, smem, threads): (pct, limiter)   # regs/warp → warps by regs; smem/block → blocks
 H200_OCCUPANCY_BY_HAND: dict[tuple[int, int, int], tuple[float, str]] = {
     (16, 0, 64): (100.0, "warps+blocks"),  # 512 → 128 warps → 64 blk; 2 warps → 32 by warps = 32 blocks

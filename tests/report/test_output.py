@@ -15,8 +15,8 @@ from attnscope.analysis.annotate import annotate
 from attnscope.cli.main import main
 from attnscope.report.text.table import render
 
-CPU_RUN = Path(__file__).parent / "data" / "cpu" / "run_all.json"  # a real CPU run of every variant
-H200_RUN = Path(__file__).parent / "data" / "h200" / "run.json"
+CPU_RUN = Path(__file__).parents[1] / "data" / "cpu" / "run_all.json"  # a real CPU run of every variant
+H200_RUN = Path(__file__).parents[1] / "data" / "h200" / "run.json"
 
 
 def _text(doc: dict, verbose: bool = False) -> str:

@@ -15,7 +15,7 @@ import pytest
 from attnscope.analysis.recommend.sweep import recommend
 from attnscope.cli.main import main
 
-DATA = Path(__file__).parent / "data" / "cpu"
+DATA = Path(__file__).parents[2] / "data" / "cpu"
 CUDNN = [{"name": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0"}]
 CUDNN[0]["category"] = "attention"
 FLASH = [{"name": "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)"}]
@@ -648,7 +648,7 @@ def _kernels(r: dict[str, Any]) -> set[str]:
     return {k["name"] for k in r["kernels"] if k["category"] not in ("memcpy", "memset")}
 
 
-H200_SWEEP = Path(__file__).parent.parent / "docs" / "results" / "raw" / "h200_sweep.jsonl"
+H200_SWEEP = Path(__file__).parents[3] / "docs" / "results" / "raw" / "h200_sweep.jsonl"
 
 
 def _h200_walk() -> tuple[list[dict[str, Any]], dict[tuple[Any, ...], dict[str, Any]]]:

@@ -17,7 +17,7 @@ import pytest
 from attnscope import trace
 from attnscope.cli.main import LAZY_COMMANDS, PURE_COMMANDS, _command_in, build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "tests" / "data" / "h200" / "sdpa_flash.json"
 
 

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 from attnscope.variants import REGISTRY, Prepared, Variant  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # B=1 H=2 S=64 D=16 fp32 causal: kept scores per head 64·65/2 = 2080 → FLOPs 4·16·2·2080 = 266,240
 CASE_ARGS = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "64", "--head-dim", "16", "--dtype", "fp32"]
 FLOPS_BY_HAND = 4 * 16 * 2 * (64 * 65 // 2)

@@ -5,7 +5,7 @@ The goldens under ``tests/data/golden/`` were produced by the previous reader (t
 (attnscope's own H200 traces, the Llama training trace, HolisticTraceAnalysis's test traces) and
 one for the two-rank directory.  Regenerate only on purpose, with the reader you trust:
 
-    python tests/test_trace_golden.py
+    python tests/trace/test_trace_golden.py
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 GOLDEN = DATA / "golden"
 # two ranks of one HTA job, analysed together: the per-rank table and the skew summary

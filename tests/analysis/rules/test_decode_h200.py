@@ -331,7 +331,7 @@ def test_the_run_document_of_this_case_gets_lower_right_advice_not_is_causal() -
     by the case's mask, which the run recorded as causal_lower_right with Sq=1, Sk=8192."""
     from pathlib import Path
 
-    d = json.loads((Path(__file__).parents[1] / "docs/results/raw/masks/decode.json").read_text())
+    d = json.loads((Path(__file__).parents[3] / "docs/results/raw/masks/decode.json").read_text())
     rows = {r["variant"]: r for r in d["results"]}
     assert rows["sdpa_cudnn"]["case"]["mask"] == "causal_lower_right" and rows["sdpa_cudnn"]["case"]["seq_q"] == 1
     doc = annotate(d)

@@ -16,7 +16,7 @@ from attnscope.analysis.annotate import verdict_counts
 from attnscope.api import annotate
 from attnscope.core.types import Prediction
 
-RUN_ALL = json.loads((Path(__file__).parent / "data" / "cpu" / "run_all.json").read_text())
+RUN_ALL = json.loads((Path(__file__).parents[1] / "data" / "cpu" / "run_all.json").read_text())
 
 
 def _row(variant: str, median: float, p25: float, p75: float) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from attnscope.execute.store import Store
 from attnscope.execute.sweep import Axes, grid, parse_causal, parse_choice_axis, parse_int_axis, plan
 from attnscope.report.text.sweep_summary import cost_medians, status_counts
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--device", "cpu", "--batch", "1", "--heads", "1", "--head-dim", "16", "--dtype", "fp32"]
 FAST = ["--budget", "0.01", "--no-peak", "--quiet"]
 

@@ -131,7 +131,7 @@ def test_estimates_cover_the_measured_peaks_of_real_runs(run: str) -> None:
     import json
     from pathlib import Path
 
-    doc = json.loads((Path(__file__).parent / "data" / run).read_text())
+    doc = json.loads((Path(__file__).parents[1] / "data" / run).read_text())
     keys = ("batch", "heads", "seq_q", "head_dim", "dtype", "causal", "kv_heads", "seq_kv")
     for r in doc["results"]:
         if r["status"] != "ok" or not r.get("peak_memory_bytes"):

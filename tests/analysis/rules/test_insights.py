@@ -19,7 +19,7 @@ from attnscope.api import analyze
 from attnscope.document.schema import result_to_dict
 from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call, raw_mask_kernels
 
-RUN_JSON = Path(__file__).parent / "data" / "h200" / "run.json"  # the run that captured these traces
+RUN_JSON = Path(__file__).parents[2] / "data" / "h200" / "run.json"  # the run that captured these traces
 MIB = 1024 * 1024
 
 

@@ -12,7 +12,7 @@ builds the Kineto events), and each expected value is read off those events or w
 test's docstring or comments: counts, sums and byte sizes by arithmetic, tensor-core verdicts from the
 rule table rows quoted beside them (analysis/kernels.py), occupancy by the calculator's arithmetic
 (sm90: 64 warps, 32 blocks, 65536 registers in 4 sub-partitions and 256-register units per warp,
-233472 B shared memory in 128 B units plus 1024 B reserved per block; tests/test_h200_fingerprint.py
+233472 B shared memory in 128 B units plus 1024 B reserved per block; test_h200_fingerprint.py
 holds the same table of launches).  No expected value is computed by the code under test.
 """
 
