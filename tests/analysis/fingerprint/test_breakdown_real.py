@@ -14,7 +14,7 @@ from attnscope.analysis.fingerprint.build import analyse
 from attnscope.api import analyze
 from attnscope.core.types import HiddenCopy, Upcast
 from attnscope.trace import GpuEvent, trace_from_doc
-from tests.rawtrace import H200, VARIANTS, raw_call_window, raw_events, raw_gpu_events_in_call, shared_llama_trace
+from tests.rawtrace import H200, LLAMA, VARIANTS, raw_call_window, raw_events, raw_gpu_events_in_call
 from tests.synth import PID, TID, doc, kernel, launch, op
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -119,12 +119,12 @@ def test_math_family_owns_every_kernel_launched_inside_the_math_op():
 
 
 def test_llama_training_trace_against_raw_counts():
-    """Fails, never skips, when the shared trace is missing (see shared_llama_trace)."""
+    """The Llama training trace in tests/data: the summary's counts against the raw events."""
     import gzip
 
     import orjson
 
-    llama = shared_llama_trace()
+    llama = LLAMA
     events = orjson.loads(gzip.decompress(llama.read_bytes()))["traceEvents"]
     gpu = [e for e in events if e.get("cat") in GPU_CATS]
     r = analyze(llama)
@@ -148,23 +148,6 @@ def test_llama_training_trace_against_raw_counts():
     rt = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
     assert s["launch"]["runtime_total_us"] == pytest.approx(sum(e["dur"] for e in rt), rel=1e-9)
     assert sum(x["num"] for x in s["launch"]["runtime_calls"]) == len(rt)
-
-
-def test_a_missing_shared_trace_fails_loudly(tmp_path, monkeypatch):
-    """The locator fails the test (not a skip) when the trace is nowhere, unless skipping is asked."""
-    monkeypatch.delenv("ATTNSCOPE_SHARED_DATA", raising=False)
-    monkeypatch.delenv("ATTNSCOPE_NO_SHARED_DATA", raising=False)
-    start = tmp_path / "clone" / "tests"
-    start.mkdir(parents=True)
-    with pytest.raises(pytest.fail.Exception, match=r"llama_train_sdpa\.json\.gz not found"):
-        shared_llama_trace(start, top=tmp_path)
-    monkeypatch.setenv("ATTNSCOPE_NO_SHARED_DATA", "1")
-    with pytest.raises(pytest.skip.Exception):
-        shared_llama_trace(start, top=tmp_path)
-    data = tmp_path / "shared" / "data"
-    data.mkdir(parents=True)
-    (data / "llama_train_sdpa.json.gz").write_bytes(b"")
-    assert shared_llama_trace(start, top=tmp_path) == data / "llama_train_sdpa.json.gz"  # ../shared beside the clone
 
 
 # trace_summary (analysis/breakdown.py), pinned piece by piece on synthetic traces written here.
