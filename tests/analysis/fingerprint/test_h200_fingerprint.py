@@ -236,7 +236,7 @@ def test_compiled_flex_tensor_cores_follow_the_template_ops_input_dtype(tmp_path
 # holds the same table of launches).  No expected value is computed by the code under test.
 
 
-H200 = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}
+H200_DEVICE = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}
 DTOD = "Memcpy DtoD (Device -> Device)"
 SDPA = "aten::scaled_dot_product_attention"
 
@@ -258,7 +258,7 @@ def memcpy(name: str, ts: float, dur: float, corr: int | None, **args: Any) -> d
 
 
 def gpu_trace(events: list[dict[str, Any]], props: dict[str, Any] | None = None) -> Trace:
-    return trace_from_doc(doc(events, deviceProperties=[props or H200]))
+    return trace_from_doc(doc(events, deviceProperties=[props or H200_DEVICE]))
 
 
 # ---- the window of the profiled call -------------------------------------------------------------
@@ -314,7 +314,9 @@ def test_device_properties_override_the_occupancy_table():
     1536 // 32 = 48 warps, an int) in place of the table's; the rest of the row as the CUDA guide
     gives it: 32 blocks, 255 registers per thread, 256-register units, 232448 B per block opt-in,
     1024 B reserved per block, 128 B units."""
-    props = dict(H200, regsPerMultiprocessor=32768, sharedMemPerMultiprocessor=102400, maxThreadsPerMultiprocessor=1536)
+    props = dict(
+        H200_DEVICE, regsPerMultiprocessor=32768, sharedMemPerMultiprocessor=102400, maxThreadsPerMultiprocessor=1536
+    )
     lim, cc, name = _limits_for(Trace(path="p", device_properties=[props]))
     assert lim == ArchLimits("sm90", 48, 32, 32768, 255, 256, 102400, 232448, 1024, 128)
     assert type(lim.max_warps_per_sm) is int
@@ -354,7 +356,7 @@ def test_malformed_events_are_counted_in_a_note():
 def test_a_cpu_profile_on_a_gpu_machine_is_a_cpu_fingerprint():
     """deviceProperties lists the GPU, but no GPU event was recorded: a CPU trace, no device name,
     no compute capability, no GPU time; its leaf op is its one kernel."""
-    tr = trace_from_doc(doc([shaped("aten::add", 0, 5, None, [[4, 4], [4, 4]])], deviceProperties=[H200]))
+    tr = trace_from_doc(doc([shaped("aten::add", 0, 5, None, [[4, 4], [4, 4]])], deviceProperties=[H200_DEVICE]))
     fp = fingerprint(tr)
     assert fp.device_kind == "cpu"
     assert (fp.device_name, fp.compute_capability, fp.trace_gpu_time_us) == (None, None, None)
@@ -497,13 +499,13 @@ def test_occupancy_of_a_kernel_without_recorded_registers():
     """32 threads (1 warp), no registers, 0 B shared memory on sm90: warps 64 // 1 = 64, blocks 32,
     registers unlimited (as many as blocks: 32), shared memory 233472 // 1024 = 228 → 32 blocks of
     1 warp = 32/64 = 50 %; the block limit binds, and registers, not recorded, are never named."""
-    assert _occupancy_of(H200, block=[32, 1, 1], **{"shared memory": 0}) == (50.0, "blocks")
+    assert _occupancy_of(H200_DEVICE, block=[32, 1, 1], **{"shared memory": 0}) == (50.0, "blocks")
 
 
 def test_occupancy_of_a_three_dimensional_block():
     """Block 32 × 2 × 2 = 128 threads, 16 registers, 0 B: the (16, 0, 128) launch, 100 % by warps
     (4 warps per block → 16 blocks fill 64 warps; 512 registers per warp allow 32 blocks)."""
-    assert _occupancy_of(H200, block=[32, 2, 2], **{"registers per thread": 16, "shared memory": 0}) == (
+    assert _occupancy_of(H200_DEVICE, block=[32, 2, 2], **{"registers per thread": 16, "shared memory": 0}) == (
         100.0,
         "warps",
     )
@@ -514,7 +516,7 @@ def test_occupancy_under_the_traces_own_shared_memory_and_none_recorded_for_the_
     recorded (0 B): 0 + 1024 reserved = 1024 B per block → 16384 // 1024 = 16 blocks; registers
     allow 16384 // 512 = 32 warps per partition → 128 blocks, warps 64, blocks 32 → 16 blocks of
     1 warp = 16/64 = 25 %, shared memory."""
-    props = dict(H200, sharedMemPerMultiprocessor=16384)
+    props = dict(H200_DEVICE, sharedMemPerMultiprocessor=16384)
     assert _occupancy_of(props, block=[32, 1, 1], **{"registers per thread": 16}) == (25.0, "shared_memory")
 
 
