@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-MARK = re.compile(r"(<!-- results: (\S+) (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
+MARK = re.compile(r"(?m)^(<!-- results: (\S+) (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
 
 
 def part(text: str, what: str) -> str:
