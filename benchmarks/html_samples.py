@@ -33,7 +33,7 @@ def screenshot(page_path: Path, png: Path, height: int = 1700) -> None:
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 SAMPLES = {  # page -> the documents it is drawn from (paths under docs/results/)
-    "h200_run_report.html": ["raw/final/run_all.json"],
+    "h200_run_report.html": ["raw/study/run_all.json"],
     "h200_sweep_report.html": ["raw/h200_sweep.jsonl", "raw/h200_sweep_flex_compiled.jsonl"],
     "h200_model_report.html": ["raw/model/llama3_8b_h200.json"],
 }

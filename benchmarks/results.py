@@ -2,9 +2,9 @@
 
     python benchmarks/results.py out/attnscope-gpu-20261204-010000.tgz [--results docs/results]
 
-1. Every scenario folder of the tarball (``attnscope-gpu-<date>/<scenario>/``) replaces
-   ``docs/results/raw/<scenario>/``; the tarball's ``env.txt`` goes beside each as ``env.txt`` when the scenario
-   wrote none.
+1. Every scenario folder of the tarball (``attnscope-gpu-<date>/<scenario>/``) is copied into
+   ``docs/results/raw/<scenario>/``: a file of the same name is replaced, the others stay (earlier measurements
+   that the pages quote); the tarball's ``env.txt`` goes beside each as ``env.txt`` when the scenario wrote none.
 2. In every ``docs/results/*.md``, the text between a marker pair is written again from a raw file:
 
        <!-- results: study/study_default.txt table -->
@@ -70,7 +70,7 @@ def refresh(page: Path, raw: Path) -> tuple[int, list[str]]:
 
 
 def unpack(tarball: Path, raw: Path) -> list[str]:
-    """Each scenario folder of the tarball replaces raw/<scenario>/; returns the scenarios."""
+    """Each scenario folder of the tarball is copied into raw/<scenario>/; returns the scenarios."""
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tarball) as tar:
         tar.extractall(tmp, filter="data")
         tops = [p for p in Path(tmp).iterdir() if p.is_dir()]
@@ -80,10 +80,8 @@ def unpack(tarball: Path, raw: Path) -> list[str]:
         scenarios = sorted(p.name for p in top.iterdir() if p.is_dir())
         for s in scenarios:
             dest = raw / s
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(top / s, dest)
-            if (top / "env.txt").is_file() and not (dest / "env.txt").exists():
+            shutil.copytree(top / s, dest, dirs_exist_ok=True)
+            if (top / "env.txt").is_file() and not (top / s / "env.txt").exists():
                 shutil.copy(top / "env.txt", dest / "env.txt")
         return scenarios
 

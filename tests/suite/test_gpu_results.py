@@ -41,7 +41,7 @@ def test_the_driver_refuses_an_unknown_scenario_before_anything_runs():
     assert listed.returncode == 0 and {line.split()[0] for line in listed.stdout.splitlines()} >= {"study", "ncu"}
 
 
-def test_a_tarball_replaces_raw_by_scenario_and_redraws_the_marked_table(tmp_path):
+def test_a_tarball_is_copied_into_raw_by_scenario_and_redraws_the_marked_table(tmp_path):
     top = tmp_path / "pack" / "attnscope-gpu-20261204-000000"
     (top / "study").mkdir(parents=True)
     (top / "env.txt").write_text("NVIDIA H200\n")
@@ -51,14 +51,15 @@ def test_a_tarball_replaces_raw_by_scenario_and_redraws_the_marked_table(tmp_pat
         t.add(top, arcname=top.name)
     res = tmp_path / "results"
     (res / "raw" / "study").mkdir(parents=True)
-    (res / "raw" / "study" / "old.txt").write_text("stale")
+    (res / "raw" / "study" / "old.txt").write_text("an earlier measurement")
+    (res / "raw" / "study" / "study_default.txt").write_text("replaced")
     page = res / "h200.md"
     page.write_text(
         "before\n<!-- results: study/study_default.txt table -->\nold\n<!-- /results -->\n"
         "<!-- results: gone/x.txt all -->\nkept\n<!-- /results -->\n"
     )
     assert results.main([str(tgz), "--results", str(res)]) == 0
-    assert sorted(p.name for p in (res / "raw" / "study").iterdir()) == ["env.txt", "study_default.txt"]
+    assert sorted(p.name for p in (res / "raw" / "study").iterdir()) == ["env.txt", "old.txt", "study_default.txt"]
     want = "\n".join(TABLE.splitlines()[1:7])  # the title line through the └ line, written out above
     assert page.read_text() == (
         f"before\n<!-- results: study/study_default.txt table -->\n```text\n{want}\n```\n<!-- /results -->\n"

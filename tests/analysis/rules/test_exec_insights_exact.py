@@ -1,7 +1,7 @@
 """low_occupancy and opaque_library compared whole (id, severity, message, advice, evidence) on hand-made
 rows, in each context their advice depends on: a run with a measured peak, a run without one, a run with
 --ncu, a trace.  The numbers are typed in here (the --ncu ones as Nsight Compute printed them on the H200
-for flash, cuDNN and efficient at B4 H16 S2048 D64, docs/results/raw/edges2/run_ncu.json), and every
+for flash, cuDNN and efficient at B4 H16 S2048 D64, docs/results/raw/ncu/run_ncu.json), and every
 expected sentence is written out."""
 
 from __future__ import annotations
