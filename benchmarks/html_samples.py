@@ -1,8 +1,11 @@
-"""Write a sample HTML report and a screenshot of its top, as committed under docs/results/.
+"""The sample HTML reports of docs/results/, drawn again from the H200 documents committed there.
 
-    python benchmarks/html_samples.py docs/results/h200_run_report.html tests/data/h200/run.json
+    python benchmarks/html_samples.py                 # all three pages: run, sweep, model (not committed)
+    python benchmarks/html_samples.py --png           # and the screenshots committed beside them
+    python benchmarks/html_samples.py OUT.html DOC... # one page from the documents given
 
-writes the page and ``<page>.png`` beside it (the first 1700 px, in headless chromium).
+The pages (about 5 MB each, plotly inlined) are ignored by git; the screenshots (the first 1700 px, in
+headless chromium) are committed.
 """
 
 from __future__ import annotations
@@ -28,14 +31,29 @@ def screenshot(page_path: Path, png: Path, height: int = 1700) -> None:
         b.close()
 
 
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+SAMPLES = {  # page -> the documents it is drawn from (paths under docs/results/)
+    "h200_run_report.html": ["raw/study/run_all.json"],
+    "h200_sweep_report.html": ["raw/h200_sweep.jsonl", "raw/h200_sweep_flex_compiled.jsonl"],
+    "h200_model_report.html": ["raw/model/llama3_8b_h200.json"],
+}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 2:
+    png = "--png" in argv
+    argv = [a for a in argv if a != "--png"]
+    if len(argv) == 1:
         print(__doc__, file=sys.stderr)
         return 2
-    out = write_html(argv[1:], argv[0])
-    png = out.with_suffix(".png")
-    screenshot(out, png)
-    print(f"{out} ({out.stat().st_size / 1e6:.2f} MB), {png}")
+    every = {str(RESULTS / k): [str(RESULTS / d) for d in v] for k, v in SAMPLES.items()}
+    jobs = {argv[0]: argv[1:]} if argv else every
+    for page, docs in jobs.items():
+        out = write_html(docs, page)
+        line = f"{out} ({out.stat().st_size / 1e6:.2f} MB)"
+        if png:
+            screenshot(out, out.with_suffix(".png"))
+            line += f", {out.with_suffix('.png')}"
+        print(line)
     return 0
 
 

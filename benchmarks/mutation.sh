@@ -63,9 +63,9 @@ done
 ignore=()
 for s in "${slow[@]}"; do ignore+=("\"--ignore=tests/$s.py\""); done
 # It reloads attnscope.trace: tests that run after it (mutmut reorders them) hold a stale TraceError.
-ignore+=("\"--deselect=tests/test_trace_reader.py::test_reader_without_orjson_gives_the_same_trace\"")
+ignore+=("\"--deselect=tests/trace/test_trace_reader.py::test_reader_without_orjson_gives_the_same_trace\"")
 # The model-scale trace takes seconds per run; the synthetic and H200 traces pin the same rules.
-ignore+=("\"--deselect=tests/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
+ignore+=("\"--deselect=tests/analysis/fingerprint/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
 # Tests that run variants on the CPU (marked slow, and five unmarked ones) cost seconds each, and
 # mutmut runs every test that reaches a mutated function: they made a surviving mutant of the trace
 # readers cost ~30 s.  The calculators' own tests pin the same numbers.

@@ -73,35 +73,4 @@ def raw_mask_kernels(path: Path, dims: list[int]) -> list[dict[str, Any]]:
 
 
 LLAMA_TRACE = "llama_train_sdpa.json.gz"
-
-
-def shared_llama_trace(start: Path | None = None, top: Path | None = None) -> Path:
-    """The shared Llama training trace, or a failed test naming every place it was looked for.
-
-    ``$ATTNSCOPE_SHARED_DATA`` first, then ``shared/data`` beside the checkout or beside any folder
-    above it (CI clones next to ``../shared``; worktrees sit a level deeper).  A missing trace
-    fails loudly: a model-scale check that silently skips is a check nobody runs.  Set
-    ``ATTNSCOPE_NO_SHARED_DATA=1`` to skip on purpose (the skip and its reason show in the summary).
-    ``top``: look no higher than this folder (a test's own tree, whatever lies above it on the machine).
-    """
-    import os
-
-    import pytest
-
-    env = os.environ.get("ATTNSCOPE_SHARED_DATA")
-    places = [Path(env)] if env else []
-    here = start or Path(__file__).resolve().parent
-    above = [here, *here.parents]
-    if top is not None:
-        above = [p for p in above if p == top or top in p.parents]
-    places += [p / "shared" / "data" for p in above][1:]
-    for d in places:
-        if (d / LLAMA_TRACE).is_file():
-            return d / LLAMA_TRACE
-    if os.environ.get("ATTNSCOPE_NO_SHARED_DATA") == "1":
-        pytest.skip(f"{LLAMA_TRACE}: ATTNSCOPE_NO_SHARED_DATA=1")
-    looked = ", ".join(str(d) for d in places)
-    pytest.fail(
-        f"{LLAMA_TRACE} not found (looked in {looked}); put the shared data beside the checkout, "
-        "set ATTNSCOPE_SHARED_DATA, or ATTNSCOPE_NO_SHARED_DATA=1 to skip on purpose"
-    )
+LLAMA = DATA / LLAMA_TRACE  # a Llama training step profiled with SDPA, kept in the repository

@@ -65,7 +65,7 @@ run() {  # name, time limit (s), attnscope run arguments...
 run causal 150 $LONG --mask causal --variants "$TORCHV,$EXT,flashinfer_prefill"
 run sliding 75 $LONG --mask "sliding:$W" --variants "$TORCHV,$EXT"
 run document 75 $LONG --mask "document:$DOCS" --variants "$TORCHV,$EXT"
-run decode 75 --device "$DEV" --batch 1 --heads 32 --kv-heads 8 --seq 1 --seq-kv "$S" --head-dim 128 --dtype bf16 \
+[ -n "${MASKS_SKIP_DECODE:-}" ] || run decode 75 --device "$DEV" --batch 1 --heads 32 --kv-heads 8 --seq 1 --seq-kv "$S" --head-dim 128 --dtype bf16 \
     --mask causal_lower_right --budget 0.3 --kernels --trace-dir "$T/decode_traces" \
     --variants "$TORCHV,$EXT,flashinfer_decode"
 run softcap 50 --device "$DEV" --batch 1 --heads 16 --seq $((S / 2)) --head-dim 128 --dtype bf16 --mask "sliding:$W" \

@@ -84,7 +84,7 @@ def inside_of(tree: OpTree, i: int) -> str | None:
 GQA_SEEN = "seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json"
 LAYOUT_SEEN = "seen on the H200: tests/data/h200/ctx/layout_*.json"
 FLEX_SEEN = "tests/data/h200/flex_compiled.json: one kernel, no copy"
-GQA_SEEN_CPU = "seen on the CPU with torch 2.13 and 2.11: tests/test_gqa_cpu.py profiles it"
+GQA_SEEN_CPU = "seen on the CPU with torch 2.13 and 2.11: tests/analysis/fingerprint/test_gqa_cpu.py profiles it"
 
 
 def _gqa_without_copy(r: dict[str, Any], one: str, two: str) -> str:

@@ -158,7 +158,7 @@ ATTENTION_HELPER = re.compile(
 # Names that match no row are "unknown" (None): we never guess.  The rows were checked against
 # Nsight Compute's tensor-pipe counters on the H200 (matrix MMA = HMMA minus HFMA2.MMA, wgmma
 # included) for every kernel the variants launch in bf16, fp16 and fp32, forward and backward:
-# tests/data/ncu/h200_tensor_pipe.csv, pinned row by row in tests/test_tensor_cores_ncu.py.
+# tests/data/ncu/h200_tensor_pipe.csv, pinned row by row in tests/analysis/fingerprint/test_tensor_cores_ncu.py.
 NCU_EVIDENCE = "ncu tensor-pipe counters on the H200, tests/data/ncu/h200_tensor_pipe.csv"
 TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
     (

@@ -30,7 +30,7 @@ from attnscope.core.types import Insight, NotChecked, Severity
 # Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
 # low occupancy is paying off, when no matmul peak was measured: the fused H200 kernels that reach
 # 211-330 TFLOP/s at 12.5-18.8% occupancy keep the pipe 35-45% busy, efficient at 103 TFLOP/s 26%
-# (tests/data/ncu/h200_deep.csv, docs/results/raw/edges2/run_ncu.json).
+# (tests/data/ncu/h200_deep.csv, docs/results/raw/ncu/run_ncu.json).
 HIGH_TENSOR_PIPE_PCT = 30.0
 
 

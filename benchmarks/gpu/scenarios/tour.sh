@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# The tour, unattended (`attnscope tour --device cuda --auto`): its transcript JSON, HTML page and console log.
+# estimate: 150 s
+set -u; D=$1
+bash benchmarks/gpu/tour.sh "$D"
