@@ -72,7 +72,31 @@ def test_analyze_output_matches_golden(paths):
     assert got["rc"] == want["rc"]
     # the new reader may add a note (events its typed decoder refused were read by the safe path)
     assert _without_notes(got["stderr"]) == want["stderr"]
-    assert got["document"] == want["document"]
+    assert _without_additions(got["document"], want["document"]) == want["document"]
+
+
+# Keys a result gained after the goldens were written (additions to the schema; the reader's numbers are the
+# goldens' own): dropped from the new output only where the golden lacks them.
+ADDED = {"main_kernel", "eager_fallback", "model_split_insights", "roofline", "equivalent_case", "modifier_checks"}
+
+
+def _without_additions(got: dict | None, want: dict | None) -> dict | None:
+    if got is None or want is None:
+        return got
+    out = dict(got)
+    out["results"] = [
+        _result_without(g, w) for g, w in zip(got.get("results", []), want.get("results", []), strict=False)
+    ]
+    out["results"] += got.get("results", [])[len(want.get("results", [])) :]
+    return out
+
+
+def _result_without(g: dict, w: dict) -> dict:
+    r = {k: v for k, v in g.items() if k in w or k not in ADDED}
+    split, old = r.get("model_split"), w.get("model_split")
+    if isinstance(split, dict) and isinstance(old, dict) and "step" not in old:  # the step's parts, added later
+        r["model_split"] = {k: v for k, v in split.items() if k != "step"}
+    return r
 
 
 def _without_notes(err: str) -> str:

@@ -525,7 +525,7 @@ def test_cli_prints_and_writes_json(tmp_path, capsys):
 
 def test_page_and_terminal_say_the_same(tmp_path, capsys):
     pytest.importorskip("plotly")
-    from attnscope.report.html.page import render_html
+    from attnscope.api.report import render_html
 
     page = render_html([hand_sweep()])
     src = _write(tmp_path / "s.jsonl", hand_sweep())
