@@ -175,6 +175,9 @@ def cmd_model(args: argparse.Namespace) -> int:
             recs = annotate_rows(rows)
             write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, partial=True))
 
+    from attnscope.measure import host
+
+    load = host.read_load()  # before the steps add their own threads to the load
     with console.status(f"attnscope model: {spec.name}") as status:
         run_rows(
             cfg,
@@ -188,6 +191,8 @@ def cmd_model(args: argparse.Namespace) -> int:
         )
     recs = annotate_rows(rows)
     doc = document(spec, cfg, opts, impls, modes, rows, env, recs, partial=False)
+    walls = [(f"{r['impl']} {r['mode']}", r["wall_time"]) for r in rows if r.get("wall_time")]
+    doc["host"] = host.assess(*load, [(name, [t["p25_us"], t["median_us"], t["p75_us"]]) for name, t in walls])
     if args.json:
         write_atomic(args.json, doc)
     title = (
@@ -197,6 +202,8 @@ def cmd_model(args: argparse.Namespace) -> int:
     )
     render(doc, console, title=title)
     render_layers(doc, console)
+    if host.line(doc["host"]):
+        console.print(f"  {host.line(doc['host'])}", style="yellow", highlight=False, markup=False)
     if args.json:
         console.print(f"  JSON written to {args.json}")
     if args.html:
