@@ -199,6 +199,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
     )
     render(doc, console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    from attnscope.workloads.sensitivity import summary_line
+
+    checked = summary_line(next((r.modifier_checks for r in rep.results if r.modifier_checks), None))
+    if checked:
+        console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
     busy = host.line(doc["host"])
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)

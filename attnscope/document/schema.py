@@ -145,6 +145,7 @@ def result_to_dict(r: Result) -> dict[str, Any]:
             "launch": r.launch,
             "ncu": r.ncu or None,
             "cost_s": r.cost_s,
+            "modifier_checks": r.modifier_checks,
             "env": dataclasses.asdict(r.env) if r.env else None,
             "extra": r.extra,  # plugins' data, nested: it can never overwrite a field above
         }
@@ -237,6 +238,7 @@ def result_from_dict(d: dict[str, Any]) -> Result:
         launch=d.get("launch"),
         ncu=d.get("ncu") or {},
         cost_s=d.get("cost_s"),
+        modifier_checks=d.get("modifier_checks"),
         extra=d.get("extra") or {},
     )
 
