@@ -43,6 +43,22 @@ def modifiers(case: Case) -> list[str]:
     return out
 
 
+def too_costly(case: Case) -> str | None:
+    """Why the checks are not run: the references they need (one per modifier, and up to two per probe
+    scale for a soft-cap) would exceed the reference budget of :mod:`attnscope.workloads.reference`."""
+    from attnscope.workloads.reference import MAX_FP64_FLOPS, fp64_flops
+
+    n = 1 + len(modifiers(case)) + (2 * len(Q_SCALES) if case.softcap is not None else 0)
+    cap = MAX_FP64_FLOPS["cuda" if case.device.startswith("cuda") else "cpu"]
+    work = n * fp64_flops(case)
+    if work <= cap:
+        return None
+    return (
+        f"modifier checks not run: {n} fp64 forward references ({work:.2e} FLOP) exceed the {cap:.0e} this tool "
+        "spends on a reference; the error column cannot tell whether a variant ignores a modifier"
+    )
+
+
 def without(case: Case, modifier: str) -> Case:
     """The same case with ``modifier`` taken away (the scale is taken away in :func:`reference_without`)."""
     if modifier == "softcap":

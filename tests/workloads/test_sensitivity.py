@@ -124,3 +124,11 @@ def test_the_scale_and_a_cap_measured_against_attention_written_here():
     assert got["softcap"] == pytest.approx(_rel(plain, capped(x.scale)), rel=1e-9)
     assert got["scale"] == pytest.approx(_rel(capped(1.0), capped(x.scale)), rel=1e-9)
     assert set(got) == {"softcap", "scale"}
+
+
+def test_checks_beyond_the_reference_budget_are_not_run_and_say_so():
+    # causal, B1 H8 S8192 D64: 4·64·8·(8192·8193/2) = 6.87e10 FLOP per forward; with the mask and the scale,
+    # three references: 2.06e11, inside the CPU's 5e11.  Twice the sequence: 4× the work, 8.25e11, outside.
+    assert sensitivity.too_costly(Case(1, 8, 8192, 64)) is None
+    why = sensitivity.too_costly(Case(1, 8, 16384, 64))
+    assert why is not None and "3 fp64 forward references (8.25e+11 FLOP)" in why
