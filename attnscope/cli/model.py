@@ -268,6 +268,9 @@ def cmd_model(args: argparse.Namespace) -> int:
             recs = annotate_rows(rows)
             write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, True, points))
 
+    from attnscope.measure import host
+
+    load = host.read_load()  # before the steps add their own threads to the load
     jobs = _jobs(args, spec, cfg, impls, modes, opts, points, chosen)
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     todo = [j for j in jobs if j.key not in done]
@@ -300,6 +303,8 @@ def cmd_model(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, old_term)
     recs = annotate_rows(rows)
     doc = document(spec, cfg, opts, impls, modes, rows, env, recs, False, points)
+    walls = [(f"{r['impl']} {r['mode']}", r["wall_time"]) for r in rows if r.get("wall_time")]
+    doc["host"] = host.assess(*load, [(name, [t["p25_us"], t["median_us"], t["p75_us"]]) for name, t in walls])
     if args.json:
         write_atomic(args.json, doc)
     sizes = ", ".join(f"B={b} S={q}" for b, q in points)
@@ -310,6 +315,8 @@ def cmd_model(args: argparse.Namespace) -> int:
     )
     render(doc, console, title=title)
     render_layers(doc, console)
+    if host.line(doc["host"]):
+        console.print(f"  {host.line(doc['host'])}", style="yellow", highlight=False, markup=False)
     if args.out:
         console.print(f"  rows in {args.out}")
     if args.json:

@@ -142,6 +142,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         preds = load_predictions(args.guess, [v.name for v in chosen], set(REGISTRY))
     console = _console()
     done: list[Result] = []
+    from attnscope.measure import host
+
+    load = host.read_load()  # before the measuring adds its own threads to the load
 
     def save(r: Result) -> None:
         done.append(r)
@@ -181,6 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             rep.results,
             case=case.to_dict(),
             peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+            host=host.assess(*load, host.timings_of(rep.results)),
         )
     )
     if preds is not None:
@@ -195,6 +199,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
     )
     render(doc, console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    from attnscope.workloads.sensitivity import summary_line
+
+    checked = summary_line(next((r.modifier_checks for r in rep.results if r.modifier_checks), None))
+    if checked:
+        console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
+    busy = host.line(doc["host"])
+    if busy:
+        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
     if args.json:
         console.print(f"  JSON written to {args.json}")
     if args.trace_dir:

@@ -302,6 +302,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         seen = next((r.env for r in reversed(new) if r.env is not None), None)
         return seen or _parent_env(p.jobs)
 
+    from attnscope.measure import host
+
+    load = host.read_load()  # before the workers add their own threads to the load
     t0 = time.monotonic()
     old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
     try:
@@ -323,6 +326,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         console.print(line, highlight=False, markup=False)
     rec, text = sweep.recommendation(all_rows)
     console.print(text, highlight=False)
+    busy = host.assess(*load, host.timings_of(new))
+    if host.line(busy):
+        console.print(f"  {host.line(busy)}", style="yellow", highlight=False, markup=False)
+    rec = {**rec, "host": busy}
     if args.json:  # the document `attnscope recommend --json` writes
         from attnscope.document.schema import SCHEMA_VERSION
 

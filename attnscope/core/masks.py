@@ -1,7 +1,7 @@
 """The attention mask of a case, as plain data: parse, check against the shapes, count kept scores.
 
 No torch here (the analysis side and ``types.Case`` import it); the mask and score functions that
-run are built from this spec on attention-gym in :mod:`attnscope.variants.mask_mods`.
+run are built from this spec in :mod:`attnscope.variants.mask_mods`.
 
 Grammar: ``KIND[:ARGS][@ALIGN]``
 

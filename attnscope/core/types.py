@@ -311,6 +311,8 @@ class Result:
     # Nsight Compute's deep fields (run --ncu), filled after the run by ncu_run.attach; empty: not asked
     ncu: dict[str, Any] = field(default_factory=dict)
     cost_s: dict[str, float] | None = None  # wall seconds this job spent per stage (worker, timing, ...)
+    # Whether the error check can see each modifier of the case (workloads/sensitivity.py); None: not checked
+    modifier_checks: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -321,6 +323,8 @@ class Result:
     def numerics_ok(self) -> bool | None:
         if self.nonfinite:
             return False
+        if any((c.get("variant") or {}).get("applied") is False for c in self.modifier_checks or ()):
+            return False  # it ignored a modifier that only a probe shows (workloads/sensitivity.py)
         if self.max_rel_error is None or self.error_tolerance is None:
             return None
         return self.max_rel_error <= self.error_tolerance

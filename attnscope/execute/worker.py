@@ -19,7 +19,9 @@ from attnscope.core.types import Case, Env, PeakRate, Result
 from attnscope.execute.job import Job, failed_row
 from attnscope.measure import timing as measure
 from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
+from attnscope.workloads import sensitivity
 from attnscope.workloads.attention import TORCH_DTYPES, make_inputs, reference, reference_grads, reference_skipped
+from attnscope.workloads.reference import too_large
 
 # One workload (the last case's) and the peaks: a sweep sorts its jobs by case.
 _workload: dict[tuple[Case, int], tuple[Inputs, Any]] = {}
@@ -27,6 +29,8 @@ _peaks: dict[tuple[str, str], PeakRate] = {}
 _envs: dict[str, Env] = {}
 # Free memory per case, read before that case's tensors exist: what sizing's estimates are weighed against.
 _free: dict[Case, int | None] = {}
+# Per workload: whether the error check can see each modifier (workloads/sensitivity.py), and its notes.
+_checks: dict[tuple[Case, int], tuple[list[dict[str, Any]], list[str], list[sensitivity.Probe]]] = {}
 
 # Messages of errors after which CUDA refuses all further work in this process.
 STICKY_CUDA = (
@@ -103,10 +107,18 @@ def _inputs_and_reference(case: Case, seed: int) -> tuple[Inputs, Any]:
 
         torch.manual_seed(seed)
         x = make_inputs(case, seed, requires_grad=case.mode == "fwd_bwd")
+        _checks.clear()
+        out = None
+        costly = sensitivity.too_costly(case) if too_large(case) is None else None
+        if costly:
+            _checks[key] = ([], [costly], [])
+        elif too_large(case) is None:  # can the error check see each modifier? (and the forward reference)
+            out, rows, notes, probes = sensitivity.check(case, x, measure.TOLERANCE[case.dtype])
+            _checks[key] = (rows, notes, probes)
         if case.mode == "fwd_bwd":
             ref = reference_grads(case, x)
         else:
-            out = reference(case, x)
+            out = reference(case, x) if out is None else out
             ref = {"out": out} if out is not None else None
         _workload[key] = (x, ref)
     return _workload[key]
@@ -219,12 +231,14 @@ def _measure(v: Variant, job: Job) -> Result:
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
         return failure(job, e, " while preparing")
     cost["prepare"] = time.perf_counter() - t0
+    checks = _modifier_checks(v, case, _checks.get((case, opts.seed)))
     with tempfile.TemporaryDirectory(prefix="attnscope-") as tmp:
         trace_dir = Path(opts.trace_dir) if opts.trace_dir else Path(tmp)
         path = trace_dir / (job.trace_name or f"{v.name}.json")
         fn = _with_backward(prep.fn, x) if case.mode == "fwd_bwd" else prep.fn
         try:
             r = _observe(job, prep, fn, ref, peak, path, cost)
+            r = replace(r, modifier_checks=checks[0], notes=r.notes + tuple(checks[1])) if checks else r
         except Exception as e:  # noqa: BLE001
             r = failure(job, e, "")
         t0 = time.perf_counter()
@@ -232,6 +246,26 @@ def _measure(v: Variant, job: Job) -> Result:
             free_after(case)
         # gc and the CUDA cache: paid by every job that ran
         return replace(r, cost_s={**(r.cost_s or {}), "cleanup": time.perf_counter() - t0})
+
+
+def _modifier_checks(
+    v: Variant, case: Case, found: tuple[list[dict[str, Any]], list[str], list[sensitivity.Probe]] | None
+) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """The case's modifier checks, with this variant's verdict on each probe (its forward run once on the
+    probe's inputs): a variant that ignores a modifier the usual inputs cannot show fails here."""
+    if found is None:
+        return None
+    rows, notes = [dict(r) for r in found[0]], list(found[1])
+    for probe in found[2]:
+        row = next(r for r in rows if r["modifier"] == probe.modifier)
+        try:
+            out = v.prepare(case, probe.inputs).fn()
+            row["variant"] = sensitivity.judge(out, probe)
+        except Exception as e:  # noqa: BLE001 - the probe never costs the measurement
+            row["variant"] = {"applied": None, "why": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
+            continue
+        notes.append(sensitivity.probe_note(row))
+    return rows, notes
 
 
 def free_after(case: Case) -> None:

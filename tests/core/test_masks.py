@@ -269,14 +269,14 @@ def test_cli_refuses_the_ambiguous_decode_and_takes_the_mask(capsys):
     assert main(["run", "--device", "cpu", "--mask", "sliding:4", "--causal"]) == 2
 
 
-def test_plain_causal_does_not_need_attention_gym_but_other_masks_say_so(monkeypatch):
+def test_no_mask_needs_attention_gym(monkeypatch):
     from attnscope.variants.mask_mods import count_kept_dense
 
     for mod in ("attn_gym", "attn_gym.masks", "attn_gym.mods", "attn_gym.masks.document_mask"):
         monkeypatch.setitem(__import__("sys").modules, mod, None)  # import now raises ImportError
     assert count_kept_dense(case("causal_lower_right", sq=2, sk=5)) == 9
-    with pytest.raises(ValueError, match="attention-gym"):
-        count_kept_dense(case("sliding:2"))
+    # sliding:2 over 6 tokens: 1 + 2·5 = 11 kept per (batch, head)
+    assert count_kept_dense(case("sliding:2", sq=6, sk=6)) == 11
 
 
 # Masks: the exact wording of the parse / check refusals, window and prefix boundaries, and kept-score counts
