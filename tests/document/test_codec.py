@@ -126,6 +126,7 @@ RESULT = Result(
     ncu={"sm__throughput": 80.0},
     cost_s={"timing": 1.0},
     extra={"plugin": [1, 2]},
+    modifier_checks=[{"modifier": "softcap", "difference": 0.5, "tolerance": 0.02, "needed": 0.08, "visible": True}],
 )
 
 
