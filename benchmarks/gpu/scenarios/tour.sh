@@ -2,4 +2,4 @@
 # The tour, unattended (`attnscope tour --device cuda --auto`): its transcript JSON, HTML page and console log.
 # estimate: 150 s
 set -u; D=$1
-bash benchmarks/gpu/tour.sh "$D"
+timeout 300 bash benchmarks/gpu/tour.sh "$D"
