@@ -27,6 +27,7 @@ from attnscope.core.arguments import (
     check_output_file,
     finite_float,
     positive_int,
+    timeout_seconds,
 )
 
 
@@ -242,14 +243,22 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             help="seconds per timer per variant (default 0.5)",
         )
         sp.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
-        sp.add_argument("--strict", action="store_true", help="exit 1 on any missed or unmeasurable prediction (CI)")
+        sp.add_argument(
+            "--strict",
+            action="store_true",
+            help="exit 1 when a prediction is clearly missed (CI); an unmeasurable or unclear one does not fail",
+        )
         sp.add_argument(
             "--executor",
             choices=("inline", "process"),
             default="inline",
             help="inline (this process, default) or process (a worker process: a crash becomes a row)",
         )
-        sp.add_argument("--timeout", type=float, help="seconds per variant before its worker is stopped (process)")
+        sp.add_argument(
+            "--timeout",
+            type=timeout_seconds,
+            help="seconds (> 0) per variant before its worker is stopped: a `timeout` row (process executor only)",
+        )
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
     r.set_defaults(func=cmd_run)
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")

@@ -12,6 +12,7 @@ from attnscope.core.arguments import (
     UsageError,
     check_input_file,
     check_output_dir,
+    check_timeout,
     check_output_file,
     positive_int,
     variant_names,
@@ -88,6 +89,7 @@ def check_run_args(args: argparse.Namespace) -> None:
             raise UsageError("--variants: 'all' stands alone")
     if args.strict and args.command == "run" and not args.guess:
         raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
+    check_timeout(args.executor, args.timeout)
     if getattr(args, "guess", None):
         check_input_file(args.guess, "--guess")
     check_output_file(args.json, "--json")

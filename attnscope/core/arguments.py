@@ -63,6 +63,20 @@ def finite_float(name: str, *, minimum: float = 0.0, strict: bool = False) -> Ca
     return parse
 
 
+def timeout_seconds(s: str) -> float:
+    """``--timeout``, the same in every command: a finite number of seconds > 0."""
+    return finite_float("timeout", minimum=0.0, strict=True)(s)
+
+
+def check_timeout(executor: str, timeout: float | None) -> None:
+    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it."""
+    if timeout is not None and executor == "inline":
+        raise UsageError(
+            "--timeout needs a worker it can stop, and the inline executor runs in this process: "
+            "use --executor process (or ray), or leave --timeout out"
+        )
+
+
 def variant_names(text: str) -> list[str]:
     """A comma list of variant names: none empty, none twice (each row keeps its own trace file)."""
     names = [n.strip() for n in text.split(",")]
@@ -83,14 +97,43 @@ def _nearest_existing(p: Path) -> Path:
     return q
 
 
+# file systems whose entries are the kernel's, not files a program can create
+VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _virtual_root(d: Path) -> str | None:
+    r = str(d.resolve())
+    return next((v for v in VIRTUAL_ROOTS if r == v or r.startswith(v + "/")), None)
+
+
 def _probe_dir(d: Path, flag: str, target: Path) -> None:
     """Create and remove a file in ``d``: the only test that root and read-only mounts both answer."""
+    virtual = _virtual_root(d)
+    if virtual is not None:
+        raise UsageError(f"{flag} {target}: {virtual} is the kernel's virtual file system, not a place for files")
     try:
         fd, tmp = tempfile.mkstemp(prefix=".attnscope-probe-", dir=d)
     except OSError as e:
-        raise UsageError(f"{flag} {target}: cannot write in {d} ({e.strerror or e})") from None
+        raise UsageError(f"{flag} {target}: no file can be created in {d} ({e.strerror or e})") from None
     os.close(fd)
     Path(tmp).unlink(missing_ok=True)
+
+
+def _check_length(p: Path, base: Path, flag: str) -> None:
+    """Every name within the file system's NAME_MAX, the whole path within PATH_MAX (ENAMETOOLONG otherwise)."""
+    try:
+        name_max = os.pathconf(base, "PC_NAME_MAX")
+        path_max = os.pathconf(base, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # the system does not say: the common Linux limits
+        name_max, path_max = 255, 4096
+    for part in p.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise UsageError(
+                f"{flag}: the name {part[:40]}… is {len(os.fsencode(part))} bytes; this file system takes at most "
+                f"{name_max}"
+            )
+    if len(os.fsencode(str(p.absolute()))) >= path_max:
+        raise UsageError(f"{flag}: the path is longer than this system's limit of {path_max} bytes")
 
 
 def check_output_file(path: str | None, flag: str) -> None:
@@ -103,6 +146,7 @@ def check_output_file(path: str | None, flag: str) -> None:
     if p.name in ("", ".", ".."):
         raise UsageError(f"{flag} {p}: name a file")
     base = _nearest_existing(p.parent if str(p.parent) else Path("."))
+    _check_length(p, base, flag)
     if not base.is_dir():
         raise UsageError(f"{flag} {p}: {base} is not a directory")
     _probe_dir(base, flag, p)
@@ -113,6 +157,7 @@ def check_output_dir(path: str | None, flag: str) -> None:
     if not path:
         return
     p = Path(path)
+    _check_length(p, _nearest_existing(p.parent), flag)
     if p.exists() and not p.is_dir():
         raise UsageError(f"{flag} {p}: exists and is not a directory")
     base = _nearest_existing(p)

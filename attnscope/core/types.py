@@ -76,7 +76,7 @@ class Case:
         if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
             raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
         spec = self.mask_spec
-        stated = None if self.mask is not None else ("causal masking (--causal, the default)" if self.causal else None)
+        stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
         check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
         if self.mask is not None:  # frozen: normalise once, here
             object.__setattr__(self, "mask", spec.canonical)
