@@ -92,7 +92,12 @@ def variant_names(text: str) -> list[str]:
 
 def _nearest_existing(p: Path) -> Path:
     q = p
-    while not q.exists() and q != q.parent:
+    while q != q.parent:
+        try:
+            if q.exists():
+                break
+        except OSError:  # a name too long to stat: its parent is asked
+            pass
         q = q.parent
     return q
 
@@ -119,18 +124,24 @@ def _probe_dir(d: Path, flag: str, target: Path) -> None:
     Path(tmp).unlink(missing_ok=True)
 
 
-def _check_length(p: Path, base: Path, flag: str) -> None:
-    """Every name within the file system's NAME_MAX, the whole path within PATH_MAX (ENAMETOOLONG otherwise)."""
+# a file is written beside its final name first (".NAME.XXXXXXXX", then renamed): room for that temp name
+TEMP_NAME_ROOM = 10
+
+
+def _check_length(p: Path, base: Path, flag: str, room: int = 0) -> None:
+    """Every name within the file system's NAME_MAX (the last one with ``room`` to spare), the whole path within
+    PATH_MAX: ENAMETOOLONG said before the measurement, not after it."""
     try:
         name_max = os.pathconf(base, "PC_NAME_MAX")
         path_max = os.pathconf(base, "PC_PATH_MAX")
     except (OSError, ValueError, AttributeError):  # the system does not say: the common Linux limits
         name_max, path_max = 255, 4096
-    for part in p.parts:
-        if len(os.fsencode(part)) > name_max:
+    for i, part in enumerate(p.parts):
+        most = name_max - (room if i == len(p.parts) - 1 else 0)
+        if len(os.fsencode(part)) > most:
             raise UsageError(
-                f"{flag}: the name {part[:40]}… is {len(os.fsencode(part))} bytes; this file system takes at most "
-                f"{name_max}"
+                f"{flag}: the name {part[:40]}… is {len(os.fsencode(part))} bytes; at most {most} fit here"
+                + (f" (the file system's {name_max}, less room for the temporary file written first)" if room else "")
             )
     if len(os.fsencode(str(p.absolute()))) >= path_max:
         raise UsageError(f"{flag}: the path is longer than this system's limit of {path_max} bytes")
@@ -141,12 +152,13 @@ def check_output_file(path: str | None, flag: str) -> None:
     if not path:
         return
     p = Path(path)
+    # before any stat of p: that would fail with ENAMETOOLONG
+    _check_length(p, _nearest_existing(p.parent), flag, TEMP_NAME_ROOM)
     if p.is_dir():
         raise UsageError(f"{flag} {p}: is a directory; name a file")
     if p.name in ("", ".", ".."):
         raise UsageError(f"{flag} {p}: name a file")
     base = _nearest_existing(p.parent if str(p.parent) else Path("."))
-    _check_length(p, base, flag)
     if not base.is_dir():
         raise UsageError(f"{flag} {p}: {base} is not a directory")
     _probe_dir(base, flag, p)

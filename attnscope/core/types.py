@@ -36,6 +36,10 @@ DType = Literal["fp32", "fp16", "bf16"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
+# how a causal case was asked for, in a message: --causal given, or no mask flag at all
+CAUSAL_STATED = "causal masking (from --causal, or by default when no --mask / --no-causal is given)"
+
+
 @dataclass(frozen=True)
 class Case:
     """One attention problem: shapes, dtype, masking, device."""
