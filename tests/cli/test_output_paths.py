@@ -29,6 +29,7 @@ COMMANDS = [
     (["tour"], "--out", False),
 ]
 IDS = [f"{c[0]}{f}" for c, f, _ in COMMANDS]
+FILES = [pytest.param(*c, id=i) for i, c in zip(IDS, COMMANDS, strict=True) if not c[2]]
 
 
 def _refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
@@ -61,7 +62,7 @@ def test_path_longer_than_path_max(in_tmp, capsys, cmd, flag, is_dir):
     assert flag in err and "longer than" in err
 
 
-@pytest.mark.parametrize(("cmd", "flag", "is_dir"), [c for c in COMMANDS if not c[2]], ids=[i for i, c in zip(IDS, COMMANDS) if not c[2]])
+@pytest.mark.parametrize(("cmd", "flag", "is_dir"), FILES)
 def test_a_directory_where_a_file_goes(in_tmp, capsys, cmd, flag, is_dir):
     (in_tmp / "d").mkdir()
     err = _refused(capsys, [*cmd, flag, "d"])
