@@ -290,7 +290,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attnscope.report.text.sweep_summary import summary_lines
 
     p = check(args)
-    console = Console(width=max(160, Console().width))
+    console = Console()  # the terminal's width
     store = Store(args.out)
     console.print(
         f"attnscope sweep: {p.num_cases} case(s) × {p.num_variants} variant(s) = {p.num_cases * p.num_variants} "
