@@ -238,6 +238,11 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any) -> i
         console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
     if getattr(args, "html", None):
         console.print(f"  HTML report written to {args.html}")
+    if not any(r.get("status") == "ok" for r in doc["results"]):
+        console.print("  nothing was measured: exit 1", style="bold red")
+        for r in doc["results"]:
+            console.print(f"    {r['variant']} {r['status']}: {r.get('reason')}", highlight=False, markup=False)
+        return EXIT_FAIL
     if args.strict:
         from attnscope.api.guesses import strict_failure
 

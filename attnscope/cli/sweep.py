@@ -340,6 +340,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         write_html(Path(args.out), args.html)  # the JSONL, sniffed as a sweep
         console.print(f"  HTML report written to {args.html}", highlight=False)
+    if new and not any(r.status == "ok" for r in new):  # every job of this run skipped, failed or timed out
+        console.print(f"  nothing was measured in this run ({len(new)} row(s), none ok): exit 1", style="bold red")
+        return 1
     return 0
 
 
