@@ -180,7 +180,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
             f"time; rows by status: {by})"
         )
-        if not rows:  # nothing in the files: bad input
+        if not rows or any(r.get("status") == "ok" for r in rows):  # no rows, or "ok" rows lacking a case or time
             raise UsageError(why)
         print(f"attnscope: nothing measured to recommend from: {why}", file=sys.stderr)
         return EXIT_FAIL
