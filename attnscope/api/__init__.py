@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.fingerprint.build import Analysis, analyse
-from attnscope.core.types import Case, Mode, Result, Timing
+from attnscope.core.types import Case, Result, Timing
 from attnscope.trace import TraceError, load_trace, no_gc
 
 
@@ -122,15 +121,11 @@ def _why_no_flops(c: Any) -> str:
     return "shape not recorded"
 
 
-def run(case: Case, variants: str | list[str] | None = None, *, mode: Mode | None = None, **options: Any) -> Any:
-    """Run variants on a case (needs torch); returns a ``RunReport``.
+def run(case: Case, variants: str | list[str] | None = None, **kwargs: Any) -> Any:
+    """Everything `attnscope run` does; returns the annotated document (see :func:`attnscope.api.running.run`)."""
+    from attnscope.api.running import run as _run
 
-    ``mode`` ("fwd" or "fwd_bwd") overrides ``case.mode``; ``options`` are ``attnscope.execute.job.Options`` fields.
-    """
-    from attnscope.execute.runner import Options
-    from attnscope.execute.runner import run as _run
-
-    return _run(case if mode is None else replace(case, mode=mode), variants, Options(**options))
+    return _run(case, variants, **kwargs)
 
 
 def sweep(

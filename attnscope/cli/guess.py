@@ -132,13 +132,10 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
 
 
 def cmd_guess(args: Any) -> int:
-    """`attnscope guess`: ask first, then run exactly as `attnscope run`, with the answers as predictions."""
-    from attnscope.cli.run import _case_from, check_run_args, cmd_run
-    from attnscope.variants import resolve
+    """`attnscope guess`: ask first, then run through the API as `attnscope run` does, the answers as predictions."""
+    from attnscope.cli.run import prepare_run, run_and_render
 
-    check_run_args(args)  # paths and names before the questions, not after them
-    case = _case_from(args)
-    chosen = [v.name for v in resolve(args.variants)]
+    case, chosen = prepare_run(args)  # paths, names and the case's size before the questions, not after them
     print(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}")
     preds = ask(questions(case, chosen), input, print)
     if not preds:
@@ -151,5 +148,4 @@ def cmd_guess(args: Any) -> int:
             raise PredictionError(f"--save {args.save}: cannot write ({e.strerror or e})") from None
         print(f"Your {len(preds)} predictions are saved in {args.save} (reuse them with `attnscope run --guess`).")
     print("Now measuring…", flush=True)
-    args.predictions = preds
-    return int(cmd_run(args))
+    return run_and_render(args, case, preds)

@@ -27,6 +27,7 @@ from attnscope.core.arguments import (
     check_output_file,
     finite_float,
     positive_int,
+    timeout_seconds,
 )
 
 
@@ -175,10 +176,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     rec = recommend(rows)
     if not rec["best"]:
         by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
-        raise UsageError(
+        why = (
             f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
             f"time; rows by status: {by})"
         )
+        if not rows or any(r.get("status") == "ok" for r in rows):  # no rows, or "ok" rows lacking a case or time
+            raise UsageError(why)
+        print(f"attnscope: nothing measured to recommend from: {why}", file=sys.stderr)
+        return EXIT_FAIL
     if args.json:
         from attnscope.document.schema import SCHEMA_VERSION, write_atomic
 
@@ -209,6 +214,29 @@ def _command_in(argv: list[str] | None) -> str | None:
         if not a.startswith("-"):
             return a
     return None
+
+
+# What each exit status means, per command (docs/cli.md says the same): printed under every --help.
+_INTERRUPTED = "130/143 interrupted (SIGINT/SIGTERM), after saving what was finished and naming the file"
+_MEASURES = "0 measured; 1 nothing could be measured (every variant skipped or failed: the reasons are printed)"
+EXIT_CODES = {
+    "run": f"{_MEASURES}, or with --strict a clearly missed prediction; 2 bad input; {_INTERRUPTED}",
+    "guess": f"{_MEASURES}, or with --strict a clearly missed prediction; 2 bad input; {_INTERRUPTED}",
+    "sweep": f"{_MEASURES} in this run; 2 bad input; {_INTERRUPTED}",
+    "variants": "0 listed; 2 bad input",
+    "analyze": "0 every trace fingerprinted; 2 bad input (a file that is not a readable trace, an unwritable path)",
+    "report": "0 page written; 2 bad input",
+    "recommend": "0 recommended; 1 the rows hold nothing measured to compare (the statuses are printed); 2 bad input",
+    "diff": "0 compared; 1 a regression past --threshold; 2 bad input",
+    "tour": "0 toured; 2 bad input; 130 interrupted",
+}
+
+
+def _exit_epilog(sub: Any) -> None:
+    """Every command's --help ends with its exit statuses (a parser that says them itself is left as it is)."""
+    for name, parser in sub.choices.items():
+        if name in EXIT_CODES and not parser.epilog:
+            parser.epilog = f"exit status: {EXIT_CODES[name]}"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -242,14 +270,22 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             help="seconds per timer per variant (default 0.5)",
         )
         sp.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
-        sp.add_argument("--strict", action="store_true", help="exit 1 on any missed or unmeasurable prediction (CI)")
+        sp.add_argument(
+            "--strict",
+            action="store_true",
+            help="exit 1 when a prediction is clearly missed (CI); an unmeasurable or unclear one does not fail",
+        )
         sp.add_argument(
             "--executor",
             choices=("inline", "process"),
             default="inline",
             help="inline (this process, default) or process (a worker process: a crash becomes a row)",
         )
-        sp.add_argument("--timeout", type=float, help="seconds per variant before its worker is stopped (process)")
+        sp.add_argument(
+            "--timeout",
+            type=timeout_seconds,
+            help="seconds (> 0) per variant before its worker is stopped: a `timeout` row (process executor only)",
+        )
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
     r.set_defaults(func=cmd_run)
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")
@@ -318,6 +354,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(module).add_parser(sub, text)
         else:  # listed in --help; never parsed (argv does not run it)
             sub.add_parser(name, help=text)
+    _exit_epilog(sub)
+    p.epilog = (
+        "exit status: 0 measured (or done); 1 a regression, a --strict miss, or nothing could be measured (with the "
+        "reason); 2 bad input; 130/143 interrupted after saving. Each command's --help says which apply; docs/cli.md"
+    )
     return p
 
 

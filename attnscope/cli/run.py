@@ -13,6 +13,7 @@ from attnscope.core.arguments import (
     check_input_file,
     check_output_dir,
     check_output_file,
+    check_timeout,
     positive_int,
     variant_names,
 )
@@ -31,7 +32,7 @@ class Parser(argparse.ArgumentParser):
 def _console() -> Any:
     from rich.console import Console
 
-    return Console(width=max(160, Console().width))
+    return Console()  # the terminal's width (COLUMNS where set); tables fit it (report/text/table.py)
 
 
 def _add_case_args(p: argparse.ArgumentParser) -> None:
@@ -88,6 +89,7 @@ def check_run_args(args: argparse.Namespace) -> None:
             raise UsageError("--variants: 'all' stands alone")
     if args.strict and args.command == "run" and not args.guess:
         raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
+    check_timeout(args.executor, args.timeout)
     if getattr(args, "guess", None):
         check_input_file(args.guess, "--guess")
     check_output_file(args.json, "--json")
@@ -118,93 +120,125 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
         raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from attnscope.api import annotate
-    from attnscope.core.types import Result
-    from attnscope.document.schema import document, write_atomic
-    from attnscope.execute.executors import make_executor
-    from attnscope.execute.runner import Options, run
-    from attnscope.report.text.table import render
+def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The checked case and the chosen variants' names: everything a run refuses, refused before any tensor."""
     from attnscope.variants import resolve
 
     check_run_args(args)
     case = _case_from(args)
-    chosen = resolve(args.variants)  # unknown names fail before torch work starts
-    check_case_fits(case, [v.name for v in chosen], explicit=args.variants is not None)
+    chosen = [v.name for v in resolve(args.variants)]  # unknown names fail before torch work starts
+    check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
-    preds = getattr(args, "predictions", None)  # from `attnscope guess`
+    return case, chosen
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`attnscope run`: parse and check, call the API, render."""
+    case, chosen = prepare_run(args)
+    preds = None
     if getattr(args, "guess", None):  # read and checked before any torch work
         from attnscope.api.guesses import load_predictions
         from attnscope.variants import REGISTRY
 
-        preds = load_predictions(args.guess, [v.name for v in chosen], set(REGISTRY))
+        preds = load_predictions(args.guess, chosen, set(REGISTRY))
+    return run_and_render(args, case, preds)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM (or SIGINT) turned into an exception that unwinds to the command, which saves and names the file."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    raise Stopped(signum)
+
+
+def interrupted(e: KeyboardInterrupt, what: str) -> int:
+    """One line on stderr naming what was saved; the exit status of the signal (130 SIGINT, 143 SIGTERM)."""
+    import signal
+    import sys
+
+    signum = e.signum if isinstance(e, Stopped) else signal.SIGINT
+    print(f"attnscope: interrupted ({signal.Signals(signum).name}): {what}", file=sys.stderr)
+    return 128 + int(signum)
+
+
+def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
+    """Call ``attnscope.api.run`` with the progress shown and each row saved, then render (run and guess)."""
+    import signal
+
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attnscope.api import run
+    from attnscope.api.running import partial_document
+    from attnscope.core.types import Result
+    from attnscope.document.schema import write_atomic
+
     console = _console()
     done: list[Result] = []
-    from attnscope.measure import host
-
-    load = host.read_load()  # before the measuring adds its own threads to the load
 
     def save(r: Result) -> None:
         done.append(r)
-        if args.json:  # rewrite after every variant: a crash never loses finished results
-            write_atomic(args.json, document(None, done, case=case.to_dict(), partial=True))
+        if args.json:  # rewritten atomically after every variant: a crash never loses finished results
+            write_atomic(args.json, partial_document(case, done))
 
-    opts = Options(
-        flush_l2=args.flush_l2,
-        timing_budget_s=args.budget,
-        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
-        measure_peak=not args.no_peak,
-    )
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
-    ) as prog:
-        task = prog.add_task(f"attnscope run: {case.label()}")
+    old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
+    try:
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
+        ) as prog:
+            task = prog.add_task(f"attnscope run: {case.label()}")
+            doc = run(
+                case,
+                args.variants,
+                executor=args.executor,
+                timeout_s=args.timeout,
+                ncu=getattr(args, "ncu", False),
+                predictions=preds,
+                on_result=save,
+                on_start=lambda name: prog.update(task, description=f"{case.label()}: {name}"),
+                on_note=lambda text: console.print(f"[yellow]{text}[/yellow]"),
+                flush_l2=args.flush_l2,
+                timing_budget_s=args.budget,
+                trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+                measure_peak=not args.no_peak,
+            )
+    except KeyboardInterrupt as e:
+        signal.signal(signal.SIGTERM, old_term)
+        if args.json and done:
+            what = f"{len(done)} finished variant(s) saved in {args.json} (marked partial)"
+        elif args.json:
+            what = f"no variant had finished: nothing saved in {args.json}"
+        else:
+            what = f"{len(done)} finished variant(s) not saved (no --json was given)"
+        return interrupted(e, what)
+    signal.signal(signal.SIGTERM, old_term)
+    return render_run(args, case, doc, console)
 
-        def start(name: str) -> None:
-            prog.update(task, description=f"{case.label()}: {name}")
 
-        ex = make_executor(args.executor, timeout_s=args.timeout)
-        try:
-            rep = run(case, args.variants, opts, on_result=save, on_start=start, executor=ex)
-        finally:
-            ex.close()
-        if getattr(args, "ncu", False):  # deep mode: each variant's call once more, under Nsight Compute
-            from attnscope.execute.ncu_run import attach
+def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any) -> int:
+    """Write the JSON and HTML, print the study, and the exit status (--strict)."""
+    from attnscope.document.schema import write_atomic
+    from attnscope.report.text.table import render
 
-            prog.update(task, description=f"{case.label()}: Nsight Compute")
-            results, why = attach(case, rep.results)
-            rep.results[:] = results
-            if why:
-                console.print(f"[yellow]--ncu: {why}; the run's results are complete without it[/yellow]")
-    doc = annotate(
-        document(
-            rep.env,
-            rep.results,
-            case=case.to_dict(),
-            peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
-            host=host.assess(*load, host.timings_of(rep.results)),
-        )
-    )
-    if preds is not None:
-        from attnscope.api.guesses import with_verdicts
-
-        doc = with_verdicts(doc, preds)
     if args.json:
-        write_atomic(args.json, doc)
-    _write_html(args, doc)
-    env = rep.env
+        write_atomic(args.json, dict(doc))
+    _write_html(args, dict(doc))
+    env = doc.env
     title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
     )
-    render(doc, console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    render(dict(doc), console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    from attnscope.measure import host
     from attnscope.workloads.sensitivity import summary_line
 
-    checked = summary_line(next((r.modifier_checks for r in rep.results if r.modifier_checks), None))
+    checked = summary_line(next((r.get("modifier_checks") for r in doc["results"] if r.get("modifier_checks")), None))
     if checked:
         console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
-    busy = host.line(doc["host"])
+    busy = host.line(doc.get("host") or {})
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
     if args.json:
@@ -213,7 +247,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
     if getattr(args, "html", None):
         console.print(f"  HTML report written to {args.html}")
-    if preds is not None and args.strict:
+    if not any(r.get("status") == "ok" for r in doc["results"]):
+        console.print("  nothing was measured: exit 1", style="bold red")
+        for r in doc["results"]:
+            console.print(f"    {r['variant']} {r['status']}: {r.get('reason')}", highlight=False, markup=False)
+        return EXIT_FAIL
+    if args.strict:
         from attnscope.api.guesses import strict_failure
 
         failed = strict_failure(doc)

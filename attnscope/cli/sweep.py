@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.arguments import UsageError, check_output_dir, check_output_file, finite_float, positive_int
+from attnscope.core.arguments import (
+    UsageError,
+    check_output_dir,
+    check_output_file,
+    check_timeout,
+    finite_float,
+    positive_int,
+    timeout_seconds,
+)
 from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
@@ -52,7 +60,7 @@ def add_parser(sub: Any, help_text: str) -> None:
     w.add_argument("--workers", type=positive_int("workers", 1024), help="workers when no GPUs are named (default 1)")
     w.add_argument(
         "--timeout",
-        type=finite_float("timeout", minimum=0.0, strict=True),
+        type=timeout_seconds,
         help=f"seconds per job before its worker is stopped: a `timeout` row (default {DEFAULT_TIMEOUT_S:g})",
     )
     o = s.add_argument_group("output")
@@ -142,8 +150,7 @@ def check(args: argparse.Namespace) -> Plan:
 
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address is for --executor ray")
-    if args.executor == "inline" and args.timeout is not None:
-        raise UsageError("--timeout needs a worker it can stop: use --executor process or ray")
+    check_timeout(args.executor, args.timeout)
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise UsageError("--executor ray needs Ray: pip install 'attnscope[ray]'")
     if args.variants is not None:
@@ -283,7 +290,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attnscope.report.text.sweep_summary import summary_lines
 
     p = check(args)
-    console = Console(width=max(160, Console().width))
+    console = Console()  # the terminal's width
     store = Store(args.out)
     console.print(
         f"attnscope sweep: {p.num_cases} case(s) × {p.num_variants} variant(s) = {p.num_cases * p.num_variants} "
@@ -340,6 +347,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         write_html(Path(args.out), args.html)  # the JSONL, sniffed as a sweep
         console.print(f"  HTML report written to {args.html}", highlight=False)
+    if new and not any(r.status == "ok" for r in new):  # every job of this run skipped, failed or timed out
+        console.print(f"  nothing was measured in this run ({len(new)} row(s), none ok): exit 1", style="bold red")
+        return 1
     return 0
 
 

@@ -63,6 +63,20 @@ def finite_float(name: str, *, minimum: float = 0.0, strict: bool = False) -> Ca
     return parse
 
 
+def timeout_seconds(s: str) -> float:
+    """``--timeout``, the same in every command: a finite number of seconds > 0."""
+    return finite_float("timeout", minimum=0.0, strict=True)(s)
+
+
+def check_timeout(executor: str, timeout: float | None) -> None:
+    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it."""
+    if timeout is not None and executor == "inline":
+        raise UsageError(
+            "--timeout needs a worker it can stop, and the inline executor runs in this process: "
+            "use --executor process (or ray), or leave --timeout out"
+        )
+
+
 def variant_names(text: str) -> list[str]:
     """A comma list of variant names: none empty, none twice (each row keeps its own trace file)."""
     names = [n.strip() for n in text.split(",")]
@@ -78,19 +92,59 @@ def variant_names(text: str) -> list[str]:
 
 def _nearest_existing(p: Path) -> Path:
     q = p
-    while not q.exists() and q != q.parent:
+    while q != q.parent:
+        try:
+            if q.exists():
+                break
+        except OSError:  # a name too long to stat: its parent is asked
+            pass
         q = q.parent
     return q
 
 
+# file systems whose entries are the kernel's, not files a program can create
+VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _virtual_root(d: Path) -> str | None:
+    r = str(d.resolve())
+    return next((v for v in VIRTUAL_ROOTS if r == v or r.startswith(v + "/")), None)
+
+
 def _probe_dir(d: Path, flag: str, target: Path) -> None:
     """Create and remove a file in ``d``: the only test that root and read-only mounts both answer."""
+    virtual = _virtual_root(d)
+    if virtual is not None:
+        raise UsageError(f"{flag} {target}: {virtual} is the kernel's virtual file system, not a place for files")
     try:
         fd, tmp = tempfile.mkstemp(prefix=".attnscope-probe-", dir=d)
     except OSError as e:
-        raise UsageError(f"{flag} {target}: cannot write in {d} ({e.strerror or e})") from None
+        raise UsageError(f"{flag} {target}: no file can be created in {d} ({e.strerror or e})") from None
     os.close(fd)
     Path(tmp).unlink(missing_ok=True)
+
+
+# a file is written beside its final name first (".NAME.XXXXXXXX", then renamed): room for that temp name
+TEMP_NAME_ROOM = 10
+
+
+def _check_length(p: Path, base: Path, flag: str, room: int = 0) -> None:
+    """Every name within the file system's NAME_MAX (the last one with ``room`` to spare), the whole path within
+    PATH_MAX: ENAMETOOLONG said before the measurement, not after it."""
+    try:
+        name_max = os.pathconf(base, "PC_NAME_MAX")
+        path_max = os.pathconf(base, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # the system does not say: the common Linux limits
+        name_max, path_max = 255, 4096
+    for i, part in enumerate(p.parts):
+        most = name_max - (room if i == len(p.parts) - 1 else 0)
+        if len(os.fsencode(part)) > most:
+            raise UsageError(
+                f"{flag}: the name {part[:40]}… is {len(os.fsencode(part))} bytes; at most {most} fit here"
+                + (f" (the file system's {name_max}, less room for the temporary file written first)" if room else "")
+            )
+    if len(os.fsencode(str(p.absolute()))) >= path_max:
+        raise UsageError(f"{flag}: the path is longer than this system's limit of {path_max} bytes")
 
 
 def check_output_file(path: str | None, flag: str) -> None:
@@ -98,6 +152,8 @@ def check_output_file(path: str | None, flag: str) -> None:
     if not path:
         return
     p = Path(path)
+    # before any stat of p: that would fail with ENAMETOOLONG
+    _check_length(p, _nearest_existing(p.parent), flag, TEMP_NAME_ROOM)
     if p.is_dir():
         raise UsageError(f"{flag} {p}: is a directory; name a file")
     if p.name in ("", ".", ".."):
@@ -113,6 +169,7 @@ def check_output_dir(path: str | None, flag: str) -> None:
     if not path:
         return
     p = Path(path)
+    _check_length(p, _nearest_existing(p.parent), flag)
     if p.exists() and not p.is_dir():
         raise UsageError(f"{flag} {p}: exists and is not a directory")
     base = _nearest_existing(p)

@@ -36,6 +36,10 @@ DType = Literal["fp32", "fp16", "bf16"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
+# how a causal case was asked for, in a message: --causal given, or no mask flag at all
+CAUSAL_STATED = "causal masking (from --causal, or by default when no --mask / --no-causal is given)"
+
+
 @dataclass(frozen=True)
 class Case:
     """One attention problem: shapes, dtype, masking, device."""
@@ -76,7 +80,7 @@ class Case:
         if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
             raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
         spec = self.mask_spec
-        stated = None if self.mask is not None else ("causal masking (--causal, the default)" if self.causal else None)
+        stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
         check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
         if self.mask is not None:  # frozen: normalise once, here
             object.__setattr__(self, "mask", spec.canonical)

@@ -160,6 +160,12 @@ def _errors(outs: Any, ref: dict[str, Any] | None) -> tuple[dict[str, float], bo
     if ref is None:
         return {}, not all(bool(torch.isfinite(o).all()) for o in outs)
     got = dict(zip(ref, outs, strict=True))
+    for name, r in ref.items():  # the plugin contract, before torch's own broadcasting error
+        if tuple(got[name].shape) != tuple(r.shape):
+            raise ValueError(
+                f"the variant broke the plugin contract: its {name} has shape {tuple(got[name].shape)}, expected "
+                f"{tuple(r.shape)} ([batch, heads, seq_q, head_dim], as the inputs' layout)"
+            )
     errs: dict[str, float] = {}
     bad = False
     for name, r in ref.items():

@@ -199,7 +199,7 @@ def _fa_prepare(case: Case, x: Inputs, module: str) -> Prepared:
 FA2 = external(
     "flash_attn2",
     "flash_attn",
-    "flash-attn 2 (pip install flash-attn; no wheel for torch 2.11 + CUDA 13 here)",
+    "flash-attn 2 (pip install flash-attn: a build that matches this torch and CUDA)",
     "FlashAttention 2: flash_attn_func / flash_attn_varlen_func",
     lambda c: _fa_check(c, fa3=False),
     lambda c, x: _fa_prepare(c, x, "flash_attn"),

@@ -21,7 +21,7 @@ H200_RUN = Path(__file__).parents[1] / "data" / "h200" / "run.json"
 
 def _text(doc: dict, verbose: bool = False) -> str:
     buf = io.StringIO()
-    render(annotate(doc), Console(file=buf, width=400, color_system=None), verbose=verbose)
+    render(annotate(doc), Console(file=buf, width=400, color_system=None, soft_wrap=True), verbose=verbose)
     return buf.getvalue()
 
 

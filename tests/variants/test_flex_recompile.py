@@ -20,11 +20,18 @@ def _eager_flex_ops(fn) -> list[str]:
 
 
 @pytest.mark.slow
-def test_past_the_recompile_limit_the_shape_is_compiled_afresh(monkeypatch):
+def test_past_the_recompile_limit_the_shape_is_compiled_afresh():
     pytest.importorskip("attn_gym")
     torch._dynamo.reset()
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
-    monkeypatch.setattr(torch._dynamo.config, "cache_size_limit", 1, raising=False)
+    # the config's own patch (not monkeypatch): cache_size_limit is an alias of recompile_limit, and undoing
+    # a monkeypatch of the alias deletes the real setting for every later test
+    with torch._dynamo.config.patch(recompile_limit=1):
+        _compile_two_shapes()
+    assert torch._dynamo.config.recompile_limit > 1
+    torch._dynamo.reset()
+
+
+def _compile_two_shapes() -> None:
     v = get("flex_compiled")
     notes = []
     for s in (16, 32):  # the second shape is one recompile past a limit of 1
@@ -35,4 +42,3 @@ def test_past_the_recompile_limit_the_shape_is_compiled_afresh(monkeypatch):
         assert _eager_flex_ops(prep.fn) == [], s
     assert "recompile limit" not in notes[0]
     assert "recompile limit" in notes[1] and "compiled afresh" in notes[1]
-    torch._dynamo.reset()

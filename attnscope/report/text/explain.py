@@ -110,24 +110,31 @@ def verdict_table(doc: dict[str, Any]) -> Table:
     return t
 
 
-def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool = False) -> None:
+def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool = False, brief: bool = False) -> None:
+    """``brief`` (a narrow terminal): each advice once, its findings left to --verbose.  Lines wrap at the width."""
     lines = insight_lines(doc, verbose)
+    if brief:
+        lines = [line for line in lines if line.plain.startswith("  → ")]
     if lines:
         n = sum(len(r.get("insights") or []) for r in doc.get("results") or [])
-        console.print(Text(f"Insights: {n}, grouped by what to do (each advice once)", style="bold"))
+        more = "; one line each, --verbose shows them whole with their findings" if brief else ""
+        console.print(Text(f"Insights: {n}, grouped by what to do (each advice once){more}", style="bold"))
         for line in lines:
-            console.print(line, highlight=False, soft_wrap=True)
+            if brief:
+                console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
+            else:
+                console.print(line, highlight=False)
     unchecked = not_checked_lines(doc)
     if verbose:
         for note in unchecked:
-            console.print(note, style="dim", highlight=False, soft_wrap=True)
+            console.print(note, style="dim", highlight=False)
     elif unchecked:
         console.print(
             f"  {len(unchecked)} rule(s) not checked on this evidence: --verbose says which and why", style="dim"
         )
     rec = doc.get("recommendation")
     if rec:
-        console.print(Text.assemble(("Recommendation: ", "bold"), rec["text"]), highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("Recommendation: ", "bold"), rec["text"]), highlight=False)
     if doc.get("verdicts"):
         console.print(verdict_table(doc))
         counts = {"hit": 0, "miss": 0, "close": 0, "unknown": 0}

@@ -70,7 +70,13 @@ def _status(r: dict[str, Any]) -> Text:
     return Text(st, style=style)
 
 
-def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
+# Columns left out, in this order, while the table is wider than the terminal: the least read first.
+DROP_ORDER = ("memcpy/set", "occupancy", "TC", "%peak", "upcast", "TFLOP/s", "hidden copy", "mem MiB", "ops", "kernels")
+NARROW = 120  # below this many columns, the default study is brief: --verbose prints the rest
+
+
+def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str, ...] = ()) -> Table:
+    """The results, one row per variant; ``drop``: headers of columns left out (to fit a terminal)."""
     results = doc["results"]
     cpu_only = all((r.get("device_kind") or "cpu") == "cpu" for r in results if r["status"] == "ok")
     t = Table(title=title, header_style="bold", show_lines=False)
@@ -91,10 +97,10 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
         ("mem MiB", "right", False),
         ("error", "left", False),
     ]
-    keep = [not (gpu_only and cpu_only) for _, _, gpu_only in columns]
+    keep = [not (gpu_only and cpu_only) and name not in drop for name, _, gpu_only in columns]
     for (name, justify, _), k in zip(columns, keep, strict=True):
         if k:
-            t.add_column(name, justify=justify)  # type: ignore[arg-type]
+            t.add_column(name, justify=justify, no_wrap=name == "variant")  # type: ignore[arg-type]
     for r in results:
         if r["status"] != "ok":
             cells: list[Any] = [r["variant"], _status(r), *(["—"] * 12)]
@@ -123,16 +129,39 @@ def results_table(doc: dict[str, Any], title: str | None = None) -> Table:
 HOST_SIDE = ("context manager",)  # notes about host-side costs kept out of the timings: --verbose
 
 
-def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
+def fitted_table(doc: dict[str, Any], title: str | None, console: Console) -> tuple[Table, list[str]]:
+    """The results table with the fewest low-value columns left out (DROP_ORDER) for it to fit the terminal."""
+    from rich.measure import Measurement
+
+    wide = console.options.update(width=1 << 16, max_width=1 << 16)
+    dropped: list[str] = []
+    while True:
+        t = results_table(doc, title, tuple(dropped))
+        heads = {str(c.header) for c in t.columns}
+        rest = [c for c in DROP_ORDER if c in heads]
+        if Measurement.get(console, wide, t).maximum <= console.width or not rest:
+            return t, dropped
+        dropped.append(rest[0])
+
+
+def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) -> list[str]:
+    """The lines under the table; ``brief`` (a narrow terminal, no --verbose): skipped rows said in one line and
+    the variants' own notes left to --verbose."""
     lines: list[str] = []
-    for r in doc["results"]:
-        if r["status"] != "ok":
-            lines.append(f"{r['variant']} {r['status']}: {r.get('reason')}")
+    failed = [r for r in doc["results"] if r["status"] != "ok"]
+    if brief and len(failed) > 1:
+        by: dict[str, list[str]] = {}
+        for r in failed:
+            by.setdefault(r["status"], []).append(r["variant"])
+        said = "; ".join(f"{k}: {', '.join(v)}" for k, v in by.items())
+        lines.append(f"{said} (--verbose says why)")
+    else:
+        lines += [f"{r['variant']} {r['status']}: {r.get('reason')}" for r in failed]
     for r in doc["results"]:
         # Hidden copies, upcasts, masks and SDPA's choice are told by the insights, with evidence.
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
-        for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])]:
+        for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])] if not brief else []:
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
     ok = [r for r in doc["results"] if r["status"] == "ok"]
@@ -157,9 +186,10 @@ def footnotes(doc: dict[str, Any], verbose: bool = True) -> list[str]:
         lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
-    lines += _graph_lines(ok)
-    lines += host_lines(ok)
-    lines += ncu_lines(ok)
+    if not brief:  # how the host and the device were timed, and the counters: --verbose on a narrow terminal
+        lines += _graph_lines(ok)
+        lines += host_lines(ok)
+        lines += ncu_lines(ok)
     if any(r.get("source") == "trace" for r in ok):
         lines.append(
             "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
@@ -348,13 +378,18 @@ def render(
 ) -> None:
     from attnscope.report.text.notes import reading_lines
 
-    console.print(results_table(doc, title))
+    table, dropped = fitted_table(doc, title, console)
+    console.print(table)
     deep = ncu_table(doc)
     if deep is not None:
         console.print(deep)
-    for line in footnotes(doc, verbose) + reading_lines(doc):
-        console.print(f"  • {line}", highlight=False, soft_wrap=True)
-    render_explanations(doc, console, verbose=verbose)
+    brief = not verbose and console.width < NARROW
+    if dropped:
+        gone = ", ".join(dropped)
+        console.print(f"  ({console.width} columns: {gone} left out; a wider terminal or --json has them)")
+    for line in footnotes(doc, verbose, brief) + ([] if brief else reading_lines(doc)):
+        console.print(f"  • {line}", highlight=False)
+    render_explanations(doc, console, verbose=verbose, brief=brief)
     if kernels:
         for r in doc["results"]:
             if r["status"] == "ok" and r.get("kernels"):

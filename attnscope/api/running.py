@@ -1,0 +1,112 @@
+"""``attnscope.run``: everything ``attnscope run`` does, as a library call.
+
+The executor's lifetime, the timeout's rule, Nsight Compute (``ncu``), insights, the recommendation and the
+verdicts of predictions: the command line only parses, calls this, and renders what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from attnscope.core.arguments import check_timeout
+from attnscope.core.types import Case, Mode, Prediction, Result
+
+
+class RunDocument(dict[str, Any]):
+    """The annotated run document (the dict ``run --json`` writes), carrying the run's objects as well:
+    ``results`` (``Result`` rows), ``env``, ``case`` and ``peak``, as the ``RunReport`` this call used to return."""
+
+    def __init__(self, doc: dict[str, Any], report: Any) -> None:
+        super().__init__(doc)
+        self.report = report
+
+    @property
+    def results(self) -> list[Result]:
+        return self.report.results  # type: ignore[no-any-return]
+
+    @property
+    def env(self) -> Any:
+        return self.report.env
+
+    @property
+    def case(self) -> Case:
+        return self.report.case  # type: ignore[no-any-return]
+
+    @property
+    def peak(self) -> Any:
+        return self.report.peak
+
+
+def partial_document(case: Case, done: list[Result]) -> dict[str, Any]:
+    """What is saved after each variant, before the run ends: the rows so far, marked partial."""
+    from attnscope.document.schema import document
+
+    return document(None, done, case=case.to_dict(), partial=True)
+
+
+def run(
+    case: Case,
+    variants: str | list[str] | None = None,
+    *,
+    mode: Mode | None = None,
+    executor: str = "inline",
+    timeout_s: float | None = None,
+    ncu: bool = False,
+    predictions: list[Prediction] | None = None,
+    on_result: Callable[[Result], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
+    **options: Any,
+) -> RunDocument:
+    """Run variants on a case (needs torch) and return the annotated document.
+
+    ``mode`` ("fwd" or "fwd_bwd") overrides ``case.mode``; ``executor`` is inline (this process) or process
+    (a worker: a crash becomes a row); ``timeout_s`` (> 0) stops a worker, and the inline executor, which cannot
+    stop itself, refuses it.  ``ncu`` adds Nsight Compute counters (a note says why, where it cannot).
+    ``predictions`` add a verdict per prediction.  ``on_result`` sees each row as it is measured (to save it),
+    ``on_start`` each variant's name as it starts.  ``options`` are ``attnscope.execute.job.Options`` fields.
+    """
+    from attnscope.api import annotate
+    from attnscope.document.schema import document
+    from attnscope.execute.executors import make_executor
+    from attnscope.execute.runner import Options
+    from attnscope.execute.runner import run as _run
+
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
+    check_timeout(executor, timeout_s)
+    case = case if mode is None else replace(case, mode=mode)
+    opts = Options(**options)
+    from attnscope.measure import host
+
+    load = host.read_load()  # before the measuring adds its own threads to the load
+    ex = make_executor(executor, timeout_s=timeout_s)
+    try:
+        rep = _run(case, variants, opts, on_result=on_result, on_start=on_start, executor=ex)
+    finally:
+        ex.close()
+    if ncu:  # deep mode: each variant's call once more, under Nsight Compute
+        from attnscope.execute.ncu_run import attach
+
+        if on_start is not None:
+            on_start("Nsight Compute")
+        results, why = attach(case, rep.results)
+        rep.results[:] = results
+        if why and on_note is not None:
+            on_note(f"--ncu: {why}; the run's results are complete without it")
+    doc = annotate(
+        document(
+            rep.env,
+            rep.results,
+            case=case.to_dict(),
+            peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+            host=host.assess(*load, host.timings_of(rep.results)),
+        )
+    )
+    if predictions is not None:
+        from attnscope.api.guesses import with_verdicts
+
+        doc = with_verdicts(doc, predictions)
+    return RunDocument(doc, rep)

@@ -1,0 +1,68 @@
+"""`attnscope.run` does all that `attnscope run` does and returns the annotated document: insights per row,
+the recommendation, verdicts of predictions, the timeout's rule; the command line only parses and renders."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+import attnscope
+from attnscope.core.types import Case, Prediction
+
+ROOT = Path(__file__).resolve().parents[2]
+CASE = Case(batch=1, heads=1, seq_q=16, head_dim=8, dtype="fp32", causal=True, device="cpu")
+FAST = {"timing_budget_s": 0.01, "measure_peak": False}
+
+
+@pytest.fixture(scope="module")
+def doc():
+    pytest.importorskip("torch")
+    preds = [Prediction("naive", "kernels", 1, note="one op"), Prediction("sdpa_math", "upcast", False)]
+    return attnscope.run(CASE, "naive,sdpa_math", predictions=preds, **FAST)
+
+
+def test_the_document_is_annotated_as_run_json_writes_it(doc):
+    assert doc["schema_version"] and [r["variant"] for r in doc["results"]] == ["naive", "sdpa_math"]
+    assert all(isinstance(r["insights"], list) for r in doc["results"])
+    assert doc["recommendation"]["text"].startswith("best for this case:")
+    # the verdicts of both predictions; naive computes Q·Kᵀ and P·V as two matmuls at least, so "1" is a clear miss
+    verdicts = {(v["prediction"]["variant"], v["prediction"]["kind"]): v for v in doc["verdicts"]}
+    assert set(verdicts) == {("naive", "kernels"), ("sdpa_math", "upcast")}
+    assert verdicts[("naive", "kernels")]["outcome"] == "miss" and verdicts[("naive", "kernels")]["measured"] >= 2
+    json.dumps(dict(doc))  # plain data, as written to --json
+
+
+def test_the_run_objects_are_still_there(doc):
+    """Code written against the RunReport this call used to return keeps working."""
+    assert [r.variant for r in doc.results] == ["naive", "sdpa_math"]
+    assert doc.env.torch and doc.case == CASE and doc.peak is None
+
+
+def test_a_timeout_is_refused_where_it_cannot_be_enforced():
+    with pytest.raises(ValueError, match="inline executor"):
+        attnscope.run(CASE, "naive", executor="inline", timeout_s=5.0, **FAST)
+    for bad in (0.0, -5.0):
+        with pytest.raises(ValueError, match="> 0"):
+            attnscope.run(CASE, "naive", executor="process", timeout_s=bad, **FAST)
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def test_run_and_guess_measure_through_the_api():
+    """The command modules call attnscope.api.run; neither runs the executor nor annotates by itself."""
+    for name in ("run", "guess"):
+        got = _imports(ROOT / "attnscope" / "cli" / f"{name}.py")
+        assert not any(i.startswith(("attnscope.execute.", "attnscope.analysis.annotate")) for i in got), got
+        assert "attnscope.cli.run.cmd_run" not in got
+    assert "attnscope.api.run" in _imports(ROOT / "attnscope" / "cli" / "run.py")
+    assert "attnscope.cli.run.run_and_render" in _imports(ROOT / "attnscope" / "cli" / "guess.py")

@@ -1,0 +1,90 @@
+"""Each message a user met that said something untrue, now saying what is so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attnscope.cli.main import main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SWEEP = DATA / "cpu" / "tiny_sweep.jsonl"  # a real CPU sweep
+
+
+def test_strict_help_says_only_a_clear_miss_fails(capsys):
+    assert main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "clearly missed" in out and "unmeasurable or unclear one does not fail" in out
+    assert "any missed or unmeasurable prediction" not in out
+
+
+def test_an_explicit_causal_is_not_called_the_default(capsys):
+    argv = ["run", "--device", "cpu", "--causal", "--seq", "8", "--seq-kv", "16"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "(--causal, the default)" not in err
+    assert "from --causal" in err and "ambiguous" in err
+
+
+def test_flash_attn_message_describes_no_other_machine():
+    from attnscope.core.types import Case
+    from attnscope.variants import REGISTRY
+
+    v = REGISTRY["flash_attn2"]
+    reason = v.check(Case(1, 1, 16, 16, dtype="bf16", device="cpu")) or ""
+    for said in (v.description, reason):
+        assert "2.11" not in said and "CUDA 13" not in said and "no wheel" not in said
+
+
+def test_a_virtual_file_system_is_named_as_such(capsys, tmp_path):
+    assert main(["report", str(SWEEP), "-o", "/proc/version"]) == 2
+    err = capsys.readouterr().err
+    assert "/proc is the kernel's virtual file system" in err and "No such file" not in err
+
+
+def test_recommend_names_a_recommendation_as_one(capsys, tmp_path):
+    rec = tmp_path / "rec.json"
+    assert main(["recommend", str(SWEEP), "--json", str(rec)]) == 0
+    assert "schema_version" in json.loads(rec.read_text())
+    capsys.readouterr()
+    assert main(["recommend", str(rec)]) == 2
+    err = capsys.readouterr().err
+    assert "a recommendation (attnscope recommend --json), not result rows" in err
+    assert "no schema_version" not in err
+
+
+def test_recommend_says_it_left_out_a_torn_last_line(capsys, tmp_path):
+    lines = SWEEP.read_text().splitlines()
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("\n".join(lines) + '\n{"variant": "na')  # a sweep killed mid-write
+    assert main(["recommend", str(torn)]) == 0
+    err = capsys.readouterr().err
+    assert f"line {len(lines) + 1} is not valid JSON" in err and "left out" in err
+
+
+def test_a_plugin_returning_the_wrong_layout_is_told_the_contract():
+    torch = pytest.importorskip("torch")
+    import attnscope
+    from attnscope.core.types import Case
+    from attnscope.variants import REGISTRY, Prepared, Variant, register
+
+    def prepare(case, x):  # [B, S, H, D] instead of [B, H, S, D]: a layout mistake a plugin can make
+        def call():
+            o = torch.nn.functional.scaled_dot_product_attention(x.q, x.k, x.v, is_causal=case.causal)
+            return o.transpose(1, 2).contiguous()
+
+        return Prepared(fn=call)
+
+    register(Variant("t_layout", "test", "test-only: wrong layout", lambda c: None, prepare))
+    try:
+        case = Case(batch=1, heads=2, seq_q=16, head_dim=8, dtype="fp32", causal=True, device="cpu")
+        doc = attnscope.run(case, "t_layout", timing_budget_s=0.01, measure_peak=False)
+    finally:
+        REGISTRY.pop("t_layout", None)
+    row = doc["results"][0]
+    assert row["status"] == "error"
+    assert "plugin contract" in row["reason"]
+    assert "shape (1, 16, 2, 8), expected (1, 2, 16, 8)" in row["reason"]
+    assert "broadcast" not in row["reason"] and "must match" not in row["reason"]
