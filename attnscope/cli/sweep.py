@@ -41,6 +41,13 @@ def add_parser(sub: Any, help_text: str) -> None:
     g.add_argument("--dtype", help="comma list of bf16, fp16, fp32 (default bf16)")
     g.add_argument("--causal", help="yes, no or both (default yes on CPU, both on GPU)")
     g.add_argument("--mode", help="comma list of fwd, fwd_bwd (default fwd)")
+    g.add_argument(
+        "--mask",
+        help="comma list of masks, e.g. none,sliding:256,document:1000,1500,600,996 (an entry starts at a mask name; "
+        "replaces --causal)",
+    )
+    g.add_argument("--softcap", help="comma list of soft-caps, 0 for none (e.g. 0,30)")
+    g.add_argument("--alibi", help="no, yes, both, or a comma list of them (default no)")
     s.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
     w = s.add_argument_group("where jobs run")
     w.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
@@ -126,7 +133,8 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
     given = {k for k, v in vars(args).items() if v is not None}
     for k, v in defaults.items():
         # batch and --budget-tokens are two ways to one axis: a default never joins the one given
-        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}):
+        # and a --mask replaces the causal axis
+        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}) and not (k == "causal" and args.mask):
             setattr(ns, k, v)
     return axes_from(ns)
 
