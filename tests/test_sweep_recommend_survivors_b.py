@@ -406,6 +406,7 @@ def test_default_not_usable_not_run_and_slower_are_counted_per_point():
         "rows": 9,
         "by_status": {"ok": 8, "oom": 1},
         "points": 5,
+        "unresolved": 0,
         "compared": 6,
         "excluded": 3,
         "superseded": 0,

@@ -300,6 +300,6 @@ def recommendation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
     from attnscope.report.text.sweep import render
 
     rec = recommend(rows)
-    if not rec["best"]:
+    if not rec["best"] and not rec.get("unresolved"):
         return rec, "recommendation: no row to compare yet (one needs status ok, numerics within tolerance, a time)"
     return rec, render(rec)
