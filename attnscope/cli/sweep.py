@@ -65,6 +65,11 @@ def add_parser(sub: Any, help_text: str) -> None:
     o = s.add_argument_group("output")
     o.add_argument("--out", default=DEFAULT_OUT, help=f"the JSONL file, one row per job (default {DEFAULT_OUT})")
     o.add_argument("--resume", action="store_true", help="measure only the jobs --out does not hold yet")
+    o.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: resume although the settings recorded in <out>.settings.json differ",
+    )
     o.add_argument("--json", metavar="PATH", help="write the recommendation as JSON here")
     o.add_argument(
         "--html", metavar="PATH", help="also write a self-contained HTML report of every row in --out here (at the end)"
@@ -92,6 +97,7 @@ class Plan:
     num_torn: int
     executor: Any
     workers: str
+    settings: dict[str, Any] | None = None  # to record in <out>.settings.json (None: keep the file as it is)
 
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
@@ -150,6 +156,8 @@ def check(args: argparse.Namespace) -> Plan:
 
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address is for --executor ray")
+    if getattr(args, "force", False) and not args.resume:
+        raise UsageError("--force is for --resume (it resumes although the recorded settings differ)")
     if args.executor == "inline" and args.timeout is not None:
         raise UsageError("--timeout needs a worker it can stop: use --executor process or ray")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
@@ -191,6 +199,7 @@ def check(args: argparse.Namespace) -> Plan:
         if not rows and store.num_torn > 1:
             raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
         done = store.done()
+    settings = _check_settings(args, device, resuming=bool(done) or store.num_torn > 0)
     opts = Options(
         flush_l2=args.flush_l2,
         timing_budget_s=args.budget,
@@ -206,7 +215,31 @@ def check(args: argparse.Namespace) -> Plan:
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     total = len(cases) * len(variants)
-    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers)
+    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings)
+
+
+def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> dict[str, Any] | None:
+    """The settings to record, after refusing a resume whose settings differ from the recorded ones (unless
+    --force).  None: the file stays as it is (a forced resume keeps the first run's record)."""
+    from attnscope.execute import sweep_settings
+
+    now = sweep_settings.current(args.budget, args.flush_l2, device)
+    if not resuming:
+        return now
+    try:
+        recorded = sweep_settings.load(args.out)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if recorded is None:
+        return now  # rows from before settings were recorded: nothing to compare with
+    diff = sweep_settings.differences(recorded, now)
+    if diff and not getattr(args, "force", False):
+        raise UsageError(
+            f"--resume: the rows in {args.out} were measured with other settings ({'; '.join(diff)}, as recorded in "
+            f"{sweep_settings.settings_path(args.out)}): give the same settings, another --out, or --resume --force "
+            "to add rows measured otherwise"
+        )
+    return None if diff else now
 
 
 class _Bar:
@@ -310,6 +343,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         seen = next((r.env for r in reversed(new) if r.env is not None), None)
         return seen or _parent_env(p.jobs)
 
+    if p.settings is not None:
+        from attnscope.execute.sweep_settings import settings_path
+
+        write_atomic(settings_path(args.out), p.settings)
     t0 = time.monotonic()
     old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
     try:
