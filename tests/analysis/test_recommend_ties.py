@@ -115,3 +115,12 @@ def test_the_run_recommendation_names_no_best_either():
     assert "9.3× slower" in rec.text and "measure again on a quiet machine" in rec.text
     fair = run_recommend(rows()[4:6])
     assert fair is not None and fair.unresolved is False and fair.best == "sdpa_flash"  # 1.4×: fused preferred
+
+
+def test_the_sweep_page_lists_the_unresolved_points():
+    from attnscope.report.html.sweep import recommendation_block
+
+    page = str(recommendation_block(recommend(rows())))
+    assert "Unresolved points (2)" in page and page.count("measure again on a quiet machine") == 2
+    alone = str(recommendation_block(recommend(rows()[:2])))
+    assert "Every point is unresolved" in alone and "Unresolved points (1)" in alone
