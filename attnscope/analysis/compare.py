@@ -142,6 +142,13 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
     mine = timing_of(r) if r.get("numerics_ok") is not False else None  # a wrong result is not "slow"
     if not rows or mine is None:
         return []
+    un = unresolved_tie(rows)
+    if un:  # the recommendation names no best here: no "use X" either
+        return NotChecked(
+            "slower_than_best",
+            f"no best at this case: {un[1][0]['variant']}'s quartiles overlap {un[0][0]['variant']}'s although its "
+            f"median is {un[1][1] / un[0][1]:.1f}× slower; {UNRESOLVED_ADVICE}",
+        )
     (best, best_us, best_t, basis), _ = choose_best(rows)  # the recommendation's own choice
     if best["variant"] == r["variant"]:
         return []

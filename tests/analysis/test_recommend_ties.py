@@ -124,3 +124,15 @@ def test_the_sweep_page_lists_the_unresolved_points():
     assert "Unresolved points (2)" in page and page.count("measure again on a quiet machine") == 2
     alone = str(recommendation_block(recommend(rows()[:2])))
     assert "Every point is unresolved" in alone and "Unresolved points (1)" in alone
+
+
+def test_no_use_x_advice_at_an_unresolved_case():
+    from attnscope.analysis.compare import slower_than_best
+    from attnscope.core.types import NotChecked
+
+    loaded = rows()[:2]  # naive 513 µs and sdpa_flash 4,758 µs, quartiles overlapping
+    got = slower_than_best(loaded[1], loaded)
+    assert isinstance(got, NotChecked) and "measure again on a quiet machine" in got.why and "9.3×" in got.why
+    clear = rows()[2:4]  # naive 100 µs, sdpa_flash 200 µs, apart: flash is 2× slower than the best
+    (i,) = slower_than_best(clear[1], clear)
+    assert i.advice.startswith("use naive ") and i.evidence["ratio"] == 2.0
