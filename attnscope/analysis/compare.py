@@ -85,12 +85,19 @@ def tied(a: Row, b: Row) -> bool:
     return overlaps(a[2], b[2]) or same_kernels(a[0], b[0])
 
 
+# A tie is never resolved in favour of a variant whose median is more than this many times another's at the
+# point: quartiles that overlap across such a gap say the timings were disturbed, not that the two are equal.
+MAX_TIE_RATIO = 1.5
+UNRESOLVED_ADVICE = "measure again on a quiet machine"
+
+
 def choose_best(rows: list[Row]) -> tuple[Row, Row | None]:
     """(the variant to recommend, the faster one it was preferred to, if any).
 
     A variant that writes the score matrix out is recommended only when every fused variant is
     slower beyond the noise: when a fused one is tied with it, the fused one is the advice (same
-    speed, O(S·D) memory instead of O(S²)).
+    speed, O(S·D) memory instead of O(S²)).  Where that tie spans over ``MAX_TIE_RATIO``× in median,
+    :func:`unresolved_tie` says so: the sweep names no best there.
     """
     fastest = rows[0]
     if not materialises_scores(fastest[0]):
@@ -99,6 +106,23 @@ def choose_best(rows: list[Row]) -> tuple[Row, Row | None]:
         if is_fused(row[0]) and tied(fastest, row):
             return row, fastest
     return fastest, None
+
+
+def unresolved_tie(rows: list[Row]) -> tuple[Row, Row] | None:
+    """(the fastest row, the slowest row whose quartiles overlap it) when their medians are more than
+    ``MAX_TIE_RATIO``× apart: such a point has no trustworthy best.  Variants that ran the fastest's kernels
+    are left out (one implementation: the best is already the faster of them).  ``rows``: fastest first."""
+    if not rows or rows[0][1] <= 0:
+        return None
+    fastest = rows[0]
+    slow = [
+        r
+        for r in rows[1:]
+        if r[1] > MAX_TIE_RATIO * fastest[1] and overlaps(fastest[2], r[2]) and not same_kernels(fastest[0], r[0])
+    ]
+    if not slow:
+        return None
+    return fastest, max(slow, key=lambda r: r[1])
 
 
 def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight] | NotChecked:
@@ -118,6 +142,13 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
     mine = timing_of(r) if r.get("numerics_ok") is not False else None  # a wrong result is not "slow"
     if not rows or mine is None:
         return []
+    un = unresolved_tie(rows)
+    if un:  # the recommendation names no best here: no "use X" either
+        return NotChecked(
+            "slower_than_best",
+            f"no best at this case: {un[1][0]['variant']}'s quartiles overlap {un[0][0]['variant']}'s although its "
+            f"median is {un[1][1] / un[0][1]:.1f}× slower; {UNRESOLVED_ADVICE}",
+        )
     (best, best_us, best_t, basis), _ = choose_best(rows)  # the recommendation's own choice
     if best["variant"] == r["variant"]:
         return []

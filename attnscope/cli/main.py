@@ -174,7 +174,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
         return recommend_rows(rows, args.files, args.json, _console())
     rec = recommend(rows)
-    if not rec["best"]:
+    if not rec["best"] and not rec.get("unresolved"):
         by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
         why = (
             f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "

@@ -49,6 +49,13 @@ def add_parser(sub: Any, help_text: str) -> None:
     g.add_argument("--dtype", help="comma list of bf16, fp16, fp32 (default bf16)")
     g.add_argument("--causal", help="yes, no or both (default yes on CPU, both on GPU)")
     g.add_argument("--mode", help="comma list of fwd, fwd_bwd (default fwd)")
+    g.add_argument(
+        "--mask",
+        help="comma list of masks, e.g. none,sliding:256,document:1000,1500,600,996 (an entry starts at a mask name; "
+        "replaces --causal)",
+    )
+    g.add_argument("--softcap", help="comma list of soft-caps, 0 for none (e.g. 0,30)")
+    g.add_argument("--alibi", help="no, yes, both, or a comma list of them (default no)")
     s.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
     w = s.add_argument_group("where jobs run")
     w.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
@@ -66,6 +73,11 @@ def add_parser(sub: Any, help_text: str) -> None:
     o = s.add_argument_group("output")
     o.add_argument("--out", default=DEFAULT_OUT, help=f"the JSONL file, one row per job (default {DEFAULT_OUT})")
     o.add_argument("--resume", action="store_true", help="measure only the jobs --out does not hold yet")
+    o.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: resume although the settings recorded in <out>.settings.json differ",
+    )
     o.add_argument("--json", metavar="PATH", help="write the recommendation as JSON here")
     o.add_argument(
         "--html", metavar="PATH", help="also write a self-contained HTML report of every row in --out here (at the end)"
@@ -93,6 +105,7 @@ class Plan:
     num_torn: int
     executor: Any
     workers: str
+    settings: dict[str, Any] | None = None  # to record in <out>.settings.json (None: keep the file as it is)
 
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
@@ -134,7 +147,8 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
     given = {k for k, v in vars(args).items() if v is not None}
     for k, v in defaults.items():
         # batch and --budget-tokens are two ways to one axis: a default never joins the one given
-        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}):
+        # and a --mask replaces the causal axis
+        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}) and not (k == "causal" and args.mask):
             setattr(ns, k, v)
     return axes_from(ns)
 
@@ -151,6 +165,8 @@ def check(args: argparse.Namespace) -> Plan:
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address is for --executor ray")
     check_timeout(args.executor, args.timeout)
+    if getattr(args, "force", False) and not args.resume:
+        raise UsageError("--force is for --resume (it resumes although the recorded settings differ)")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise UsageError("--executor ray needs Ray: pip install 'attnscope[ray]'")
     if args.variants is not None:
@@ -190,6 +206,7 @@ def check(args: argparse.Namespace) -> Plan:
         if not rows and store.num_torn > 1:
             raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
         done = store.done()
+    settings = _check_settings(args, device, resuming=bool(done) or store.num_torn > 0)
     opts = Options(
         flush_l2=args.flush_l2,
         timing_budget_s=args.budget,
@@ -205,7 +222,31 @@ def check(args: argparse.Namespace) -> Plan:
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     total = len(cases) * len(variants)
-    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers)
+    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings)
+
+
+def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> dict[str, Any] | None:
+    """The settings to record, after refusing a resume whose settings differ from the recorded ones (unless
+    --force).  None: the file stays as it is (a forced resume keeps the first run's record)."""
+    from attnscope.execute import sweep_settings
+
+    now = sweep_settings.current(args.budget, args.flush_l2, device)
+    if not resuming:
+        return now
+    try:
+        recorded = sweep_settings.load(args.out)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if recorded is None:
+        return now  # rows from before settings were recorded: nothing to compare with
+    diff = sweep_settings.differences(recorded, now)
+    if diff and not getattr(args, "force", False):
+        raise UsageError(
+            f"--resume: the rows in {args.out} were measured with other settings ({'; '.join(diff)}, as recorded in "
+            f"{sweep_settings.settings_path(args.out)}): give the same settings, another --out, or --resume --force "
+            "to add rows measured otherwise"
+        )
+    return None if diff else now
 
 
 class _Bar:
@@ -309,6 +350,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         seen = next((r.env for r in reversed(new) if r.env is not None), None)
         return seen or _parent_env(p.jobs)
 
+    if p.settings is not None:
+        from attnscope.execute.sweep_settings import settings_path
+
+        write_atomic(settings_path(args.out), p.settings)
     from attnscope.measure import host
 
     load = host.read_load()  # before the workers add their own threads to the load

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from attnscope.core.masks import KINDS, parse_mask
 from attnscope.core.types import MODES, Case, Env, Result
 from attnscope.document.schema import result_to_dict
 from attnscope.execute.executors import Executor
@@ -70,6 +71,65 @@ def parse_choice_axis(name: str, text: str, choices: Iterable[str]) -> list[str]
 
 
 CAUSAL = {"yes": [True], "no": [False], "both": [True, False]}
+MASK_NAMES = ("causal_lower_right", "causal_top_left", *KINDS)  # what starts an entry of --mask
+LIST_KINDS = ("document", "padding")  # whose argument is itself a comma list
+
+
+def parse_mask_axis(text: str) -> list[str]:
+    """``none,sliding:256,document:1000,1500,600,996``: a new entry starts at a mask name (before any ':' or
+    '@'); a bare number continues the list of the entry before it (document or padding lengths).  Each entry
+    is parsed by :func:`attnscope.core.masks.parse_mask` and kept in its canonical spelling, duplicates once."""
+    entries: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            raise ValueError(f"--mask {text!r}: an empty item between commas")
+        name = re.split(r"[:@]", part, maxsplit=1)[0].lower()
+        if name in MASK_NAMES:
+            entries.append(part)
+            continue
+        if not entries:
+            raise ValueError(f"--mask {text!r}: it must start with a mask name ({', '.join(MASK_NAMES)})")
+        kind = re.split(r"[:@]", entries[-1], maxsplit=1)[0].lower()
+        if kind not in LIST_KINDS or "@" in entries[-1]:
+            raise ValueError(
+                f"--mask {text!r}: {part!r} is no mask name, and only document and padding take a comma list "
+                f"({entries[-1]!r} does not); give each mask its name, e.g. sliding:256,sliding:512"
+            )
+        entries[-1] += "," + part
+    out = []
+    for e in entries:
+        try:
+            out.append(parse_mask(e).canonical)
+        except ValueError as err:
+            raise ValueError(f"--mask {text!r}: {err}") from None
+    return list(dict.fromkeys(out))
+
+
+def parse_softcap_axis(text: str) -> list[float | None]:
+    """``0,30``: 0 means no soft-capping; any other value a positive finite cap."""
+    out: list[float | None] = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            v = float(part)
+        except ValueError:
+            raise ValueError(f"--softcap {text!r}: {part!r} is not a number (0: no soft-capping)") from None
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"--softcap {text!r}: each cap is 0 (none) or a positive finite number, got {part!r}")
+        out.append(None if v == 0 else v)
+    return list(dict.fromkeys(out))
+
+
+ALIBI = {"no": [False], "yes": [True], "both": [False, True]}
+
+
+def parse_alibi_axis(text: str) -> list[bool]:
+    """``no``, ``yes``, ``both`` or a comma list of yes and no."""
+    out: list[bool] = []
+    for part in (p.strip() for p in text.split(",")):
+        if part not in ALIBI:
+            raise ValueError(f"--alibi {text!r}: use yes, no, both, or a comma list of yes and no")
+        out += ALIBI[part]
+    return list(dict.fromkeys(out))
 
 
 def parse_causal(text: str) -> list[bool]:
@@ -93,6 +153,9 @@ class Axes:
     dtype: list[str] = field(default_factory=lambda: ["bf16"])
     causal: list[bool] = field(default_factory=lambda: [True])
     mode: list[str] = field(default_factory=lambda: ["fwd"])
+    mask: list[str | None] = field(default_factory=lambda: [None])  # None: from ``causal``; given, it sets causal
+    softcap: list[float | None] = field(default_factory=lambda: [None])
+    alibi: list[bool] = field(default_factory=lambda: [False])
     budget_tokens: int | None = None
 
 
@@ -100,13 +163,13 @@ def grid(axes: Axes, device: str) -> list[Case]:
     """Every combination, in axis order; a combination that is not a valid case is an error naming it."""
     cases: list[Case] = []
     batches: list[int | None] = [None] if axes.budget_tokens else list(axes.batch)
-    axis_lists = (batches, axes.heads, axes.kv_heads, axes.seq, axes.seq_kv, axes.head_dim, axes.dtype, axes.causal)
-    n = len(axes.mode) * math.prod(len(a) for a in axis_lists)
+    causals = axes.causal if axes.mask == [None] else [False]  # a mask sets causal itself
+    axis_lists = (batches, axes.heads, axes.kv_heads, axes.seq, axes.seq_kv, axes.head_dim, axes.dtype, causals)
+    mods = list(itertools.product(axes.mask, axes.softcap, axes.alibi))
+    n = len(axes.mode) * len(mods) * math.prod(len(a) for a in axis_lists)
     if n > MAX_JOBS:
         raise ValueError(f"the grid holds {n:,} cases, over {MAX_JOBS:,}: narrow it")
-    for b, h, kvh, s, skv, d, dt, causal, mode in itertools.product(
-        batches, axes.heads, axes.kv_heads, axes.seq, axes.seq_kv, axes.head_dim, axes.dtype, axes.causal, axes.mode
-    ):
+    for b, h, kvh, s, skv, d, dt, causal, (mask, cap, alibi), mode in itertools.product(*axis_lists, mods, axes.mode):
         if b is None:
             assert axes.budget_tokens is not None
             if axes.budget_tokens % s:
@@ -116,11 +179,15 @@ def grid(axes: Axes, device: str) -> list[Case]:
             b = axes.budget_tokens // s
         try:
             fields: dict[str, Any] = {"batch": b, "heads": h, "kv_heads": kvh, "seq_q": s, "seq_kv": skv}
+            fields |= {"mask": mask, "softcap": cap, "alibi": alibi}
             c = Case(**fields, head_dim=d, dtype=dt, causal=causal, device=device, mode=mode)  # type: ignore[arg-type]
         except ValueError as e:
             kv = f" KV={kvh}" if kvh is not None else ""
             sk = f" Skv={skv}" if skv is not None else ""
-            raise ValueError(f"the grid point B={b} H={h}{kv} S={s}{sk} D={d}: {e}") from None
+            mods_text = "".join(
+                [f" mask={mask}" if mask else "", f" softcap={cap:g}" if cap else "", " alibi" if alibi else ""]
+            )
+            raise ValueError(f"the grid point B={b} H={h}{kv} S={s}{sk} D={d}{mods_text}: {e}") from None
         cases.append(c)
     return list(dict.fromkeys(cases))
 
@@ -209,6 +276,14 @@ def axes_from(args: Any) -> Axes:
             raise ValueError(f"--dtype {args.dtype!r}: {e}") from None
     if getattr(args, "causal", None) is not None:
         a.causal = parse_causal(args.causal)
+    if getattr(args, "mask", None) is not None:
+        if getattr(args, "causal", None) is not None:
+            raise ValueError("--mask sets the causal part itself (causal, none, sliding, …): give --mask or --causal")
+        a.mask = list(parse_mask_axis(args.mask))
+    if getattr(args, "softcap", None) is not None:
+        a.softcap = parse_softcap_axis(args.softcap)
+    if getattr(args, "alibi", None) is not None:
+        a.alibi = parse_alibi_axis(args.alibi)
     if getattr(args, "mode", None) is not None:
         a.mode = parse_choice_axis("mode", args.mode, MODES)
     if getattr(args, "budget_tokens", None) is not None:
@@ -225,6 +300,6 @@ def recommendation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
     from attnscope.report.text.sweep import render
 
     rec = recommend(rows)
-    if not rec["best"]:
+    if not rec["best"] and not rec.get("unresolved"):
         return rec, "recommendation: no row to compare yet (one needs status ok, numerics within tolerance, a time)"
     return rec, render(rec)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.compare import (
+    MAX_TIE_RATIO,
     ONE_SAMPLE_NOTE,
+    UNRESOLVED_ADVICE,
     Row,
     case_key,
     choose_best,
@@ -20,6 +22,7 @@ from attnscope.analysis.compare import (
     ranked,
     same_kernels,
     tied,
+    unresolved_tie,
 )
 from attnscope.analysis.rules.insights import materialises_scores
 from attnscope.core.types import Recommendation
@@ -87,6 +90,18 @@ def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
         return Recommendation(b["variant"], best_us, None, None, None, None, basis, excluded, text)
     nxt = preferred_over or next(r for r in rows if r is not best)
     margin = nxt[1] / best_us
+    un = unresolved_tie(rows)
+    if un:  # the sweep names no best at such a point either (analysis.recommend.sweep: unresolved)
+        fast, slow = un
+        text = (
+            f"unresolved: {_label(slow[0])} ({slow[1]:,.1f} µs) counts as tied with {_label(fast[0])} "
+            f"({fast[1]:,.1f} µs), their interquartile ranges overlapping, although its median is "
+            f"{slow[1] / fast[1]:.1f}× slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so no variant "
+            f"is named best; {UNRESOLVED_ADVICE}"
+        )
+        return Recommendation(
+            b["variant"], best_us, nxt[0]["variant"], nxt[1], margin, True, basis, excluded, text, unresolved=True
+        )
     text = f"best for this case: {_label(b)} at {best_us:,.1f} µs ({basis}), "
     if preferred_over:
         text += (

@@ -42,7 +42,16 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from attnscope.analysis.compare import Row, choose_best, ran_backend, same_kernels, tied
+from attnscope.analysis.compare import (
+    MAX_TIE_RATIO,
+    UNRESOLVED_ADVICE,
+    Row,
+    choose_best,
+    ran_backend,
+    same_kernels,
+    tied,
+    unresolved_tie,
+)
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.document.recommendation import (  # the recommendation's words, shared with the report
     AXES,
@@ -191,6 +200,7 @@ class _Point:
     by_variant: dict[str, dict[str, Any]] = field(default_factory=dict)  # every row of the point
     twins: dict[str, list[str]] = field(default_factory=dict)  # usable variant -> the others that ran its kernels
     ran: dict[str, str | None] = field(default_factory=dict)  # usable variant -> the backend its kernels show
+    unresolved: tuple[Row, Row] | None = None  # (fastest, a tied one > MAX_TIE_RATIO× slower): no best here
 
     def group(self, v: str) -> set[str]:
         """``v`` and the variants that ran the same kernels here: one implementation."""
@@ -318,6 +328,7 @@ def _points(
             p.twins = _twins(usable)
             p.ran = {x[0]["variant"]: ran_backend(x[0])[0] for x in usable}
             p.agree = {best[0]["variant"]} | {x[0]["variant"] for x in usable if x is not best and tied(best, x)}
+            p.unresolved = unresolved_tie(usable)
             points.append(p)
         for r, why in out:
             e: dict[str, Any] = {"variant": r["variant"], "label": label(axes_by[k]), "status": r.get("status")}
@@ -641,10 +652,39 @@ def measured_ranges(points: list[_Point], axes: list[str]) -> dict[str, list[Any
 # --------------------------------------------------------------------------------------------- the whole
 
 
+def _unresolved_entry(p: _Point) -> dict[str, Any]:
+    """A point whose tie spans more than ``MAX_TIE_RATIO``× in median: marked, never given a best."""
+    assert p.unresolved is not None
+    fast, slow = p.unresolved
+    ratio = slow[1] / fast[1] if fast[1] > 0 else None
+    gap = f"{ratio:.1f}×" if ratio is not None else "far"
+    return {
+        "case": p.case,
+        "mode": p.axes["mode"],
+        "label": label(p.axes),
+        "unresolved": True,
+        "fastest": fast[0]["variant"],
+        "fastest_us": fast[1],
+        "tied_slow": slow[0]["variant"],
+        "tied_slow_us": slow[1],
+        "ratio": ratio,
+        "basis": fast[3],
+        "why": (
+            f"{slow[0]['variant']} ({slow[1]:,.1f} µs) counts as tied with {fast[0]['variant']} ({fast[1]:,.1f} µs) "
+            f"although its median is {gap} slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so no "
+            f"variant is named best here; {UNRESOLVED_ADVICE}"
+        ),
+    }
+
+
 def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The recommendation over the rows of a sweep (any number of files' rows, in order: a later row of
-    the same (variant, case, mode) stands).  ``best`` is empty when no row could compete."""
+    the same (variant, case, mode) stands).  ``best`` is empty when no row could compete.  A point whose
+    tie spans more than ``MAX_TIE_RATIO``× is in ``unresolved``, never in ``best``, the crossovers or the policy."""
     points, excluded, status, superseded, no_case = _points(rows)
+    unresolved = [_unresolved_entry(p) for p in points if p.unresolved]
+    compared = sum(len(p.rows) for p in points)
+    points = [p for p in points if not p.unresolved]
     best = [_best_entry(p, i) for i, p in enumerate(points)]
     axes, derived, fixed = _axes(points)
     gaps = []
@@ -704,11 +744,13 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
             )
         ),
         "excluded": excluded,
+        "unresolved": unresolved,
         "counts": {
             "rows": len(rows),
             "by_status": dict(sorted(status.items())),
-            "points": len(points),
-            "compared": sum(len(p.rows) for p in points),
+            "points": len(points) + len(unresolved),
+            "unresolved": len(unresolved),
+            "compared": compared,
             "excluded": len(excluded),
             "superseded": superseded,
             "no_case": no_case,

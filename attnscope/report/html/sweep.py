@@ -264,6 +264,8 @@ def crossover_map(page: Page, panels: dict[str, list[dict[str, Any]]], variants:
 def recommendation_block(rec: dict[str, Any]) -> Markup:
     """What `attnscope recommend` prints, from the same dict: the policy, every crossover, sdpa_default."""
     if not rec["best"]:
+        if rec.get("unresolved"):
+            return join([tag("p", "Every point is unresolved: no best named.", class_="dim"), _unresolved(rec)])
         return tag("p", "No row is ok with sound numerics: nothing to compare.", class_="dim")
     meas = "; ".join(f"{SYMBOL.get(a, a)} {', '.join(map(str, v))}" for a, v in rec["measured"].items())
     rules = [
@@ -305,6 +307,8 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
     if noise:
         parts.append(tag("p", noise_changes_text(noise).replace("--json", "attnscope recommend --json"), class_="dim"))
     parts.append(tag("p", default_summary_text(rec)))
+    if rec.get("unresolved"):
+        parts.append(_unresolved(rec))
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for e in rec["excluded"]:
         groups[(str(e["variant"]), e["why"])].append(e)
@@ -314,6 +318,12 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
         parts.append(tag("h4", f"Left out of the comparison ({n} row{'s' * (n != 1)})"))
         parts.append(table(["variant", "why", "rows", "first case"], body))
     return join(parts)
+
+
+def _unresolved(rec: dict[str, Any]) -> Markup:
+    """Points whose tie spans too wide a gap to trust: no best named there."""
+    body = [[u["label"], u["why"]] for u in rec["unresolved"]]
+    return join([tag("h4", f"Unresolved points ({len(body)})"), table(["case", "why"], body)])
 
 
 def status_block(rows: list[dict[str, Any]]) -> Markup:

@@ -171,11 +171,16 @@ def _excluded(rec: dict[str, Any]) -> list[RenderableType]:
         f"{c['compared']} compared at {c['points']} points; {c['excluded']} left out"
         + (f"; {c['superseded']} replaced by a later row of the same (variant, case, mode)" if c["superseded"] else "")
     )
+    lines: list[RenderableType] = [line]
+    for u in (rec.get("unresolved") or [])[:LIMIT]:  # documents written before the key have none
+        lines.append(Text.assemble(("unresolved ", "bold yellow"), f"{u['label']}: {u['why']}"))
+    if len(rec.get("unresolved") or []) > LIMIT:
+        lines.append(Text(f"… {len(rec['unresolved']) - LIMIT} more unresolved points in the JSON", style="dim"))
     groups: dict[tuple[Any, str], list[dict[str, Any]]] = defaultdict(list)
     for e in rec["excluded"]:
         groups[(e["variant"], e["why"])].append(e)
     if not groups:
-        return [line]
+        return lines
     t = Table(title="Left out of the comparison", header_style="bold")
     for h in ("variant", "why", "rows", "first case"):
         t.add_column(h)
@@ -185,15 +190,18 @@ def _excluded(rec: dict[str, Any]) -> list[RenderableType]:
         if fast:
             w.append(f" — faster than the best at {fast} point(s), but its output is not trusted", style="bold red")
         t.add_row(str(v), w, str(len(es)), es[0]["label"] or "—")
-    return [line, t]
+    return [*lines, t]
 
 
 def render(rec: dict[str, Any]) -> RenderableType:
     """The recommendation as one rich renderable (print it with a rich Console)."""
     if not rec["best"]:
-        return Group(
-            Text("Recommendation: no row is ok with sound numerics: nothing to compare", style="bold"), *_excluded(rec)
+        why = (
+            "every point is unresolved (ties across gaps too wide to trust): no best named"
+            if rec.get("unresolved")
+            else "no row is ok with sound numerics: nothing to compare"
         )
+        return Group(Text(f"Recommendation: {why}", style="bold"), *_excluded(rec))
     c = rec["counts"]
     meas = "; ".join(f"{_axis_name(a)} {_values(v)}" for a, v in rec["measured"].items()) or "one case"
     head = Text.assemble(

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.core.types import Case
-from attnscope.variants.base import Inputs, Prepared, Variant
+from attnscope.plugin import Case, Inputs, Prepared, Variant
 
 CHUNK = 256  # queries per SDPA call
 
@@ -27,7 +26,7 @@ def prepare(case: Case, x: Inputs) -> Prepared:
     import torch
     import torch.nn.functional as F
 
-    from attnscope.variants.mask_mods import dense_bias, dense_keep
+    from attnscope.plugin import dense_bias, dense_keep
 
     # The case's mask, built by attnscope from the same mask_mod as every variant: None, (Sq, Sk) or (B, 1, Sq, Sk).
     mask = dense_bias(case, x.q.device, x.q.dtype) if case.alibi else dense_keep(case, x.q.device)

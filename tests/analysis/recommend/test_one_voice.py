@@ -147,7 +147,10 @@ def test_one_voice(seed: int) -> None:
     rec = doc["recommendation"]
     ranked = [r for r in doc["results"] if r.get("numerics_ok") is not False and _time(r)]
     # a variant that writes the scores out is "best" only when every fused one is slower beyond the noise
-    if rec:
+    # (a tie across more than 1.5× names no best: the text says to measure again)
+    if rec and rec.get("unresolved"):
+        assert rec["text"].startswith("unresolved: ") and "measure again on a quiet machine" in rec["text"]
+    elif rec:
         best = results[rec["best"]]
         if _writes_scores(best):
             for f in (r for r in ranked if _fused(r)):

@@ -588,7 +588,9 @@ def test_real_cpu_sweep_against_its_jsonl():
     for r in raw:
         c = r["case"]
         by_point[(c["seq_q"], c["head_dim"], r["mode"])][r["variant"]] = r
-    assert len(by_point) == 12 and len(rec["best"]) == 12
+    # a loaded CPU: at S=256 D=32 fwd_bwd naive_inplace's quartiles overlap sdpa_math's 37.7× away: no best there
+    assert {(u["case"]["seq_q"], u["case"]["head_dim"], u["mode"]) for u in rec["unresolved"]} == {(256, 32, "fwd_bwd")}
+    assert len(by_point) == 12 and len(rec["best"]) == 11
     assert all(r["gpu_time_us"] is None for r in raw) and rec["time_source"] == "wall time per call on the CPU (median)"
 
     def kernels(r: dict[str, Any]) -> set[str]:
@@ -626,7 +628,7 @@ def test_real_cpu_sweep_against_its_jsonl():
     gaps = sum(1 for b in rec["best"] if b["default"] and not b["default"]["is_best"] and not b["default"]["tied"])
     assert len(rec["default_gaps"]) == gaps
     # the policy covers every measured point once, and its counts add up
-    assert sum(r["points"] for r in rec["policy"]) == 12
+    assert sum(r["points"] for r in rec["policy"]) == 11
     for r in rec["policy"]:
         assert r["agree"] + len(r["exceptions"]) == r["points"]
         for e in r["exceptions"]:
@@ -643,8 +645,18 @@ def test_one_case_says_what_the_run_recommendation_says(doc, capsys):
 
     results = json.loads(doc.read_text())["results"]
     run = run_recommend(results)
-    (b,) = recommend(results)["best"]
     assert run is not None
+    if doc.parent.name == "cpu":
+        # a loaded CPU: naive_inplace 319.4 µs [301.4, 49,585.5] overlaps sdpa_flash 15,973.5 µs [487.6, 28,003.0]
+        # (50×) and, widest, flex_compiled 46,040.3 µs [39,657.2, 54,999.0] (144×): both recommenders name no best
+        # (a tie is never resolved across more than 1.5×)
+        rec = recommend(results)
+        assert run.unresolved and rec["best"] == [] and len(rec["unresolved"]) == 1
+        u = rec["unresolved"][0]
+        assert (u["fastest"], u["tied_slow"]) == ("naive_inplace", "flex_compiled")
+        assert "measure again on a quiet machine" in run.text and "measure again on a quiet machine" in str(rec)
+        return
+    (b,) = recommend(results)["best"]
     assert (b["variant"], b["median_us"], b["basis"]) == (run.best, run.best_us, run.basis)
     by = {r["variant"]: r for r in results}
     twins = sorted(v for v, r in by.items() if v != run.best and r["kernels"] and _kernels(r) == _kernels(by[run.best]))
@@ -1713,6 +1725,7 @@ def test_default_not_usable_not_run_and_slower_are_counted_per_point():
         "rows": 9,
         "by_status": {"ok": 8, "oom": 1},
         "points": 5,
+        "unresolved": 0,
         "compared": 6,
         "excluded": 3,
         "superseded": 0,
