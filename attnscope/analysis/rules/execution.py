@@ -25,6 +25,7 @@ from attnscope.analysis.rules.insights import (
     short,
 )
 from attnscope.analysis.rules.masks import RULES as MASK_RULES
+from attnscope.analysis.rules.occupancy import not_the_question
 from attnscope.core.types import Insight, NotChecked, Severity
 
 # Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
@@ -149,6 +150,9 @@ def low_occupancy(r: dict[str, Any]) -> Out:
     hit = _ncu_kernel(r, k)
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
     head += _achieved_text(hit, ev)
+    elsewhere = not_the_question(r, k, head)  # only a compute-bound kernel is judged on its occupancy
+    if elsewhere is not None:
+        return [elsewhere]
     rid, sev, msg, advice = _occupancy_verdict(head, ev, r, hit)
     return [
         Insight(
