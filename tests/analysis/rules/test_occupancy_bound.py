@@ -88,3 +88,13 @@ def test_under_a_dense_mask_the_thrown_away_share_is_said() -> None:
     assert i["id"] == "masked_scores"
     assert i["evidence"]["thrown_away_pct"] == pytest.approx(37.5)
     assert "37.5%" in i["message"]
+
+
+def test_dense_mask_under_cudnn_does_not_blame_flash() -> None:
+    from attnscope.analysis.rules.masks import dense_mask
+
+    row = _dense_row("causal")
+    row["sdpa_backend"] = "cudnn"
+    (i,) = dense_mask(row)
+    assert "FlashAttention takes no arbitrary mask" not in i.message
+    assert "torch ran cudnn (first in torch's SDPA order on Hopper, mask or not)" in i.message
