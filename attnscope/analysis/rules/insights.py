@@ -451,13 +451,19 @@ def _mask_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
         )
     if mask == "causal_lower_right":
         sq, sk = dims[-2], dims[-1]
-        ran = f" (here SDPA ran {backend})" if ev["backend"] else ""  # no backend recorded: no SDPA to name
-        text = (
-            "a lower-right causal mask built densely is what torch.nn.attention.bias.causal_lower_right falls back to "
-            f"when neither flash nor efficient can take the call{ran}; flash (is_causal=True at "
-            "its own op) and efficient (custom_mask_type 2) apply the lower-right mask inside the kernel, with "
-            "nothing to build"
-        )
+        if ev["backend"] in ("flash", "efficient"):  # it took the mask in the kernel: the build is not its fallback
+            text = (
+                f"SDPA ran {backend}, which applies the lower-right mask inside the kernel: this dense build is not "
+                "torch's causal_lower_right fallback, the calling code made it; drop it and pass the CausalBias"
+            )
+        else:
+            ran = f" (here SDPA ran {backend})" if ev["backend"] else ""  # no backend recorded: no SDPA to name
+            text = (
+                "a lower-right causal mask built densely is what torch.nn.attention.bias.causal_lower_right falls back "
+                f"to when neither flash nor efficient can take the call{ran}; flash (is_causal=True at "
+                "its own op) and efficient (custom_mask_type 2) apply the lower-right mask inside the kernel, with "
+                "nothing to build"
+            )
         if sq == 1:
             text += (
                 f"; and here the mask hides nothing (one query, lower-right: it sees all {sk} keys): pass no mask "
