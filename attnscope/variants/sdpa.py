@@ -170,16 +170,14 @@ def _why(case: Case, x: Inputs) -> dict[str, Any]:
 
 def _refusal(case: Case, x: Inputs, backend_attr: str, err: Unsupported) -> Unsupported:
     """The forced backend's own check, asked outside sdpa_kernel so only its reasons speak."""
-    from attnscope.variants.sdpa_why import BACKEND_OF_FORCED, reasons_for
+    from attnscope.variants.sdpa_why import BACKEND_OF_FORCED, reasons_for, refusal_text
 
     why = _why(case, x)
     name = BACKEND_OF_FORCED[backend_attr]
     reasons = reasons_for(why, name)
     if not reasons or reasons == ["rejected (torch gave no reason)"]:
         return err  # the trial's own warnings are then the best words we have
-    msgs: list[str] = next((c["torch_messages"] for c in why["checks"] if c["backend"] == name), [])
-    detail = f" (torch: {'; '.join(msgs)})" if msgs else ""
-    return Unsupported(f"{backend_attr} refused: {name}: {'; '.join(reasons)}{detail}"[:600])
+    return Unsupported(f"{backend_attr} refused: {name}: {refusal_text(why, name)}"[:600])
 
 
 def _prepare_default(case: Case, x: Inputs) -> Prepared:

@@ -154,7 +154,10 @@ def _check(name: str, fn: Any) -> dict[str, Any]:
         if m:
             caught.append(warnings.WarningMessage(m[1], RuntimeWarning, "", 0))
     msgs = [] if usable else [m for m in torch_messages(caught) if "No available kernel" not in m]
-    return {"backend": name, "usable": usable, "reasons": [shorten(m) for m in msgs], "torch_messages": msgs}
+    # one refusal reaches us twice (a Python warning and c10's stderr line, worded alike): said once
+    msgs = [m for m in msgs if not any(m != o and m in o for o in msgs)]
+    reasons = list(dict.fromkeys(shorten(m) for m in msgs))
+    return {"backend": name, "usable": usable, "reasons": reasons, "torch_messages": msgs}
 
 
 def _choice(
@@ -278,6 +281,15 @@ def reasons_for(why: dict[str, Any], backend: str) -> list[str]:
         if c["backend"] == backend and not c["usable"]:
             return list(c["reasons"]) or ["rejected (torch gave no reason)"]
     return []
+
+
+def refusal_text(why: dict[str, Any], backend: str) -> str:
+    """One backend's refusal in one line: the short reasons, then torch's own words where they say more
+    (a message no pattern shortens is its own reason: said once, not twice)."""
+    reasons = reasons_for(why, backend)
+    msgs: list[str] = next((c["torch_messages"] for c in why.get("checks") or [] if c["backend"] == backend), [])
+    extra = [m for m in msgs if m not in reasons]
+    return "; ".join(reasons) + (f" (torch: {'; '.join(extra)})" if extra else "")
 
 
 BACKEND_OF_FORCED = {
