@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from attnscope.analysis.rules.execution import result_insights
-from attnscope.analysis.rules.insights import score_matrix
 from attnscope.analysis.rules.masks import block_sparsity, dense_mask, split_kv
+from attnscope.analysis.rules.memory import score_matrix
 
 
 def _case(**kw):

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.rules.insights import mask_rebuilt, safe_softmax, score_matrix
+from attnscope.analysis.rules.insights import safe_softmax
+from attnscope.analysis.rules.mask_build import mask_rebuilt
+from attnscope.analysis.rules.memory import score_matrix
 from attnscope.core.types import Insight, NotChecked
 
 SDPA = "aten::scaled_dot_product_attention"

@@ -8,7 +8,7 @@ from typing import Any
 from attnscope.analysis.fingerprint.attribution import build_op_tree
 from attnscope.analysis.fingerprint.mask_build import find
 from attnscope.analysis.fingerprint.shape import attention_calls
-from attnscope.analysis.rules.insights import mask_rebuilt
+from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.api import analyze
 from attnscope.document.schema import result_to_dict
 from tests import synth

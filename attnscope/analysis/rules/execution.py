@@ -16,15 +16,15 @@ from attnscope.analysis.rules.insights import (
     fp32_upcast,
     hidden_copy,
     main_kernel,
-    mask_rebuilt,
     no_tensor_cores,
     on_gpu,
     r1,
     safe_softmax,
-    score_matrix,
     short,
 )
+from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.analysis.rules.masks import RULES as MASK_RULES
+from attnscope.analysis.rules.memory import score_matrix
 from attnscope.analysis.rules.occupancy import not_the_question
 from attnscope.core.types import Insight, NotChecked, Severity
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attnscope.analysis.rules.insights import _mask_advice
+from attnscope.analysis.rules.mask_build import _mask_advice
 
 
 def _ev(backend: str | None, dims: list[int]) -> dict[str, object]:
