@@ -156,15 +156,13 @@ def _forced(name: str, backend_attr: str) -> Variant:
 def _why(case: Case, x: Inputs) -> dict[str, Any]:
     from torch.nn.attention.bias import CausalBias
 
-    from attnscope.variants.sdpa_why import explain
+    from attnscope.variants.sdpa_why import causal_bias_choice, explain
 
     sm = sdpa_mask(case, x)
     if isinstance(sm.attn_mask, CausalBias):
         # CausalBias picks its own kernel: flash, then efficient (both lower-right), else a materialised mask;
         # torch's checks see it as no mask (what CausalBias itself asks them).
-        why = explain(x.q, x.k, x.v, is_causal=False, scale=x.scale, enable_gqa=case.is_gqa)
-        why["note"] = "causal_lower_right CausalBias: flash if usable, then efficient, else a materialised mask"
-        return why
+        return causal_bias_choice(explain(x.q, x.k, x.v, is_causal=False, scale=x.scale, enable_gqa=case.is_gqa))
     return explain(x.q, x.k, x.v, is_causal=sm.is_causal, scale=x.scale, enable_gqa=case.is_gqa, attn_mask=sm.attn_mask)
 
 

@@ -283,6 +283,24 @@ def reasons_for(why: dict[str, Any], backend: str) -> list[str]:
     return []
 
 
+def causal_bias_choice(why: dict[str, Any]) -> dict[str, Any]:
+    """``why`` (torch's checks asked with no mask, as CausalBias asks them) with ``chosen`` set to what a
+    lower-right CausalBias runs: flash if usable, then efficient, else a materialised mask through SDPA's
+    own choice (torch.nn.attention.bias._dispatch_causal_attention's order)."""
+    usable = {c["backend"]: c["usable"] for c in why.get("checks") or []}
+    dense = why.get("chosen")
+    out = dict(why)
+    if usable.get("flash"):
+        out["chosen"] = "flash"
+    elif usable.get("efficient"):
+        out["chosen"] = "efficient"
+    else:
+        out["chosen"] = dense
+        out["materialised_mask"] = True
+    out["note"] = "causal_lower_right CausalBias: flash if usable, then efficient, else a materialised mask"
+    return out
+
+
 def refusal_text(why: dict[str, Any], backend: str) -> str:
     """One backend's refusal in one line: the short reasons, then torch's own words where they say more
     (a message no pattern shortens is its own reason: said once, not twice)."""
