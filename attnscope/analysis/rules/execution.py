@@ -25,7 +25,7 @@ from attnscope.analysis.rules.insights import (
 from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.analysis.rules.masks import RULES as MASK_RULES
 from attnscope.analysis.rules.memory import score_matrix
-from attnscope.analysis.rules.occupancy import not_the_question
+from attnscope.analysis.rules.occupancy import not_the_question, waits_on_device
 from attnscope.core.types import Insight, NotChecked, Severity
 
 # Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
@@ -200,6 +200,11 @@ def cpu_bound(r: dict[str, Any]) -> Out:
         return []
     ev = {"cpu_us": r1(cpu), "gpu_us": r1(gpu), "cpu_over_gpu_pct": round(100 * ratio)}
     bound = ratio >= 1.0
+    text = (
+        f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time {ev['gpu_us']:.1f} µs"
+    )
+    if bound and (waits := waits_on_device(r, ev, text)) is not None:
+        return [waits]
     msg = (
         f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time "
         f"{ev['gpu_us']:.1f} µs: "

@@ -121,3 +121,27 @@ def _out(r: dict[str, Any], k: dict[str, Any], rid: str, msg: str, advice: str, 
     return Insight(
         id=rid, variant=r["variant"], severity="info", message=msg, advice=advice, evidence=ev, kernels=(k["name"],)
     )
+
+
+def waits_on_device(r: dict[str, Any], ev: dict[str, Any], text: str) -> Insight | None:
+    """A call whose host time includes waiting on the device is not CPU-bound: a copy from pageable host
+    memory or back to the host inside the call makes the host wait for the stream (eager flex's pageable
+    copy, seen with cudaStreamSynchronize in tests/data/h200/flex.json)."""
+    sync = [
+        k["name"]
+        for k in r.get("kernels") or []
+        if k.get("category") == "memcpy" and ("Pageable" in k["name"] or "DtoH" in k["name"])
+    ]
+    if not sync:
+        return None
+    ev["synchronising_copy"] = sync[0]
+    return Insight(
+        id="host_waits_on_device",
+        variant=r["variant"],
+        severity="info",
+        message=f"{text}: the call waits on the device ({sync[0]} inside it synchronises the host), so its host "
+        "time holds GPU time; not CPU-bound",
+        advice="keep that tensor on the device (or build it once outside the call) so the call stops waiting",
+        evidence=ev,
+        kernels=(sync[0],),
+    )
