@@ -17,3 +17,10 @@ def test_variants(monkeypatch):
     yield T.VARIANTS
     for v in T.VARIANTS:
         V.REGISTRY.pop(v.name, None)
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    """Output is rendered at a wide terminal's width unless a test sets its own (the width tests set 80 and 120):
+    the commands take the terminal's width, and pytest's captured output has none."""
+    monkeypatch.setenv("COLUMNS", "200")

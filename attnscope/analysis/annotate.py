@@ -12,10 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.compare import explain_results
+from attnscope.analysis.equivalent import equivalent_case
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.predict import check_predictions
 from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
+from attnscope.analysis.roofline import row_roofline
 from attnscope.analysis.rules.insights import main_kernel
 from attnscope.core.types import Prediction, Verdict
 
@@ -48,12 +50,20 @@ def annotate(
     (family, backend), for rows written before rows carried them (:func:`attnscope.api.annotate` passes
     the registry's)."""
     results = [_with_declared_flags(dict(r), declared or (lambda _name: None)) for r in doc.get("results") or []]
+    got = doc.get("peak")
+    peak: dict[str, Any] = got if isinstance(got, dict) else {}
+    for r in results:  # before the rules: they read the bound
+        r["roofline"] = row_roofline(r, peak.get("tflops"), peak.get("bandwidth_tbps"))
+        r["equivalent_case"] = equivalent_case(r.get("case"))
     for r, (found, missing) in zip(results, explain_results(results), strict=True):
         r["insights"] = [dataclasses.asdict(i) for i in found]
         r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
         store_for_report(r)
     out = dict(doc)
     out["results"] = results
+    out["equivalent_case"] = equivalent_case(doc.get("case")) or next(
+        (r["equivalent_case"] for r in results if r.get("equivalent_case")), None
+    )
     rec = recommend(results)
     out["recommendation"] = dataclasses.asdict(rec) if rec else None
     if predictions is not None:

@@ -265,17 +265,31 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
             variant=r["variant"],
             severity=sev,
             message=msg,  # type: ignore[arg-type]
-            advice=(
-                f"force {ev['fastest_forced']} with torch.nn.attention.sdpa_kernel(...) for this shape"
-                + (f"; {ONE_SAMPLE_NOTE}" if ev.get("one_sample") else "")
-                if "fastest_forced" in ev
-                else "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
-            ),
+            advice=_choice_advice(r, ev),
             evidence=ev,
             kernels=(seen_in,) if seen_in and seen_in != "aten op" else (),
         )
     ]
     return out
+
+
+def _choice_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
+    """Pin a backend only where no mask is hidden in the call: a mask that keeps every key is the plain call,
+    and a pinned backend that cannot take it (cuDNN, math under a CausalBias) materialises it."""
+    from attnscope.analysis.equivalent import equivalent_case
+
+    same = equivalent_case(r.get("case"))
+    if same is not None:
+        ev["equivalent_case"] = same
+        return (
+            f"pass no mask: {same['why']}; SDPA then runs its fused choice with nothing to build, where pinning a "
+            "backend that cannot take the mask would materialise it"
+        )
+    if "fastest_forced" in ev:
+        return f"force {ev['fastest_forced']} with torch.nn.attention.sdpa_kernel(...) for this shape" + (
+            f"; {ONE_SAMPLE_NOTE}" if ev.get("one_sample") else ""
+        )
+    return "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
 
 
 def explain_results(results: list[dict[str, Any]]) -> list[tuple[list[Insight], list[NotChecked]]]:

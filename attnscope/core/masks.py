@@ -103,7 +103,9 @@ def parse_mask(spec: str) -> MaskSpec:
             raise ValueError(f"mask {spec!r}: causal_lower_right cannot be @top_left")
         return MaskSpec("causal", align="lower_right")
     if s == "causal_top_left":
-        s, align = "causal", align or "top_left"
+        if align == "lower_right":
+            raise ValueError(f"mask {spec!r}: causal_top_left cannot be @lower_right")
+        s, align = "causal", "top_left"
     kind, _, arg = s.partition(":")
     if kind not in KINDS:
         raise ValueError(f"unknown mask {spec!r}; use {MASK_HELP}")

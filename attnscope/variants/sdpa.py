@@ -156,30 +156,26 @@ def _forced(name: str, backend_attr: str) -> Variant:
 def _why(case: Case, x: Inputs) -> dict[str, Any]:
     from torch.nn.attention.bias import CausalBias
 
-    from attnscope.variants.sdpa_why import explain
+    from attnscope.variants.sdpa_why import causal_bias_choice, explain
 
     sm = sdpa_mask(case, x)
     if isinstance(sm.attn_mask, CausalBias):
         # CausalBias picks its own kernel: flash, then efficient (both lower-right), else a materialised mask;
         # torch's checks see it as no mask (what CausalBias itself asks them).
-        why = explain(x.q, x.k, x.v, is_causal=False, scale=x.scale, enable_gqa=case.is_gqa)
-        why["note"] = "causal_lower_right CausalBias: flash if usable, then efficient, else a materialised mask"
-        return why
+        return causal_bias_choice(explain(x.q, x.k, x.v, is_causal=False, scale=x.scale, enable_gqa=case.is_gqa))
     return explain(x.q, x.k, x.v, is_causal=sm.is_causal, scale=x.scale, enable_gqa=case.is_gqa, attn_mask=sm.attn_mask)
 
 
 def _refusal(case: Case, x: Inputs, backend_attr: str, err: Unsupported) -> Unsupported:
     """The forced backend's own check, asked outside sdpa_kernel so only its reasons speak."""
-    from attnscope.variants.sdpa_why import BACKEND_OF_FORCED, reasons_for
+    from attnscope.variants.sdpa_why import BACKEND_OF_FORCED, reasons_for, refusal_text
 
     why = _why(case, x)
     name = BACKEND_OF_FORCED[backend_attr]
     reasons = reasons_for(why, name)
     if not reasons or reasons == ["rejected (torch gave no reason)"]:
         return err  # the trial's own warnings are then the best words we have
-    msgs: list[str] = next((c["torch_messages"] for c in why["checks"] if c["backend"] == name), [])
-    detail = f" (torch: {'; '.join(msgs)})" if msgs else ""
-    return Unsupported(f"{backend_attr} refused: {name}: {'; '.join(reasons)}{detail}"[:600])
+    return Unsupported(f"{backend_attr} refused: {name}: {refusal_text(why, name)}"[:600])
 
 
 def _prepare_default(case: Case, x: Inputs) -> Prepared:

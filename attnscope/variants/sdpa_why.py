@@ -154,7 +154,10 @@ def _check(name: str, fn: Any) -> dict[str, Any]:
         if m:
             caught.append(warnings.WarningMessage(m[1], RuntimeWarning, "", 0))
     msgs = [] if usable else [m for m in torch_messages(caught) if "No available kernel" not in m]
-    return {"backend": name, "usable": usable, "reasons": [shorten(m) for m in msgs], "torch_messages": msgs}
+    # one refusal reaches us twice (a Python warning and c10's stderr line, worded alike): said once
+    msgs = [m for m in msgs if not any(m != o and m in o for o in msgs)]
+    reasons = list(dict.fromkeys(shorten(m) for m in msgs))
+    return {"backend": name, "usable": usable, "reasons": reasons, "torch_messages": msgs}
 
 
 def _choice(
@@ -278,6 +281,33 @@ def reasons_for(why: dict[str, Any], backend: str) -> list[str]:
         if c["backend"] == backend and not c["usable"]:
             return list(c["reasons"]) or ["rejected (torch gave no reason)"]
     return []
+
+
+def causal_bias_choice(why: dict[str, Any]) -> dict[str, Any]:
+    """``why`` (torch's checks asked with no mask, as CausalBias asks them) with ``chosen`` set to what a
+    lower-right CausalBias runs: flash if usable, then efficient, else a materialised mask through SDPA's
+    own choice (torch.nn.attention.bias._dispatch_causal_attention's order)."""
+    usable = {c["backend"]: c["usable"] for c in why.get("checks") or []}
+    dense = why.get("chosen")
+    out = dict(why)
+    if usable.get("flash"):
+        out["chosen"] = "flash"
+    elif usable.get("efficient"):
+        out["chosen"] = "efficient"
+    else:
+        out["chosen"] = dense
+        out["materialised_mask"] = True
+    out["note"] = "causal_lower_right CausalBias: flash if usable, then efficient, else a materialised mask"
+    return out
+
+
+def refusal_text(why: dict[str, Any], backend: str) -> str:
+    """One backend's refusal in one line: the short reasons, then torch's own words where they say more
+    (a message no pattern shortens is its own reason: said once, not twice)."""
+    reasons = reasons_for(why, backend)
+    msgs: list[str] = next((c["torch_messages"] for c in why.get("checks") or [] if c["backend"] == backend), [])
+    extra = [m for m in msgs if m not in reasons]
+    return "; ".join(reasons) + (f" (torch: {'; '.join(extra)})" if extra else "")
 
 
 BACKEND_OF_FORCED = {

@@ -174,7 +174,7 @@ def test_mask_flop_note_by_hand():
 def test_score_matrix_uses_the_key_length():
     """B=1, H=2, Sq=64, Sk=1024, fp32: one score matrix is 1·2·64·1024·4 = 524,288 B = 0.5 MiB.
     With Sk ignored it would be 1·2·64·64·4 = 32 KiB.  Peak 1 MiB = 2.0× the score matrix."""
-    from attnscope.analysis.rules.insights import score_matrix
+    from attnscope.analysis.rules.memory import score_matrix
 
     case = Case(1, 2, 64, 32, dtype="fp32", causal=False, seq_kv=1024).to_dict()
     # the premise: matrix work outside a fused kernel (naive's QKᵀ as an aten::bmm)

@@ -16,15 +16,16 @@ from attnscope.analysis.rules.insights import (
     fp32_upcast,
     hidden_copy,
     main_kernel,
-    mask_rebuilt,
     no_tensor_cores,
     on_gpu,
     r1,
     safe_softmax,
-    score_matrix,
     short,
 )
+from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.analysis.rules.masks import RULES as MASK_RULES
+from attnscope.analysis.rules.memory import score_matrix
+from attnscope.analysis.rules.occupancy import not_the_question, waits_on_device
 from attnscope.core.types import Insight, NotChecked, Severity
 
 # Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
@@ -149,6 +150,9 @@ def low_occupancy(r: dict[str, Any]) -> Out:
     hit = _ncu_kernel(r, k)
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
     head += _achieved_text(hit, ev)
+    elsewhere = not_the_question(r, k, head)  # only a compute-bound kernel is judged on its occupancy
+    if elsewhere is not None:
+        return [elsewhere]
     rid, sev, msg, advice = _occupancy_verdict(head, ev, r, hit)
     return [
         Insight(
@@ -196,6 +200,11 @@ def cpu_bound(r: dict[str, Any]) -> Out:
         return []
     ev = {"cpu_us": r1(cpu), "gpu_us": r1(gpu), "cpu_over_gpu_pct": round(100 * ratio)}
     bound = ratio >= 1.0
+    text = (
+        f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time {ev['gpu_us']:.1f} µs"
+    )
+    if bound and (waits := waits_on_device(r, ev, text)) is not None:
+        return [waits]
     msg = (
         f"host time per call {ev['cpu_us']:.1f} µs is {ev['cpu_over_gpu_pct']}% of its GPU time "
         f"{ev['gpu_us']:.1f} µs: "

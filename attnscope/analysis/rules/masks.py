@@ -77,8 +77,12 @@ def dense_mask(r: dict[str, Any]) -> Out:
         f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({ev['mask_mib']:.1f} MiB)"
         + (
             f": FlashAttention takes no arbitrary mask, so {ran}, which"
-            if gpu and not r.get("backend")  # PyTorch's own choice; a forced backend was the user's pick
-            else f"; {ran}, which"
+            # PyTorch's own choice; a forced backend was the user's pick.  cuDNN comes first in torch's order on
+            # sm90 anyway, so flash's refusal is not why it ran.
+            if gpu and not r.get("backend") and ev["backend"] not in ("cudnn", "flash")
+            else f"; {ran}"
+            + (" (first in torch's SDPA order on Hopper, mask or not)" if ev["backend"] == "cudnn" else "")
+            + ", which"
         )
         + f" computes all {ev['scores_computed']:,} scores and reads the mask"
         + (f", though the mask keeps only {ev['kept_pct']:.1f}% of them" if kept is not None else "")

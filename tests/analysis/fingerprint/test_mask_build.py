@@ -11,7 +11,7 @@ import pytest
 from attnscope.analysis.fingerprint.attribution import Attribution, build_op_tree
 from attnscope.analysis.fingerprint.mask_build import NEAR, MaskBuild, _int, describe, find
 from attnscope.analysis.fingerprint.shape import attention_calls
-from attnscope.analysis.rules.insights import mask_rebuilt
+from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.api import analyze
 from attnscope.document.schema import result_to_dict
 from attnscope.trace import CpuOp, GpuEvent, load_trace

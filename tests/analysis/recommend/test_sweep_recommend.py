@@ -544,7 +544,6 @@ def test_page_and_terminal_say_the_same(tmp_path, capsys):
         (None, "no such file"),
         ("", "no attnscope result rows"),
         ("not json\n", "no attnscope result rows"),
-        ('{"variant": "a", "status": "oom", "case": {"seq_q": 1}}\n', "no row to compare (one needs status ok"),
         ('{"variant": "a", "status": "ok", "kernels": 5}\n', "kernels must be a list of objects"),
         ('{"variant": 3, "status": "ok"}\n', "needs variant and status strings"),
         ('{"variant": "a", "status": "ok", "case": "big"}\n', "case must be an object or null"),
@@ -558,6 +557,15 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, content, message):
     assert main(["recommend", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_rows_that_all_failed_exit_1_with_the_reason(tmp_path, capsys):
+    """Well-formed rows none of which was measured: nothing to compare (exit 1, as documented), not bad input."""
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"variant": "a", "status": "oom", "case": {"seq_q": 1}}\n')
+    assert main(["recommend", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "no row to compare (one needs status ok" in out.err + out.out and "Traceback" not in out.err
 
 
 def test_cli_bad_paths(tmp_path, capsys):

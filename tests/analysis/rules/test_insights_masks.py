@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from attnscope.analysis.rules.execution import result_insights
-from attnscope.analysis.rules.insights import mask_rebuilt, safe_softmax, score_matrix
+from attnscope.analysis.rules.insights import safe_softmax
+from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.analysis.rules.masks import block_sparsity, dense_mask, split_kv
+from attnscope.analysis.rules.memory import score_matrix
 from attnscope.core.types import Insight, NotChecked
 
 

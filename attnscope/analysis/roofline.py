@@ -1,0 +1,181 @@
+"""The roofline of a call and of its kernels: bytes by a stated model, intensity against the ridge,
+the bound that applies and its % of peak.  Pure (plain numbers and dicts in, a dict out).
+
+Bytes model (``bytes_source`` says which was used): Q, K and V read once and O written once; for
+forward+backward also dO read, dQ, dK, dV written and the LSE (fp32, one per query row per head)
+written and read; at decode K and V are the KV cache, read once; a dense mask tensor passed to the
+call adds its own bytes.  With Nsight Compute, the measured DRAM bytes replace the model.
+
+Bound: ``latency`` when the grid has fewer blocks than the GPU has SMs, or the call is under
+``LATENCY_US``; otherwise ``compute`` when the intensity (FLOP per byte) reaches the ridge (peak
+FLOP/s over peak bytes/s), else ``memory``.  The %peak quoted is the one of the bound that applies:
+TFLOP/s against the compute ceiling for ``compute``, TB/s against the bandwidth ceiling otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
+from attnscope.core.gpus import GpuSpec, lookup
+
+LATENCY_US = 10.0
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+LSE_BYTES = 4
+
+
+def call_bytes(case: dict[str, Any], mask_bytes: int = 0) -> tuple[int, str]:
+    """(bytes, the model in words) for one call of ``case`` (a case dict as documents hold it)."""
+    e = DTYPE_BYTES[case.get("dtype") or "bf16"]
+    b, h, d = case["batch"], case["heads"], case["head_dim"]
+    sq = case["seq_q"]
+    sk = case.get("seq_kv") or sq
+    kvh = case.get("kv_heads") or h
+    q = b * h * sq * d * e
+    kv = b * kvh * sk * d * e
+    total = 2 * q + 2 * kv  # Q read, O written, K and V read
+    kv_word = "K, V (the KV cache)" if sq == 1 else "K, V"
+    words = f"Q, {kv_word} read and O written once: 2·B·H·Sq·D·{e} + 2·B·Hkv·Sk·D·{e}"
+    if case.get("mode") == "fwd_bwd":
+        lse = 2 * b * h * sq * LSE_BYTES
+        total += 2 * q + 2 * kv + lse  # dO read, dQ written; dK, dV written; LSE written and read
+        words += f"; backward adds dO, dQ (2·B·H·Sq·D·{e}), dK, dV (2·B·Hkv·Sk·D·{e}) and the LSE (2·B·H·Sq·4)"
+    if mask_bytes:
+        total += mask_bytes
+        words += f"; a dense mask tensor of {mask_bytes:,} B"
+    return total, "model: " + words
+
+
+def _pct(x: float | None, of: float | None) -> float | None:
+    return 100 * x / of if x is not None and of else None
+
+
+def roofline(
+    *,
+    flops: int | None,
+    nbytes: int,
+    bytes_source: str,
+    time_us: float | None,
+    spec: GpuSpec | None,
+    peak_tflops_measured: float | None = None,
+    bandwidth_tbps_measured: float | None = None,
+    grid_blocks: int | None = None,
+    call: bool = True,
+) -> dict[str, Any] | None:
+    """The roofline fields of one call (``call``) or kernel; None without a time or bytes.  The time rule of
+    ``latency`` (under :data:`LATENCY_US`) applies to a call; a kernel is latency-bound by its grid only."""
+    if not time_us or time_us <= 0 or nbytes <= 0:
+        return None
+    sec = time_us * 1e-6
+    tflops = flops / sec / 1e12 if flops else None
+    tbps = nbytes / sec / 1e12
+    intensity = flops / nbytes if flops else None
+    peak_c = spec.bf16_tflops if spec else peak_tflops_measured
+    peak_b = spec.bandwidth_tbps if spec else bandwidth_tbps_measured
+    ridge = peak_c / peak_b if peak_c and peak_b else None
+    sms = spec.sms if spec else None
+    if (grid_blocks is not None and sms is not None and grid_blocks < sms) or (call and time_us < LATENCY_US):
+        bound = "latency"
+    elif intensity is not None and ridge is not None:
+        bound = "compute" if intensity >= ridge else "memory"
+    else:
+        bound = None
+    return {
+        "bytes": nbytes,
+        "bytes_source": bytes_source,
+        "intensity": intensity,
+        "ridge": ridge,
+        "bound": bound,
+        "tflops": tflops,
+        "tbps": tbps,
+        "pct_compute_spec": _pct(tflops, spec.bf16_tflops if spec else None),
+        "pct_compute_measured": _pct(tflops, peak_tflops_measured),
+        "pct_bandwidth_spec": _pct(tbps, spec.bandwidth_tbps if spec else None),
+        "pct_bandwidth_measured": _pct(tbps, bandwidth_tbps_measured),
+        "grid_blocks": grid_blocks,
+        "sms": sms,
+        "spec_source": spec.source if spec else None,
+    }
+
+
+def headline(rf: dict[str, Any]) -> tuple[float | None, str]:
+    """(%peak, which ceiling) for the bound that applies: the figure a table prints, and its footnote."""
+    if rf.get("bound") == "compute":
+        pct = rf.get("pct_compute_measured") or rf.get("pct_compute_spec")
+        return pct, "% of the compute ceiling (TFLOP/s)"
+    pct = rf.get("pct_bandwidth_spec") or rf.get("pct_bandwidth_measured")
+    return pct, "% of the bandwidth ceiling (TB/s, spec)"
+
+
+def grid_blocks(kernel: dict[str, Any]) -> int | None:
+    g = kernel.get("grid")
+    if not g:
+        return None
+    n = 1
+    for x in g:
+        n *= int(x)
+    return n
+
+
+def row_roofline(
+    r: dict[str, Any],
+    peak_tflops_measured: float | None = None,
+    bandwidth_tbps_measured: float | None = None,
+    mask_bytes: int = 0,
+) -> dict[str, Any] | None:
+    """The call's roofline for one result row (GPU rows with a case and a GPU time), with ``kernels``: the
+    same FLOPs and bytes on each matrix kernel's own duration and grid (the attention kernel does the call's
+    work; helpers such as a split-KV combine or a mask build get none).  ``spec_note``: where the ceilings
+    came from."""
+    case = r.get("case")
+    us = r.get("gpu_time_us")
+    if not isinstance(case, dict) or not us or r.get("device_kind") not in (None, "gpu"):
+        return None
+    if (case.get("device") or "cuda") == "cpu":
+        return None
+    try:
+        nbytes, source = call_bytes(case, mask_bytes)
+    except (KeyError, TypeError):
+        return None
+    dram = r.get("dram_bytes")
+    if isinstance(dram, int) and dram > 0:
+        nbytes, source = dram, "measured: DRAM bytes read and written, Nsight Compute (dram__bytes.sum)"
+    spec = lookup(r.get("device_name"))
+    ks = [k for k in r.get("kernels") or [] if k.get("category") not in ("memcpy", "memset")]
+    matrix = [k for k in ks if is_matrix_kernel(k.get("name") or "", k.get("category"))]
+    main = max(matrix, key=lambda k: k.get("duration_us") or 0, default=None)  # the call's grid is its grid
+    out = roofline(
+        flops=r.get("flops"),
+        nbytes=nbytes,
+        bytes_source=source,
+        time_us=us,
+        spec=spec,
+        peak_tflops_measured=peak_tflops_measured,
+        bandwidth_tbps_measured=bandwidth_tbps_measured,
+        grid_blocks=grid_blocks(main) if main else None,
+    )
+    if out is None:
+        return None
+    out["spec_note"] = (
+        f"ceilings from the spec table for {spec.name} (keyed by the device name {r.get('device_name')!r}): "
+        f"{spec.source}"
+        if spec
+        else "device not in the spec table: ceilings measured in this run only"
+    )
+    per = []
+    for k in matrix:
+        kr = roofline(
+            flops=r.get("flops"),
+            nbytes=nbytes,
+            bytes_source=source + " (the call's bytes on this kernel's time)",
+            time_us=k.get("duration_us"),
+            spec=spec,
+            peak_tflops_measured=peak_tflops_measured,
+            bandwidth_tbps_measured=bandwidth_tbps_measured,
+            grid_blocks=grid_blocks(k),
+            call=False,
+        )
+        if kr is not None:
+            per.append({"name": k.get("name"), **kr})
+    out["kernels"] = per
+    return out

@@ -1,0 +1,105 @@
+"""The roofline: bytes, intensity, bound and %peak worked by hand, and the real H200 decode trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from attnscope.analysis.roofline import call_bytes, roofline, row_roofline
+from attnscope.api import analyze
+from attnscope.core.gpus import lookup
+from attnscope.document.schema import result_to_dict
+from tests.rawtrace import H200, raw_events
+
+H200_SPEC = lookup("NVIDIA H200")
+
+
+def test_bytes_of_a_forward_call() -> None:
+    # Q, O: 2·4·16·8·2 = 2048 B each; K, V the same (no GQA, Sk = Sq)
+    case = {"batch": 2, "heads": 4, "seq_q": 16, "head_dim": 8, "dtype": "bf16"}
+    assert call_bytes(case)[0] == 4 * 2048
+
+
+def test_bytes_of_decode_read_the_kv_cache() -> None:
+    # Q, O: 32·128·2 = 8192 B each; K, V: 8·8192·128·2 = 16,777,216 B each
+    case = {"batch": 1, "heads": 32, "kv_heads": 8, "seq_q": 1, "seq_kv": 8192, "head_dim": 128, "dtype": "bf16"}
+    nbytes, source = call_bytes(case)
+    assert nbytes == 2 * 8192 + 2 * 16_777_216
+    assert "KV cache" in source
+
+
+def test_bytes_of_forward_backward_add_grads_and_lse() -> None:
+    # fp32, B=H=1, S=4, D=2: each of Q, K, V, O, dO, dQ, dK, dV is 4·2·4 = 32 B; the LSE 4 rows × 4 B, written and read
+    case = {"batch": 1, "heads": 1, "seq_q": 4, "head_dim": 2, "dtype": "fp32", "mode": "fwd_bwd"}
+    assert call_bytes(case)[0] == 8 * 32 + 2 * 16
+
+
+def test_a_dense_mask_adds_its_bytes() -> None:
+    case = {"batch": 1, "heads": 1, "seq_q": 4, "head_dim": 2, "dtype": "fp32"}
+    nbytes, source = call_bytes(case, mask_bytes=16)
+    assert nbytes == 4 * 32 + 16 and "dense mask" in source
+
+
+def test_compute_bound_figures_by_hand() -> None:
+    # 1e12 FLOP and 1e9 B in one second: 1 TFLOP/s, 0.001 TB/s, intensity 1000 FLOP/B > 989.4 / 4.815 ≈ 205.5
+    rf = roofline(flops=10**12, nbytes=10**9, bytes_source="x", time_us=1e6, spec=H200_SPEC, peak_tflops_measured=800.0)
+    assert rf is not None
+    assert rf["bound"] == "compute"
+    assert rf["intensity"] == pytest.approx(1000.0)
+    assert rf["ridge"] == pytest.approx(989.4 / 4.814304, rel=1e-6)
+    assert rf["tflops"] == pytest.approx(1.0) and rf["tbps"] == pytest.approx(0.001)
+    assert rf["pct_compute_spec"] == pytest.approx(100 / 989.4)
+    assert rf["pct_compute_measured"] == pytest.approx(100 / 800)
+    assert rf["pct_bandwidth_spec"] == pytest.approx(0.1 / 4.814304)
+    assert rf["pct_bandwidth_measured"] is None
+
+
+def test_memory_bound_below_the_ridge() -> None:
+    # 4e9 FLOP over 1e9 B: intensity 4 < 205.5; 1e9 B in 250 µs = 4 TB/s = 83.07% of 4.814 TB/s
+    rf = roofline(flops=4 * 10**9, nbytes=10**9, bytes_source="x", time_us=250.0, spec=H200_SPEC)
+    assert rf is not None and rf["bound"] == "memory"
+    assert rf["pct_bandwidth_spec"] == pytest.approx(400 / 4.814304)
+
+
+@pytest.mark.parametrize(
+    ("us", "grid", "call", "want"),
+    [
+        (5.0, 256, True, "latency"),
+        (50.0, 100, True, "latency"),
+        (5.0, 256, False, "memory"),
+        (50.0, 132, True, "memory"),
+    ],
+)
+def test_latency_bound(us: float, grid: int, call: bool, want: str) -> None:
+    rf = roofline(flops=4, nbytes=1, bytes_source="x", time_us=us, spec=H200_SPEC, grid_blocks=grid, call=call)
+    assert rf is not None and rf["bound"] == want
+
+
+def _decode_row(variant: str) -> dict[str, Any]:
+    return result_to_dict(analyze(H200 / "decode" / f"{variant}.json", variant=variant))
+
+
+@pytest.mark.parametrize(
+    ("variant", "kernel"), [("sdpa_cudnn", "cudnn_generated"), ("sdpa_flash", "flash_fwd_splitkv_kernel")]
+)
+def test_h200_decode_trace_is_memory_bound(variant: str, kernel: str) -> None:
+    rf = row_roofline(_decode_row(variant))
+    assert rf is not None
+    assert rf["bound"] == "memory"
+    # by hand from the raw trace: the attention kernel's duration and the bytes of B1 H32 KV8 Sq1 Sk8192 D128 bf16
+    (k,) = [
+        e for e in raw_events(H200 / "decode" / f"{variant}.json") if e.get("cat") == "kernel" and kernel in e["name"]
+    ]
+    nbytes = 2 * 32 * 128 * 2 + 2 * 8 * 8192 * 128 * 2
+    (kr,) = rf["kernels"]
+    assert kr["bound"] == "memory"
+    assert kr["tbps"] == pytest.approx(nbytes / (k["dur"] * 1e-6) / 1e12, rel=1e-6)
+    assert kr["grid_blocks"] == k["args"]["grid"][0] * k["args"]["grid"][1] * k["args"]["grid"][2]
+
+
+def test_h200_prefill_trace_is_compute_bound() -> None:
+    r = result_to_dict(analyze(H200 / "b1h32s4096d128" / "sdpa_cudnn.json", variant="sdpa_cudnn"))
+    rf = row_roofline(r)
+    assert rf is not None and rf["bound"] == "compute"
+    assert "spec table for NVIDIA H200" in rf["spec_note"]
