@@ -371,8 +371,9 @@ def test_causal_top_left_spelling():
     assert parse_mask("causal_top_left") == MaskSpec("causal", align="top_left")
     assert parse_mask(" Causal_Top_Left ") == MaskSpec("causal", align="top_left")
     assert parse_mask("causal_top_left@top_left") == MaskSpec("causal", align="top_left")
-    # a stated alignment wins over the name's
-    assert parse_mask("causal_top_left@lower_right") == MaskSpec("causal", align="lower_right")
+    # a stated alignment that contradicts the name is refused (it used to run lower-right without a word)
+    with pytest.raises(ValueError, match="causal_top_left cannot be @lower_right"):
+        parse_mask("causal_top_left@lower_right")
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,7 @@ def test_inline_sweep_resume_torn_line_and_recommendation(tmp_path, capsys, monk
     assert [r["variant"] for r in Store(path).rows()] == ["naive"]
     rc, rows = _sweep(tmp_path, "--seq", "32,64", "--variants", "naive,sdpa_flash", "--executor", "inline", "--resume")
     assert rc == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the terminal's width folds the long line
     assert "1 already in" in out and "3 to measure" in out and "1 unreadable line" in out
     keys = [job_key(r["variant"], r["case"]) for r in rows]
     assert len(keys) == len(set(keys)) == 4
