@@ -96,7 +96,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     if min(doc) < 1:
         doc = [third, third, third, s - 3 * third]
     masks = {"document": doc, "sliding": 256, "prefix": s // 4}
-    flex = torch.compile(flex_attention, dynamic=False)
+    # one compiled kernel per candidate: each starts from a fresh dynamo cache, so that no candidate runs on a
+    # recompile-limited or dynamic-shape fallback of an earlier one (seen on 2026-12-04: the 9th candidate ran eager)
     out: dict[str, Any] = {
         "shape": {"batch": b, "heads": h, "seq": s, "head_dim": d, "dtype": "bf16"},
         "torch": torch.__version__,
@@ -111,11 +112,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             if isinstance(mod, str):
                 rows[name] = {"missing": mod}
                 continue
+            torch._dynamo.reset()
+            flex = torch.compile(flex_attention, dynamic=False)
             bm = create_block_mask(mod, None, None, s, s, device=dev)
             o = flex(q, k, v, block_mask=bm)
             same = None if first is None else bool(torch.equal(o, first))
             first = o if first is None else first
-            row = {"identical_to_first": same, **time_one(lambda bm=bm: flex(q, k, v, block_mask=bm))}
+            row = {"identical_to_first": same, **time_one(lambda bm=bm, flex=flex: flex(q, k, v, block_mask=bm))}
             rows[name] = row
             print(f"{kind:9s} {name:20s} {row.get('do_bench_us')!s:>22s} do_bench µs, "
                   f"{row['cuda_events_median_us']:.1f} events µs, same={same}", flush=True)  # fmt: skip
