@@ -253,7 +253,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     # Rows of this run already in the store (--resume): kept as they are, never measured again.
     earlier = [r for r in (store.rows() if store else []) if _same_run(r, label, opts, impls, modes, points)]
     rows: list[dict[str, Any]] = list(earlier)
-    console = Console(width=max(160, Console().width))
+    console = Console()  # the terminal's width (COLUMNS where set): rich folds the tables to it
     if store is not None:
         console.print(
             f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}",
