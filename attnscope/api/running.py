@@ -39,6 +39,16 @@ class RunDocument(dict[str, Any]):
         return self.report.peak
 
 
+def _peak(p: Any) -> dict[str, Any] | None:
+    """The document's ``peak``: the matmul rate and, where measured, the read bandwidth (the roofline's ceiling)."""
+    if p is None:
+        return None
+    out = {"tflops": p.tflops, "source": p.source}
+    if p.bandwidth_tbps is not None:
+        out.update(bandwidth_tbps=p.bandwidth_tbps, bandwidth_source=p.bandwidth_source)
+    return out
+
+
 def partial_document(case: Case, done: list[Result]) -> dict[str, Any]:
     """What is saved after each variant, before the run ends: the rows so far, marked partial."""
     from attnscope.document.schema import document
@@ -101,7 +111,7 @@ def run(
             rep.env,
             rep.results,
             case=case.to_dict(),
-            peak={"tflops": rep.peak.tflops, "source": rep.peak.source} if rep.peak else None,
+            peak=_peak(rep.peak),
             host=host.assess(*load, host.timings_of(rep.results)),
         )
     )

@@ -259,10 +259,13 @@ class Env:
 
 @dataclass(frozen=True)
 class PeakRate:
-    """The matmul rate the % of peak is measured against, and how it was obtained."""
+    """The matmul rate the % of peak is measured against, and how it was obtained; on a GPU also the read
+    bandwidth measured in the same run (the roofline's measured ceiling), and how."""
 
     tflops: float
     source: str
+    bandwidth_tbps: float | None = None
+    bandwidth_source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,24 @@ def measure_peak(case: Case) -> PeakRate:
         rates[name] = 2 * n**3 / (t.min_us * 1e-6) / 1e12
         what.append(f"{n}×{n}×{n} {name} torch.matmul ({t.num_samples} samples)")
     rate, source = choose_peak(case.dtype, rates, ", ".join(what))
-    return PeakRate(rate, source)
+    tbps, how = read_bandwidth(case.device) if cuda else (None, None)
+    return PeakRate(rate, source, tbps, how)
+
+
+def read_bandwidth(device: str) -> tuple[float | None, str | None]:
+    """The device memory's read rate, measured now: ``x.sum()`` with fp32 accumulation over a bf16 tensor of up to
+    2 GiB (an eighth of the free memory at most), fastest of its CUDA-event samples, in TB/s (10^12 B/s).  A plain
+    copy reads and writes, so it is no read ceiling; a kernel may still read faster than this probe."""
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    nbytes = min(2 * 1024**3, free // 8) // 2 * 2
+    if nbytes < 64 * 1024**2:
+        return None, None
+    x = torch.ones(nbytes // 2, device=device, dtype=torch.bfloat16)
+    t = measure.time_gpu(lambda: x.sum(dtype=torch.float32), budget_s=0.3, flush_l2=False, lo=5, hi=20)
+    tbps = nbytes / (t.min_us * 1e-6) / 1e12
+    return tbps, f"x.sum() in fp32 over {nbytes:,} B of bf16 ({t.num_samples} samples), fastest sample"
 
 
 def free_memory() -> None:

@@ -66,3 +66,32 @@ def test_run_and_guess_measure_through_the_api():
         assert "attnscope.cli.run.cmd_run" not in got
     assert "attnscope.api.run" in _imports(ROOT / "attnscope" / "cli" / "run.py")
     assert "attnscope.cli.run.run_and_render" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
+
+
+def test_the_documents_peak_carries_the_measured_read_bandwidth_where_there_is_one():
+    from attnscope.api.running import _peak
+    from attnscope.core.types import PeakRate
+
+    assert _peak(None) is None
+    cpu = PeakRate(0.9, "1024³ bf16 matmul")
+    assert _peak(cpu) == {"tflops": 0.9, "source": "1024³ bf16 matmul"}  # no read probe on a CPU: no key
+    gpu = PeakRate(808.0, "8192³ bf16 matmul", 4.255, "x.sum() in fp32 over 2,147,483,648 B of bf16")
+    assert _peak(gpu)["bandwidth_tbps"] == 4.255 and _peak(gpu)["bandwidth_source"].startswith("x.sum()")
+
+
+def test_annotate_reads_the_measured_bandwidth_into_the_roofline():
+    """268,566,528 B in 70.3 µs = 3.820 TB/s; against a measured 4.255 TB/s read ceiling that is 89.8 %."""
+    from attnscope.analysis.roofline import row_roofline
+
+    row = {
+        "variant": "sdpa_cudnn",
+        "status": "ok",
+        "case": {"batch": 8, "heads": 32, "kv_heads": 8, "seq_q": 1, "seq_kv": 8192, "head_dim": 128, "dtype": "bf16",
+                 "device": "cuda", "mode": "fwd", "mask": "none"},
+        "gpu_time_us": 70.3,
+        "flops": 2 * 2 * 8 * 32 * 1 * 8192 * 128,
+        "device_name": "NVIDIA H200",
+    }  # fmt: skip
+    rf = row_roofline(row, 808.0, 4.255)
+    assert rf is not None and rf["bytes"] == 2 * 8 * 32 * 1 * 128 * 2 + 2 * 8 * 8 * 8192 * 128 * 2
+    assert abs(rf["pct_bandwidth_measured"] - 100 * (rf["bytes"] / 70.3e-6 / 1e12) / 4.255) < 1e-6
