@@ -83,7 +83,7 @@ def measure_model(config: str, device: str, size: Size) -> tuple[list[dict[str, 
                 "device_kind": kind,
                 f"{kind}_time_us": t["median_us"] if ok and t is not None else None,
                 f"{kind}_time": t,
-                "attention_share": (r.get("attention") or {}).get("share"),
+                "attention_share": _share(r),
                 "insights": r.get("insights") or [],
                 "num_kernels": None,
                 "kernels": [],
@@ -97,3 +97,13 @@ def measure_model(config: str, device: str, size: Size) -> tuple[list[dict[str, 
         "batch": opts.batch,
     }
     return results, about
+
+
+def _share(row: dict[str, Any]) -> float | None:
+    """Attention's share of the profiled step, over the same step total the model's insight and table use (the
+    step's parts, GPU idle and CPU-only time included), so the reveal and the insight quote one figure."""
+    attn, bd = row.get("attention") or {}, row.get("breakdown") or {}
+    total = (bd.get("step") or {}).get("step_us") or bd.get("total_us")
+    if attn.get("time_us") is None or not total:
+        return attn.get("share")
+    return float(attn["time_us"]) / float(total)
