@@ -178,4 +178,30 @@ def row_roofline(
         if kr is not None:
             per.append({"name": k.get("name"), **kr})
     out["kernels"] = per
+    out["graph_replay"] = _graph_replay(r, nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)
     return out
+
+
+def _graph_replay(
+    r: dict[str, Any], nbytes: int, spec: GpuSpec | None, tflops_measured: float | None, tbps_measured: float | None
+) -> dict[str, Any] | None:
+    """The call's rates on its CUDA-graph replay median (the same bytes and FLOPs; back-to-back calls without
+    the launch gaps the CUDA-event loop includes), where the run measured one."""
+    g = r.get("gpu_time_graph")
+    us = g.get("median_us") if isinstance(g, dict) else None
+    if not isinstance(g, dict) or not isinstance(us, (int, float)) or us <= 0:
+        return None
+    sec = us * 1e-6
+    flops = r.get("flops")
+    tflops = flops / sec / 1e12 if flops else None
+    tbps = nbytes / sec / 1e12
+    return {
+        "time_us": us,
+        "method": g.get("method"),
+        "tflops": tflops,
+        "tbps": tbps,
+        "pct_compute_spec": _pct(tflops, spec.bf16_tflops if spec else None),
+        "pct_compute_measured": _pct(tflops, tflops_measured),
+        "pct_bandwidth_spec": _pct(tbps, spec.bandwidth_tbps if spec else None),
+        "pct_bandwidth_measured": _pct(tbps, tbps_measured),
+    }

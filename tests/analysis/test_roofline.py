@@ -103,3 +103,29 @@ def test_h200_prefill_trace_is_compute_bound() -> None:
     rf = row_roofline(r)
     assert rf is not None and rf["bound"] == "compute"
     assert "spec table for NVIDIA H200" in rf["spec_note"]
+
+
+def test_graph_replay_rates_by_hand() -> None:
+    # decode B8 H32 KV8 Sq1 Sk8192 D128 bf16: Q, O 2·8·32·1·128·2 = 131,072 B; K, V 2·8·8·8192·128·2 = 268,435,456 B
+    case = {"batch": 8, "heads": 32, "kv_heads": 8, "seq_q": 1, "seq_kv": 8192, "head_dim": 128, "dtype": "bf16"}
+    row = {
+        "case": case,
+        "device_name": "NVIDIA H200",
+        "gpu_time_us": 70.0,
+        "flops": 4 * 8 * 32 * 1 * 8192 * 128,
+        "gpu_time_graph": {"median_us": 66.0, "method": "CUDA-graph replay"},
+        "kernels": [],
+    }
+    rf = row_roofline(row, bandwidth_tbps_measured=4.0)
+    assert rf is not None
+    g = rf["graph_replay"]
+    nbytes = 131_072 + 268_435_456
+    assert g["time_us"] == 66.0
+    assert g["tbps"] == pytest.approx(nbytes / 66e-6 / 1e12)
+    assert g["pct_bandwidth_measured"] == pytest.approx(100 * nbytes / 66e-6 / 1e12 / 4.0)
+    assert g["pct_bandwidth_spec"] == pytest.approx(100 * nbytes / 66e-6 / 1e12 / H200_SPEC.bandwidth_tbps)
+    # the call's own figure stays on the CUDA-event time
+    assert rf["tbps"] == pytest.approx(nbytes / 70e-6 / 1e12)
+    del row["gpu_time_graph"]
+    rf2 = row_roofline(row)
+    assert rf2 is not None and rf2["graph_replay"] is None
