@@ -170,3 +170,45 @@ def test_an_unknown_file_is_refused_in_one_line(tmp_path, content, says):
     with pytest.raises(DocumentError, match=says) as e:
         load(p)
     assert "\n" not in str(e.value) and str(p) in str(e.value)
+
+
+def _committed() -> list[Path]:
+    """The result files committed with the project: documents of every version written so far, and JSONL stores."""
+    found = [
+        *ROOT.glob("docs/results/**/*.json"),
+        *ROOT.glob("docs/results/**/*.jsonl"),
+        *ROOT.glob("tests/data/*/*.json"),
+    ]
+    found += ROOT.glob("tests/data/*/*.jsonl")
+    return sorted(p for p in found if b'"traceEvents"' not in p.read_bytes()[: 1 << 16])
+
+
+def _raw_rows(p: Path) -> list[dict] | None:
+    """The rows a file holds, read with json alone: a document's results, or a JSONL's lines; None for neither."""
+    text = p.read_text(encoding="utf-8")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    if isinstance(doc, dict) and "schema_version" in doc and isinstance(doc.get("results"), list):
+        return doc["results"]
+    return None
+
+
+def test_every_committed_result_file_loads_with_all_its_rows():
+    """Old documents (no kind, fewer fields) and stores load; the rows are the file's, none left out.  Any other
+    committed JSON (a recommendation, a settings file, host timings) is refused in one line naming the file."""
+    loaded = refused = 0
+    for p in _committed():
+        raw = _raw_rows(p)
+        if raw is None:
+            with pytest.raises(DocumentError) as e:
+                load(p)
+            assert "\n" not in str(e.value) and str(p) in str(e.value)
+            refused += 1
+            continue
+        src = load(p)
+        rows = src.doc["rows"] if src.kind == "sweep" else src.doc["results"]
+        assert rows == raw and src.notes == [], p
+        loaded += 1
+    assert loaded >= 10 and refused >= 1
