@@ -201,7 +201,7 @@ def as_sources(docs: Any) -> list[Source]:
         if isinstance(d, Source):
             out.append(d)
         elif isinstance(d, str | Path):
-            out.append(load_source(d))
+            out.append(load(d))  # a trace too: the API analyses it
         elif isinstance(d, dict):
             out.append(Source(kind_of(d, "document"), d))
         elif isinstance(d, list):

@@ -212,3 +212,11 @@ def test_every_committed_result_file_loads_with_all_its_rows():
         assert rows == raw and src.notes == [], p
         loaded += 1
     assert loaded >= 10 and refused >= 1
+
+
+def test_paths_in_a_list_are_read_by_the_same_loader():
+    """A path given inside a list is sniffed as a path given alone: a trace is a trace, not a broken document."""
+    from attnscope.document.load import as_sources
+
+    nested = [[str(ROOT / "tests/data/h200/flex.json"), ROOT / "tests/data/h200/run.json"]]
+    assert [s.kind for s in as_sources(nested)] == ["trace", "run"]
