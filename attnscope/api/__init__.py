@@ -1,5 +1,7 @@
-"""The library API, mirroring the CLI: ``run`` a case, ``sweep`` a grid, ``analyze`` a trace,
-``annotate`` a document (the one place insights and the recommendation are computed)."""
+"""The library API, mirroring the CLI: ``run`` a case, ``sweep`` a grid, ``analyze`` a trace (``analyze_traces``
+for the document of several), ``recommend`` from rows, ``diff_files``, ``write_html`` (the report),
+``variant_support``, and ``annotate`` a document (the one place insights and the recommendation are computed).
+Each command of the CLI parses its arguments, calls one of these and prints what it returns."""
 
 from __future__ import annotations
 
@@ -8,8 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.fingerprint.build import Analysis, analyse
+from attnscope.api.batch import analyze_traces
+from attnscope.api.diff import diff_files, load_side
+from attnscope.api.recommending import NothingMeasured, recommend
+from attnscope.api.report import write_html
+from attnscope.api.support import variant_support
 from attnscope.core.types import Case, Result, Timing
 from attnscope.trace import TraceError, load_trace, no_gc
+
+__all__ = [
+    "NothingMeasured",
+    "analyze",
+    "analyze_traces",
+    "annotate",
+    "case_from_trace",
+    "diff_files",
+    "load_side",
+    "recommend",
+    "run",
+    "sweep",
+    "variant_support",
+    "write_html",
+]
 
 
 def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:

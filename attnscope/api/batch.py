@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from attnscope.core.types import Result
 from attnscope.trace import TraceError
@@ -71,3 +72,24 @@ def analyze_many(
         for i, r in enumerate(results):
             _set_rank(r, i)
     return results, errors
+
+
+def analyze_traces(
+    traces: list[str] | list[Path], *, jobs: int | None = None
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The annotated document `attnscope analyze --json` writes for these traces (files or directories of them),
+    and one error line per file that could not be analysed; the document is None when none could.  A trace without
+    GPU events is fingerprinted by its CPU ops; several traces also get the ranks combined (``overall``)."""
+    from attnscope.trace import no_gc
+
+    with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
+        results, errors = analyze_many(expand([str(t) for t in traces]), jobs=jobs, require_gpu=False)
+        if not results:
+            return None, errors
+        from attnscope.analysis.fingerprint.ranks import combine
+        from attnscope.api import annotate
+        from attnscope.document.schema import document
+
+        named = [(r.variant, r.trace_summary) for r in results if r.trace_summary is not None]
+        overall = combine(named) if len(named) > 1 else None
+        return annotate(document(None, results, **({"overall": overall} if overall else {}))), errors

@@ -8,12 +8,9 @@ traces, GPU time per category.  A threshold on time regressions makes it a CI ga
 from __future__ import annotations
 
 import re
-import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-from attnscope.trace import TraceError
 
 FLAGS = (
     "status",
@@ -30,29 +27,34 @@ FLAGS = (
 TIME_METRICS = {"gpu": "gpu_time_us", "cpu": "cpu_time_us"}
 
 
-def _head(path: Path, n: int = 1 << 16) -> bytes:
-    with open(path, "rb") as f:
-        raw = f.read(n)
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = zlib.decompressobj(31).decompress(raw, n)
-        except zlib.error as e:
-            raise TraceError(f"{path}: corrupt gzip ({e})") from None
-    return raw
-
-
 def load_side(path: str | Path) -> dict[str, Any]:
-    """A result document as is, or a trace analysed into one."""
-    from attnscope.document.schema import document, load_document
+    """A result document as it is stored, or a trace analysed into one (the file read by document.load)."""
+    from attnscope.document.load import document_of, load
+    from attnscope.document.schema import document
 
-    p = Path(path)
-    if not p.is_file():
-        raise TraceError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    if b'"traceEvents"' in _head(p) or p.name.endswith(".gz"):
+    src = load(path)
+    if src.kind == "trace":
         from attnscope.api import analyze
 
-        return document(None, [analyze(p, require_gpu=False)])
-    return load_document(p)
+        return document(None, [analyze(path, require_gpu=False)])
+    return document_of(src)
+
+
+def diff_files(
+    a: str | Path,
+    b: str | Path,
+    *,
+    threshold_pct: float | None = None,
+    metrics: tuple[str, ...] = ("gpu", "cpu"),
+) -> dict[str, Any]:
+    """The diff document `attnscope diff --json` writes: two documents or traces compared, variant by variant."""
+    bad = [m for m in metrics if m not in TIME_METRICS]
+    if not metrics or bad:
+        raise ValueError(f"metrics are gpu and/or cpu; got {', '.join(metrics) or 'none'}")
+    from attnscope.document.schema import SCHEMA_VERSION
+
+    d = diff(load_side(a), load_side(b), threshold_pct=threshold_pct, metrics=metrics)
+    return {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "kind": "diff", "a": str(a), "b": str(b), **d}
 
 
 def _norm(name: str) -> str:

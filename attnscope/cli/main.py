@@ -1,5 +1,9 @@
 """Thin command line: parse → call → render.  torch is imported only by commands that run."""
 
+# (The docstring above is the top-level --help.)  This module assembles the parser and dispatches; each command is
+# a module of this package that parses its arguments, calls one function of attnscope.api and prints or writes what
+# it returns.
+
 from __future__ import annotations
 
 import argparse
@@ -22,13 +26,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
-from attnscope.core.arguments import (
-    UsageError,
-    check_output_file,
-    finite_float,
-    positive_int,
-    timeout_seconds,
-)
+from attnscope.core.arguments import finite_float, timeout_seconds
 
 
 def _cmd_guess(args: argparse.Namespace) -> int:
@@ -37,164 +35,21 @@ def _cmd_guess(args: argparse.Namespace) -> int:
     return cmd_guess(args)
 
 
-def cmd_variants(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from attnscope.execute.runner import make_inputs
-    from attnscope.variants import REGISTRY, Unsupported
-
-    case = _case_from(args)
-    x = make_inputs(case, 0)
-    t = Table(title=f"variants on {case.label()}", header_style="bold")
-    for col in ("variant", "runs here", "what it is", "reason if not"):
-        t.add_column(col, overflow="fold")
-    dev = "cuda" if case.device.startswith("cuda") else "cpu"
-    for v in REGISTRY.values():
-        reason = v.check(case)
-        state = "no" if reason else "yes"
-        if not reason and dev in v.opt_in_on:
-            state, reason = "opt-in", v.opt_in_reason
-        elif not reason and not v.compiles:
-            try:
-                v.prepare(case, x)
-            except Unsupported as e:
-                state, reason = "no", str(e)
-        t.add_row(v.name, state, v.description, reason or "")
-    _console().print(t)
-    return EXIT_OK
-
-
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from attnscope.trace import no_gc
-
-    with no_gc():  # a short process holding ~10^5 objects: full collections only cost time
-        return _analyze_cmd(args)
-
-
-def _analyze_cmd(args: argparse.Namespace) -> int:
-    from attnscope.api.batch import analyze_many, expand
-
-    check_output_file(args.json, "--json")
-
-    _check_html(args)
-    # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
-    results, errors = analyze_many(expand(args.traces), jobs=args.jobs, require_gpu=False)
-    for e in errors:
-        print(f"attnscope: error: {e}", file=sys.stderr)
-    if not results:
-        return EXIT_USAGE
-    from attnscope.analysis.fingerprint.ranks import combine
-    from attnscope.document.schema import document, write_atomic
-    from attnscope.report.text.summary import render_overall, render_summary
-    from attnscope.report.text.table import render
-
-    named = [(r.variant, r.trace_summary) for r in results if r.trace_summary is not None]
-    overall = combine(named) if len(named) > 1 else None
-    from attnscope.api import annotate
-
-    doc = annotate(document(None, results, **({"overall": overall} if overall else {})))
-    if args.json:
-        write_atomic(args.json, doc)
-    _write_html(args, doc)
-    console = _console()
-    render(doc, console, kernels=args.kernels, title="attnscope analyze", verbose=getattr(args, "verbose", False))
-    from attnscope.report.text.model import render_split
-
-    for r in doc["results"]:
-        render_summary(r, console, top=args.top)
-        render_split(r, console)
-    if overall:
-        render_overall(overall, console)
-    if args.json:
-        console.print(f"  JSON written to {args.json}")
-    if args.html:
-        console.print(f"  HTML report written to {args.html}")
-    return EXIT_USAGE if errors else EXIT_OK
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from attnscope.api.report import write_html
-
-    check_output_file(args.out, "-o")
-    out = write_html(args.files, args.out, assets=getattr(args, "assets", None))
-    size = out.stat().st_size
-    how = f"plotly shared in {args.assets}" if args.assets else "one self-contained file"
-    print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, {how})")
-    return EXIT_OK
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    from attnscope.api.diff import diff, load_side
-
-    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-    if not metrics or any(m not in ("gpu", "cpu") for m in metrics):
-        raise UsageError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
-    check_output_file(args.json, "--json")
-    a, b = load_side(args.a), load_side(args.b)
-    d = diff(a, b, threshold_pct=args.threshold, metrics=metrics)
-    if args.json:
-        from attnscope.document.schema import SCHEMA_VERSION, write_atomic
-
-        write_atomic(
-            args.json,
-            {
-                "schema_version": SCHEMA_VERSION,
-                "tool": "attnscope",
-                "kind": "diff",
-                "a": str(args.a),
-                "b": str(args.b),
-                **d,
-            },
-        )
-    from attnscope.report.text.diff import render_diff
-
-    render_diff(d, _console(), title=f"attnscope diff: {args.a} → {args.b}")
-    return EXIT_FAIL if d["regressions"] else EXIT_OK
-
-
-def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
-    """Rows of sweep JSONL files (or the results of `run --json` documents), in order, each row checked
-    like a document's results (DocumentError); a torn line left out is said on stderr."""
-    from attnscope.document.load import result_rows
-
-    rows, notes = result_rows(paths)
-    for n in notes:
-        print(f"attnscope: {n}", file=sys.stderr)
-    return rows
-
-
-def cmd_recommend(args: argparse.Namespace) -> int:
-    from attnscope.analysis.recommend.sweep import recommend
-    from attnscope.report.text.sweep import render
-
-    check_output_file(args.json, "--json")
-    rows = load_sweep_rows(args.files)
-    if rows and all("impl" in r and "config" in (r.get("case") or {}) for r in rows):  # `model --out` rows
-        from attnscope.cli.model_jobs import recommend_rows
-
-        return recommend_rows(rows, args.files, args.json, _console())
-    rec = recommend(rows)
-    if not rec["best"] and not rec.get("unresolved"):
-        by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
-        why = (
-            f"{', '.join(args.files)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
-            f"time; rows by status: {by})"
-        )
-        if not rows or any(r.get("status") == "ok" for r in rows):  # no rows, or "ok" rows lacking a case or time
-            raise UsageError(why)
-        print(f"attnscope: nothing measured to recommend from: {why}", file=sys.stderr)
-        return EXIT_FAIL
-    if args.json:
-        from attnscope.document.schema import SCHEMA_VERSION, write_atomic
-
-        write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": args.files, **rec})
-    _console().print(render(rec), highlight=False)
-    return EXIT_OK
-
-
-# Commands whose parsers live in their own modules, imported only when that command runs (an
-# analyze of a trace never imports the sweep's executors or the model's benchmark code).
+# Commands whose parsers live in their own modules (attnscope/cli/<command>.py: add_parser, then the command),
+# imported only when that command runs (an analyze of a trace never imports the sweep's executors or the model's
+# benchmark code).  In the order --help lists them, after run and guess.
 LAZY_COMMANDS = {
+    "variants": ("attnscope.cli.variants", "list every variant and whether it can run here"),
+    "analyze": (
+        "attnscope.cli.analyze",
+        "fingerprint Kineto trace files captured anywhere (any size, many ranks)",
+    ),
+    "report": ("attnscope.cli.report", "one self-contained HTML page from run, analyze, sweep or model results"),
+    "recommend": (
+        "attnscope.cli.recommend",
+        "the best variant per case of a sweep, crossovers, a policy, sdpa_default's gaps",
+    ),
+    "diff": ("attnscope.cli.diff", "compare two result JSONs or two traces, variant by variant"),
     "sweep": (
         "attnscope.cli.sweep",
         "every variant over a grid of cases, one job each (crash/OOM/hang isolated), resumable, "
@@ -290,61 +145,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")
     g.set_defaults(func=_cmd_guess, guess=None)
-
-    v = sub.add_parser("variants", help="list every variant and whether it can run here")
-    _add_case_args(v)
-    v.set_defaults(func=cmd_variants)
-
-    a = sub.add_parser("analyze", help="fingerprint Kineto trace files captured anywhere (any size, many ranks)")
-    a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
-    a.add_argument("--json", help="write the versioned JSON document here")
-    a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
-    a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
-    a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
-    a.add_argument(
-        "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
-    )
-    a.add_argument(
-        "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
-    )
-    a.add_argument(
-        "--cpu", action="store_true", help="kept for old scripts: traces without GPU events are detected by themselves"
-    )
-    a.set_defaults(func=cmd_analyze)
-
-    rp = sub.add_parser("report", help="one self-contained HTML page from run, analyze, sweep or model results")
-    rp.add_argument("files", nargs="+", help="run/analyze/model JSON documents or sweep JSONL files (sniffed)")
-    rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
-    rp.add_argument(
-        "--assets",
-        metavar="DIR",
-        help="write plotly once into DIR (shared by every page that names the same DIR) and link it, instead of "
-        "inlining it: a page of ~0.1 MB instead of ~4.8 MB; it then opens only beside DIR (see docs/report.md)",
-    )
-    rp.set_defaults(func=cmd_report)
-
-    rc = sub.add_parser(
-        "recommend", help="the best variant per case of a sweep, crossovers, a policy, sdpa_default's gaps"
-    )
-    rc.add_argument(
-        "files",
-        nargs="+",
-        help="sweep JSONL files or run --json documents (a later row of the same variant, case and mode stands)",
-    )
-    rc.add_argument("--json", help="write the recommendation as JSON here")
-    rc.set_defaults(func=cmd_recommend)
-
-    d = sub.add_parser("diff", help="compare two result JSONs or two traces, variant by variant")
-    d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")
-    d.add_argument("b", help="candidate: an attnscope JSON document or a Kineto trace")
-    d.add_argument(
-        "--threshold",
-        type=finite_float("threshold", minimum=0.0),
-        help="exit 1 when a time grows by more than this many percent",
-    )
-    d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
-    d.add_argument("--json", help="write the diff as JSON here")
-    d.set_defaults(func=cmd_diff)
 
     import importlib
 

@@ -1,10 +1,16 @@
 """The one reader of result files: what a file is (a run, analyze or model document, a sweep's JSON lines, or a
 Kineto trace for the API to analyse), sniffed from its content, and the rows a recommendation reads.  A torn line is
-left out and said so; a file of another kind (a diff, a recommendation) is named as what it is."""
+left out and said so; a file of another kind (a diff, a recommendation) is named as what it is.
+
+Every reader goes through here: ``report``, ``recommend`` and ``diff`` (:func:`load`, :func:`result_rows`,
+:func:`load_document`) and the sweep's store when it resumes (:func:`jsonl_rows`).  A trace is only recognised here
+(gzipped or not); reading its events is the trace package's work, reached through the API."""
 
 from __future__ import annotations
 
 import json
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,22 +57,29 @@ def kind_of(doc: dict[str, Any], where: str) -> Kind:
     return "run"
 
 
-def _rows(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """JSON lines; a torn line (a sweep killed mid-write, then resumed) is passed over, and said so."""
+def jsonl_rows(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The result rows of JSON lines, and one note per line left out: a torn line (a write cut short, even inside a
+    multi-byte character) or a line that is not a row.  Never raises: the caller decides what no rows means."""
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
             d = json.loads(line)
-        except ValueError:
+        except ValueError:  # UnicodeDecodeError included
             notes.append(f"{where}: line {i} is not valid JSON (a torn write?): left out")
             continue
         if _is_row(d):
             rows.append(d)
         else:
             notes.append(f"{where}: line {i} is not a result row (no variant/status): left out")
+    return rows, notes
+
+
+def _rows(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """JSON lines; a torn line (a sweep killed mid-write, then resumed) is passed over, and said so."""
+    rows, notes = jsonl_rows(data, where)
     if not rows and all("not valid JSON" in n for n in notes):
         raise DocumentError(
             f"{where}: not valid JSON (neither a result document nor JSON lines): no attnscope result rows"
@@ -79,14 +92,25 @@ def _rows(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
 TRACE_HEAD = 1 << 16  # a Kineto trace names "traceEvents" near its start
 
 
-def _is_trace(p: Path) -> bool:
-    if p.name.endswith(".gz"):
-        return True
+def head(path: str | Path, n: int = TRACE_HEAD) -> bytes:
+    """The first ``n`` bytes of a file, decompressed when it is gzipped (by its magic bytes, whatever its name)."""
+    with open(path, "rb") as f:
+        raw = f.read(n)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = zlib.decompressobj(31).decompress(raw, n)
+        except zlib.error as e:
+            raise DocumentError(f"{path}: corrupt gzip ({e})") from None
+    return raw
+
+
+def is_trace(p: Path) -> bool:
+    """A Kineto trace: ``"traceEvents"`` near its start (gzipped or not), or a ``.gz`` name.  A corrupt gzip is a
+    DocumentError; a file that cannot be opened is left to the reader to name."""
     try:
-        with p.open("rb") as f:
-            return b'"traceEvents"' in f.read(TRACE_HEAD)
+        return b'"traceEvents"' in head(p) or p.name.endswith(".gz")
     except OSError:
-        return False
+        return p.name.endswith(".gz")
 
 
 def load(path: str | Path) -> Source:
@@ -94,12 +118,12 @@ def load(path: str | Path) -> Source:
     p = Path(path)
     if p.exists() and not p.is_file():
         raise DocumentError(f"{p}: not a file")
-    if p.is_file() and _is_trace(p):
+    if p.is_file() and is_trace(p):
         return Source("trace", {}, p)
     return load_source(p)
 
 
-def result_rows(paths: list[str] | list[Path]) -> tuple[list[dict[str, Any]], list[str]]:
+def result_rows(paths: Sequence[str | Path]) -> tuple[list[dict[str, Any]], list[str]]:
     """The result rows of sweep JSONL files and run documents, in order, each checked like a document's results
     (DocumentError), and the notes of what was left out (torn lines)."""
     from attnscope.document.schema import check_document
@@ -118,29 +142,49 @@ def result_rows(paths: list[str] | list[Path]) -> tuple[list[dict[str, Any]], li
 
 
 def load_source(path: str | Path) -> Source:
+    """A result file read as a document or as JSON lines (a trace is not sniffed here: see :func:`load`)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
         raise DocumentError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
         raise DocumentError(f"{p}: cannot read ({e.__class__.__name__})") from None
-    if not text.strip():
+    if not data.strip():
         raise DocumentError(f"{p}: empty file (no attnscope result rows)")
     try:
-        doc = json.loads(text)
+        doc = json.loads(data)
     except ValueError:
-        doc = None  # several JSON values: JSON lines
+        doc = None  # several JSON values: JSON lines (or a torn one)
     if isinstance(doc, dict) and not _is_row(doc):
         return Source(kind_of(doc, str(p)), doc, p)
     if isinstance(doc, list) and all(_is_row(d) for d in doc) and doc:
         return Source("sweep", {"rows": doc}, p)
-    rows, notes = _rows(text, str(p))
+    rows, notes = _rows(data, str(p))
     from attnscope.document.model_rows import is_model_row, model_document
 
     if rows and all(is_model_row(r) for r in rows):  # `model --out` rows
         return Source("model", model_document(rows), p, notes)
     return Source("sweep", {"rows": rows}, p, notes)
+
+
+def load_document(path: str | Path) -> dict[str, Any]:
+    """A result document (run, analyze or model) as it is stored, checked (DocumentError): not JSON lines, not a
+    trace, not a diff or a recommendation."""
+    return document_of(load(path))
+
+
+def document_of(src: Source) -> dict[str, Any]:
+    """The checked result document a Source holds (DocumentError for a trace or a sweep's rows)."""
+    where = str(src.path) if src.path else src.kind
+    if src.kind == "trace":
+        raise DocumentError(f"{where}: a trace, not a result document (attnscope analyze reads it)")
+    if "results" not in src.doc:
+        raise DocumentError(f"{where}: JSON lines (a sweep's rows), not a result document")
+    from attnscope.document.schema import check_document
+
+    check_document(src.doc, where)
+    return src.doc
 
 
 def as_sources(docs: Any) -> list[Source]:
@@ -157,7 +201,7 @@ def as_sources(docs: Any) -> list[Source]:
         if isinstance(d, Source):
             out.append(d)
         elif isinstance(d, str | Path):
-            out.append(load_source(d))
+            out.append(load(d))  # a trace too: the API analyses it
         elif isinstance(d, dict):
             out.append(Source(kind_of(d, "document"), d))
         elif isinstance(d, list):

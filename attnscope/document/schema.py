@@ -24,7 +24,6 @@ __all__ = [
     "DocumentError",
     "_timing",
     "document",
-    "load_document",
     "result_from_dict",
     "result_to_dict",
     "row_bytes",
@@ -106,20 +105,6 @@ def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
 
 class DocumentError(ValueError):
     pass
-
-
-def load_document(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise DocumentError(f"{p}: no such file") from None
-    except ValueError as e:
-        raise DocumentError(f"{p}: not valid JSON ({e})") from None
-    except OSError as e:
-        raise DocumentError(f"{p}: cannot read ({e.strerror or e})") from None
-    check_document(doc, str(p))
-    return doc
 
 
 NUMBER_FIELDS = ("gpu_time_us", "cpu_time_us", "peak_memory_bytes", "flops", "tflops", "pct_of_peak", "max_rel_error")

@@ -1,17 +1,18 @@
 """An append-only JSONL store: one line per result, flushed and fsynced as soon as it is measured.
 
 A process killed mid-write leaves at most a torn last line; reading skips it (and the next
-append starts on a fresh line), so ``--resume`` measures exactly what is missing.
+append starts on a fresh line), so ``--resume`` measures exactly what is missing.  The store writes; its lines are
+read by the one reader of result files, :func:`attnscope.document.load.jsonl_rows`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from attnscope.document.schema import DocumentError, row_bytes
+from attnscope.document.load import jsonl_rows
+from attnscope.document.schema import row_bytes
 from attnscope.execute.job import job_key
 
 
@@ -21,26 +22,15 @@ class Store:
         self.num_torn = 0
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every complete row; a line that does not parse (a torn write) is counted and skipped."""
+        """Every complete row; a line that does not parse (a torn write) or is not a row is counted and skipped."""
         self.num_torn = 0
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return []
-        out = []
-        for line in data.splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                self.num_torn += 1
-                continue
-            if isinstance(row, dict) and "variant" in row:
-                out.append(row)
-            else:
-                self.num_torn += 1
-        return out
+        rows, left_out = jsonl_rows(data, str(self.path))
+        self.num_torn = len(left_out)
+        return rows
 
     def done(self) -> set[tuple[str, str, str]]:
         """Keys (variant, case, mode) already in the store."""
@@ -62,14 +52,3 @@ def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1) == b"\n"
-
-
-def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL store for reading commands; a missing or empty file is one clear error."""
-    p = Path(path)
-    if not p.exists():
-        raise DocumentError(f"{p}: no such file")
-    rows = Store(p).rows()
-    if not rows:
-        raise DocumentError(f"{p}: no attnscope result rows (expected JSON lines from `attnscope sweep`)")
-    return rows

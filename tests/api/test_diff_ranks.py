@@ -9,9 +9,10 @@ import shutil
 
 import pytest
 
-from attnscope.api.diff import _head, _norm, compare_results, context_changes, diff, kernel_changes, load_side, pair
+from attnscope.api.diff import _norm, compare_results, context_changes, diff, kernel_changes, load_side, pair
 from attnscope.cli.main import main
-from attnscope.trace import TraceError
+from attnscope.document.load import head
+from attnscope.document.schema import DocumentError
 from tests.rawtrace import H200, raw_events, raw_gpu_events_in_call
 
 
@@ -158,42 +159,13 @@ def _doc_s(*results, **top):
     return {"schema_version": 1, "tool": "attnscope", "env": None, "results": list(results), **top}
 
 
-# ---------------------------------------------------------------- _head / load_side
-
-
-def test_head_reads_only_the_first_n_bytes_of_a_plain_file(tmp_path):
-    p = tmp_path / "f.txt"
-    p.write_bytes(b"0123456789")
-    assert _head(p, 4) == b"0123"
-
-
-def test_head_decompresses_gzip_and_stops_at_n_bytes(tmp_path):
-    """10,000 'a's gzip to a few dozen bytes: the whole file fits in n=200 read bytes, and the
-    decompressed head is cut at n=200 bytes, all 'a'."""
-    p = tmp_path / "f.gz"
-    p.write_bytes(gzip.compress(b"a" * 10_000))
-    assert len(p.read_bytes()) < 200
-    assert _head(p, 200) == b"a" * 200
-
-
-def test_head_of_a_small_gzip_is_its_whole_text(tmp_path):
-    p = tmp_path / "f.gz"
-    p.write_bytes(gzip.compress(b'{"traceEvents": []}'))
-    assert _head(p) == b'{"traceEvents": []}'
-
-
-def test_head_says_corrupt_gzip(tmp_path):
-    """The gzip magic, then method byte 0xff (only 8, deflate, exists): zlib refuses it."""
-    p = tmp_path / "bad.gz"
-    p.write_bytes(b"\x1f\x8b\xff\x00" + b"\xff" * 30)
-    with pytest.raises(TraceError, match=r"bad\.gz: corrupt gzip \("):
-        _head(p)
+# ---------------------------------------------------------------- load_side (document.load reads the file)
 
 
 def test_load_side_of_a_directory_says_not_a_file(tmp_path):
-    with pytest.raises(TraceError, match=r": not a file$"):
+    with pytest.raises(DocumentError, match=r": not a file$"):
         load_side(tmp_path)
-    with pytest.raises(TraceError, match=r"nope\.json: no such file$"):
+    with pytest.raises(DocumentError, match=r"nope\.json: no such file$"):
         load_side(tmp_path / "nope.json")
 
 
@@ -218,7 +190,7 @@ def test_load_side_takes_a_gz_name_as_a_trace_even_when_its_head_lacks_trace_eve
     the ".gz" name says it is a trace.  Read as a result document it would fail (not valid JSON)."""
     p = tmp_path / "p.json.gz"
     p.write_bytes(gzip.compress(json.dumps({"padding": "x" * 70_000, **CPU_ONLY_TRACE}).encode()))
-    assert b'"traceEvents"' not in _head(p)
+    assert b'"traceEvents"' not in head(p)
     (r,) = load_side(p)["results"]
     assert r["variant"] == "p" and r["kernels"] == []
 

@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 
 from attnscope.core.cases import make_case  # noqa: E402
 from attnscope.core.types import Case  # noqa: E402
-from attnscope.document.schema import SCHEMA_VERSION, document, load_document, write_atomic  # noqa: E402
+from attnscope.document.load import load_document  # noqa: E402
+from attnscope.document.schema import SCHEMA_VERSION, document, write_atomic  # noqa: E402
 from attnscope.execute.runner import Options, make_inputs, reference, run  # noqa: E402
 from attnscope.variants import REGISTRY, Unsupported, resolve  # noqa: E402
 from attnscope.variants.sdpa import trial  # noqa: E402

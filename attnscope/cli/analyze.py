@@ -1,0 +1,70 @@
+"""`attnscope analyze`: fingerprint Kineto traces captured anywhere (api.analyze_traces), then print and write."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, _write_html
+from attnscope.core.arguments import check_output_file, positive_int
+
+
+def add_parser(sub: Any, text: str) -> None:
+    a = sub.add_parser("analyze", help=text)
+    a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
+    a.add_argument("--json", help="write the versioned JSON document here")
+    a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
+    a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
+    a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
+    a.add_argument(
+        "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
+    )
+    a.add_argument(
+        "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
+    )
+    a.add_argument(
+        "--cpu", action="store_true", help="kept for old scripts: traces without GPU events are detected by themselves"
+    )
+    a.set_defaults(func=cmd_analyze)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from attnscope.trace import no_gc
+
+    with no_gc():  # a short process holding ~10^5 objects: full collections only cost time
+        return _analyze(args)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from attnscope.api import analyze_traces
+
+    check_output_file(args.json, "--json")
+    _check_html(args)
+    # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
+    doc, errors = analyze_traces(args.traces, jobs=args.jobs)
+    for e in errors:
+        print(f"attnscope: error: {e}", file=sys.stderr)
+    if doc is None:
+        return EXIT_USAGE
+    if args.json:
+        from attnscope.document.schema import write_atomic
+
+        write_atomic(args.json, doc)
+    _write_html(args, doc)
+    from attnscope.report.text.model import render_split
+    from attnscope.report.text.summary import render_overall, render_summary
+    from attnscope.report.text.table import render
+
+    console = _console()
+    render(doc, console, kernels=args.kernels, title="attnscope analyze", verbose=getattr(args, "verbose", False))
+    for r in doc["results"]:
+        render_summary(r, console, top=args.top)
+        render_split(r, console)
+    if doc.get("overall"):
+        render_overall(doc["overall"], console)
+    if args.json:
+        console.print(f"  JSON written to {args.json}")
+    if args.html:
+        console.print(f"  HTML report written to {args.html}")
+    return EXIT_USAGE if errors else EXIT_OK

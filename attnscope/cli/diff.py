@@ -1,0 +1,41 @@
+"""`attnscope diff`: two result documents or traces compared (api.diff_files), printed and written."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console
+from attnscope.core.arguments import UsageError, check_output_file, finite_float
+
+
+def add_parser(sub: Any, text: str) -> None:
+    d = sub.add_parser("diff", help=text)
+    d.add_argument("a", help="baseline: an attnscope JSON document or a Kineto trace")
+    d.add_argument("b", help="candidate: an attnscope JSON document or a Kineto trace")
+    d.add_argument(
+        "--threshold",
+        type=finite_float("threshold", minimum=0.0),
+        help="exit 1 when a time grows by more than this many percent",
+    )
+    d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
+    d.add_argument("--json", help="write the diff as JSON here")
+    d.set_defaults(func=cmd_diff)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from attnscope.api import diff_files
+
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    if not metrics or any(m not in ("gpu", "cpu") for m in metrics):
+        raise UsageError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
+    check_output_file(args.json, "--json")
+    d = diff_files(args.a, args.b, threshold_pct=args.threshold, metrics=metrics)
+    if args.json:
+        from attnscope.document.schema import write_atomic
+
+        write_atomic(args.json, d)
+    from attnscope.report.text.diff import render_diff
+
+    render_diff(d, _console(), title=f"attnscope diff: {args.a} → {args.b}")
+    return EXIT_FAIL if d["regressions"] else EXIT_OK

@@ -1,0 +1,49 @@
+"""`attnscope recommend`: the best variant per case of sweep rows (api.recommend), printed and written."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console
+from attnscope.core.arguments import check_output_file
+
+
+def add_parser(sub: Any, text: str) -> None:
+    rc = sub.add_parser("recommend", help=text)
+    rc.add_argument(
+        "files",
+        nargs="+",
+        help="sweep JSONL files or run --json documents (a later row of the same variant, case and mode stands)",
+    )
+    rc.add_argument("--json", help="write the recommendation as JSON here")
+    rc.set_defaults(func=cmd_recommend)
+
+
+def _note(text: str) -> None:
+    print(f"attnscope: {text}", file=sys.stderr)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from attnscope.api import NothingMeasured, recommend
+
+    check_output_file(args.json, "--json")
+    try:
+        rec = recommend(args.files, on_note=_note)
+    except NothingMeasured as e:
+        _note(f"nothing measured to recommend from: {e}")
+        return EXIT_FAIL
+    if args.json:
+        from attnscope.document.schema import write_atomic
+
+        write_atomic(args.json, rec)
+    console = _console()
+    if rec.get("kind") == "model":  # `model --out` rows: one line per mode and point
+        for where, r in rec["recommendations"].items():
+            console.print(f"[bold]Recommendation ({where}):[/bold] {r['text']}")
+        return EXIT_OK
+    from attnscope.report.text.sweep import render
+
+    console.print(render(rec), highlight=False)
+    return EXIT_OK

@@ -1,0 +1,29 @@
+"""`attnscope variants`: every variant and whether it can run the case here (api.variant_support), as a table."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from attnscope.cli.run import EXIT_OK, _add_case_args, _case_from, _console
+
+
+def add_parser(sub: Any, text: str) -> None:
+    v = sub.add_parser("variants", help=text)
+    _add_case_args(v)
+    v.set_defaults(func=cmd_variants)
+
+
+def cmd_variants(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from attnscope.api import variant_support
+
+    case = _case_from(args)
+    t = Table(title=f"variants on {case.label()}", header_style="bold")
+    for col in ("variant", "runs here", "what it is", "reason if not"):
+        t.add_column(col, overflow="fold")
+    for row in variant_support(case):
+        t.add_row(row["variant"], row["runs_here"], row["description"], row["reason"])
+    _console().print(t)
+    return EXIT_OK
