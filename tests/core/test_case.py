@@ -134,7 +134,8 @@ def test_a_trace_name_tells_apart_cases_that_differ_in_one_field():
         changed = dataclasses.replace(base, **{name: value})
         assert trace_file_name("naive", changed) != base_name, name
     assert base_name == "naive-b1-h8-s64-d16-fp32-fwd.json"
-    assert trace_file_name("naive", dataclasses.replace(base, causal=True)) == "naive-b1-h8-s64-d16-fp32-causal-fwd.json"
+    causal = dataclasses.replace(base, causal=True)
+    assert trace_file_name("naive", causal) == "naive-b1-h8-s64-d16-fp32-causal-fwd.json"
 
 
 def test_a_trace_name_holds_the_mask():
@@ -233,3 +234,9 @@ def test_recommender_axes_agree_with_the_recommenders_own_lists():
     assert ax.numeric == rec.NUMERIC
     assert ax.twin == rec.TWIN
     assert ax.policy[:3] == ("mode", "seq_q", "head_dim")  # the most telling first
+
+
+def test_every_field_but_the_x_axis_can_split_the_sweep_page():
+    from attnscope.report.html.sweep import PANEL_AXES
+
+    assert sorted(PANEL_AXES) == sorted({f.name for f in FIELDS} - {"seq_q"})  # seq_q is the figures' x axis
