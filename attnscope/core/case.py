@@ -125,7 +125,6 @@ class Flag:
 
 
 Command = Literal["run", "sweep"]
-DEVICE_KINDS = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -149,6 +148,7 @@ class CaseField:
     numeric: bool = False  # ordered by value: the recommender's policy may say ≤ and ≥ of it
     follows: str | None = None  # None stands for this field's value (seq_kv → seq_q)
     masking: bool = False  # part of the mask label (the mask and the score modifications)
+    coerce: Callable[[Any], Any] | None = None  # a value given to make_case → the Case's (an alias → its name)
     json_key: str = ""  # "" : the name
 
     def __post_init__(self) -> None:
@@ -177,12 +177,12 @@ class CaseField:
 
 def _int_field(name: str, flag: str, limit: int, run_help: str | None, sweep_help: str, **kw: Any) -> CaseField:
     """A whole-number field: --flag N in run, '512,1024' or '512..16384x2' in sweep."""
-    short = flag.removeprefix("--")
+    word = flag.removeprefix("--")
     return CaseField(
         name=name,
-        run=(Flag(flag, run_help, {"type": positive_int(short, limit)}),),
+        run=(Flag(flag, run_help, {"type": positive_int(word, limit)}),),
         sweep=(Flag(flag, sweep_help), *kw.pop("sweep_more", ())),
-        axis=partial(text.parse_int_axis, short, limit=limit),
+        axis=partial(text.parse_int_axis, word, limit=limit),
         numeric=True,
         **kw,
     )
@@ -246,6 +246,7 @@ FIELDS: tuple[CaseField, ...] = (
         run=(Flag("--dtype", "bf16, fp16 or fp32"),),
         sweep=(Flag("--dtype", "comma list of bf16, fp16, fp32 (default bf16)"),),
         label=lambda c: f" {c.dtype}", file=lambda c: f"-{c.dtype}", axis=text.parse_dtype_axis, policy_rank=5,
+        coerce=text.parse_dtype,
     ),
     CaseField(
         "causal", "bool",

@@ -29,8 +29,10 @@ def make_case(device: str, **overrides: Any) -> Case:
     named: :func:`attnscope.measure.env.default_device` picks one where the caller has none."""
     c = default_case(device)
     fields = {k: v for k, v in overrides.items() if v is not None}
-    if "dtype" in fields:
-        fields["dtype"] = parse_dtype(fields["dtype"])
+    for k, v in fields.items():
+        coerce = FIELD[k].coerce if k in FIELD else None
+        if coerce is not None:
+            fields[k] = coerce(v)
     return replace(c, **fields)
 
 
