@@ -7,14 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.core.arguments import (
-    MAX_DIM,
-    MAX_HEAD_DIM,
     UsageError,
     check_input_file,
     check_output_dir,
     check_output_file,
     check_timeout,
-    positive_int,
     variant_names,
 )
 
@@ -36,49 +33,17 @@ def _console() -> Any:
 
 
 def _add_case_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("case (defaults depend on the device)")
-    g.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
-    g.add_argument("--batch", type=positive_int("batch", MAX_DIM["batch"]))
-    g.add_argument("--heads", type=positive_int("heads", MAX_DIM["heads"]))
-    g.add_argument("--kv-heads", type=positive_int("kv-heads", MAX_DIM["kv_heads"]), help="KV heads for GQA")
-    g.add_argument("--seq", type=positive_int("seq", MAX_DIM["seq"]), help="query sequence length")
-    g.add_argument(
-        "--seq-kv", type=positive_int("seq-kv", MAX_DIM["seq_kv"]), help="key/value sequence length (default: = seq)"
-    )
-    g.add_argument("--head-dim", type=positive_int("head-dim", MAX_HEAD_DIM))
-    g.add_argument("--dtype", help="bf16, fp16 or fp32")
-    m = g.add_mutually_exclusive_group()
-    m.add_argument("--causal", dest="causal", action="store_true", default=None, help="shorthand for --mask causal")
-    m.add_argument("--no-causal", dest="causal", action="store_false", help="shorthand for --mask none")
-    from attnscope.core.masks import MASK_HELP
+    """The case's flags, from the table of its fields (attnscope.core.case)."""
+    from attnscope.core.case import add_flags
 
-    m.add_argument("--mask", help=f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)")
-    g.add_argument("--softcap", type=float, help="tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)")
-    g.add_argument("--alibi", action="store_true", default=None, help="add ALiBi slopes to the scores")
-    g.add_argument(
-        "--mode", choices=("fwd", "fwd_bwd"), help="fwd, or fwd_bwd: forward and backward (dq, dk, dv) per call"
-    )
+    add_flags(p.add_argument_group("case (defaults depend on the device)"), "run")
 
 
 def _case_from(args: argparse.Namespace) -> Any:
-    from attnscope.core.cases import make_case
+    from attnscope.core.cases import case_from_args
     from attnscope.measure.env import check_device, default_device
 
-    return make_case(
-        check_device(args.device) or default_device(),
-        batch=args.batch,
-        heads=args.heads,
-        kv_heads=args.kv_heads,
-        seq_q=args.seq,
-        seq_kv=args.seq_kv,
-        head_dim=args.head_dim,
-        dtype=args.dtype,
-        causal=args.causal,
-        mask=getattr(args, "mask", None),
-        softcap=getattr(args, "softcap", None),
-        alibi=getattr(args, "alibi", None),
-        mode=getattr(args, "mode", None),
-    )
+    return case_from_args(args, check_device(args.device) or default_device())
 
 
 def check_run_args(args: argparse.Namespace) -> None:

@@ -24,41 +24,27 @@ from attnscope.core.arguments import (
     positive_int,
     timeout_seconds,
 )
+from attnscope.core.case import AXIS_FIELDS, add_flags
 from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_BUDGET_S = 0.2
-# What a sweep measures when an axis is not given: the GPU grid is the study's (~24 cases),
-# the CPU grid stays small enough for 2 cores.
-GPU_DEFAULTS = {"seq": "256..8192x2", "head_dim": "64,128", "causal": "both", "heads": "16", "budget_tokens": 16384}
-CPU_DEFAULTS = {"seq": "128..512x2", "head_dim": "64", "causal": "yes", "heads": "8", "batch": "1"}
+# What a sweep measures when an axis is not given (the table's sweep defaults): the GPU grid is the study's
+# (~24 cases, B·S kept at 16384 tokens), the CPU grid stays small enough for 2 cores.
+GPU_DEFAULTS: dict[str, Any] = {f.dest: f.sweep_default["cuda"] for f in AXIS_FIELDS if "cuda" in f.sweep_default}
+GPU_DEFAULTS["budget_tokens"] = 16384
+CPU_DEFAULTS: dict[str, Any] = {f.dest: f.sweep_default["cpu"] for f in AXIS_FIELDS if "cpu" in f.sweep_default}
 
 
 def add_parser(sub: Any, help_text: str) -> None:
     """The full parser of the command; its help line is the top-level one (cli.LAZY_COMMANDS)."""
     s = sub.add_parser("sweep", help=help_text)
     g = s.add_argument_group("grid (each axis a comma list or a range: 512..16384x2, 64..256+64)")
-    g.add_argument("--batch", help="batch sizes (default 1 on CPU; on GPU --budget-tokens 16384 sets them)")
-    g.add_argument("--budget-tokens", type=positive_int("budget-tokens", 1 << 30), help="batch = N / seq (B·S kept)")
-    g.add_argument("--heads", help="query heads (default 8 on CPU, 16 on GPU)")
-    g.add_argument("--kv-heads", help="KV heads for GQA (default: = heads)")
-    g.add_argument("--seq", help="query lengths (default 128..512x2 on CPU, 256..8192x2 on GPU)")
-    g.add_argument("--seq-kv", help="key/value lengths (default: = seq)")
-    g.add_argument("--head-dim", help="head dims (default 64 on CPU, 64,128 on GPU)")
-    g.add_argument("--dtype", help="comma list of bf16, fp16, fp32 (default bf16)")
-    g.add_argument("--causal", help="yes, no or both (default yes on CPU, both on GPU)")
-    g.add_argument("--mode", help="comma list of fwd, fwd_bwd (default fwd)")
-    g.add_argument(
-        "--mask",
-        help="comma list of masks, e.g. none,sliding:256,document:1000,1500,600,996 (an entry starts at a mask name; "
-        "replaces --causal)",
-    )
-    g.add_argument("--softcap", help="comma list of soft-caps, 0 for none (e.g. 0,30)")
-    g.add_argument("--alibi", help="no, yes, both, or a comma list of them (default no)")
+    add_flags(g, "sweep", [f.name for f in AXIS_FIELDS])  # from the table of the case's fields
     s.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
     w = s.add_argument_group("where jobs run")
-    w.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
+    add_flags(w, "sweep", ["device"])
     w.add_argument("--devices", help="cuda:0,cuda:1 or all: one worker per GPU (process or ray executor)")
     w.add_argument(
         "--executor", choices=EXECUTORS, default="process", help="process (default: a worker per device), inline, ray"

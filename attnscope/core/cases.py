@@ -1,39 +1,27 @@
-"""Default cases per device and a small grid helper."""
+"""Cases from the table of the case's fields (:mod:`attnscope.core.case`): the device's default case, the case
+the flags of ``run`` ask for, and a sweep's axes and their product."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import replace
 from typing import Any
 
-from attnscope.core.types import Case
+from attnscope.core.case import AXIS_FIELDS, FIELD, FIELDS, Case, default_fields
+from attnscope.core.case_text import DTYPE_ALIASES, parse_dtype  # noqa: F401  (their old home)
 
-# CPU: small enough that every default variant runs in well under a minute on 2 cores.
-CPU_DEFAULT = Case(batch=1, heads=8, seq_q=512, head_dim=64, dtype="bf16", causal=True, device="cpu")
-# GPU: the study's case.
-GPU_DEFAULT = Case(batch=4, heads=16, seq_q=2048, head_dim=64, dtype="bf16", causal=True, device="cuda")
-
-DTYPE_ALIASES = {
-    "bf16": "bf16",
-    "bfloat16": "bf16",
-    "fp16": "fp16",
-    "float16": "fp16",
-    "half": "fp16",
-    "fp32": "fp32",
-    "float32": "fp32",
-    "float": "fp32",
-}
+MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
 
 
 def default_case(device: str) -> Case:
-    base = GPU_DEFAULT if device.startswith("cuda") else CPU_DEFAULT
-    return replace(base, device=device)
+    """The device's default case: each field's default for the device (attnscope.core.case.FIELDS)."""
+    return Case(**default_fields(device), device=device)
 
 
-def parse_dtype(s: str) -> str:
-    try:
-        return DTYPE_ALIASES[s.lower()]
-    except KeyError:
-        raise ValueError(f"unknown dtype {s!r}; use one of bf16, fp16, fp32") from None
+# CPU: small enough that every default variant runs in well under a minute on 2 cores.  GPU: the study's case.
+CPU_DEFAULT = default_case("cpu")
+GPU_DEFAULT = default_case("cuda")
 
 
 def make_case(device: str, **overrides: Any) -> Case:
@@ -41,6 +29,111 @@ def make_case(device: str, **overrides: Any) -> Case:
     named: :func:`attnscope.measure.env.default_device` picks one where the caller has none."""
     c = default_case(device)
     fields = {k: v for k, v in overrides.items() if v is not None}
-    if "dtype" in fields:
-        fields["dtype"] = parse_dtype(fields["dtype"])
+    for k, v in fields.items():
+        coerce = FIELD[k].coerce if k in FIELD else None
+        if coerce is not None:
+            fields[k] = coerce(v)
     return replace(c, **fields)
+
+
+def case_from_args(args: Any, device: str) -> Case:
+    """The case the flags of :func:`attnscope.core.case.add_flags` ask for ("run"), on ``device``."""
+    return make_case(device, **{f.name: getattr(args, f.dest, None) for f in FIELDS if f.name != "device"})
+
+
+class Axes:
+    """A sweep's axes: the values of each, named as its flag (``seq``, ``head_dim``, ``mask``, …: the fields
+    of :data:`attnscope.core.case.AXIS_FIELDS`); an axis left out takes the table's default.
+
+    ``None`` in ``kv_heads``/``seq_kv`` means = heads / = seq, in ``mask`` the causal axis decides, in ``softcap``
+    no soft-capping; ``budget_tokens`` sets batch = N / seq (B·S kept constant).
+    """
+
+    def __init__(self, budget_tokens: int | None = None, **values: Any) -> None:
+        known = {f.dest: f for f in AXIS_FIELDS}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise TypeError(f"no sweep axis named {', '.join(unknown)}; the axes: {', '.join(known)}")
+        object.__setattr__(self, "values", {d: list(values.get(d, f.axis_values())) for d, f in known.items()})
+        object.__setattr__(self, "budget_tokens", budget_tokens)
+
+    values: dict[str, list[Any]]
+    budget_tokens: int | None
+
+    def __getattr__(self, name: str) -> list[Any]:
+        values = self.__dict__.get("values", {})
+        if name in values:
+            return values[name]  # type: ignore[no-any-return]
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.values:
+            self.values[name] = list(value)
+        else:
+            object.__setattr__(self, name, value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Axes) and (self.values, self.budget_tokens) == (other.values, other.budget_tokens)
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
+        return f"Axes({given}, budget_tokens={self.budget_tokens!r})"
+
+
+def _point_text(point: dict[str, Any]) -> str:
+    """A grid point by the fields that have a short name, e.g. 'B=1 H=8 KV=3 S=1024 D=64 mask=sliding:4 alibi'."""
+    parts = []
+    for f in AXIS_FIELDS:
+        v = point[f.name]
+        if f.short is None or v is None or v is False:
+            continue
+        parts.append(f.short if v is True else f"{f.short}={v:g}" if isinstance(v, float) else f"{f.short}={v}")
+    return " ".join(parts)
+
+
+def grid(axes: Axes, device: str) -> list[Case]:
+    """Every combination, in the table's order (the last axis varies fastest); a combination that is not a
+    valid case is an error naming it.  A mask sets causal itself: with masks given, the causal axis is left out."""
+    lists = {f.name: list(axes.values[f.dest]) for f in AXIS_FIELDS}
+    if axes.budget_tokens:
+        lists["batch"] = [None]
+    if lists["mask"] != [None]:
+        lists["causal"] = [False]  # a mask sets causal itself
+    n = math.prod(len(v) for v in lists.values())
+    if n > MAX_JOBS:
+        raise ValueError(f"the grid holds {n:,} cases, over {MAX_JOBS:,}: narrow it")
+    cases: list[Case] = []
+    for combo in itertools.product(*lists.values()):
+        point = dict(zip(lists, combo, strict=True))
+        if point["batch"] is None:
+            assert axes.budget_tokens is not None
+            if axes.budget_tokens % point["seq_q"]:
+                raise ValueError(
+                    f"--budget-tokens {axes.budget_tokens} is not a multiple of seq {point['seq_q']} "
+                    "(B·S must stay constant)"
+                )
+            point["batch"] = axes.budget_tokens // point["seq_q"]
+        try:
+            c = Case(**point, device=device)
+        except ValueError as e:
+            raise ValueError(f"the grid point {_point_text(point)}: {e}") from None
+        cases.append(c)
+    return list(dict.fromkeys(cases))
+
+
+def axes_from(args: Any) -> Axes:
+    """Axes from parsed command-line strings, each read by its field's parser (None: the axis default)."""
+    a = Axes()
+    for f in AXIS_FIELDS:
+        given = getattr(args, f.dest, None)
+        if given is None:
+            continue
+        if f.excludes is not None and getattr(args, FIELD[f.excludes[0]].dest, None) is not None:
+            raise ValueError(f.excludes[1])
+        assert f.axis is not None
+        a.values[f.dest] = f.axis(given)
+    if getattr(args, "budget_tokens", None) is not None:
+        if getattr(args, "batch", None) is not None:
+            raise ValueError("--budget-tokens sets the batch (N / seq): give it or --batch, not both")
+        a.budget_tokens = args.budget_tokens
+    return a

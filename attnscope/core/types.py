@@ -7,18 +7,15 @@ What was asked for (`Case`) is kept apart from what was observed (`KernelRecord`
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from attnscope.core.masks import MaskSpec
+# The case and its vocabulary are declared with the table of its fields (attnscope.core.case); named here too.
+from attnscope.core.case import CAUSAL_STATED, DTYPE_BYTES, MODES, Case, DType, Mode  # noqa: F401
 
 # crashed: the worker process died (signal, CUDA fault); timeout: it ran past --timeout.
 Status = Literal["ok", "skipped", "oom", "error", "crashed", "timeout"]
 STATUSES: tuple[str, ...] = ("ok", "skipped", "oom", "error", "crashed", "timeout")
-Mode = Literal["fwd", "fwd_bwd"]
-MODES: tuple[str, ...] = ("fwd", "fwd_bwd")
 Category = Literal[
     "gemm",
     "attention",
@@ -31,108 +28,6 @@ Category = Literal[
     "communication",
     "other",
 ]
-DType = Literal["fp32", "fp16", "bf16"]
-
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
-
-
-# how a causal case was asked for, in a message: --causal given, or no mask flag at all
-CAUSAL_STATED = "causal masking (from --causal, or by default when no --mask / --no-causal is given)"
-
-
-@dataclass(frozen=True)
-class Case:
-    """One attention problem: shapes, dtype, masking, device."""
-
-    batch: int
-    heads: int
-    seq_q: int
-    head_dim: int
-    dtype: DType = "bf16"
-    causal: bool = True
-    kv_heads: int | None = None  # None: same as heads (no GQA)
-    seq_kv: int | None = None  # None: same as seq_q
-    device: str = "cpu"
-    # The mask (attnscope.core.masks grammar); None: from `causal`.  Given, it sets `causal` to whether it is
-    # exactly SDPA's is_causal (top-left causal), so code that reads `causal` stays right.
-    mask: str | None = None
-    softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
-    alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
-    mode: Mode = "fwd"  # fwd_bwd: one forward and its backward (dq, dk, dv) per call
-
-    def __post_init__(self) -> None:
-        for name in ("batch", "heads", "seq_q", "head_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
-            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)")
-        if self.seq_kv is not None and self.seq_kv < 1:
-            raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
-        if self.dtype not in DTYPE_BYTES:
-            raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        self._check_mask()
-
-    def _check_mask(self) -> None:
-        from attnscope.core.masks import check_mask
-
-        if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
-            raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
-        spec = self.mask_spec
-        stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
-        check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
-        if self.mask is not None:  # frozen: normalise once, here
-            object.__setattr__(self, "mask", spec.canonical)
-            object.__setattr__(self, "causal", spec.is_top_left_causal(self.seq_q, self.num_seq_kv))
-
-    @property
-    def mask_spec(self) -> MaskSpec:
-        from attnscope.core.masks import MaskSpec, parse_mask
-
-        if self.mask is not None:
-            return parse_mask(self.mask)
-        return MaskSpec("causal" if self.causal else "none")
-
-    @property
-    def mask_label(self) -> str:
-        """The mask and score modifications in words, e.g. 'sliding:128 softcap=30 alibi'."""
-        parts = [self.mask_spec.canonical] if self.mask is not None else (["causal"] if self.causal else [])
-        if self.softcap is not None:
-            parts.append(f"softcap={self.softcap:g}")
-        if self.alibi:
-            parts.append("alibi")
-        return " ".join(parts)
-
-    @property
-    def num_kv_heads(self) -> int:
-        return self.kv_heads if self.kv_heads is not None else self.heads
-
-    @property
-    def num_seq_kv(self) -> int:
-        return self.seq_kv if self.seq_kv is not None else self.seq_q
-
-    @property
-    def is_gqa(self) -> bool:
-        return self.num_kv_heads != self.heads
-
-    def label(self) -> str:
-        kv = f" KV={self.num_kv_heads}" if self.is_gqa else ""
-        sk = f"x{self.num_seq_kv}" if self.num_seq_kv != self.seq_q else ""
-        mask = f" {self.mask_label}" if self.mask_label else ""
-        mode = " fwd+bwd" if self.mode == "fwd_bwd" else ""
-        return (
-            f"B={self.batch} H={self.heads}{kv} S={self.seq_q}{sk} D={self.head_dim} "
-            f"{self.dtype}{mask}{mode} on {self.device}"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Case:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 @dataclass(frozen=True, slots=True)  # slots: a training step holds 10^5 of them

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.case import file_stem
 from attnscope.core.types import Case, Result, Status
 
 
@@ -51,20 +52,13 @@ def job_key(variant: str, case: dict[str, Any] | None) -> tuple[str, str, str]:
 
 
 def trace_file_name(variant: str, case: Case) -> str:
-    """A file name that tells jobs of a sweep apart: variant, shape, dtype, mask, soft-cap, ALiBi, mode.
+    """A file name that tells jobs of a sweep apart: the variant, then each field's part of it from the table of
+    the case's fields (:func:`attnscope.core.case.file_stem`): shape, dtype, mask, soft-cap, ALiBi, mode.
 
     A case without a mask is named as before (``-causal`` or nothing); a mask adds ``-mask-<canonical>``
     (``document:1000,1500`` as ``document_1000_1500``), a soft-cap ``-cap<c>``, ALiBi ``-alibi``.  A name
     over 200 characters (a long document list) is cut and ends with a hash of the whole."""
-    kv = f"kv{case.num_kv_heads}-" if case.is_gqa else ""
-    sk = f"x{case.num_seq_kv}" if case.num_seq_kv != case.seq_q else ""
-    mask = f"-mask-{case.mask}" if case.mask is not None else ("-causal" if case.causal else "")
-    cap = f"-cap{case.softcap:g}" if case.softcap is not None else ""
-    stem = (
-        f"{variant}-b{case.batch}-h{case.heads}-{kv}s{case.seq_q}{sk}-d{case.head_dim}-{case.dtype}"
-        f"{mask}{cap}{'-alibi' if case.alibi else ''}-{case.mode}"
-    )
-    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", stem)
+    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", variant + file_stem(case))
     if len(stem) > 200:
         stem = stem[:180] + "-" + hashlib.sha256(stem.encode()).hexdigest()[:16]
     return stem + ".json"

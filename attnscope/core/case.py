@@ -1,0 +1,357 @@
+"""The case: one attention problem, and the table of its fields, declared once.
+
+:data:`FIELDS` holds one entry per field of :class:`Case`: its type, its flags in ``run`` (one value) and in
+``sweep`` (an axis of values), their help, how its text is read, its default per device, whether it is a sweep
+axis, its parts of a label and of a trace file name, and its JSON key.  Generated from it:
+
+- the flags of ``run``, ``guess``, ``variants`` and ``sweep`` (:func:`add_flags`);
+- the device's default case and the case read from the flags (:mod:`attnscope.core.cases`);
+- the sweep's axes, their defaults and their product (:class:`attnscope.core.cases.Axes`, ``grid``, ``axes_from``);
+- :meth:`Case.label` and :attr:`Case.mask_label`, and the trace file names (:func:`file_stem`);
+- the JSON (:meth:`Case.to_dict`, :meth:`Case.from_dict`);
+- the recommender's axes (:func:`recommender_axes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+from attnscope.core import case_text as text
+from attnscope.core.arguments import MAX_DIM, MAX_HEAD_DIM, positive_int
+from attnscope.core.masks import MASK_HELP, MaskSpec, check_mask, parse_mask
+
+Mode = Literal["fwd", "fwd_bwd"]
+MODES: tuple[str, ...] = ("fwd", "fwd_bwd")
+DType = Literal["fp32", "fp16", "bf16"]
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+# how a causal case was asked for, in a message: --causal given, or no mask flag at all
+CAUSAL_STATED = "causal masking (from --causal, or by default when no --mask / --no-causal is given)"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One attention problem: shapes, dtype, masking, device.  Its fields are described in :data:`FIELDS`."""
+
+    batch: int
+    heads: int
+    seq_q: int
+    head_dim: int
+    dtype: DType = "bf16"
+    causal: bool = True
+    kv_heads: int | None = None  # None: same as heads (no GQA)
+    seq_kv: int | None = None  # None: same as seq_q
+    device: str = "cpu"
+    # The mask (attnscope.core.masks grammar); None: from `causal`.  Given, it sets `causal` to whether it is
+    # exactly SDPA's is_causal (top-left causal), so code that reads `causal` stays right.
+    mask: str | None = None
+    softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
+    alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
+    mode: Mode = "fwd"  # fwd_bwd: one forward and its backward (dq, dk, dv) per call
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "heads", "seq_q", "head_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
+            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)")
+        if self.seq_kv is not None and self.seq_kv < 1:
+            raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        self._check_mask()
+
+    def _check_mask(self) -> None:
+        if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
+            raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
+        spec = self.mask_spec
+        stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
+        check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
+        if self.mask is not None:  # frozen: normalise once, here
+            object.__setattr__(self, "mask", spec.canonical)
+            object.__setattr__(self, "causal", spec.is_top_left_causal(self.seq_q, self.num_seq_kv))
+
+    @property
+    def mask_spec(self) -> MaskSpec:
+        if self.mask is not None:
+            return parse_mask(self.mask)
+        return MaskSpec("causal" if self.causal else "none")
+
+    @property
+    def mask_label(self) -> str:
+        """The mask and score modifications in words, e.g. 'sliding:128 softcap=30 alibi'."""
+        return "".join(f.label(self) for f in FIELDS if f.masking).strip()
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def num_seq_kv(self) -> int:
+        return self.seq_kv if self.seq_kv is not None else self.seq_q
+
+    @property
+    def is_gqa(self) -> bool:
+        return self.num_kv_heads != self.heads
+
+    def label(self) -> str:
+        """'B=1 H=8 KV=2 S=512x1024 D=64 bf16 sliding:128 fwd+bwd on cpu': each field's part, in table order."""
+        return "".join(f.label(self) for f in FIELDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON: each field under its key, in the dataclass's order (documents written before keep theirs)."""
+        return {FIELD[f.name].json_key: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Case:
+        """From the JSON; keys it does not know are passed over (a newer writer's), missing ones take defaults."""
+        return cls(**{f.name: d[f.json_key] for f in FIELDS if f.json_key in d})
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One spelling of a field on the command line: ``add_argument(name, help=help, **options)``."""
+
+    name: str
+    help: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    exclusive: bool = False  # in the command's one mutually exclusive group (--causal | --no-causal | --mask)
+
+
+Command = Literal["run", "sweep"]
+
+
+@dataclass(frozen=True)
+class CaseField:
+    """One field of :class:`Case` and everything that speaks of it."""
+
+    name: str  # the attribute of Case
+    type: str  # its annotation
+    run: tuple[Flag, ...]  # run, guess and variants: one value (the first flag names it, e.g. --seq)
+    sweep: tuple[Flag, ...]  # sweep: a comma list or a range of values (or, for the device, where jobs run)
+    label: Callable[[Case], str]  # its part of Case.label(), with its separator ('' when it says nothing)
+    file: Callable[[Case], str]  # its part of a trace file name, with its separator
+    policy_rank: int  # the recommender names axes in this order: the most telling first
+    default: Mapping[str, Any] = field(default_factory=dict)  # per device kind; empty: Case's own default
+    axis: Callable[[str], list[Any]] | None = None  # a sweep's text → its values; None: not a sweep axis
+    axis_default: tuple[Any, ...] | None = None  # Axes' values when a sweep leaves it out; None: Case's default
+    sweep_default: Mapping[str, str] = field(default_factory=dict)  # the sweep command's text per device kind
+    excludes: tuple[str, str] | None = None  # (an axis given with it, the message refusing both)
+    short: str | None = None  # its name in a grid point: 'S' of 'S=512' (None: the point leaves it out)
+    symbol: str | None = None  # the recommender's: 'S', 'H_kv'
+    numeric: bool = False  # ordered by value: the recommender's policy may say ≤ and ≥ of it
+    follows: str | None = None  # None stands for this field's value (seq_kv → seq_q)
+    masking: bool = False  # part of the mask label (the mask and the score modifications)
+    coerce: Callable[[Any], Any] | None = None  # a value given to make_case → the Case's (an alias → its name)
+    json_key: str = ""  # "" : the name
+
+    def __post_init__(self) -> None:
+        if not self.json_key:
+            object.__setattr__(self, "json_key", self.name)
+
+    @property
+    def flag(self) -> str:
+        return self.run[0].name
+
+    @property
+    def dest(self) -> str:
+        """The attribute the parsed flags hold it in, and the name of its axis: ``seq`` for seq_q."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    def flags(self, command: Command) -> tuple[Flag, ...]:
+        return self.run if command == "run" else self.sweep
+
+    def case_default(self) -> Any:
+        f = next(f for f in dataclasses.fields(Case) if f.name == self.name)
+        return f.default
+
+    def axis_values(self) -> list[Any]:
+        return list(self.axis_default) if self.axis_default is not None else [self.case_default()]
+
+
+def _int_field(name: str, flag: str, limit: int, run_help: str | None, sweep_help: str, **kw: Any) -> CaseField:
+    """A whole-number field: --flag N in run, '512,1024' or '512..16384x2' in sweep."""
+    word = flag.removeprefix("--")
+    return CaseField(
+        name=name,
+        run=(Flag(flag, run_help, {"type": positive_int(word, limit)}),),
+        sweep=(Flag(flag, sweep_help), *kw.pop("sweep_more", ())),
+        axis=partial(text.parse_int_axis, word, limit=limit),
+        numeric=True,
+        **kw,
+    )
+
+
+def _kv_label(c: Case) -> str:
+    return f" KV={c.num_kv_heads}" if c.is_gqa else ""
+
+
+def _skv(c: Case) -> str:
+    return f"x{c.num_seq_kv}" if c.num_seq_kv != c.seq_q else ""
+
+
+def _causal(c: Case) -> bool:
+    return c.mask is None and c.causal  # a mask says its causal part itself
+
+
+BUDGET_TOKENS = positive_int("budget-tokens", 1 << 30)  # sweep's other spelling of the batch axis: B = N / S
+DEVICE_HELP = "cpu or cuda[:N] (default: cuda if available, else cpu)"
+
+# In the order a label and a file name give them, and the order of a sweep's product (the last varies fastest).
+# fmt: off
+FIELDS: tuple[CaseField, ...] = (
+    _int_field(
+        "batch", "--batch", MAX_DIM["batch"], None,
+        "batch sizes (default 1 on CPU; on GPU --budget-tokens 16384 sets them)",
+        sweep_more=(Flag("--budget-tokens", "batch = N / seq (B·S kept)", {"type": BUDGET_TOKENS}),),
+        type="int", label=lambda c: f"B={c.batch}", file=lambda c: f"-b{c.batch}", short="B", symbol="B",
+        default={"cpu": 1, "cuda": 4}, axis_default=(1,), sweep_default={"cpu": "1"}, policy_rank=9,
+    ),
+    _int_field(
+        "heads", "--heads", MAX_DIM["heads"], None, "query heads (default 8 on CPU, 16 on GPU)",
+        type="int", label=lambda c: f" H={c.heads}", file=lambda c: f"-h{c.heads}", short="H", symbol="H",
+        default={"cpu": 8, "cuda": 16}, axis_default=(16,), sweep_default={"cpu": "8", "cuda": "16"}, policy_rank=6,
+    ),
+    _int_field(
+        "kv_heads", "--kv-heads", MAX_DIM["kv_heads"], "KV heads for GQA", "KV heads for GQA (default: = heads)",
+        type="int | None", label=_kv_label, file=lambda c: f"-kv{c.num_kv_heads}" if c.is_gqa else "",
+        short="KV", symbol="H_kv", follows="heads", policy_rank=7,
+    ),
+    _int_field(
+        "seq_q", "--seq", MAX_DIM["seq"], "query sequence length",
+        "query lengths (default 128..512x2 on CPU, 256..8192x2 on GPU)",
+        type="int", label=lambda c: f" S={c.seq_q}", file=lambda c: f"-s{c.seq_q}", short="S", symbol="S",
+        default={"cpu": 512, "cuda": 2048}, axis_default=(1024,),
+        sweep_default={"cpu": "128..512x2", "cuda": "256..8192x2"}, policy_rank=1,
+    ),
+    _int_field(
+        "seq_kv", "--seq-kv", MAX_DIM["seq_kv"], "key/value sequence length (default: = seq)",
+        "key/value lengths (default: = seq)",
+        type="int | None", label=_skv, file=_skv, short="Skv", symbol="S_kv", follows="seq_q", policy_rank=8,
+    ),
+    _int_field(
+        "head_dim", "--head-dim", MAX_HEAD_DIM, None, "head dims (default 64 on CPU, 64,128 on GPU)",
+        type="int", label=lambda c: f" D={c.head_dim}", file=lambda c: f"-d{c.head_dim}", short="D", symbol="D",
+        default={"cpu": 64, "cuda": 64}, axis_default=(64,), sweep_default={"cpu": "64", "cuda": "64,128"},
+        policy_rank=2,
+    ),
+    CaseField(
+        "dtype", "DType",
+        run=(Flag("--dtype", "bf16, fp16 or fp32"),),
+        sweep=(Flag("--dtype", "comma list of bf16, fp16, fp32 (default bf16)"),),
+        label=lambda c: f" {c.dtype}", file=lambda c: f"-{c.dtype}", axis=text.parse_dtype_axis, policy_rank=5,
+        coerce=text.parse_dtype,
+    ),
+    CaseField(
+        "causal", "bool",
+        run=(
+            Flag("--causal", "shorthand for --mask causal", {"action": "store_true", "default": None}, exclusive=True),
+            Flag("--no-causal", "shorthand for --mask none", {"dest": "causal", "action": "store_false"}, True),
+        ),
+        sweep=(Flag("--causal", "yes, no or both (default yes on CPU, both on GPU)"),),
+        label=lambda c: " causal" if _causal(c) else "", file=lambda c: "-causal" if _causal(c) else "",
+        axis=text.parse_causal, sweep_default={"cpu": "yes", "cuda": "both"}, masking=True, policy_rank=3,
+    ),
+    CaseField(
+        "mask", "str | None",
+        run=(Flag("--mask", f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)", exclusive=True),),
+        sweep=(Flag("--mask", "comma list of masks, e.g. none,sliding:256,document:1000,1500,600,996 (an entry "
+                    "starts at a mask name; replaces --causal)"),),
+        label=lambda c: f" {c.mask}" if c.mask is not None else "",
+        file=lambda c: f"-mask-{c.mask}" if c.mask is not None else "",
+        axis=text.parse_mask_axis, short="mask", masking=True, policy_rank=4,
+        excludes=("causal", "--mask sets the causal part itself (causal, none, sliding, …): give --mask or --causal"),
+    ),
+    CaseField(
+        "softcap", "float | None",
+        run=(Flag("--softcap", "tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)", {"type": float}),),
+        sweep=(Flag("--softcap", "comma list of soft-caps, 0 for none (e.g. 0,30)"),),
+        label=lambda c: f" softcap={c.softcap:g}" if c.softcap is not None else "",
+        file=lambda c: f"-cap{c.softcap:g}" if c.softcap is not None else "",
+        axis=text.parse_softcap_axis, short="softcap", numeric=True, masking=True, policy_rank=10,
+    ),
+    CaseField(
+        "alibi", "bool",
+        run=(Flag("--alibi", "add ALiBi slopes to the scores", {"action": "store_true", "default": None}),),
+        sweep=(Flag("--alibi", "no, yes, both, or a comma list of them (default no)"),),
+        label=lambda c: " alibi" if c.alibi else "", file=lambda c: "-alibi" if c.alibi else "",
+        axis=text.parse_alibi_axis, short="alibi", masking=True, policy_rank=11,
+    ),
+    CaseField(
+        "mode", "Mode",
+        run=(Flag("--mode", "fwd, or fwd_bwd: forward and backward (dq, dk, dv) per call", {"choices": MODES}),),
+        sweep=(Flag("--mode", "comma list of fwd, fwd_bwd (default fwd)"),),
+        label=lambda c: " fwd+bwd" if c.mode == "fwd_bwd" else "", file=lambda c: f"-{c.mode}",
+        axis=partial(text.parse_choice_axis, "mode", choices=MODES), policy_rank=0,
+    ),
+    CaseField(
+        "device", "str",
+        run=(Flag("--device", DEVICE_HELP),),
+        sweep=(Flag("--device", DEVICE_HELP),),  # not an axis: one device per sweep, among "where jobs run"
+        label=lambda c: f" on {c.device}", file=lambda c: "", policy_rank=12,
+    ),
+)
+# fmt: on
+FIELD: dict[str, CaseField] = {f.name: f for f in FIELDS}
+AXIS_FIELDS: tuple[CaseField, ...] = tuple(f for f in FIELDS if f.axis is not None)
+
+
+def device_kind(device: str) -> str:
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def default_fields(device: str) -> dict[str, Any]:
+    """The fields whose default depends on the device, for ``device``."""
+    kind = device_kind(device)
+    return {f.name: f.default[kind] for f in FIELDS if kind in f.default}
+
+
+def file_stem(case: Case) -> str:
+    """Each field's part of a trace file name: '-b1-h8-kv2-s512x1024-d64-bf16-mask-sliding:128-cap30-alibi-fwd'."""
+    return "".join(f.file(case) for f in FIELDS)
+
+
+def add_flags(group: Any, command: Command, names: Iterable[str] | None = None) -> None:
+    """The fields' flags of ``command`` on an argparse parser or group (only those of ``names`` if given).
+
+    ``run`` gives the device first (the other fields' defaults depend on it); ``sweep`` the axes in table order.
+    """
+    wanted = set(names) if names is not None else None
+    order = sorted(FIELDS, key=lambda f: f.name != "device") if command == "run" else list(FIELDS)
+    exclusive = None
+    for f in order:
+        if wanted is not None and f.name not in wanted:
+            continue
+        for flag in f.flags(command):
+            target = group
+            if flag.exclusive:
+                exclusive = exclusive if exclusive is not None else group.add_mutually_exclusive_group()
+                target = exclusive
+            target.add_argument(flag.name, help=flag.help, **flag.options)
+
+
+@dataclass(frozen=True)
+class RecommenderAxes:
+    """What the recommender needs of the case's fields, from the table."""
+
+    policy: tuple[str, ...]  # the order a policy names axes in: the most telling first
+    label: tuple[str, ...]  # the order a case label names them in
+    symbol: dict[str, str]  # 'seq_q' → 'S'
+    numeric: frozenset[str]  # ordered by value: a policy may say ≤ / ≥ of these
+    twin: dict[str, str]  # filled in from these where the case leaves them out: 'seq_kv' → 'seq_q'
+
+
+def recommender_axes() -> RecommenderAxes:
+    return RecommenderAxes(
+        policy=tuple(f.name for f in sorted(FIELDS, key=lambda f: f.policy_rank)),
+        label=tuple(f.name for f in FIELDS),
+        symbol={f.name: f.symbol for f in FIELDS if f.symbol},
+        numeric=frozenset(f.name for f in FIELDS if f.numeric),
+        twin={f.name: f.follows for f in FIELDS if f.follows},
+    )
