@@ -88,6 +88,10 @@ def run(
         raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
     check_timeout(executor, timeout_s)
     case = case if mode is None else replace(case, mode=mode)
+    from attnscope.api.user_mods import check_user_mods, with_user_variants
+
+    case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
+    variants = with_user_variants(case, variants)
     opts = Options(**options)
     from attnscope.measure import host
 
@@ -113,6 +117,7 @@ def run(
             case=case.to_dict(),
             peak=_peak(rep.peak),
             host=host.assess(*load, host.timings_of(rep.results)),
+            **({"mask_mod": user_mods} if user_mods else {}),
         )
     )
     if predictions is not None:

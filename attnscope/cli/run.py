@@ -53,6 +53,8 @@ def _add_case_args(p: argparse.ArgumentParser) -> None:
     from attnscope.core.masks import MASK_HELP
 
     m.add_argument("--mask", help=f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)")
+    g.add_argument("--mask-mod", help="FILE.py:FN, your flex mask_mod (or a factory of the device): measured with flex")
+    g.add_argument("--score-mod", help="FILE.py:FN, your flex score_mod (or a factory of the device), as the flags")
     g.add_argument("--softcap", type=float, help="tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)")
     g.add_argument("--alibi", action="store_true", default=None, help="add ALiBi slopes to the scores")
     g.add_argument(
@@ -78,6 +80,8 @@ def _case_from(args: argparse.Namespace) -> Any:
         softcap=getattr(args, "softcap", None),
         alibi=getattr(args, "alibi", None),
         mode=getattr(args, "mode", None),
+        mask_mod=getattr(args, "mask_mod", None),
+        score_mod=getattr(args, "score_mod", None),
     )
 
 
@@ -122,11 +126,13 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
 
 def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The checked case and the chosen variants' names: everything a run refuses, refused before any tensor."""
+    from attnscope.api.user_mods import check_user_mods, with_user_variants
     from attnscope.variants import resolve
 
     check_run_args(args)
     case = _case_from(args)
-    chosen = [v.name for v in resolve(args.variants)]  # unknown names fail before torch work starts
+    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
+    chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
     return case, chosen

@@ -59,6 +59,10 @@ class Case:
     softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
     alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
     mode: Mode = "fwd"  # fwd_bwd: one forward and its backward (dq, dk, dv) per call
+    # A user's own flex functions, "file.py:fn" (--mask-mod, --score-mod): the flex_user variants run them; every
+    # other variant runs ``mask``, the built-in checked entry by entry to keep the same scores.
+    mask_mod: str | None = None
+    score_mod: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads", "seq_q", "head_dim"):
@@ -121,13 +125,20 @@ class Case:
         sk = f"x{self.num_seq_kv}" if self.num_seq_kv != self.seq_q else ""
         mask = f" {self.mask_label}" if self.mask_label else ""
         mode = " fwd+bwd" if self.mode == "fwd_bwd" else ""
+        user = "".join(
+            f" {k}={v.rsplit('/', 1)[-1]}" for k, v in (("mask_mod", self.mask_mod), ("score_mod", self.score_mod)) if v
+        )
         return (
             f"B={self.batch} H={self.heads}{kv} S={self.seq_q}{sk} D={self.head_dim} "
-            f"{self.dtype}{mask}{mode} on {self.device}"
+            f"{self.dtype}{mask}{user}{mode} on {self.device}"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        for k in ("mask_mod", "score_mod"):  # absent unless given: a case's dict (and job key) is as before
+            if d[k] is None:
+                del d[k]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Case:
