@@ -61,8 +61,11 @@ def annotate(
         store_for_report(r)
     out = dict(doc)
     out["results"] = results
-    out["equivalent_case"] = equivalent_case(doc.get("case")) or next(
-        (r["equivalent_case"] for r in results if r.get("equivalent_case")), None
+    # a run that measured the plain call in place of an equivalent mask says so in the document it wrote
+    out["equivalent_case"] = (
+        equivalent_case(doc.get("case"))
+        or doc.get("equivalent_case")
+        or next((r["equivalent_case"] for r in results if r.get("equivalent_case")), None)
     )
     rec = recommend(results)
     out["recommendation"] = dataclasses.asdict(rec) if rec else None

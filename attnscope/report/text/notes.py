@@ -68,3 +68,23 @@ def empty_count_lines(doc: dict[str, Any]) -> list[str]:
 
 def reading_lines(doc: dict[str, Any]) -> list[str]:
     return equal_peak_lines(doc) + empty_count_lines(doc) + term_lines(doc)
+
+
+def case_lines(doc: dict[str, Any]) -> list[str]:
+    """What was measured in place of what was asked: the plain call for a mask that keeps every key, and the
+    built-in a user's mask_mod equals (both stored in the document by the run)."""
+    out = []
+    same = doc.get("equivalent_case")
+    if isinstance(same, dict) and same.get("asked"):
+        out.append(
+            f"mask {same['asked']} keeps every key: {same.get('why')}; measured and advised as the plain call "
+            f"(mask {same.get('mask')})"
+        )
+    mm = doc.get("mask_mod")
+    if isinstance(mm, dict) and mm.get("equivalent_builtin"):
+        name = str(mm.get("source")).rsplit("/", 1)[-1]
+        out.append(
+            f"mask_mod {name} equals the built-in {mm['equivalent_builtin']} in all {mm['checked_entries']:,} entries "
+            f"compared ({mm.get('checked_at')}): the flex_user rows run it, every other row the built-in"
+        )
+    return out

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnscope.report.text.explain import render_explanations
+from attnscope.report.text.notes import case_lines
 
 MIB = 1024 * 1024
 
@@ -164,6 +165,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) ->
         for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])] if not brief else []:
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
+    lines += case_lines(doc)
     ok = [r for r in doc["results"] if r["status"] == "ok"]
     counted = [r for r in ok if r.get("flops")]
     if counted:
