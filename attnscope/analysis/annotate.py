@@ -19,6 +19,7 @@ from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
 from attnscope.analysis.roofline import row_roofline
 from attnscope.analysis.rules.insights import main_kernel
+from attnscope.analysis.voice import agree_with_recommendation
 from attnscope.core.types import Prediction, Verdict
 
 
@@ -55,7 +56,8 @@ def annotate(
     for r in results:  # before the rules: they read the bound
         r["roofline"] = row_roofline(r, peak.get("tflops"), peak.get("bandwidth_tbps"))
         r["equivalent_case"] = equivalent_case(r.get("case"))
-    for r, (found, missing) in zip(results, explain_results(results), strict=True):
+    explained = agree_with_recommendation(results, explain_results(results))  # one voice with the recommendation
+    for r, (found, missing) in zip(results, explained, strict=True):
         r["insights"] = [dataclasses.asdict(i) for i in found]
         r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
         store_for_report(r)

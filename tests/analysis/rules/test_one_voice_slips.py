@@ -20,3 +20,76 @@ def test_a_dense_lower_right_build_under_flash_is_not_called_flash_refusing() ->
 def test_under_cudnn_the_fallback_is_named() -> None:
     text = _mask_advice({"kernels": []}, _ev("cudnn", [4, 8]))
     assert "neither flash nor efficient can take the call (here SDPA ran cuDNN)" in text
+
+
+# ---- the dense-mask and block-sparsity advice against the recommendation (issue 19's document-mask run)
+
+DOC_CASE = {
+    "batch": 2,
+    "heads": 16,
+    "seq_q": 4096,
+    "head_dim": 64,
+    "dtype": "bf16",
+    "causal": False,
+    "device": "cuda",
+    "mask": "document:1000,1500,600,996",
+}
+
+
+def _row(variant: str, median: float, spread: float, **kw: object) -> dict[str, object]:
+    return {
+        "variant": variant,
+        "status": "ok",
+        "device_kind": "gpu",
+        "case": DOC_CASE,
+        "gpu_time_us": median,
+        "gpu_time": {"median_us": median, "p25_us": median - spread, "p75_us": median + spread, "num_samples": 50},
+        **kw,
+    }
+
+
+def _doc_rows(flex_us: float, spread: float = 2.0) -> list[dict[str, object]]:
+    return [
+        _row("sdpa_default", 559.0, spread, family="sdpa", dense_mask=True, sdpa_backend="cudnn"),
+        _row(
+            "flex_compiled",
+            flex_us,
+            spread,
+            family="flex",
+            compile_time_s=4.0,
+            block_sparsity_pct=60.0,
+            block_size=[128, 128],
+        ),
+    ]
+
+
+def _advice(doc: dict[str, object], variant: str, rule: str) -> str:
+    from attnscope.analysis.annotate import annotate
+
+    out = annotate(doc)
+    r = next(r for r in out["results"] if r["variant"] == variant)
+    return next(i["advice"] for i in r["insights"] if i["id"] == rule)
+
+
+def test_dense_mask_advice_names_the_recommendation_when_flex_measured_slower() -> None:
+    from attnscope.analysis.annotate import annotate
+
+    doc = {"results": _doc_rows(582.0)}
+    assert annotate(doc)["recommendation"]["best"] == "sdpa_default"
+    advice = _advice(doc, "sdpa_default", "dense_mask")
+    assert "keep sdpa_default at this case" in advice
+    assert "flex_compiled measured 582.0 µs here, 1.04× slower than sdpa_default (559.0 µs" in advice
+    assert "torch.compile(flex_attention)" not in advice
+    sparsity = _advice(doc, "flex_compiled", "block_sparsity")
+    assert "nothing to fix" not in sparsity and "do not make flex the fastest here" in sparsity
+
+
+def test_inside_the_noise_the_advice_stands() -> None:
+    doc = {"results": _doc_rows(562.0, spread=5.0)}  # quartiles overlap: no one is slower
+    assert "torch.compile(flex_attention)" in _advice(doc, "sdpa_default", "dense_mask")
+    assert "nothing to fix" in _advice(doc, "flex_compiled", "block_sparsity")
+
+
+def test_flex_faster_keeps_the_flex_advice() -> None:
+    doc = {"results": _doc_rows(186.0)}
+    assert "torch.compile(flex_attention)" in _advice(doc, "sdpa_default", "dense_mask")
