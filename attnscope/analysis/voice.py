@@ -1,5 +1,8 @@
 """One voice: a per-row rule's advice that the case's own measurements contradict is rewritten.  Pure.
 
+- ``hidden_copy``'s "use the in-place masked_fill_ (naive_inplace)" where the same table shows naive_inplace
+  slower than the row beyond the noise: the advice keeps the fused backends and says the figures.
+
 Rules that look at one row (``dense_mask``, ``block_sparsity``) advise from what the row shows: "compile flex
 with a BlockMask", "nothing to fix".  Where the same case measured compiled flex slower, beyond the noise, than
 the variant the recommendation chooses (:func:`attnscope.analysis.compare.choose_best`), that advice would
@@ -59,6 +62,28 @@ def _rewrite(i: Insight, beaten: dict[str, Any]) -> Insight:
     return dataclasses.replace(i, advice=advice, evidence={**i.evidence, "one_voice": b})
 
 
+INPLACE_ADVICE = "use the in-place masked_fill_ on the scores (naive_inplace), or "
+
+
+def _inplace_slower(r: dict[str, Any], rows: list[Row]) -> dict[str, Any] | None:
+    """Evidence that the case measured naive_inplace slower than ``r`` beyond the noise; None otherwise."""
+    mine = next((row for row in rows if row[0] is r), None)
+    other = next((row for row in rows if row[0].get("variant") == "naive_inplace"), None)
+    if mine is None or other is None or other[0] is r or other[1] <= mine[1] or tied(mine, other):
+        return None
+    return {"naive_inplace_us": r1(other[1]), "this_us": r1(mine[1]), "ratio": round(other[1] / mine[1], 2)}
+
+
+def _without_inplace(i: Insight, r: dict[str, Any], slower: dict[str, Any]) -> Insight:
+    s = slower
+    advice = (
+        "use " + i.advice.removeprefix(INPLACE_ADVICE) + f"; naive_inplace measured {s['naive_inplace_us']:,.1f} µs "
+        f"here, {s['ratio']:.2f}× slower than {r['variant']} ({s['this_us']:,.1f} µs): the in-place fill does not "
+        "pay at this case"
+    )
+    return dataclasses.replace(i, advice=advice, evidence={**i.evidence, "one_voice": s})
+
+
 def agree_with_recommendation(
     results: list[dict[str, Any]], explained: list[tuple[list[Insight], list[NotChecked]]]
 ) -> list[tuple[list[Insight], list[NotChecked]]]:
@@ -80,5 +105,8 @@ def agree_with_recommendation(
                 else i
                 for i in found
             ]
+        slower = _inplace_slower(r, rows) if any(i.advice.startswith(INPLACE_ADVICE) for i in found) else None
+        if slower is not None:
+            found = [_without_inplace(i, r, slower) if i.advice.startswith(INPLACE_ADVICE) else i for i in found]
         out.append((found, missing))
     return out

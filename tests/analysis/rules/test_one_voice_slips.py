@@ -93,3 +93,31 @@ def test_inside_the_noise_the_advice_stands() -> None:
 def test_flex_faster_keeps_the_flex_advice() -> None:
     doc = {"results": _doc_rows(186.0)}
     assert "torch.compile(flex_attention)" in _advice(doc, "sdpa_default", "dense_mask")
+
+
+# ---- the single-row masked_fill advice against the same table (issue 19's decode: naive_inplace 194× slower)
+
+DECODE = {"batch": 8, "heads": 32, "seq_q": 1, "seq_kv": 8192, "head_dim": 128, "dtype": "bf16", "device": "cuda"}
+
+
+def _decode(variant: str, median: float, **kw: object) -> dict[str, object]:
+    row = _row(variant, median, 1.0, family="naive", **kw)
+    row["case"] = DECODE
+    return row
+
+
+MASKED_FILL = {"op": "aten::masked_fill", "copy_op": "aten::copy_", "bytes": 1 << 20, "dims": [8, 32, 1, 8192]}
+
+
+def test_masked_fill_advice_drops_naive_inplace_when_the_table_shows_it_slower() -> None:
+    doc = {"results": [_decode("naive", 100.0, hidden_copies=[MASKED_FILL]), _decode("naive_inplace", 19400.0)]}
+    advice = _advice(doc, "naive", "hidden_copy")
+    assert "(naive_inplace), or" not in advice and advice.startswith("use a fused SDPA backend")
+    assert "naive_inplace measured 19,400.0 µs here, 194.00× slower than naive (100.0 µs)" in advice
+
+
+def test_masked_fill_advice_keeps_naive_inplace_where_it_is_faster_or_unmeasured() -> None:
+    faster = {"results": [_decode("naive", 100.0, hidden_copies=[MASKED_FILL]), _decode("naive_inplace", 50.0)]}
+    assert "(naive_inplace)" in _advice(faster, "naive", "hidden_copy")
+    alone = {"results": [_decode("naive", 100.0, hidden_copies=[MASKED_FILL])]}
+    assert "(naive_inplace)" in _advice(alone, "naive", "hidden_copy")
