@@ -121,3 +121,27 @@ def test_masked_fill_advice_keeps_naive_inplace_where_it_is_faster_or_unmeasured
     assert "(naive_inplace)" in _advice(faster, "naive", "hidden_copy")
     alone = {"results": [_decode("naive", 100.0, hidden_copies=[MASKED_FILL])]}
     assert "(naive_inplace)" in _advice(alone, "naive", "hidden_copy")
+
+
+# ---- fwd_bwd under cuDNN: the forward kernel's µs are not given under the backward op's name
+
+
+def test_opaque_library_splits_the_time_by_launching_op() -> None:
+    from attnscope.analysis.rules.execution import opaque_library
+
+    fwd = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3"
+    bwd = "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_7"
+    ks = [
+        {"name": fwd, "category": "attention", "duration_us": 100.0, "launched_by": "aten::_cudnn_attention_forward"},
+        {"name": bwd, "category": "attention", "duration_us": 240.0, "launched_by": "aten::_cudnn_attention_backward"},
+        {"name": bwd, "category": "attention", "duration_us": 10.5, "launched_by": "aten::_cudnn_attention_backward"},
+    ]
+    [i] = opaque_library({"variant": "sdpa_cudnn", "kernels": ks, "source": "run"})
+    assert i.evidence["by_op"] == [
+        {"op": "aten::_cudnn_attention_forward", "num_kernels": 1, "us": 100.0},
+        {"op": "aten::_cudnn_attention_backward", "num_kernels": 2, "us": 250.5},
+    ]
+    assert "1 launched by aten::_cudnn_attention_forward, 100.0 µs" in i.message
+    assert "2 launched by aten::_cudnn_attention_backward, 250.5 µs" in i.message
+    # the total (350.5) is never said to be launched by the backward op alone
+    assert "launched by aten::_cudnn_attention_backward)" not in i.message
