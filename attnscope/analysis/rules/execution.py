@@ -301,11 +301,7 @@ def opaque_library(r: dict[str, Any]) -> Out:
             advice=look + ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
             evidence=ev,
             kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
-            ops=tuple(o["op"] for o in by_op if o["op"])
-            if split
-            else (str(ev["launched_by"]),)
-            if ev["launched_by"]
-            else (),
+            ops=ops,
         )
     ]
 
