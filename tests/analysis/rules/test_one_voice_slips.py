@@ -145,3 +145,23 @@ def test_opaque_library_splits_the_time_by_launching_op() -> None:
     assert "2 launched by aten::_cudnn_attention_backward, 250.5 µs" in i.message
     # the total (350.5) is never said to be launched by the backward op alone
     assert "launched by aten::_cudnn_attention_backward)" not in i.message
+
+
+# ---- eager flex is not "CPU-bound, the GPU waits for launches": its H200 trace holds a pageable copy
+
+
+def test_eager_flex_from_its_h200_trace_waits_on_the_device() -> None:
+    from pathlib import Path
+
+    from attnscope.analysis.rules.execution import cpu_bound
+    from attnscope.api import analyze
+    from attnscope.document.schema import result_to_dict
+
+    trace = Path(__file__).resolve().parents[2] / "data" / "h200" / "flex.json"
+    r = result_to_dict(analyze(trace, "flex"))
+    # host time above the GPU time, as a run measures it: the trace's kernels decide what the host waited on
+    r.update(source="run", cpu_time_us=2.0 * (r["gpu_time_us"] or 1.0), gpu_time_us=r["gpu_time_us"] or 1.0)
+    (i,) = cpu_bound(r)
+    assert i.id == "host_waits_on_device"
+    assert "CPU-bound, the GPU waits" not in i.message
+    assert i.evidence["synchronising_copy"] == "Memcpy HtoD (Pageable -> Device)"
