@@ -17,7 +17,7 @@ from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.predict import check_predictions
 from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
-from attnscope.analysis.roofline import row_roofline
+from attnscope.analysis.roofline import peak_basis, row_roofline
 from attnscope.analysis.rules.insights import main_kernel
 from attnscope.analysis.voice import agree_with_recommendation
 from attnscope.core.types import Prediction, Verdict
@@ -79,9 +79,11 @@ def annotate(
 
 def store_for_report(r: dict[str, Any]) -> dict[str, Any]:
     """What a report shows of a row and would otherwise compute, stored once in it (additions to the JSON):
-    ``main_kernel`` (the longest compute kernel, or None), ``eager_fallback`` (why a compiled flex row ran eager
+    ``main_kernel`` (the longest compute kernel, or None), ``peak_basis`` (the %peak of the ceiling the roofline's
+    bound names, or None), ``eager_fallback`` (why a compiled flex row ran eager
     code, or None) and, for a model step's split, ``model_split_insights``."""
     r["main_kernel"] = main_kernel(r)
+    r["peak_basis"] = peak_basis(r.get("roofline"))  # the table's %peak: of the ceiling the bound names
     r["eager_fallback"] = fell_back_to_eager(r)
     if isinstance(r.get("model_split"), dict):
         r["model_split_insights"] = split_insights(r["model_split"])
