@@ -132,7 +132,7 @@ def run(
             case=case.to_dict(),
             peak=_peak(rep.peak),
             host=host.assess(*load, host.timings_of(rep.results)),
-            **({"mask_mod": user_mods} if user_mods else {}),
+            **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
             **({"equivalent_case": same} if same else {}),
         )
     )

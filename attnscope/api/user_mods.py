@@ -29,8 +29,8 @@ def _absolute(source: str | None) -> str | None:
 
 
 def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, dict[str, Any] | None]:
-    """(the case to measure, the document's ``mask_mod`` entry) for a case with ``mask_mod``/``score_mod``;
-    ``(case, None)`` for a case without.  One-line ValueError for a missing file or function, a wrong
+    """(the case to measure, the document's entries: ``mask_mod`` and/or ``score_mod``) for a case with the
+    user's functions; ``(case, None)`` for a case without.  One-line ValueError for a missing file or function, a wrong
     signature, a function that raises on the case's shape, or a mask no built-in equals.
     ``mask_given``: the case's mask was stated (``--mask``), so the user's must equal it (default: whether
     ``case.mask`` is set)."""
@@ -57,7 +57,8 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
                 "leave --mask out, or give the mask the function computes"
             )
         case = dataclasses.replace(case, mask=found.equivalent_builtin)
-        info = {
+        info = {}
+        info["mask_mod"] = {  # the dict is built in two steps: a score_mod's entry joins it below
             "source": case.mask_mod,
             "equivalent_builtin": found.equivalent_builtin,
             "checked_entries": found.checked_entries,
@@ -71,7 +72,10 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
                 f"--score-mod {Path(case.score_mod).name} does not compute the case's score modification: {differs}; "
                 "give the flags it computes (--softcap C, --alibi), which the reference and the other variants apply"
             )
-        info = (info or {}) | {"score_mod": {"source": case.score_mod, "equivalent_flags": case.mask_label or None}}
+        flags = " ".join(
+            ([f"--softcap {case.softcap:g}"] if case.softcap is not None else []) + ["--alibi"] * case.alibi
+        )
+        info = (info or {}) | {"score_mod": {"source": case.score_mod, "equivalent_flags": flags or "none"}}
     return case, info
 
 

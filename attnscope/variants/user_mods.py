@@ -159,6 +159,11 @@ def check_mask_mod(case: Case, rows_per_chunk: int = 1024) -> tuple[MaskMatch, s
     return MaskMatch(found.equivalent_builtin, 2 * sq * sk, found.tried), None
 
 
+def score_flags(case: Case) -> str:
+    """The case's score modification as its flags ("--softcap 20 --alibi"); "" for none."""
+    return " ".join(([f"--softcap {case.softcap:g}"] if case.softcap is not None else []) + ["--alibi"] * case.alibi)
+
+
 def check_score_mod(case: Case) -> str | None:
     """Whether the user's score_mod computes the case's own modification (soft-cap, ALiBi, or nothing) on the
     case's positions and scores from -4·cap to 4·cap: None when it does, else where it first differs."""
@@ -181,6 +186,7 @@ def check_score_mod(case: Case) -> str | None:
     except Exception as e:
         raise ValueError(f"--score-mod {Path(case.score_mod).name} raised {type(e).__name__}: {_one_line(e)}") from e
     want = ours(s, torch.tensor(0), h, qi, ki)
+    flags = score_flags(case)
     if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.allclose(got, want, rtol=1e-6, atol=1e-6):
         return None
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
@@ -188,5 +194,5 @@ def check_score_mod(case: Case) -> str | None:
     i, j = divmod(int((got - want).abs().argmax()), sk)
     return (
         f"at query {int(qi[i, 0])}, key {int(ki[0, j])}, score {float(s[i, j]):.4g} it gives {float(got[i, j]):.6g} "
-        f"where the case's flags ({case.mask_label or 'no soft-cap, no ALiBi'}) give {float(want[i, j]):.6g}"
+        f"where the case's flags ({flags or 'no --softcap, no --alibi'}) give {float(want[i, j]):.6g}"
     )

@@ -53,6 +53,7 @@ def test_offsets_document_mask_measured_beside_the_builtin(tmp_path):
     assert main([*argv, "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     mm = doc["mask_mod"]
+    assert "score_mod" not in doc
     assert mm["equivalent_builtin"] == "document:20,30,14"
     assert mm["checked_entries"] == 2 * 64 * 64  # two (batch, head) points, every (query, key)
     assert mm["source"] == f"{USER}:doc_mask"
@@ -83,3 +84,20 @@ def test_the_user_variants_are_added_without_variants():
     assert "flex_user" in names and "flex" in names  # type: ignore[operator]
     assert "flex_compiled_user" not in names  # type: ignore[operator]  # flex_compiled is opt-in on a CPU
     assert with_user_variants(Case(2, 2, 64, 8, "fp32"), None) is None
+
+
+def test_score_mod_checked_against_the_flags_and_measured(tmp_path):
+    out = tmp_path / "run.json"
+    argv = ["run", *CASE, *FAST, "--softcap", "20", "--score-mod", f"{USER}:capped", "--variants", "flex,flex_user"]
+    assert main([*argv, "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["score_mod"] == {"source": f"{USER}:capped", "equivalent_flags": "--softcap 20"}
+    assert "mask_mod" not in doc
+    rows = {r["variant"]: r for r in doc["results"]}
+    assert rows["flex_user"]["extra"]["user_mods"] == {"mask_mod": None, "score_mod": f"{USER}:capped"}
+    assert rows["flex_user"]["numerics_ok"] is True
+
+
+def test_score_mod_with_another_cap_names_the_entry(capsys):
+    err = _err(capsys, ["--softcap", "30", "--score-mod", f"{USER}:capped"])
+    assert "where the case's flags (--softcap 30) give" in err
