@@ -101,3 +101,15 @@ def test_score_mod_checked_against_the_flags_and_measured(tmp_path):
 def test_score_mod_with_another_cap_names_the_entry(capsys):
     err = _err(capsys, ["--softcap", "30", "--score-mod", f"{USER}:capped"])
     assert "where the case's flags (--softcap 30) give" in err
+
+
+def test_a_worker_process_loads_the_file_given_relative(tmp_path, monkeypatch):
+    # the path is made absolute before the job crosses to the worker, which may start elsewhere
+    monkeypatch.chdir(USER.parent)
+    out = tmp_path / "run.json"
+    argv = ["run", *CASE, *FAST, "--mask-mod", "doc_offsets.py:doc_mask", "--variants", "flex_user"]
+    assert main([*argv, "--executor", "process", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    [row] = doc["results"]
+    assert row["status"] == "ok" and row["numerics_ok"] is True
+    assert doc["mask_mod"]["source"] == f"{USER}:doc_mask"
