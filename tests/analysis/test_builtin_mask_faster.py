@@ -18,6 +18,7 @@ def _row(variant, median, p25, p75, smem, occ, compiled=True, user=False):
         "gpu_time_us": median,
         "gpu_time": {"median_us": median, "p25_us": p25, "p75_us": p75, "num_samples": 50},
         "compile_time_s": 3.0 if compiled else None,
+        "compute_capability": [9, 0],
         "extra": {"user_mods": {"mask_mod": "/x/doc.py:doc_mask", "score_mod": None}} if user else {},
         "kernels": [
             {
@@ -28,6 +29,8 @@ def _row(variant, median, p25, p75, smem, occ, compiled=True, user=False):
                 "theoretical_occupancy_pct": occ,
                 "occupancy_limiter": "shared memory",
                 "grid": [32, 32, 1],
+                "block": [256, 1, 1],
+                "registers_per_thread": 128,
             }
         ],
     }
@@ -55,6 +58,9 @@ def test_slower_beyond_noise_says_by_how_much_and_why():
     assert "3.20× slower: 596.0 µs against 186.0 µs for flex_compiled" in i.message
     assert "shared memory per block 119,808 B against 81,920 B" in i.message
     assert "occupancy 6.2% against 12.5%" in i.message
+    # sm90: 233,472 B of shared memory per SM; (119,808 + 1,024 reserved) fits once, (81,920 + 1,024) twice
+    assert "1 resident block(s) per SM against 2" in i.message
+    assert i.evidence["user_kernel"]["blocks_per_sm"] == 1 and i.evidence["builtin_kernel"]["blocks_per_sm"] == 2
     assert "document:1000,1500,600,996" in i.message
     # only the user's row carries it
     assert _insight(rows, "flex_compiled") is None

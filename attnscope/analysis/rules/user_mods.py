@@ -4,13 +4,15 @@ A row that ran the user's functions (``extra.user_mods``, the flex_user variants
 built-in flex row of the same kind (compiled or eager) on the same case: the case's mask is the built-in the
 user's mask was checked equal to, entry by entry, so the two rows compute the same scores.  Where the built-in
 is faster beyond the noise of both medians (their quartiles do not overlap), ``builtin_mask_faster`` says by
-how much, and why where the two main kernels' resources differ (shared memory per block, occupancy, grid).
+how much, and why where the two main kernels' resources differ (shared memory per block, resident blocks per SM,
+occupancy, grid).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from attnscope.analysis.fingerprint.occupancy import arch_limits, theoretical_occupancy
 from attnscope.analysis.rules.insights import main_kernel, r1, short
 from attnscope.core.types import Insight
 
@@ -40,11 +42,25 @@ def builtin_peer(r: dict[str, Any], peers: list[dict[str, Any]]) -> dict[str, An
     )
 
 
-def _resources(k: dict[str, Any] | None) -> dict[str, Any]:
+def resident_blocks(r: dict[str, Any], k: dict[str, Any]) -> int | None:
+    """Blocks of kernel ``k`` resident on one SM, from its registers, shared memory and block size on the row's
+    compute capability (the occupancy calculator's arithmetic); None where one of them is not recorded."""
+    cc, block = r.get("compute_capability"), k.get("block")
+    limits = arch_limits((int(cc[0]), int(cc[1]))) if cc else None
+    if limits is None or not block or k.get("shared_memory_bytes") is None:
+        return None
+    occ = theoretical_occupancy(
+        int(k.get("registers_per_thread") or 0), int(k["shared_memory_bytes"]), block[0] * block[1] * block[2], limits
+    )
+    return occ.active_blocks_per_sm if occ else None
+
+
+def _resources(r: dict[str, Any], k: dict[str, Any] | None) -> dict[str, Any]:
     if not k:
         return {}
     grid = k.get("grid")
     return {
+        "blocks_per_sm": resident_blocks(r, k),
         "kernel": k.get("name"),
         "shared_memory_bytes": k.get("shared_memory_bytes"),
         "theoretical_occupancy_pct": k.get("theoretical_occupancy_pct"),
@@ -64,6 +80,9 @@ def why_slower(mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
     if a is not None and b is not None and abs(a - b) >= 1:
         lim = f", limited by {mine['occupancy_limiter']}" if mine.get("occupancy_limiter") else ""
         parts.append(f"occupancy {a:.1f}% against {b:.1f}%{lim}")
+    a, b = mine.get("blocks_per_sm"), theirs.get("blocks_per_sm")
+    if a is not None and b is not None and a != b:
+        parts.append(f"{a} resident block(s) per SM against {b}")
     a, b = mine.get("grid_blocks"), theirs.get("grid_blocks")
     if a is not None and b is not None and a != b:
         parts.append(f"{a:,} blocks in the grid against {b:,}")
@@ -89,8 +108,8 @@ def builtin_mask_faster(r: dict[str, Any], peer: dict[str, Any], mine: Timed, th
         "builtin_us": r1(theirs[0]),
         "ratio": round(ratio, 2),
         "timing": mine[2],
-        "user_kernel": _resources(main_kernel(r)),
-        "builtin_kernel": _resources(main_kernel(peer)),
+        "user_kernel": _resources(r, main_kernel(r)),
+        "builtin_kernel": _resources(peer, main_kernel(peer)),
     }
     why = why_slower(ev["user_kernel"], ev["builtin_kernel"])
     fn = str(mods.get("mask_mod")).rsplit("/", 1)[-1]
