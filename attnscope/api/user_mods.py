@@ -80,14 +80,18 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
 
 
 def with_user_variants(case: Case, variants: str | list[str] | None) -> str | list[str] | None:
-    """The run's variants with the user's flex variants added: the device's default set (its opt-in variants
-    left out) and both flex_user variants, compiled only where flex_compiled is in the default set."""
+    """The run's variants with the user's flex variants added where none is named: to the device's default set
+    (its opt-in variants left out) or to the variants given, flex_user always, flex_compiled_user where
+    flex_compiled is among them (compiling is the slow part of a CPU run)."""
     from attnscope.variants import resolve
 
     if case.mask_mod is None and case.score_mod is None:
         return variants
-    if variants is not None:
-        return variants
-    dev = case.device.split(":", 1)[0]
-    names = [v.name for v in resolve(None) if dev not in v.opt_in_on]
+    if variants is None:
+        dev = case.device.split(":", 1)[0]
+        names = [v.name for v in resolve(None) if dev not in v.opt_in_on]
+    else:
+        names = [v.name for v in resolve(variants)]
+    if any(n in USER_VARIANTS for n in names):
+        return names
     return names + [n for n in USER_VARIANTS if n == "flex_user" or "flex_compiled" in names]

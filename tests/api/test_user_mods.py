@@ -84,6 +84,10 @@ def test_the_user_variants_are_added_without_variants():
     assert "flex_user" in names and "flex" in names  # type: ignore[operator]
     assert "flex_compiled_user" not in names  # type: ignore[operator]  # flex_compiled is opt-in on a CPU
     assert with_user_variants(Case(2, 2, 64, 8, "fp32"), None) is None
+    # named variants: the user's join them, unless one is named already
+    assert with_user_variants(case, "naive,flex") == ["naive", "flex", "flex_user"]
+    assert with_user_variants(case, "flex_compiled") == ["flex_compiled", "flex_user", "flex_compiled_user"]
+    assert with_user_variants(case, "naive,flex_user") == ["naive", "flex_user"]
 
 
 def test_score_mod_checked_against_the_flags_and_measured(tmp_path):
