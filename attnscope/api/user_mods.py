@@ -51,9 +51,10 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
                 + "; attnscope measures a user mask beside the built-in that keeps the same scores"
             )
         stated = case.mask is not None if mask_given is None else mask_given
-        if stated and case.mask != found.equivalent_builtin:
+        asked = case.mask_spec.canonical  # --causal / --no-causal set no mask string: causal or none
+        if stated and asked != found.equivalent_builtin:
             raise ValueError(
-                f"--mask-mod {name} equals {found.equivalent_builtin}, not the --mask {case.mask} given: "
+                f"--mask-mod {name} equals {found.equivalent_builtin}, not the mask {asked} given: "
                 "leave --mask out, or give the mask the function computes"
             )
         case = dataclasses.replace(case, mask=found.equivalent_builtin)

@@ -35,12 +35,19 @@ def _err(capsys, argv: list[str]) -> str:
         (["--mask-mod", f"{USER}:three_args"], "takes 3 argument(s); a mask_mod takes (b, h, q_idx, kv_idx)"),
         (["--mask-mod", f"{USER}:raises"], "RuntimeError: this mask is not finished"),
         (["--mask-mod", f"{USER}:every_other"], "no built-in mask equals it"),
-        (["--mask-mod", f"{USER}:doc_mask", "--mask", "causal"], "equals document:20,30,14, not the --mask causal"),
+        (["--mask-mod", f"{USER}:doc_mask", "--mask", "causal"], "equals document:20,30,14, not the mask causal given"),
         (["--score-mod", f"{USER}:capped"], "does not compute the case's score modification"),
     ],
 )
 def test_bad_user_function_is_one_line_exit_2(capsys, argv, said):
     assert said in _err(capsys, argv)
+
+
+def test_causal_flag_with_a_causal_mask_mod(tmp_path):
+    out = tmp_path / "run.json"
+    argv = ["run", *CASE, *FAST, "--causal", "--mask-mod", f"{USER}:across_documents", "--variants", "flex_user"]
+    assert main([*argv, "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["mask_mod"]["equivalent_builtin"] == "causal"
 
 
 def test_raises_names_the_shape(capsys):
