@@ -17,8 +17,9 @@ from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.predict import check_predictions
 from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
-from attnscope.analysis.roofline import row_roofline
+from attnscope.analysis.roofline import peak_basis, row_roofline
 from attnscope.analysis.rules.insights import main_kernel
+from attnscope.analysis.voice import agree_with_recommendation
 from attnscope.core.types import Prediction, Verdict
 
 
@@ -55,14 +56,18 @@ def annotate(
     for r in results:  # before the rules: they read the bound
         r["roofline"] = row_roofline(r, peak.get("tflops"), peak.get("bandwidth_tbps"))
         r["equivalent_case"] = equivalent_case(r.get("case"))
-    for r, (found, missing) in zip(results, explain_results(results), strict=True):
+    explained = agree_with_recommendation(results, explain_results(results))  # one voice with the recommendation
+    for r, (found, missing) in zip(results, explained, strict=True):
         r["insights"] = [dataclasses.asdict(i) for i in found]
         r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
         store_for_report(r)
     out = dict(doc)
     out["results"] = results
-    out["equivalent_case"] = equivalent_case(doc.get("case")) or next(
-        (r["equivalent_case"] for r in results if r.get("equivalent_case")), None
+    # a run that measured the plain call in place of an equivalent mask says so in the document it wrote
+    out["equivalent_case"] = (
+        equivalent_case(doc.get("case"))
+        or doc.get("equivalent_case")
+        or next((r["equivalent_case"] for r in results if r.get("equivalent_case")), None)
     )
     rec = recommend(results)
     out["recommendation"] = dataclasses.asdict(rec) if rec else None
@@ -74,9 +79,11 @@ def annotate(
 
 def store_for_report(r: dict[str, Any]) -> dict[str, Any]:
     """What a report shows of a row and would otherwise compute, stored once in it (additions to the JSON):
-    ``main_kernel`` (the longest compute kernel, or None), ``eager_fallback`` (why a compiled flex row ran eager
+    ``main_kernel`` (the longest compute kernel, or None), ``peak_basis`` (the %peak of the ceiling the roofline's
+    bound names, or None), ``eager_fallback`` (why a compiled flex row ran eager
     code, or None) and, for a model step's split, ``model_split_insights``."""
     r["main_kernel"] = main_kernel(r)
+    r["peak_basis"] = peak_basis(r.get("roofline"))  # the table's %peak: of the ceiling the bound names
     r["eager_fallback"] = fell_back_to_eager(r)
     if isinstance(r.get("model_split"), dict):
         r["model_split_insights"] = split_insights(r["model_split"])

@@ -292,6 +292,18 @@ def _choice_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
     return "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
 
 
+def builtin_mask_faster(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]:
+    """A user's mask_mod slower, beyond the noise, than the built-in it equals (attnscope.analysis.rules.user_mods)."""
+    from attnscope.analysis.rules import user_mods
+
+    mods = user_mods.user_mods_of(r)
+    peer = user_mods.builtin_peer(r, peers) if mods and mods.get("mask_mod") else None
+    mine, theirs = timing_of(r), timing_of(peer) if peer else None
+    if peer is None or mine is None or theirs is None or theirs[0] >= mine[0] or overlaps(mine[1], theirs[1]):
+        return []
+    return user_mods.builtin_mask_faster(r, peer, mine, theirs)
+
+
 def explain_results(results: list[dict[str, Any]]) -> list[tuple[list[Insight], list[NotChecked]]]:
     """Insights and not-checked rules for each result, in order (skipped rows get none)."""
     out = []
@@ -299,7 +311,7 @@ def explain_results(results: list[dict[str, Any]]) -> list[tuple[list[Insight], 
         found, missing = result_insights(r)
         if r.get("status") == "ok":
             peers = [p for p in results if case_key(p) == case_key(r)]
-            for rule in (slower_than_best, sdpa_choice):
+            for rule in (slower_than_best, sdpa_choice, builtin_mask_faster):
                 res = rule(r, peers)
                 if isinstance(res, NotChecked):
                     missing.append(res)

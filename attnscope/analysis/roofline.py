@@ -107,6 +107,29 @@ def headline(rf: dict[str, Any]) -> tuple[float | None, str]:
     return pct, "% of the bandwidth ceiling (TB/s, spec)"
 
 
+def peak_basis(rf: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The %peak a table prints for a call, and the ceiling it is of: the compute ceiling (TFLOP/s) for a
+    compute-bound call, the bandwidth ceiling (TB/s) otherwise (memory- or latency-bound), each the measured
+    ceiling where the run measured it, else the spec's.  None without a bound."""
+    if not rf or rf.get("bound") is None:
+        return None
+    compute = rf["bound"] == "compute"
+    order = ("measured", "spec") if compute else ("spec", "measured")
+    for source in order:
+        pct = rf.get(f"pct_{'compute' if compute else 'bandwidth'}_{source}")
+        rate = rf.get("tflops" if compute else "tbps")
+        if pct and rate:
+            return {
+                "pct": pct,
+                "bound": rf["bound"],
+                "ceiling": "compute" if compute else "bandwidth",
+                "unit": "TFLOP/s" if compute else "TB/s",
+                "source": source,
+                "ceiling_value": rate * 100.0 / pct,
+            }
+    return None
+
+
 def grid_blocks(kernel: dict[str, Any]) -> int | None:
     g = kernel.get("grid")
     if not g:

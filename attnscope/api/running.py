@@ -56,6 +56,20 @@ def partial_document(case: Case, done: list[Result]) -> dict[str, Any]:
     return document(None, done, case=case.to_dict(), partial=True)
 
 
+def plain_call(case: Case) -> tuple[Case, dict[str, Any] | None]:
+    """(the case to measure, the document's ``equivalent_case``): a mask that keeps every key is the plain call
+    (attnscope.analysis.equivalent), so that call is measured and advised on, and the document says so.  ALiBi
+    keeps the stated alignment (its bias depends on where the queries sit): ``none@lower_right``."""
+    from attnscope.analysis.equivalent import equivalent_case
+
+    same = equivalent_case(case.to_dict())
+    if same is None:
+        return case, None
+    align = case.mask_spec.align
+    plain = "none" if not (case.alibi and align and case.seq_q != case.num_seq_kv) else f"none@{align}"
+    return replace(case, mask=plain), {**same, "mask": plain, "asked": case.mask, "measured": "the plain call"}
+
+
 def run(
     case: Case,
     variants: str | list[str] | None = None,
@@ -88,6 +102,11 @@ def run(
         raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
     check_timeout(executor, timeout_s)
     case = case if mode is None else replace(case, mode=mode)
+    from attnscope.api.user_mods import check_user_mods, with_user_variants
+
+    case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
+    variants = with_user_variants(case, variants)
+    case, same = plain_call(case)  # a mask that keeps every key: the plain call measured, and said
     opts = Options(**options)
     from attnscope.measure import host
 
@@ -113,6 +132,8 @@ def run(
             case=case.to_dict(),
             peak=_peak(rep.peak),
             host=host.assess(*load, host.timings_of(rep.results)),
+            **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
+            **({"equivalent_case": same} if same else {}),
         )
     )
     if predictions is not None:

@@ -87,11 +87,13 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
 
 def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The checked case and the chosen variants' names: everything a run refuses, refused before any tensor."""
+    from attnscope.api.user_mods import check_user_mods, with_user_variants
     from attnscope.variants import resolve
 
     check_run_args(args)
     case = _case_from(args)
-    chosen = [v.name for v in resolve(args.variants)]  # unknown names fail before torch work starts
+    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
+    chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
     return case, chosen

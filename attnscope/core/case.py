@@ -52,6 +52,10 @@ class Case:
     softcap: float | None = None  # tanh soft-capping of the scores: c·tanh(s/c)
     alibi: bool = False  # ALiBi slopes 2^(-8(h+1)/H) times (key - query position)
     mode: Mode = "fwd"  # fwd_bwd: one forward and its backward (dq, dk, dv) per call
+    # A user's own flex functions, "file.py:fn" (--mask-mod, --score-mod): the flex_user variants run them; every
+    # other variant runs ``mask``, the built-in checked entry by entry to keep the same scores.
+    mask_mod: str | None = None
+    score_mod: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads", "seq_q", "head_dim"):
@@ -106,7 +110,13 @@ class Case:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON: each field under its key, in the dataclass's order (documents written before keep theirs)."""
-        return {FIELD[f.name].json_key: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is None and FIELD[f.name].omit_none:  # absent unless given: the dict (and a job's key) as before
+                continue
+            out[FIELD[f.name].json_key] = v
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Case:
@@ -150,6 +160,7 @@ class CaseField:
     masking: bool = False  # part of the mask label (the mask and the score modifications)
     coerce: Callable[[Any], Any] | None = None  # a value given to make_case → the Case's (an alias → its name)
     json_key: str = ""  # "" : the name
+    omit_none: bool = False  # left out of the JSON when None (fields added after documents were written)
 
     def __post_init__(self) -> None:
         if not self.json_key:
@@ -291,6 +302,20 @@ FIELDS: tuple[CaseField, ...] = (
         axis=partial(text.parse_choice_axis, "mode", choices=MODES), policy_rank=0,
     ),
     CaseField(
+        "mask_mod", "str | None",
+        run=(Flag("--mask-mod", "FILE.py:FN, your flex mask_mod (or a factory of the device): measured with flex"),),
+        sweep=(),  # run only: a user's mask is usually written for one shape
+        label=lambda c: f" mask_mod={c.mask_mod.rsplit('/', 1)[-1]}" if c.mask_mod else "",
+        file=lambda c: f"-mm-{c.mask_mod.rsplit('/', 1)[-1]}" if c.mask_mod else "", policy_rank=13, omit_none=True,
+    ),
+    CaseField(
+        "score_mod", "str | None",
+        run=(Flag("--score-mod", "FILE.py:FN, your flex score_mod (or a factory of the device), as the flags"),),
+        sweep=(),
+        label=lambda c: f" score_mod={c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "",
+        file=lambda c: f"-sm-{c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "", policy_rank=14, omit_none=True,
+    ),
+    CaseField(
         "device", "str",
         run=(Flag("--device", DEVICE_HELP),),
         sweep=(Flag("--device", DEVICE_HELP),),  # not an axis: one device per sweep, among "where jobs run"
@@ -348,9 +373,11 @@ class RecommenderAxes:
 
 
 def recommender_axes() -> RecommenderAxes:
+    """The fields a sweep can vary (a run-only field, such as the user's mask_mod, is no axis of a policy)."""
+    fields = [f for f in FIELDS if f.sweep]
     return RecommenderAxes(
-        policy=tuple(f.name for f in sorted(FIELDS, key=lambda f: f.policy_rank)),
-        label=tuple(f.name for f in FIELDS),
+        policy=tuple(f.name for f in sorted(fields, key=lambda f: f.policy_rank)),
+        label=tuple(f.name for f in fields),
         symbol={f.name: f.symbol for f in FIELDS if f.symbol},
         numeric=frozenset(f.name for f in FIELDS if f.numeric),
         twin={f.name: f.follows for f in FIELDS if f.follows},

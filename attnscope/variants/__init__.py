@@ -102,7 +102,7 @@ def resolve(names: str | list[str] | None) -> list[Variant]:
     """'all', None (the built-in default set) or a comma list; unknown names are an error."""
     load_modules()
     if names is None:  # external libraries join the default set where they import
-        return [v for v in REGISTRY.values() if v.name in REGISTRY.default_names and installed(v)]
+        return [v for v in REGISTRY.values() if v.name in REGISTRY.default_names and v.in_default_set and installed(v)]
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if names == ["all"]:

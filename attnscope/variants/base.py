@@ -67,6 +67,7 @@ class Variant:
     modes: tuple[str, ...] = ("fwd", "fwd_bwd")
     devices: tuple[str, ...] = ("cpu", "cuda")  # device kinds it has kernels for
     requires: tuple[str, ...] = ()  # what it needs beyond torch, in words (e.g. "torch>=2.5")
+    in_default_set: bool = True  # False: only a flag adds it (e.g. --mask-mod adds the flex_user variants)
 
     def refusal(self, case: Case) -> str | None:
         """Why this variant cannot run ``case`` (declared flags first, then its own check), or None."""

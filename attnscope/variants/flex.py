@@ -40,18 +40,41 @@ def _compile_fresh_if_needed(fa: Any, call: Any, notes: list[str]) -> Any:
     return fa
 
 
-def _prepare(case: Case, x: Inputs, compiled: bool) -> Prepared:
+def _user_check(case: Case) -> str | None:
+    if case.mask_mod is None and case.score_mod is None:
+        return "runs the user's own flex functions: give --mask-mod FILE.py:FN and/or --score-mod FILE.py:FN"
+    return _check(case)
+
+
+def _mods(case: Case, device: Any, user: bool) -> tuple[Any, Any]:
+    """(BlockMask or None, score_mod or None): the case's built-ins, or where ``user``, the user's functions
+    in place of the built-in they were checked against (attnscope.variants.user_mods)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    from attnscope.variants import user_mods
+    from attnscope.variants.mask_mods import block_mask_for, score_mod_for
+
+    if user and case.mask_mod is not None:
+        fn = user_mods.load(case.mask_mod, "mask_mod", device)
+        bm = create_block_mask(fn, None, None, case.seq_q, case.num_seq_kv, device=device)
+    else:
+        bm = block_mask_for(case, device)
+    if user and case.score_mod is not None:
+        return bm, user_mods.load(case.score_mod, "score_mod", device)
+    return bm, score_mod_for(case)
+
+
+def _prepare(case: Case, x: Inputs, compiled: bool, user: bool = False) -> Prepared:
     import warnings
 
     import torch
     from torch.nn.attention.flex_attention import flex_attention
 
-    from attnscope.variants.mask_mods import block_mask_for, block_sparsity_pct, score_mod_for
+    from attnscope.variants.mask_mods import block_sparsity_pct
 
-    # The BlockMask is built once, outside the call, from the mask's mask_mod (attention-gym).
-    bm = block_mask_for(case, x.q.device)
+    # The BlockMask is built once, outside the call, from the mask's mask_mod.
+    bm, mod = _mods(case, x.q.device, user)
     kw: dict[str, Any] = {"block_mask": bm, "scale": x.scale}
-    mod = score_mod_for(case)
     if mod is not None:
         kw["score_mod"] = mod
     if case.is_gqa:
@@ -85,6 +108,8 @@ def _prepare(case: Case, x: Inputs, compiled: bool) -> Prepared:
         notes.append("eager flex_attention is unfused: it materialises the full score matrix")
     sparsity = block_sparsity_pct(bm, case.seq_q, case.num_seq_kv)
     extra: dict[str, Any] = {"block_sparsity_pct": sparsity}
+    if user:  # which of the user's functions ran in place of the built-ins
+        extra["user_mods"] = {"mask_mod": case.mask_mod, "score_mod": case.score_mod}
     if bm is not None:
         q_blk, kv_blk = bm.BLOCK_SIZE
         extra["block_size"] = [int(q_blk), int(kv_blk)]
@@ -117,4 +142,28 @@ FLEX_COMPILED = Variant(
         "not in the CPU default set: torch.compile of flex_attention takes ~20 s on a "
         "2-core CPU; ask for it with --variants flex_compiled (or --variants all)"
     ),
+)
+
+# The user's own mask_mod / score_mod (--mask-mod, --score-mod), eager and compiled: never in a default set,
+# added to the run's variants when the flags are given.
+FLEX_USER = Variant(
+    name="flex_user",
+    family="flex",
+    description="flex_attention, eager, with the user's --mask-mod / --score-mod",
+    check=_user_check,
+    prepare=lambda c, x: _prepare(c, x, compiled=False, user=True),
+    requires=("torch>=2.5",),
+    in_default_set=False,
+)
+FLEX_COMPILED_USER = Variant(
+    name="flex_compiled_user",
+    family="flex",
+    description="torch.compile(flex_attention) with the user's --mask-mod / --score-mod",
+    check=_user_check,
+    prepare=lambda c, x: _prepare(c, x, compiled=True, user=True),
+    compiles=True,
+    requires=FLEX_COMPILED.requires,
+    opt_in_on=FLEX_COMPILED.opt_in_on,
+    opt_in_reason=FLEX_COMPILED.opt_in_reason,
+    in_default_set=False,
 )

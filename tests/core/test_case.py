@@ -32,6 +32,8 @@ RUN_FLAGS = [
     "--softcap",
     "--alibi",
     "--mode",
+    "--mask-mod",
+    "--score-mod",
 ]
 SWEEP_FLAGS = ["--batch", "--budget-tokens", "--heads", "--kv-heads", "--seq", "--seq-kv", "--head-dim", "--dtype"]
 SWEEP_FLAGS += ["--causal", "--mode", "--mask", "--softcap", "--alibi", "--device"]
@@ -51,6 +53,8 @@ FULL = Case(
     softcap=30.0,
     alibi=True,
     mode="fwd_bwd",
+    mask_mod="user/mods.py:doc",
+    score_mod="user/mods.py:cap",
 )
 
 
@@ -67,7 +71,7 @@ def _options(command: str) -> set[str]:
 def test_every_dataclass_field_is_in_the_table_once_and_nothing_else():
     names = [f.name for f in FIELDS]
     assert sorted(names) == sorted(f.name for f in dataclasses.fields(Case))
-    assert len(names) == len(set(names)) == 13
+    assert len(names) == len(set(names)) == 15
     for f in dataclasses.fields(Case):
         assert FIELD[f.name].type == f.type, f.name  # the table says the dataclass's annotation
 
@@ -75,7 +79,10 @@ def test_every_dataclass_field_is_in_the_table_once_and_nothing_else():
 def test_every_field_has_a_flag_in_run_and_in_sweep_and_every_old_spelling_stays():
     run, sweep = _options("run"), _options("sweep")
     for f in FIELDS:
-        assert f.flag in run and f.flag in sweep, f.name
+        assert f.flag in run, f.name
+        # a user's flex functions are run-only (written for one shape): no sweep flag and no axis
+        assert (f.flag in sweep) == (f.name not in ("mask_mod", "score_mod")), f.name
+        assert (f.axis is None) or f.flag in sweep, f.name
     assert set(RUN_FLAGS) <= run
     assert set(SWEEP_FLAGS) <= sweep
     for command in ("guess", "variants"):  # they take the case as run does
@@ -90,7 +97,8 @@ def test_run_lists_the_case_flags_in_the_order_it_always_did():
 def test_run_flags_give_the_case_they_name():
     args = _parser("run").parse_args(
         "--device cpu --batch 2 --heads 8 --kv-heads 2 --seq 64 --seq-kv 128 --head-dim 32 --dtype float32 "
-        "--mask sliding:16@lower_right --softcap 30 --alibi --mode fwd_bwd".split()
+        "--mask sliding:16@lower_right --softcap 30 --alibi --mode fwd_bwd "
+        "--mask-mod user/mods.py:doc --score-mod user/mods.py:cap".split()
     )
     want = dataclasses.replace(FULL, device="cpu")
     assert case_from_args(args, "cpu") == want
@@ -127,6 +135,8 @@ def test_a_trace_name_tells_apart_cases_that_differ_in_one_field():
         "softcap": 20.0,
         "alibi": True,
         "mode": "fwd_bwd",
+        "mask_mod": "mods.py:doc",
+        "score_mod": "mods.py:cap",
     }
     assert set(other) == {f.name for f in FIELDS} - {"device"}  # one sweep runs on one device: not in the name
     base_name = trace_file_name("naive", base)
@@ -143,11 +153,17 @@ def test_a_trace_name_holds_the_mask():
     assert names["sliding:8"] == "sdpa_flash-b1-h8-s64-d16-bf16-mask-sliding_8-fwd.json"
     assert names["document:40,24"] == "sdpa_flash-b1-h8-s64-d16-bf16-mask-document_40_24-fwd.json"
     full = trace_file_name("naive", FULL)
-    assert full == "naive-b2-h8-kv2-s64x128-d32-fp32-mask-sliding_16_lower_right-cap30-alibi-fwd_bwd.json"
+    assert full == (
+        "naive-b2-h8-kv2-s64x128-d32-fp32-mask-sliding_16_lower_right-cap30-alibi-fwd_bwd"
+        "-mm-mods.py_doc-sm-mods.py_cap.json"
+    )
 
 
 def test_label_names_every_field_that_is_not_its_default():
-    assert FULL.label() == "B=2 H=8 KV=2 S=64x128 D=32 fp32 sliding:16@lower_right softcap=30 alibi fwd+bwd on cuda:1"
+    assert FULL.label() == (
+        "B=2 H=8 KV=2 S=64x128 D=32 fp32 sliding:16@lower_right softcap=30 alibi fwd+bwd"
+        " mask_mod=mods.py:doc score_mod=mods.py:cap on cuda:1"
+    )
     assert Case(1, 8, 512, 64).label() == "B=1 H=8 S=512 D=64 bf16 causal on cpu"
     assert Case(1, 8, 512, 64, causal=False, softcap=50.0).mask_label == "softcap=50"
 
@@ -168,9 +184,14 @@ def test_json_round_trip_of_a_case_with_every_field_set():
         "softcap",
         "alibi",
         "mode",
+        "mask_mod",
+        "score_mod",
     ]
     assert d["mask"] == "sliding:16@lower_right" and d["softcap"] == 30.0 and d["alibi"] is True
     assert Case.from_dict(json.loads(json.dumps(d))) == FULL
+    # the user's functions are left out when not given: a plain case's dict is as it was before they existed
+    plain = dataclasses.replace(FULL, mask_mod=None, score_mod=None).to_dict()
+    assert list(plain) == list(d)[:-2]
 
 
 def test_json_of_an_older_or_newer_writer_loads():
@@ -239,4 +260,5 @@ def test_recommender_axes_agree_with_the_recommenders_own_lists():
 def test_every_field_but_the_x_axis_can_split_the_sweep_page():
     from attnscope.report.html.sweep import PANEL_AXES
 
-    assert sorted(PANEL_AXES) == sorted({f.name for f in FIELDS} - {"seq_q"})  # seq_q is the figures' x axis
+    # seq_q is the figures' x axis; the run-only fields (no sweep flag) never vary in a sweep
+    assert sorted(PANEL_AXES) == sorted({f.name for f in FIELDS if f.sweep} - {"seq_q"})

@@ -89,6 +89,8 @@ RESULT = Result(
         softcap=30.0,
         alibi=True,
         mode="fwd_bwd",
+        mask_mod="/x/m.py:keep",
+        score_mod="/x/m.py:cap",
     ),
     status="error",
     reason="why not",

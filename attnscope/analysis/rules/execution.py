@@ -12,6 +12,7 @@ from attnscope.analysis.rules.insights import (
     LOW_OCCUPANCY_PCT,
     Out,
     Rule,
+    by_launching_op,
     compute_kernels,
     fp32_upcast,
     hidden_copy,
@@ -258,6 +259,16 @@ def opaque_library(r: dict[str, Any]) -> Out:
         if ev["launched_by"]
         else "launched outside any recorded op (a library call the profiler shows no aten op for)"
     )
+    by_op = by_launching_op(ks)
+    split = sum(1 for o in by_op if o["op"]) > 1
+    if split:  # forward and backward: each op with its own kernels' time, not the sum under one name
+        ev["by_op"] = by_op
+        by = "; ".join(
+            f"{o['num_kernels']} "
+            + (f"launched by {o['op']}" if o["op"] else "with no recorded op")
+            + f", {o['us']:.1f} µs"
+            for o in by_op
+        )
     what = (
         f"one cuDNN-generated kernel ({short(k['name'], 56)}, {ev['kernel_us']:.1f} µs, {by}) does"
         if len(ks) == 1
@@ -265,12 +276,14 @@ def opaque_library(r: dict[str, Any]) -> Out:
         + (f" in {len(main)} calls" if len(main) > 1 else "")
         + f" ({ev['cudnn_us']:.1f} µs: {short(k['name'], 56)}"
         + (f" with {', '.join(short(h, 40) for h in helpers)}" if helpers else "")
-        + f", {by}) do"
+        + ("; " if split else ", ")
+        + f"{by}) do"
     )
     msg = (
         f"{what} the whole attention: the work moved into a library, out of the profiler's view (no aten steps, "
         "no transposes to see)"
     )
+    ops = tuple(o["op"] for o in by_op if o["op"]) if split else (str(ev["launched_by"]),) if ev["launched_by"] else ()
     hit = _ncu_kernel(r, k)
     if hit is not None:
         msg += "; " + _inside_text(hit, ev)
@@ -288,7 +301,7 @@ def opaque_library(r: dict[str, Any]) -> Out:
             advice=look + ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
             evidence=ev,
             kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
-            ops=(str(ev["launched_by"]),) if ev["launched_by"] else (),
+            ops=ops,
         )
     ]
 

@@ -363,3 +363,13 @@ def safe_softmax(r: dict[str, Any]) -> Out:
 def main_kernel(r: dict[str, Any]) -> dict[str, Any] | None:
     ks = compute_kernels(r)
     return max(ks, key=lambda k: k["duration_us"]) if ks else None
+
+
+def by_launching_op(ks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kernels grouped by the op that launched them, in order of first launch: count and µs of each."""
+    out: dict[str | None, dict[str, Any]] = {}
+    for x in ks:
+        o = out.setdefault(x.get("launched_by"), {"op": x.get("launched_by"), "num_kernels": 0, "us": 0.0})
+        o["num_kernels"] += 1
+        o["us"] += x["duration_us"]
+    return [{**o, "us": r1(o["us"])} for o in out.values()]

@@ -68,3 +68,52 @@ def empty_count_lines(doc: dict[str, Any]) -> list[str]:
 
 def reading_lines(doc: dict[str, Any]) -> list[str]:
     return equal_peak_lines(doc) + empty_count_lines(doc) + term_lines(doc)
+
+
+def case_lines(doc: dict[str, Any]) -> list[str]:
+    """What was measured in place of what was asked: the plain call for a mask that keeps every key, and the
+    built-in a user's mask_mod equals (both stored in the document by the run)."""
+    out = []
+    same = doc.get("equivalent_case")
+    if isinstance(same, dict) and same.get("asked"):
+        out.append(
+            f"mask {same['asked']} keeps every key: {same.get('why')}; measured and advised as the plain call "
+            f"(mask {same.get('mask')})"
+        )
+    mm = doc.get("mask_mod")
+    if isinstance(mm, dict) and mm.get("equivalent_builtin"):
+        name = str(mm.get("source")).rsplit("/", 1)[-1]
+        out.append(
+            f"mask_mod {name} equals the built-in {mm['equivalent_builtin']} in all {mm['checked_entries']:,} entries "
+            f"compared ({mm.get('checked_at')}): the flex_user rows run it, every other row the built-in"
+        )
+    return out
+
+
+def peak_lines(doc: dict[str, Any], ok: list[dict[str, Any]]) -> list[str]:
+    """Which ceiling the %peak column is of, row by row: the roofline's bound names it (compute: TFLOP/s,
+    memory or latency: TB/s); rows without a roofline (a CPU) are of the matmul rate measured in the run."""
+    peak = doc.get("peak")
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    plain = []
+    for r in ok:
+        b = r.get("peak_basis")
+        if isinstance(b, dict):
+            key = (b["bound"], f"{b['ceiling']} ceiling, {b['ceiling_value']:,.1f} {b['unit']}", b["source"])
+            groups.setdefault(key, []).append(r["variant"])
+        elif r.get("pct_of_peak") is not None:
+            plain.append(r["variant"])
+    lines = []
+    if len(groups) == 1 and not plain:
+        ((bound, ceiling, source),) = groups
+        lines.append(f"% peak against the {ceiling} ({source}): every row is {bound}-bound (the roofline's bound)")
+    elif groups:
+        each = "; ".join(
+            f"{bound}-bound ({', '.join(names)}) against the {ceiling} ({source})"
+            for (bound, ceiling, source), names in groups.items()
+        )
+        lines.append(f"% peak is of the ceiling the roofline's bound names: {each}")
+    if peak and (plain or not groups):
+        who = f" ({', '.join(plain)})" if groups and plain else ""
+        lines.append(f"% peak{who} against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
+    return lines

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attnscope.report.text.explain import render_explanations
+from attnscope.report.text.notes import case_lines, peak_lines
 
 MIB = 1024 * 1024
 
@@ -118,7 +119,7 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
                 _fmt_us(r.get("cpu_time")),
                 _fmt_us(r.get("gpu_time")),
                 f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
-                _pct(r.get("pct_of_peak")),
+                _pct((r.get("peak_basis") or {}).get("pct", r.get("pct_of_peak"))),
                 f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
                 _err(r),
             ]
@@ -164,6 +165,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) ->
         for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])] if not brief else []:
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
+    lines += case_lines(doc)
     ok = [r for r in doc["results"] if r["status"] == "ok"]
     counted = [r for r in ok if r.get("flops")]
     if counted:
@@ -181,9 +183,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) ->
     for r in ok:  # a trace whose attention calls could not be counted: which field it lacked, and why
         if not r.get("flops") and r.get("flops_unknown"):
             lines.append(f"FLOPs ({r['variant']}): not known, {r['flops_unknown']}")
-    peak = doc.get("peak")
-    if peak:
-        lines.append(f"% peak against {peak['tflops']:.1f} TFLOP/s ({peak['source']})")
+    lines += peak_lines(doc, ok)
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
     if not brief:  # how the host and the device were timed, and the counters: --verbose on a narrow terminal

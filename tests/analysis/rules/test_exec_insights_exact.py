@@ -377,7 +377,8 @@ def test_opaque_library_counts_generated_calls_and_names_the_helpers() -> None:
     # helper names cut to 40 characters: "cudnn::compute_dot_do_o_specialized<1, 128>" is 43 ("void " dropped)
     assert got.message == (
         "3 cuDNN kernels in 2 calls (355.0 µs: cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma… with "
-        "cudnn::compute_dot_do_o_specialized<1, …, launched by aten::_cudnn_attention_backward) do the whole "
+        "cudnn::compute_dot_do_o_specialized<1, …; 1 launched by aten::_cudnn_attention_forward, 100.0 µs; "
+        "1 launched by aten::_cudnn_attention_backward, 250.0 µs; 1 with no recorded op, 5.0 µs) do the whole "
         "attention: the work moved into a library, out of the profiler's view (no aten steps, no transposes to see)"
     )
     assert got.evidence == {
@@ -389,9 +390,14 @@ def test_opaque_library_counts_generated_calls_and_names_the_helpers() -> None:
         "cudnn_us": 355.0,
         "helper_kernels": ["void cudnn::compute_dot_do_o_specialized<1, 128>"],
         "num_memset": 1,
+        "by_op": [
+            {"op": "aten::_cudnn_attention_forward", "num_kernels": 1, "us": 100.0},
+            {"op": "aten::_cudnn_attention_backward", "num_kernels": 1, "us": 250.0},
+            {"op": None, "num_kernels": 1, "us": 5.0},
+        ],
     }
     assert got.kernels == (CUDNN, gen, "void cudnn::compute_dot_do_o_specialized<1, 128>")
-    assert got.ops == ("aten::_cudnn_attention_backward",)
+    assert got.ops == ("aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward")
     # no aten op launched it: said so, and no op is named
     lone = [{"name": CUDNN, "category": "attention", "duration_us": 99.0}]
     one = _one(opaque_library({"variant": "cudnn_frontend", "kernels": lone, "source": "run"}))

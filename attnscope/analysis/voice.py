@@ -1,0 +1,112 @@
+"""One voice: a per-row rule's advice that the case's own measurements contradict is rewritten.  Pure.
+
+- ``hidden_copy``'s "use the in-place masked_fill_ (naive_inplace)" where the same table shows naive_inplace
+  slower than the row beyond the noise: the advice keeps the fused backends and says the figures.
+
+Rules that look at one row (``dense_mask``, ``block_sparsity``) advise from what the row shows: "compile flex
+with a BlockMask", "nothing to fix".  Where the same case measured compiled flex slower, beyond the noise, than
+the variant the recommendation chooses (:func:`attnscope.analysis.compare.choose_best`), that advice would
+contradict the recommendation printed under it; the advice then names the recommended variant and the figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from attnscope.analysis.compare import Row, case_key, choose_best, ranked, tied, unresolved_tie
+from attnscope.analysis.rules.insights import r1
+from attnscope.core.types import Insight, NotChecked
+
+
+def _compiled_flex(rows: list[Row]) -> Row | None:
+    """The built-in compiled flex row (a user's mask_mod row is not the built-in)."""
+    for row in rows:
+        r = row[0]
+        if (
+            r.get("family") == "flex"
+            and r.get("compile_time_s") is not None
+            and not (r.get("extra") or {}).get("user_mods")
+        ):
+            return row
+    return None
+
+
+def _beaten(flex: Row, best: Row) -> dict[str, Any] | None:
+    """Evidence that compiled flex is slower than the recommended variant beyond the noise; None otherwise."""
+    if flex[0] is best[0] or flex[1] <= best[1] or tied(flex, best):
+        return None
+    return {
+        "recommended": best[0]["variant"],
+        "recommended_us": r1(best[1]),
+        "flex_variant": flex[0]["variant"],
+        "flex_us": r1(flex[1]),
+        "flex_ratio": round(flex[1] / best[1], 2),
+        "basis": best[3],
+    }
+
+
+def _rewrite(i: Insight, beaten: dict[str, Any]) -> Insight:
+    b = beaten
+    figures = (
+        f"{b['flex_variant']} measured {b['flex_us']:,.1f} µs here, {b['flex_ratio']:.2f}× slower than "
+        f"{b['recommended']} ({b['recommended_us']:,.1f} µs, {b['basis']}), the recommendation"
+    )
+    if i.id == "dense_mask":
+        advice = (
+            f"keep {b['recommended']} at this case: {figures}; a library's native form of the mask (FlashAttention "
+            "window_size or varlen, FlashInfer window_left) may still skip what it hides"
+        )
+    else:  # block_sparsity on the compiled flex row
+        advice = f"the skipped tiles do not make flex the fastest here: {figures}"
+    return dataclasses.replace(i, advice=advice, evidence={**i.evidence, "one_voice": b})
+
+
+INPLACE_ADVICE = "use the in-place masked_fill_ on the scores (naive_inplace), or "
+
+
+def _inplace_slower(r: dict[str, Any], rows: list[Row]) -> dict[str, Any] | None:
+    """Evidence that the case measured naive_inplace slower than ``r`` beyond the noise; None otherwise."""
+    mine = next((row for row in rows if row[0] is r), None)
+    other = next((row for row in rows if row[0].get("variant") == "naive_inplace"), None)
+    if mine is None or other is None or other[0] is r or other[1] <= mine[1] or tied(mine, other):
+        return None
+    return {"naive_inplace_us": r1(other[1]), "this_us": r1(mine[1]), "ratio": round(other[1] / mine[1], 2)}
+
+
+def _without_inplace(i: Insight, r: dict[str, Any], slower: dict[str, Any]) -> Insight:
+    s = slower
+    advice = (
+        "use " + i.advice.removeprefix(INPLACE_ADVICE) + f"; naive_inplace measured {s['naive_inplace_us']:,.1f} µs "
+        f"here, {s['ratio']:.2f}× slower than {r['variant']} ({s['this_us']:,.1f} µs): the in-place fill does not "
+        "pay at this case"
+    )
+    return dataclasses.replace(i, advice=advice, evidence={**i.evidence, "one_voice": s})
+
+
+def agree_with_recommendation(
+    results: list[dict[str, Any]], explained: list[tuple[list[Insight], list[NotChecked]]]
+) -> list[tuple[list[Insight], list[NotChecked]]]:
+    """``explained`` (one entry per result, as :func:`attnscope.analysis.compare.explain_results` gives) with the
+    advice of ``dense_mask`` and of compiled flex's ``block_sparsity`` rewritten where the case's measurements
+    put compiled flex behind the recommended variant beyond the noise."""
+    out = []
+    for r, (found, missing) in zip(results, explained, strict=True):
+        peers = [p for p in results if case_key(p) is not None and case_key(p) == case_key(r)]
+        rows = ranked(peers) if peers else []
+        flex = _compiled_flex(rows)
+        beaten = None
+        if flex is not None and unresolved_tie(rows) is None:
+            beaten = _beaten(flex, choose_best(rows)[0])
+        if flex is not None and beaten is not None:
+            found = [
+                _rewrite(i, beaten)
+                if i.id == "dense_mask" or (i.id == "block_sparsity" and r is flex[0] and "nothing to fix" in i.advice)
+                else i
+                for i in found
+            ]
+        slower = _inplace_slower(r, rows) if any(i.advice.startswith(INPLACE_ADVICE) for i in found) else None
+        if slower is not None:
+            found = [_without_inplace(i, r, slower) if i.advice.startswith(INPLACE_ADVICE) else i for i in found]
+        out.append((found, missing))
+    return out
