@@ -27,8 +27,9 @@ class Args(Struct, gc=False):
     stream: int | None = None
     regs: int | None = field(default=None, name="registers per thread")
     smem: int | None = field(default=None, name="shared memory")
-    grid: Any = None  # [x, y, z]; anything else reads as None, as in the safe path
-    block: Any = None
+    # [x, y, z], decoded straight into a tuple; anything else is refused (the safe path reads it as None)
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
     occupancy: float | None = field(default=None, name="est. achieved occupancy %")
     nbytes: int | None = field(default=None, name="bytes")
     # cpu_op's recorded inputs, kept as their JSON text
@@ -140,8 +141,8 @@ class Reader:
                         a.ext,
                         a.device,
                         a.stream,
-                        None if grid is None else setdefault(grid := _dim3(grid), grid),
-                        None if block is None else setdefault(block := _dim3(block), block),
+                        None if grid is None else setdefault(grid, grid),
+                        None if block is None else setdefault(block, block),
                         a.regs,
                         a.smem,
                         a.occupancy,
@@ -176,12 +177,6 @@ class Reader:
                 nbytes = a.mem_bytes
                 mem.append(MemEvent(e.ts, a.device_type, a.total_allocated, 0 if nbytes is UNSET else nbytes))
         return ops, gpu, rt, ann, mods, mem
-
-
-def _dim3(v: Any) -> tuple[int, int, int] | None:
-    if type(v) is list and len(v) == 3:
-        return (int(v[0]), int(v[1]), int(v[2]))
-    return None
 
 
 def _annotation(e: Event, cat: str) -> Annotation:
