@@ -71,7 +71,7 @@ class Reader:
     def __init__(self, tr: Trace, keep_all_shapes: bool) -> None:
         self.tr = tr
         self.keep_all = keep_all_shapes
-        self.keep: dict[str, bool] = {}  # op name → whether its shapes are read
+        self.names: dict[str, tuple[str, bool]] = {}  # op name → (its one object, whether its shapes are read)
         self.intern: dict[Any, Any] = {}  # names, tids, pids, grids: one object each
 
     def read(self, data: bytes) -> str | None:
@@ -99,19 +99,28 @@ class Reader:
         mods: list[Annotation] = []
         mem: list[MemEvent] = []
         add_op, add_gpu, add_rt = ops.append, gpu.append, rt.append
-        keep, keep_all, intern, new = self.keep, self.keep_all, self.intern, object.__new__
+        keep_all, intern, new, names = self.keep_all, self.intern, object.__new__, self.names
         setdefault = intern.setdefault
+        tid_raw = pid_raw = tid = pid = UNSET  # the last thread's ids, as read and as interned
         for e in evs:
             c = e.cat
             if c == "cpu_op":
-                name, tid, ts, dur = e.name, e.tid, e.ts, e.dur
+                name, ts, dur = e.name, e.ts, e.dur
+                if e.tid != tid_raw:  # a thread's ops come in runs: intern its ids once per run
+                    tid_raw = e.tid
+                    tid = setdefault(tid_raw, tid_raw)
+                if e.pid != pid_raw:
+                    pid_raw = e.pid
+                    pid = 0 if pid_raw is UNSET else setdefault(pid_raw, pid_raw)
                 if name is UNSET or tid is UNSET or ts is UNSET or dur is UNSET:
                     raise Refused("a cpu_op without name, tid, ts or dur")
-                pid = e.pid
+                got = names.get(name)  # (the one object of this name, whether its shapes are read)
+                if got is None:
+                    got = names[name] = (setdefault(name, name), keep_all or SHAPES_READ.search(name) is not None)
                 o = new(CpuOp)
-                o.name = setdefault(name, name)
-                o.tid = setdefault(tid, tid)
-                o.pid = 0 if pid is UNSET else setdefault(pid, pid)
+                o.name = got[0]
+                o.tid = tid
+                o.pid = pid
                 o.ts = ts
                 o.dur = dur
                 a = e.args
@@ -120,10 +129,7 @@ class Reader:
                     o._shapes = None
                 else:
                     o.ext_id = a.ext
-                    k = keep_all or keep.get(name)
-                    if k is None:
-                        k = keep[name] = SHAPES_READ.search(name) is not None
-                    o._shapes = _shape_text(a) if k else None
+                    o._shapes = _shape_text(a) if got[1] else None
                 add_op(o)
             elif c in _GPU_KIND:
                 name, ts, dur = e.name, e.ts, e.dur
