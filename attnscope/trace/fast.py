@@ -101,26 +101,30 @@ class Reader:
         add_op, add_gpu, add_rt = ops.append, gpu.append, rt.append
         keep_all, intern, new, names = self.keep_all, self.intern, object.__new__, self.names
         setdefault = intern.setdefault
-        tid_raw = pid_raw = tid = pid = UNSET  # the last thread's ids, as read and as interned
+        # the last op's thread ids, as read and as interned
+        tid_raw: Any = UNSET
+        pid_raw: Any = UNSET
+        op_tid: Any = UNSET
+        op_pid: Any = UNSET
         for e in evs:
             c = e.cat
             if c == "cpu_op":
                 name, ts, dur = e.name, e.ts, e.dur
                 if e.tid != tid_raw:  # a thread's ops come in runs: intern its ids once per run
                     tid_raw = e.tid
-                    tid = setdefault(tid_raw, tid_raw)
+                    op_tid = setdefault(tid_raw, tid_raw)
                 if e.pid != pid_raw:
                     pid_raw = e.pid
-                    pid = 0 if pid_raw is UNSET else setdefault(pid_raw, pid_raw)
-                if name is UNSET or tid is UNSET or ts is UNSET or dur is UNSET:
+                    op_pid = 0 if pid_raw is UNSET else setdefault(pid_raw, pid_raw)
+                if name is UNSET or op_tid is UNSET or ts is UNSET or dur is UNSET:
                     raise Refused("a cpu_op without name, tid, ts or dur")
                 got = names.get(name)  # (the one object of this name, whether its shapes are read)
                 if got is None:
                     got = names[name] = (setdefault(name, name), keep_all or SHAPES_READ.search(name) is not None)
                 o = new(CpuOp)
                 o.name = got[0]
-                o.tid = tid
-                o.pid = pid
+                o.tid = op_tid
+                o.pid = op_pid
                 o.ts = ts
                 o.dur = dur
                 a = e.args

@@ -144,10 +144,10 @@ def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
         same.append(op)
     sorted_ops: list[CpuOp] = []
     threads: dict[tuple[object, object], tuple[int, int]] = {}
-    for key, same in by_thread.items():
-        _sort_by_start(same)
-        threads[key] = (len(sorted_ops), len(sorted_ops) + len(same))
-        sorted_ops += same
+    for thread, of_thread in by_thread.items():
+        _sort_by_start(of_thread)
+        threads[thread] = (len(sorted_ops), len(sorted_ops) + len(of_thread))
+        sorted_ops += of_thread
     del by_thread
     n = len(sorted_ops)
     parent = [-1] * n
