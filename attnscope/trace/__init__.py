@@ -106,7 +106,8 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
     tail: list[bytes] = []
     refused, first_why = 0, ""
     for run, stop in event_runs(p, buf, source, tail):  # type: ignore[arg-type]
-        why = reader.read(b"[" + run[:stop] + b"]") if reader is not None else ""
+        # one copy of the run between brackets (a slice, then a concatenation, would be two)
+        why = reader.read(b"".join((b"[", memoryview(run)[:stop], b"]"))) if reader is not None else ""
         if why is not None:
             before = tr.num_events
             _scan_each(tr, run, stop, names)
