@@ -3,7 +3,7 @@
 Every input goes through :func:`load_trace`: traces that ``attnscope run`` captured and traces
 from somebody else's training job alike.
 
-- source.py: the file's bytes (gunzipped on a second thread) cut into runs of whole events;
+- source.py: the file's bytes (gunzipped on the fly) cut into runs of whole events;
 - fast.py: msgspec decodes each run into typed Structs holding only the fields an analysis reads;
 - safe.py: a general JSON parse per event, for what the typed decoder refuses, and for documents
   not in Kineto's own layout when msgspec is missing or refuses them;
@@ -80,7 +80,7 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
         return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
     finally:
-        source.close()  # stops the gunzip thread if the read ended early
+        source.close()  # closes the file if the read ended early
 
 
 def _load_whole(p: Path, raw: bytes) -> Trace:

@@ -33,3 +33,15 @@ def test_ops_of_one_name_share_one_name_object(tmp_path):
     tr = load_trace(write_kineto(tmp_path / "t.json", doc(events)))
     assert len(tr.cpu_ops) == 6 and len({id(o.name) for o in tr.cpu_ops}) == 1
     assert [o.tid for o in tr.cpu_ops] == [11, 12, 11, 12, 11, 12]
+
+
+def test_a_grid_that_is_not_three_numbers_reads_as_none_through_the_safe_path(tmp_path, capsys):
+    events = [
+        op("aten::mm", 0, 10, 1),
+        launch(1, corr=1, ext=1),
+        kernel("gemm", 20, 3, corr=1, grid=[4, 2], block=[128, 1, 1]),  # two numbers: not a grid
+        kernel("gemm", 30, 3, corr=2, grid=[4, "2", 1], block=[64, 1, 1]),  # a number written as text
+    ]
+    tr = load_trace(write_kineto(tmp_path / "t.json", doc(events)))
+    assert [(g.grid, g.block) for g in tr.gpu] == [(None, (128, 1, 1)), ((4, 2, 1), (64, 1, 1))]
+    assert "read by the safe JSON path" in capsys.readouterr().err
