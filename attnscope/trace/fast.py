@@ -57,6 +57,7 @@ _EVENTS = msgspec.json.Decoder(list[Event], strict=False)  # "7" for 7, as int()
 _TOP = msgspec.json.Decoder(dict[str, Raw])
 _NO_ARGS = Args()
 _GPU_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_FLOWS = frozenset(("ac2g", "fwdbwd"))  # flow events (launch → kernel, forward → backward): no analysis reads them
 _SHAPE_KEYS = (b',"Input Dims":', b',"Input type":', b',"Input Strides":', b',"Concrete Inputs":')
 DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
 
@@ -135,6 +136,8 @@ class Reader:
                     o.ext_id = a.ext
                     o._shapes = _shape_text(a) if got[1] else None
                 add_op(o)
+            elif c in _FLOWS:  # a third of a training step's events: passed over at once
+                pass
             elif c in _GPU_KIND:
                 name, ts, dur = e.name, e.ts, e.dur
                 if name is UNSET or ts is UNSET or dur is UNSET:
@@ -198,7 +201,11 @@ def _annotation(e: Event, cat: str) -> Annotation:
 def _shape_text(a: Args) -> bytes | None:
     """The recorded inputs as args members (``,"Input Dims":[...],...``), what CpuOp parses when asked; a copy,
     so that the decoded run's buffer is not kept alive."""
-    parts = [(k, v) for k, v in zip(_SHAPE_KEYS, (a.dims, a.types, a.strides, a.concrete), strict=True) if v]
+    dims, types, strides, concrete = a.dims, a.types, a.strides, a.concrete
+    if dims and types and strides and concrete:  # record_shapes writes all four: one join
+        k0, k1, k2, k3 = _SHAPE_KEYS
+        return b"".join((k0, dims, k1, types, k2, strides, k3, concrete))
+    parts = [(k, v) for k, v in zip(_SHAPE_KEYS, (dims, types, strides, concrete), strict=True) if v]
     if not parts:
         return None
     return b"".join(b for kv in parts for b in kv)
