@@ -121,7 +121,9 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
     tr.device_properties = list(top.pop("deviceProperties", None) or [])
     top.pop("traceEvents", None)
     tr.meta = top
-    if tr.gpu:  # only the shapes SHAPES_READ names are kept (the safe path keeps them all)
+    # only the shapes SHAPES_READ names are kept: the typed decoder kept no others unless told to keep all,
+    # the safe path keeps them all
+    if tr.gpu and (keep_all or refused or reader is None):
         drop_unread_shapes(tr)
     if refused:
         tr.notes.append(_note(p, refused, tr.num_events, first_why))
