@@ -3,7 +3,7 @@
 Every input goes through :func:`load_trace`: traces that ``attnscope run`` captured and traces
 from somebody else's training job alike.
 
-- source.py: the file's bytes (gunzipped on a second thread) cut into runs of whole events;
+- source.py: the file's bytes (gunzipped on the fly) cut into runs of whole events;
 - fast.py: msgspec decodes each run into typed Structs holding only the fields an analysis reads;
 - safe.py: a general JSON parse per event, for what the typed decoder refuses, and for documents
   not in Kineto's own layout when msgspec is missing or refuses them;
@@ -80,7 +80,7 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
         return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
     finally:
-        source.close()  # stops the gunzip thread if the read ended early
+        source.close()  # closes the file if the read ended early
 
 
 def _load_whole(p: Path, raw: bytes) -> Trace:
@@ -106,7 +106,8 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
     tail: list[bytes] = []
     refused, first_why = 0, ""
     for run, stop in event_runs(p, buf, source, tail):  # type: ignore[arg-type]
-        why = reader.read(b"[" + run[:stop] + b"]") if reader is not None else ""
+        # one copy of the run between brackets (a slice, then a concatenation, would be two)
+        why = reader.read(b"".join((b"[", memoryview(run)[:stop], b"]"))) if reader is not None else ""
         if why is not None:
             before = tr.num_events
             _scan_each(tr, run, stop, names)
@@ -120,7 +121,9 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
     tr.device_properties = list(top.pop("deviceProperties", None) or [])
     top.pop("traceEvents", None)
     tr.meta = top
-    if tr.gpu:  # only the shapes SHAPES_READ names are kept (the safe path keeps them all)
+    # only the shapes SHAPES_READ names are kept: the typed decoder kept no others unless told to keep all,
+    # the safe path keeps them all
+    if tr.gpu and (keep_all or refused or reader is None):
         drop_unread_shapes(tr)
     if refused:
         tr.notes.append(_note(p, refused, tr.num_events, first_why))

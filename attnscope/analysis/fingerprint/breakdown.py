@@ -60,15 +60,19 @@ def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
     own = {n: f for n in tree.names if (f := K.attention_op_family(n)) is not None}
     if not own:
         return fam
-    parent = tree.parent
-    # tree.ops is sorted by start within a thread, so a parent always comes before its children.
-    for i, op in enumerate(tree.ops):
-        f = own.get(op.name)
-        if f is None:
-            p = parent[i]
-            if p >= 0:
-                f = fam[p]
-        fam[i] = f
+    parent, ops = tree.parent, tree.ops
+    # Only the subtrees of the ops with a family of their own get one.  tree.ops is sorted by start within a
+    # thread, so a parent comes before its children and an op's subtree follows it without a gap: each
+    # outermost such op's subtree is walked once, in order (an inner one with its own family overrides).
+    covered = -1  # ops up to here were walked inside an outer subtree
+    for i in [i for i, op in enumerate(ops) if op.name in own]:
+        if i <= covered:
+            continue
+        sub = tree.subtree(i)
+        for j in sub:
+            f = own.get(ops[j].name)
+            fam[j] = fam[parent[j]] if f is None else f
+        covered = sub[-1]
     return fam
 
 
