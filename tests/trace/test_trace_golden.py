@@ -90,6 +90,7 @@ ADDED = {
     "modifier_checks",
     "host",
     "unresolved",  # the recommendation's unresolved tie
+    "peak_basis",  # which ceiling a row's %peak is of (the roofline's bound)
 }
 
 

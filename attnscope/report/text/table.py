@@ -332,47 +332,6 @@ def ncu_table(doc: dict[str, Any]) -> Table | None:
     return t
 
 
-def kernels_table(r: dict[str, Any]) -> Table:
-    t = Table(title=f"{r['variant']}: kernels", header_style="bold")
-    for col in (
-        "#",
-        "name",
-        "category",
-        "µs",
-        "TC",
-        "grid",
-        "block",
-        "regs",
-        "smem B",
-        "occ. theor.",
-        "limiter",
-        "occ. kineto",
-        "launched by",
-    ):
-        if col == "name":
-            t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=48)
-        else:
-            t.add_column(col, overflow="fold")
-    for i, k in enumerate(r.get("kernels") or []):
-        name = k["name"].removeprefix("void ")
-        t.add_row(
-            str(i),
-            name,
-            k["category"],
-            f"{k['duration_us']:.1f}",
-            k.get("tensor_core_precision") or {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
-            "×".join(map(str, k["grid"])) if k.get("grid") else "",
-            "×".join(map(str, k["block"])) if k.get("block") else "",
-            str(k.get("registers_per_thread") or ""),
-            str(k.get("shared_memory_bytes") if k.get("shared_memory_bytes") is not None else ""),
-            f"{k['theoretical_occupancy_pct']:.1f}%" if k.get("theoretical_occupancy_pct") is not None else "",
-            k.get("occupancy_limiter") or "",
-            f"{k['kineto_occupancy_pct']:.0f}%" if k.get("kineto_occupancy_pct") is not None else "",
-            k.get("launched_by") or "",
-        )
-    return t
-
-
 def render(
     doc: dict[str, Any], console: Console, *, kernels: bool = False, title: str | None = None, verbose: bool = False
 ) -> None:
@@ -391,6 +350,6 @@ def render(
         console.print(f"  • {line}", highlight=False)
     render_explanations(doc, console, verbose=verbose, brief=brief)
     if kernels:
-        for r in doc["results"]:
-            if r["status"] == "ok" and r.get("kernels"):
-                console.print(kernels_table(r))
+        from attnscope.report.text.kernels import print_kernels
+
+        print_kernels(doc, console)

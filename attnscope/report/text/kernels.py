@@ -1,0 +1,91 @@
+"""The per-variant kernel tables of ``--kernels``, fitted to the terminal: the least read columns are left out first
+(and said once), never squeezed into a column a character wide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+COLUMNS = (
+    "#",
+    "name",
+    "category",
+    "µs",
+    "TC",
+    "grid",
+    "block",
+    "regs",
+    "smem B",
+    "occ. theor.",
+    "limiter",
+    "occ. kineto",
+    "launched by",
+)
+# Left out in this order while a table is wider than the terminal.
+DROP_ORDER = ("occ. kineto", "launched by", "block", "limiter", "regs", "TC", "smem B", "occ. theor.", "grid")
+
+
+def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
+    return {
+        "#": str(i),
+        "name": k["name"].removeprefix("void "),
+        "category": k.get("category") or "",
+        "µs": f"{k['duration_us']:.1f}" if k.get("duration_us") is not None else "",
+        "TC": k.get("tensor_core_precision") or {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
+        "grid": "×".join(map(str, k["grid"])) if k.get("grid") else "",
+        "block": "×".join(map(str, k["block"])) if k.get("block") else "",
+        "regs": str(k.get("registers_per_thread") or ""),
+        "smem B": str(k.get("shared_memory_bytes") if k.get("shared_memory_bytes") is not None else ""),
+        "occ. theor.": f"{k['theoretical_occupancy_pct']:.1f}%"
+        if k.get("theoretical_occupancy_pct") is not None
+        else "",
+        "limiter": k.get("occupancy_limiter") or "",
+        "occ. kineto": f"{k['kineto_occupancy_pct']:.0f}%" if k.get("kineto_occupancy_pct") is not None else "",
+        "launched by": k.get("launched_by") or "",
+    }
+
+
+def kernels_table(r: dict[str, Any], drop: tuple[str, ...] = (), name_width: int = 48) -> Table:
+    """One variant's kernels; ``drop``: columns left out; ``name_width``: the name column's most characters."""
+    t = Table(title=f"{r['variant']}: kernels", header_style="bold")
+    cols = [c for c in COLUMNS if c not in drop]
+    for col in cols:
+        if col == "name":
+            t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=name_width)
+        else:
+            t.add_column(col, no_wrap=True)
+    for i, k in enumerate(r.get("kernels") or []):
+        cells = _cells(i, k)
+        t.add_row(*(cells[c] for c in cols))
+    return t
+
+
+def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
+    """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
+    before each column goes)."""
+    from rich.measure import Measurement
+
+    wide = console.options.update(width=1 << 16, max_width=1 << 16)
+    for n in range(len(DROP_ORDER) + 1):
+        dropped = list(DROP_ORDER[:n])
+        for name_width in (48, 36, 28):
+            t = kernels_table(r, tuple(dropped), name_width)
+            if Measurement.get(console, wide, t).maximum <= console.width:
+                return t, dropped
+    return t, dropped
+
+
+def print_kernels(doc: dict[str, Any], console: Console) -> None:
+    left_out: list[str] = []
+    for r in doc["results"]:
+        if r["status"] == "ok" and r.get("kernels"):
+            t, dropped = fitted_kernels_table(r, console)
+            console.print(t)
+            left_out += [d for d in dropped if d not in left_out]
+    if left_out:
+        console.print(
+            f"  (kernel tables at {console.width} columns: {', '.join(left_out)} left out; a wider terminal or "
+            "--json has them)"
+        )
