@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from attnscope.analysis.compare import overlaps
+from attnscope.analysis.recommend.ties import overlaps
 
 MIB = 1024 * 1024
 FUSED = ("sdpa", "flex_attention", "flash_attention_2")
