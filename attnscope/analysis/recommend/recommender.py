@@ -22,17 +22,24 @@ The JSON (``attnscope recommend --json``), beyond the keys the issue names:
   (the backend the best's kernels show, e.g. ``cudnn``; None when they show none), ``runner_up_same_as`` and
   ``runner_up_ran`` (the same for the next implementation), ``tied_with`` (every variant tied with the best,
   its ``same_as`` included); ``default``: ``is_best`` (sdpa_default is the best or ran its kernels) and
-  ``same_kernels_as_best`` (the latter, not the variant named best);
+  ``same_kernels_as_best`` (the latter, not the variant named best); for the run's sentence and the model's
+  advice: ``same_as_us`` (their medians), ``next_clear``/``next_clear_us`` (past a tie with the runner-up, the first
+  implementation beyond the noise), ``noisy_variants`` (of the best and the runner-up, those timed noisy),
+  ``one_sample`` (either timed from one traced call), ``writes_scores`` (the best writes the S×S scores out),
+  ``fastest_fused``/``fastest_fused_us``, ``numerics_checked`` (False: no row of the point was checked, so the
+  rows competed on time alone);
 - ``crossovers[]``: ``from_same_as``/``to_same_as`` and ``from_ran``/``to_ran`` (each side's implementation),
   ``within_noise`` (kept in the JSON; the terminal and the page only count these);
 - ``policy[]``: ``same_as`` ({variant: points of the rule where it ran the named variant's kernels}),
   ``ran`` ({backend: points}), ``measured`` (the rule's points where the named variant was usable);
 - ``default_summary.same_kernels_as_best``, ``default_ran`` ({backend sdpa_default ran: points}).
 
-Only rows with status ``ok`` and ``numerics_ok`` true compete: a fast but wrong variant never wins,
-a compiled row that ran eager code (:func:`attnscope.analysis.fingerprint.compiled.fell_back_to_eager`) is not
+Only rows with status ``ok`` and ``numerics_ok`` true compete (or, at a point where no row's numerics were
+checked, every row with a time: the reference was skipped, the rows come from traces, or they are a model's):
+a fast but wrong variant never wins, a compiled row that ran eager code (:func:`attnscope.analysis.fingerprint.compiled.fell_back_to_eager`) is not
 compared under the compiled name, and every row left out is listed with the reason.  Times are medians
-per call: the GPU time (CUDA events) where a (case, mode) has any, else the CPU time; each entry says which.
+per call: the GPU time (CUDA events) where a (case, mode) has any, else a model's step time, else the CPU time;
+each entry says which.
 """
 
 from __future__ import annotations
