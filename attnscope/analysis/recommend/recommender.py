@@ -36,8 +36,9 @@ The JSON (``attnscope recommend --json``), beyond the keys the issue names:
 
 Only rows with status ``ok`` and ``numerics_ok`` true compete (or, at a point where no row's numerics were
 checked, every row with a time: the reference was skipped, the rows come from traces, or they are a model's):
-a fast but wrong variant never wins, a compiled row that ran eager code (:func:`attnscope.analysis.fingerprint.compiled.fell_back_to_eager`) is not
-compared under the compiled name, and every row left out is listed with the reason.  Times are medians
+a fast but wrong variant never wins, a compiled row that ran eager code
+(:func:`attnscope.analysis.fingerprint.compiled.fell_back_to_eager`) is not compared under the compiled name,
+and every row left out is listed with the reason.  Times are medians
 per call: the GPU time (CUDA events) where a (case, mode) has any, else a model's step time, else the CPU time;
 each entry says which.
 """
