@@ -220,3 +220,49 @@ def test_the_model_recommendation_is_the_one_recommenders(tmp_path, capsys):
     out = tmp_path / "rec.json"
     assert main(["recommend", str(store), "--json", str(out)]) == 0
     assert json.loads(out.read_text())["recommendations"] == recs
+
+
+def test_attnscope_run_and_attnscope_recommend_agree_on_its_document(tmp_path, capsys):
+    """A real `attnscope run` on the CPU, its --json read back by `attnscope recommend`: the same best, runner-up and
+    tie verdict, and both are what the rule gives on the document's medians and quartiles (worked out here: the
+    fastest, or the fastest fused variant tied with it when the fastest writes the scores out; the runner-up is the
+    next variant with other kernels; no best when a tie spans over 1.5×)."""
+    doc_path = tmp_path / "run.json"
+    case = ["--device", "cpu", "--batch", "1", "--heads", "2", "--seq", "64", "--head-dim", "16", "--dtype", "fp32"]
+    argv = ["run", *case, "--variants", "naive,sdpa_flash,sdpa_default", "--budget", "0.05", "--json", str(doc_path)]
+    assert main(argv) in (0, 1)
+    doc = json.loads(doc_path.read_text())
+    rows = sorted(
+        (r for r in doc["results"] if r["status"] == "ok" and r["numerics_ok"] is True),
+        key=lambda r: (r["cpu_time"]["median_us"], r["variant"]),
+    )
+    assert len(rows) == 3
+
+    def med(r: dict[str, Any]) -> float:
+        return r["cpu_time"]["median_us"]
+
+    fastest = rows[0]
+    writes = not _fused(fastest) and any(k["category"] == "gemm" for k in fastest["kernels"])
+    best = fastest
+    if writes:
+        best = next((r for r in rows[1:] if _fused(r) and _overlap(r["cpu_time"], fastest["cpu_time"])), fastest)
+    far = [
+        r
+        for r in rows[1:]
+        if med(r) > 1.5 * med(fastest)
+        and _overlap(r["cpu_time"], fastest["cpu_time"])
+        and (not _kernels(r) or _kernels(r) != _kernels(fastest))
+    ]
+    run = doc["recommendation"]
+    rec = _recommend_cli(doc_path, tmp_path)
+    if far:
+        assert run["unresolved"] is True and rec["best"] == [] and len(rec["unresolved"]) == 1
+        return
+    runner = next((r for r in rows if r is not best and (not _kernels(r) or _kernels(r) != _kernels(best))), None)
+    (b,) = rec["best"]
+    assert b["variant"] == run["best"] == best["variant"]
+    assert b["runner_up"] == run["runner_up"] == (runner["variant"] if runner else None)
+    if runner is not None:
+        tie = _overlap(best["cpu_time"], runner["cpu_time"])
+        assert b["tied"] is run["within_noise"] is tie
+        assert b["margin"] == pytest.approx(med(runner) / med(best)) and run["margin"] == pytest.approx(b["margin"])
