@@ -164,7 +164,7 @@ def load_sweep_rows(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from attnscope.analysis.recommend import recommend  # the one recommender
+    from attnscope.analysis.recommend.sweep import recommend
     from attnscope.report.text.sweep import render
 
     check_output_file(args.json, "--json")
