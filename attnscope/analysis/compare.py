@@ -10,10 +10,43 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attnscope.analysis.fingerprint.kernels import attention_family
+from attnscope.analysis.recommend.recommender import recommend
+from attnscope.analysis.recommend.ties import (  # the tie rule and the choice: their old import path keeps working
+    MAX_TIE_RATIO,
+    ONE_SAMPLE_NOTE,
+    UNRESOLVED_ADVICE,
+    Row,
+    choose_best,
+    one_sample,
+    overlaps,
+    ran_backend,
+    same_kernels,
+    tied,
+    unresolved_tie,
+)
 from attnscope.analysis.rules.execution import result_insights
-from attnscope.analysis.rules.insights import compute_kernels, is_fused, materialises_scores, r1, short
+from attnscope.analysis.rules.insights import r1, short
 from attnscope.core.types import Insight, NotChecked, Severity
+
+__all__ = [
+    "MAX_TIE_RATIO",
+    "ONE_SAMPLE_NOTE",
+    "UNRESOLVED_ADVICE",
+    "Row",
+    "case_key",
+    "choose_best",
+    "explain_results",
+    "one_sample",
+    "overlaps",
+    "ran_backend",
+    "ranked",
+    "same_kernels",
+    "sdpa_choice",
+    "slower_than_best",
+    "tied",
+    "timing_of",
+    "unresolved_tie",
+]
 
 SLOWER_MIN_RATIO = 1.10  # below this a variant is "about as fast" as the best
 
@@ -40,21 +73,6 @@ def timing_of(r: dict[str, Any]) -> tuple[float, dict[str, Any] | None, str] | N
     return None
 
 
-def one_sample(t: dict[str, Any] | None) -> bool:
-    """A timing of one sample (a trace holds one call): its noise is not known."""
-    return bool(t) and t.get("num_samples") == 1  # type: ignore[union-attr]
-
-
-ONE_SAMPLE_NOTE = "one traced call each, so the noise is not known: confirm with attnscope run before acting on it"
-
-
-def overlaps(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    """Whether two timings' interquartile ranges overlap: a difference inside the noise."""
-    if not a or not b:
-        return False
-    return a["p75_us"] >= b["p25_us"] and b["p75_us"] >= a["p25_us"]
-
-
 def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, dict[str, Any] | None, str]]:
     """Ok, numerically sound results of one case, fastest first (a compiled row that ran eager code is not
     what its name says: left out)."""
@@ -66,63 +84,6 @@ def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, d
         if t is not None and r.get("numerics_ok") is not False and fell_back_to_eager(r) is None:
             rows.append((r, *t))
     return sorted(rows, key=lambda x: x[1])
-
-
-Row = tuple[dict[str, Any], float, dict[str, Any] | None, str]
-
-
-def same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two variants that launched the same compute kernels (e.g. sdpa_default picking cuDNN and sdpa_cudnn)."""
-
-    def names(r: dict[str, Any]) -> set[str]:
-        return {k["name"] for k in compute_kernels(r)}
-
-    return bool(names(a)) and names(a) == names(b)
-
-
-def tied(a: Row, b: Row) -> bool:
-    """Inside the noise (quartiles overlap), or the same kernels: the gap is run-to-run variation."""
-    return overlaps(a[2], b[2]) or same_kernels(a[0], b[0])
-
-
-# A tie is never resolved in favour of a variant whose median is more than this many times another's at the
-# point: quartiles that overlap across such a gap say the timings were disturbed, not that the two are equal.
-MAX_TIE_RATIO = 1.5
-UNRESOLVED_ADVICE = "measure again on a quiet machine"
-
-
-def choose_best(rows: list[Row]) -> tuple[Row, Row | None]:
-    """(the variant to recommend, the faster one it was preferred to, if any).
-
-    A variant that writes the score matrix out is recommended only when every fused variant is
-    slower beyond the noise: when a fused one is tied with it, the fused one is the advice (same
-    speed, O(S·D) memory instead of O(S²)).  Where that tie spans over ``MAX_TIE_RATIO``× in median,
-    :func:`unresolved_tie` says so: the sweep names no best there.
-    """
-    fastest = rows[0]
-    if not materialises_scores(fastest[0]):
-        return fastest, None
-    for row in rows[1:]:
-        if is_fused(row[0]) and tied(fastest, row):
-            return row, fastest
-    return fastest, None
-
-
-def unresolved_tie(rows: list[Row]) -> tuple[Row, Row] | None:
-    """(the fastest row, the slowest row whose quartiles overlap it) when their medians are more than
-    ``MAX_TIE_RATIO``× apart: such a point has no trustworthy best.  Variants that ran the fastest's kernels
-    are left out (one implementation: the best is already the faster of them).  ``rows``: fastest first."""
-    if not rows or rows[0][1] <= 0:
-        return None
-    fastest = rows[0]
-    slow = [
-        r
-        for r in rows[1:]
-        if r[1] > MAX_TIE_RATIO * fastest[1] and overlaps(fastest[2], r[2]) and not same_kernels(fastest[0], r[0])
-    ]
-    if not slow:
-        return None
-    return fastest, max(slow, key=lambda r: r[1])
 
 
 def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight] | NotChecked:
@@ -138,20 +99,24 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
                 else "not known for this result"
             ),
         )
-    rows = ranked(peers)
     mine = timing_of(r) if r.get("numerics_ok") is not False else None  # a wrong result is not "slow"
-    if not rows or mine is None:
+    if mine is None:
         return []
-    un = unresolved_tie(rows)
-    if un:  # the recommendation names no best here: no "use X" either
+    rec = recommend(peers)  # the one recommender: its best, its ties, its unresolved points
+    if rec["unresolved"]:  # the recommendation names no best here: no "use X" either
+        u = rec["unresolved"][0]
         return NotChecked(
             "slower_than_best",
-            f"no best at this case: {un[1][0]['variant']}'s quartiles overlap {un[0][0]['variant']}'s although its "
-            f"median is {un[1][1] / un[0][1]:.1f}× slower; {UNRESOLVED_ADVICE}",
+            f"no best at this case: {u['tied_slow']}'s quartiles overlap {u['fastest']}'s although its "
+            f"median is {u['ratio']:.1f}× slower; {UNRESOLVED_ADVICE}",
         )
-    (best, best_us, best_t, basis), _ = choose_best(rows)  # the recommendation's own choice
-    if best["variant"] == r["variant"]:
+    if len(rec["best"]) != 1:
         return []
+    b = rec["best"][0]
+    best = next(p for p in peers if p.get("variant") == b["variant"])
+    best_us, basis, best_t = b["median_us"], b["basis"], (timing_of(best) or (0.0, None, ""))[1]
+    if b["variant"] == r["variant"] or r["variant"] in b["tied_with"]:
+        return []  # the best, or tied with it (inside the noise, or the same kernels)
     us, t, _ = mine
     ratio = us / best_us
     if ratio < SLOWER_MIN_RATIO or tied((r, us, t, basis), (best, best_us, best_t, basis)):
@@ -181,16 +146,6 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
             evidence=ev,
         )
     ]
-
-
-def ran_backend(r: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(backend, evidence): from the attention kernel's name, else from the aten op."""
-    for k in compute_kernels(r):
-        if k["category"] == "attention":
-            fam = attention_family(k["name"])
-            if fam:
-                return fam, k["name"]
-    return r.get("sdpa_backend"), "aten op" if r.get("sdpa_backend") else None
 
 
 def _rejections(why: dict[str, Any], chosen: str | None) -> list[str]:

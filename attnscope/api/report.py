@@ -59,7 +59,7 @@ def prepare(source: Source) -> Source:
         return Source(source.kind, {**doc, "results": rows}, source.path, notes)
     if source.kind == "sweep" and not isinstance(source.doc.get("recommendation"), dict):
         from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
-        from attnscope.analysis.recommend.sweep import recommend
+        from attnscope.analysis.recommend import recommend  # the one recommender
 
         rows = [{**r, "eager_fallback": r.get("eager_fallback", fell_back_to_eager(r))} for r in source.doc["rows"]]
         with_case = [r for r in rows if isinstance(r.get("case"), dict)]

@@ -136,3 +136,34 @@ def test_no_use_x_advice_at_an_unresolved_case():
     clear = rows()[2:4]  # naive 100 µs, sdpa_flash 200 µs, apart: flash is 2× slower than the best
     (i,) = slower_than_best(clear[1], clear)
     assert i.advice.startswith("use naive ") and i.evidence["ratio"] == 2.0
+
+
+@pytest.mark.parametrize(("s", "unresolved"), [(1024, False), (2048, True)])
+def test_run_and_recommend_agree_at_the_1_5x_bar(s, unresolved, tmp_path, capsys):
+    """The same saved document read by `attnscope run`'s path (annotate) and by `attnscope recommend`: at S=2048
+    naive 100 [90, 160] and sdpa_flash 151 [140, 160] overlap across 151 / 100 = 1.51× (over 1.5×): both name no
+    best; at S=1024, 150 / 100 = 1.50× is not over it: both prefer the fused sdpa_flash (tied, margin 100 / 150)."""
+    import json
+
+    from attnscope.api import annotate
+    from attnscope.cli.main import main
+
+    here = [r for r in rows() if r["case"]["seq_q"] == s]
+    for r in here:  # a run's rows carry each kernel's time (the insights read it)
+        r["kernels"] = [{**k, "duration_us": r["cpu_time_us"]} for k in r["kernels"]]
+    path, out = tmp_path / "run.json", tmp_path / "rec.json"
+    path.write_text(json.dumps({"schema_version": 1, "results": here}))
+    run = annotate({"schema_version": 1, "results": here})["recommendation"]
+    assert main(["recommend", str(path), "--json", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert run["unresolved"] is unresolved and len(rec["unresolved"]) == int(unresolved)
+    if unresolved:
+        (u,) = rec["unresolved"]
+        assert rec["best"] == [] and (u["fastest"], u["tied_slow"]) == ("naive", "sdpa_flash")
+        assert u["ratio"] == pytest.approx(1.51) and run["margin"] == pytest.approx(1.51)
+        assert "no variant is named best" in run["text"] and "measure again on a quiet machine" in u["why"]
+    else:
+        (b,) = rec["best"]
+        assert (b["variant"], b["runner_up"], b["tied"]) == ("sdpa_flash", "naive", True)
+        assert (run["best"], run["runner_up"], run["within_noise"]) == ("sdpa_flash", "naive", True)
+        assert b["margin"] == run["margin"] == pytest.approx(100 / 150)

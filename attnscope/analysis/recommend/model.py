@@ -1,271 +1,64 @@
-"""Model-level insights and the recommendation per mode.  Pure: the rows' dicts in, dicts out.
+"""A model's recommendation per mode and point, and its rows annotated with the model's rules.  Pure.
 
-Every number in a message is in the insight's ``evidence`` (units in the keys).  Step-time
-comparisons use the measured medians (``step_time``); shares and parts come from the one profiled
-step's split (``attention``), whose method each row states.
+Which implementation is best at a point, its runner-up, margin, ties and an unresolved point are the one
+recommender's (:func:`attnscope.analysis.recommend.recommend` on the rows as :func:`as_generic` gives them):
+`attnscope model`, `attnscope recommend` on its rows and a run of one case say the same.  The insights are the
+model's rules (:mod:`attnscope.analysis.recommend.model_rules`, re-exported here).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
-from attnscope.analysis.compare import overlaps
+from attnscope.analysis.recommend.model_rules import (
+    FUSED,
+    MIB,
+    host_bound,
+    layout_copies,
+    mask,
+    part_differences,
+    repeat_kv,
+    share,
+    split_insights,
+    upcasts,
+)
+from attnscope.analysis.recommend.recommender import recommend as recommend_rows
+from attnscope.analysis.recommend.ties import MAX_TIE_RATIO, UNRESOLVED_ADVICE
 
-MIB = 1024 * 1024
-FUSED = ("sdpa", "flex_attention", "flash_attention_2")
+__all__ = [
+    "FUSED",
+    "MIB",
+    "annotate_rows",
+    "as_generic",
+    "host_bound",
+    "layout_copies",
+    "mask",
+    "part_differences",
+    "recommend",
+    "repeat_kv",
+    "share",
+    "split_insights",
+    "upcasts",
+]
 
-
-def _mib(b: float) -> str:
-    if b < MIB:
-        return f"{b / 1024:,.1f} KiB"
-    return f"{b / MIB:,.2f} MiB" if b < 10 * MIB else f"{b / MIB:,.1f} MiB"
-
-
-def _pct(part: float, whole: float) -> float:
-    return round(100.0 * part / whole, 1) if whole > 0 else 0.0
-
-
-def _insight(id_: str, severity: str, message: str, advice: str, **evidence: Any) -> dict[str, Any]:
-    return {"id": id_, "severity": severity, "message": message, "advice": advice, "evidence": evidence}
+Point = tuple[str, Any, Any, Any]
 
 
 def _ok(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     return [r for r in rows if r["mode"] == mode and r["status"] == "ok" and r.get("step_time")]
 
 
-def _forward_copies(row: dict[str, Any], part: str) -> list[dict[str, Any]]:
-    return [c for c in (row.get("attention") or {}).get("hidden_copies", []) if c["part"] == part and not c["backward"]]
-
-
-def repeat_kv(
-    row: dict[str, Any], others: list[dict[str, Any]], failed: list[dict[str, Any]] | None = None
-) -> dict[str, Any] | None:
-    copies = _forward_copies(row, "repeat_kv")
-    if not copies:
-        return None
-    per_layer: dict[str, list[int]] = defaultdict(list)
-    for c in copies:
-        per_layer[str(c["layer"])].append(int(c["bytes"]))
-    n_layers = len(per_layer)
-    counts = sorted({len(v) for v in per_layer.values()})
-    one = max(c["bytes"] for c in copies)
-    total = sum(c["bytes"] for c in copies)
-    attn = row["attention"]
-    t_us = attn["parts"]["repeat_kv"]
-    n = counts[-1]
-    plural = "s" if n_layers > 1 else ""
-    msg = (
-        f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{_mib(one)} per layer per {row['mode']} "
-        f"step ({len(copies)} copies in {n_layers} layer{plural}, {_mib(total)} in all, {t_us:,.1f} µs in repeat_kv, "
-        f"{_pct(t_us, row['breakdown']['total_us'])}% of the profiled step)"
-    )
-    clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]
-    sdpa_failed = next((f for f in failed or [] if f["impl"] == "sdpa"), None)
-    sdpa_copies = any(o["impl"] == "sdpa" and o.get("attention") and _forward_copies(o, "repeat_kv") for o in others)
-    if row["impl"] == "eager" and sdpa_copies:
-        advice = (
-            "sdpa repeated K and V too in this run (this transformers did not pass enable_gqa to torch's SDPA here); "
-            "an sdpa path that passes enable_gqa=True keeps K and V at their KV heads"
-        )
-        if clean:
-            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
-    elif row["impl"] == "eager" and sdpa_failed is not None:
-        advice = (
-            f"sdpa with enable_gqa would avoid it, but sdpa did not run for this model here ({sdpa_failed['status']}: "
-            "see its row)"
-        )
-        if clean:
-            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
-    elif row["impl"] == "eager":
-        advice = (
-            "sdpa with enable_gqa avoids it: transformers' sdpa path passes enable_gqa=True to torch's SDPA when no "
-            "attention mask is needed, so K and V stay at their KV heads"
-        )
-        if clean:
-            advice += f" (seen in this run: {', '.join(clean)} made no repeat_kv copy)"
-    else:
-        advice = (
-            f"transformers' {row['impl']} path repeated K and V here instead of passing enable_gqa=True to torch's "
-            "attention (recent transformers pass it to SDPA only when no attention mask is needed: padding or a "
-            "custom mask brings the copy back)"
-        )
-        if clean:
-            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
-    if row["mode"] == "decode":
-        advice += "; in decode the copy covers the whole KV cache on every generated token"
-    return _insight(
-        "repeat_kv_copy",
-        "warning",
-        msg,
-        advice,
-        copies_per_layer=n,
-        bytes_per_copy=one,
-        num_copies=len(copies),
-        num_layers=n_layers,
-        bytes_total=total,
-        repeat_kv_us=t_us,
-        step_total_us=row["breakdown"]["total_us"],
-    )
-
-
-def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
-    ups = (row.get("attention") or {}).get("upcasts", [])
-    if not ups:
-        return None
-    total = sum(u["bytes"] for u in ups)
-    # the breakdown's own figure (its 'upcasts' part), so both quote one number; the listed casts are a subset
-    part = ((row.get("attention") or {}).get("parts") or {}).get("upcasts")
-    t_us = part if part is not None else sum(u.get("duration_us") or 0.0 for u in ups)
-    ops = sorted({u["op"] for u in ups})
-    msg = (
-        f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {_mib(total)} written in fp32, "
-        f"{t_us:,.1f} µs in the copies"
-    )
-    if row["impl"] == "eager":
-        advice = (
-            "eager attention runs its softmax in fp32 by design (transformers' eager_attention_forward); "
-            "sdpa and flex_attention keep the scores inside one fused kernel instead of an fp32 tensor"
-        )
-    else:
-        advice = (
-            f"these casts run inside {row['impl']}'s own code path, not yours; compare its kernel time with eager's"
-        )
-    return _insight(
-        "attention_upcast",
-        "warning",
-        msg,
-        advice,
-        num_upcasts=len(ups),
-        bytes_fp32=total,
-        upcast_us=round(t_us, 3),
-        ops=ops,
-    )
-
-
-def mask(row: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any] | None:
-    attn = row.get("attention") or {}
-    t_us = attn.get("parts", {}).get("mask", 0.0)
-    if t_us <= 0:
-        return None
-    total = row["breakdown"]["total_us"]
-    msg = f"the attention mask is built on every forward: {t_us:,.1f} µs, {_pct(t_us, total)}% of the profiled step"
-    cmp = [f"{o['impl']} {o['attention']['parts']['mask']:,.1f} µs" for o in others if o.get("attention") is not None]
-    advice = "transformers builds it once per forward and shares it across layers"
-    if cmp:
-        advice += f"; the other implementations in this run spent: {', '.join(cmp)}"
-    return _insight("mask_built", "info", msg, advice, mask_us=t_us, step_total_us=total)
-
-
-def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
-    attn = row.get("attention") or {}
-    # repeat_kv has its own insight; copies while building the mask are mask building
-    copies = [c for c in attn.get("hidden_copies", []) if c["part"] not in ("repeat_kv", "mask") and not c["backward"]]
-    if not copies:
-        return None
-    total = sum(c["bytes"] for c in copies)
-    ops = sorted({c["op"] for c in copies})
-    msg = f"{len(copies)} other full-tensor copies inside attention's forward ({', '.join(ops)}), {_mib(total)} in all"
-    advice = (
-        "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
-        "not in yours: weigh them with the 'copies' part of the split"
-    )
-    return _insight("attention_copies", "info", msg, advice, num_copies=len(copies), bytes_total=total, ops=ops)
-
-
-def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
-    attn = row["attention"]
-    # the profiled step whose parts add up to it, as the table shows it (GPU time alone where a row has no step)
-    total = ((row["breakdown"].get("step") or {}).get("step_us")) or row["breakdown"]["total_us"]
-    pct = _pct(attn["time_us"], total)
-    msg = (
-        f"attention is {pct}% of the {row['mode']} step ({attn['time_us']:,.1f} of {total:,.1f} µs profiled): "
-        f"kernel {_pct(attn['kernel_us'], total)}%, projections {_pct(attn['projections_us'], total)}%, "
-        f"work around it {_pct(attn['around_us'], total)}%"
-    )
-    ev: dict[str, Any] = {
-        "attention_us": attn["time_us"],
-        "kernel_us": attn["kernel_us"],
-        "projections_us": attn["projections_us"],
-        "around_us": attn["around_us"],
-        "step_total_us": total,
-    }
-    if best is None or best is row:
-        advice = f"the fastest implementation measured for {row['mode']}"
-        if pct < 20:
-            advice += f"; attention is {pct}% of the step, so the rest (see the split) is where time goes"
-        return _insight("attention_share", "info", msg, advice, **ev)
-    mine, theirs = row["step_time"], best["step_time"]
-    saved = mine["median_us"] - theirs["median_us"]
-    ev.update(step_us=mine["median_us"], best_step_us=theirs["median_us"], saved_us=round(saved, 3))
-    if overlaps(mine, theirs):
-        advice = f"{best['impl']} is within the noise of it for {row['mode']} (interquartile ranges overlap)"
-        return _insight("attention_share", "info", msg, advice, **ev)
-    noise = ((mine["p75_us"] - mine["p25_us"]) + (theirs["p75_us"] - theirs["p25_us"])) / 2
-    advice = (
-        f"switching {row['impl']} → {best['impl']} saves {saved / 1000:,.2f} ms per step "
-        f"({_pct(saved, mine['median_us'])}% of {mine['median_us'] / 1000:,.2f} ms, measured step medians, "
-        f"± {noise / 1000:,.2f} ms: half the sum of their interquartile ranges)"
-    )
-    where = part_differences(row, best)
-    if where:
-        advice += f"; in the profiled steps it comes from {where}"
-    ev.update(noise_us=round(noise, 3))
-    if mine.get("noisy") or theirs.get("noisy"):
-        advice += "; one of the two timings is noisy (IQR/median > 10%): confirm with a larger --budget"
-    return _insight("attention_share", "warning", msg, advice, **ev)
-
-
-def _step_parts(row: dict[str, Any]) -> dict[str, float]:
-    """The parts of a row's profiled step that add up to it (attnscope.analysis.fingerprint.model_split)."""
-    a, rest = row.get("attention") or {}, row.get("rest") or {}
-    st = (row.get("breakdown") or {}).get("step") or {}
-    parts = {
-        "attention kernel": a.get("kernel_us") or 0.0,
-        "projections": a.get("projections_us") or 0.0,
-        "work around attention": a.get("around_us") or 0.0,
-        "GPU idle": st.get("gpu_idle_us") or 0.0,
-        "CPU-only time": st.get("cpu_only_us") or 0.0,
-        "unattributed": (row.get("breakdown") or {}).get("unattributed_us") or 0.0,
-    }
-    parts.update({k: v for k, v in (rest.get("parts") or {}).items() if k != "other"})
-    parts["other"] = (rest.get("parts") or {}).get("other") or 0.0
-    return parts
-
-
-def part_differences(row: dict[str, Any], best: dict[str, Any], top: int = 3) -> str:
-    """The parts that shrink most from ``row``'s profiled step to ``best``'s: where a saving comes from."""
-    mine, theirs = _step_parts(row), _step_parts(best)
-    diff = sorted(((mine[k] - theirs.get(k, 0.0), k) for k in mine), reverse=True)
-    return ", ".join(f"{k} {d / 1000:,.2f} ms" for d, k in diff[:top] if d > 0)
-
-
-def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
-    wall, gpu = row.get("wall_time"), row.get("step_time")
-    if not wall or not gpu or wall is gpu or wall.get("method") == gpu.get("method"):
-        return None
-    if wall["median_us"] < 1.5 * gpu["median_us"]:
-        return None
-    msg = (
-        f"the {row['mode']} step is host-bound: {wall['median_us']:,.1f} µs on the host "
-        f"({wall['method'].split(',')[0]}) against {gpu['median_us']:,.1f} µs of GPU time"
-    )
-    advice = (
-        "Python and kernel launches, not the GPU, set the pace: CUDA graphs (a static cache with torch.compile) "
-        "remove most of it; the attention implementation matters less here than its GPU time suggests"
-    )
-    return _insight("host_bound", "warning", msg, advice, wall_us=wall["median_us"], gpu_us=gpu["median_us"])
-
-
 def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Fill each ok row's insights; return the recommendation per mode."""
+    """Fill each ok row's insights; return the recommendation per mode (per mode and point on a grid)."""
     recs: dict[str, dict[str, Any]] = {}
     points = list(dict.fromkeys(_point(r) for r in rows))
+    entries = _entries(rows)
     for point in points:
         mode = point[0]
         here = [r for r in rows if _point(r) == point]
         ok = sorted(_ok(here, mode), key=lambda r: r["step_time"]["median_us"])
-        best = ok[0] if ok else None
+        entry = entries.get(point)
+        best = _best_row(entry, ok)
         failed = [r for r in here if r["status"] in ("skipped", "error", "oom")]
         for r in ok:
             others = [o for o in ok if o is not r]
@@ -277,11 +70,11 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             if hb:
                 found.append(hb)
             r["insights"] = found
-        if ok:
+        if ok and entry is not None:
             one = len({p[0] for p in points}) == len(points)  # one point per mode: keyed by the mode, as before
             configs = {p[3][0] for p in points}
             name = f" {point[3][0]}" if len(configs) > 1 else ""
-            recs[mode if one else f"{mode}{name} B{point[1]} S{point[2]}"] = recommend(ok)
+            recs[mode if one else f"{mode}{name} B{point[1]} S{point[2]}"] = _view(entry, ok)
     return recs
 
 
@@ -292,76 +85,112 @@ def _point(r: dict[str, Any]) -> tuple[str, Any, Any, Any]:
     return r["mode"], r.get("batch"), r.get("seq"), where
 
 
+def _entries(rows: list[dict[str, Any]]) -> dict[Point, dict[str, Any]]:
+    """The one recommender's answer for each point: its best entry, or its unresolved entry."""
+    rec = recommend_rows([as_generic(r) for r in rows])
+    out: dict[Point, dict[str, Any]] = {}
+    for e in [*rec["best"], *rec["unresolved"]]:
+        c = e["case"]
+        out[
+            (e["mode"], c.get("batch"), c.get("seq"), tuple(c.get(k) for k in ("config", "layers", "dtype", "device")))
+        ] = e
+    return out
+
+
+def _best_row(entry: dict[str, Any] | None, ok: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The row the one recommender named best (at an unresolved point, the fastest: what the others compare with)."""
+    if entry is None:
+        return ok[0] if ok else None
+    name = entry["fastest"] if entry.get("unresolved") else entry["variant"]
+    return next((r for r in ok if r["impl"] == name), ok[0] if ok else None)
+
+
 def as_generic(row: dict[str, Any]) -> dict[str, Any]:
     """A model row as the one recommender's input: variant (the implementation), median and quartiles of the
-    timed steps, status, and the point (config, seq, batch, mode)."""
+    timed steps (``step_time``), status, and the point (config, seq, batch, mode) as its ``case``.  Its numerics
+    are not checked (no reference for a model's step): the implementations compete on time alone."""
     t = row.get("step_time") or {}
     c: dict[str, Any] = row["case"] if isinstance(row.get("case"), dict) else {}
+    case = {k: c.get(k) for k in ("config", "layers", "dtype", "device")}
     return {
         "variant": row["impl"],
         "status": row["status"],
+        "reason": row.get("reason"),
         "median_us": t.get("median_us"),
         "p25_us": t.get("p25_us"),
         "p75_us": t.get("p75_us"),
         "noisy": t.get("noisy"),
         "method": t.get("method"),
         "point": {"config": c.get("config"), "seq": row.get("seq"), "batch": row.get("batch"), "mode": row["mode"]},
+        "mode": row["mode"],
+        "case": {**case, "batch": row.get("batch"), "seq": row.get("seq"), "mode": row["mode"]},
+        "step_time": t or None,
     }
 
 
 def recommend(ok: list[dict[str, Any]]) -> dict[str, Any]:
-    """The fastest implementation of one mode, the margin over the next, and whether it is noise."""
-    best = ok[0]
-    bt = best["step_time"]
-    basis = bt["method"].split(",")[0]
-    if len(ok) == 1:
-        text = f"{best['impl']}: the only implementation measured ({bt['median_us']:,.1f} µs per step)"
+    """The fastest implementation of one mode, the margin over the next, and whether it is noise: the one
+    recommender's answer on ``ok`` (the ok rows of one point), in the model's words."""
+    (entry,) = _entries(ok).values()
+    return _view(entry, sorted(ok, key=lambda r: r["step_time"]["median_us"]))
+
+
+def _view(e: dict[str, Any], ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one recommender's entry for a point as the model's recommendation (its keys as before, and
+    ``unresolved``); ``ok``: the point's ok rows, fastest first (for the words: each one's step-time method)."""
+    by = {r["impl"]: r for r in ok}
+    if e.get("unresolved"):
+        fast = by[e["fastest"]]
+        text = (
+            f"unresolved: {e['tied_slow']} ({e['tied_slow_us']:,.1f} µs per step) counts as tied with {e['fastest']} "
+            f"({e['fastest_us']:,.1f} µs), their interquartile ranges overlapping, although its median is "
+            f"{e['ratio']:.1f}× slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so no implementation "
+            f"is named best; {UNRESOLVED_ADVICE}"
+        )
         return {
-            "best": best["impl"],
-            "best_us": bt["median_us"],
+            "best": e["fastest"],
+            "best_us": e["fastest_us"],
+            "runner_up": e["tied_slow"],
+            "runner_up_us": e["tied_slow_us"],
+            "margin": round(e["ratio"], 4),
+            "tied": [e["tied_slow"]],
+            "basis": fast["step_time"]["method"].split(",")[0],
+            "text": text,
+            "unresolved": True,
+        }
+    best, best_us = e["variant"], e["median_us"]
+    basis = by[best]["step_time"]["method"].split(",")[0]
+    if e["runner_up"] is None:
+        text = f"{best}: the only implementation measured ({best_us:,.1f} µs per step)"
+        return {
+            "best": best,
+            "best_us": best_us,
             "runner_up": None,
             "margin": None,
             "tied": [],
             "basis": basis,
             "text": text,
+            "unresolved": False,
         }
-    nxt = ok[1]
-    nt = nxt["step_time"]
-    margin = nt["median_us"] / bt["median_us"]
-    tied = [r["impl"] for r in ok[1:] if overlaps(bt, r["step_time"])]
-    text = (
-        f"{best['impl']} at {bt['median_us']:,.1f} µs per step, {margin:.2f}× ahead of {nxt['impl']} "
-        f"({nt['median_us']:,.1f} µs)"
-    )
+    nxt, nxt_us, margin = e["runner_up"], e["runner_up_us"], e["margin"]
+    tied = [r["impl"] for r in ok if r["impl"] in e["tied_with"]]  # fastest first
+    text = f"{best} at {best_us:,.1f} µs per step, {margin:.2f}× ahead of {nxt} ({nxt_us:,.1f} µs)"
     if tied:
         text += f" — tied within the noise (interquartile ranges overlap) with {', '.join(tied)}"
-        clear = next((r for r in ok[1:] if r["impl"] not in tied), None)
-        if clear:
-            ratio = clear["step_time"]["median_us"] / bt["median_us"]
-            text += f"; the next clear step is {clear['impl']}, {ratio:.2f}× slower"
-    noisy = [r["impl"] for r in (best, nxt) if r["step_time"].get("noisy")]
-    if noisy and not tied:
-        text += f" — but {' and '.join(noisy)} timed noisy (IQR/median > 10%): confirm with a larger --budget"
+        if e["next_clear"]:
+            text += f"; the next clear step is {e['next_clear']}, {e['next_clear_us'] / best_us:.2f}× slower"
+    if e["noisy"]:
+        text += (
+            f" — but {' and '.join(e['noisy_variants'])} timed noisy (IQR/median > 10%): confirm with a larger --budget"
+        )
     return {
-        "best": best["impl"],
-        "best_us": bt["median_us"],
-        "runner_up": nxt["impl"],
-        "runner_up_us": nt["median_us"],
+        "best": best,
+        "best_us": best_us,
+        "runner_up": nxt,
+        "runner_up_us": nxt_us,
         "margin": round(margin, 4),
         "tied": tied,
         "basis": basis,
         "text": text,
+        "unresolved": False,
     }
-
-
-def split_insights(split: dict[str, Any]) -> list[dict[str, Any]]:
-    """The insights one trace alone supports (analyze): no timings to compare, no other implementation."""
-    sc = split.get("scopes", {})
-    row = {
-        "impl": sc.get("impl") or "this attention",
-        "mode": sc.get("mode") or "profiled",
-        "attention": split["attention"],
-        "breakdown": split,
-    }
-    found = [repeat_kv(row, []), upcasts(row), mask(row, []), layout_copies(row)]
-    return [f for f in found if f is not None]

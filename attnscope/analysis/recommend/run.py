@@ -1,129 +1,143 @@
-"""The recommendation for one case: the best variant, its margin, and whether that margin is noise.  Pure.
+"""The recommendation for one case, as a sentence: a view of the one recommender's answer
+(:func:`attnscope.analysis.recommend.recommend`) on a run document's results.  Pure.
 
-It speaks with the insights' voice: the variant it names is the one ``slower_than_best`` compares
-with (:func:`attnscope.analysis.compare.choose_best`), a variant that writes the score matrix out
-is named only when every fused variant is slower beyond the noise, and then the text says so.
+The best, its runner-up (the next implementation: the fastest variant that ran other kernels), the margin,
+the tie verdict and an unresolved point are the one recommender's: `attnscope run`, `attnscope recommend` on
+the same document and a sweep of that one point say the same.  Variants that ran the best's kernels are one
+implementation with it; the sentence names them, and a gap between them of ``DISTURBED_RATIO``× or more says the
+timings were disturbed.  A variant that writes the score matrix out is named only when every fused variant is
+slower beyond the noise, and then the text says so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.compare import (
-    MAX_TIE_RATIO,
-    ONE_SAMPLE_NOTE,
-    UNRESOLVED_ADVICE,
-    Row,
-    case_key,
-    choose_best,
-    is_fused,
-    one_sample,
-    ran_backend,
-    ranked,
-    same_kernels,
-    tied,
-    unresolved_tie,
-)
-from attnscope.analysis.rules.insights import materialises_scores
+from attnscope.analysis.recommend.recommender import recommend as recommend_rows
+from attnscope.analysis.recommend.ties import MAX_TIE_RATIO, ONE_SAMPLE_NOTE, UNRESOLVED_ADVICE, ran_backend
 from attnscope.core.types import Recommendation
-
-
-def _label(r: dict[str, Any]) -> str:
-    if r["variant"] == "sdpa_default":
-        backend, _ = ran_backend(r)
-        return f"sdpa_default (runs {backend})" if backend else "sdpa_default"
-    return str(r["variant"])
-
-
-def _scores_note(best: Row, rows: list[Row]) -> str:
-    """Said plainly when the fastest variant writes the S×S scores out and no fused one keeps up."""
-    if not materialises_scores(best[0]):
-        return ""
-    fused = [row for row in rows if is_fused(row[0])]
-    what = f"{_label(best[0])} writes the S×S score matrix out (memory grows with S²)"
-    if not fused:
-        return f" — {what}, and no fused variant ran here to compare with"
-    f = fused[0]
-    return (
-        f" — {what}; every fused variant was slower beyond the noise here (the fastest, {_label(f[0])}, "
-        f"{f[1] / best[1]:.2f}× slower): keep it only while S² memory is affordable"
-    )
-
 
 # Two variants that ran the same kernels differ by a few % from run to run on a quiet machine (1.00–1.05× on
 # the H200, ≤ 1.1× on a quiet CPU); this far apart, something else disturbed the timings.
 DISTURBED_RATIO = 1.5
 
 
-def _tie_text(best: Row, nxt: Row, rows: list[Row]) -> str:
-    if not same_kernels(best[0], nxt[0]):
-        text = " — inside the noise (their interquartile ranges overlap): treat them as tied"
-    elif nxt[1] >= DISTURBED_RATIO * best[1]:
-        text = (
-            f" — they ran the same kernels, so a {nxt[1] / best[1]:.2f}× gap is not theirs: the timings were "
-            "disturbed (another load on this machine?); treat them as tied, and time again on a quiet machine "
-            "before trusting this ranking"
+def _labeller(results: list[dict[str, Any]]) -> Any:
+    by = {r.get("variant"): r for r in results}
+
+    def label(v: str) -> str:
+        if v == "sdpa_default" and v in by:
+            backend, _ = ran_backend(by[v])
+            return f"sdpa_default (runs {backend})" if backend else "sdpa_default"
+        return str(v)
+
+    return label
+
+
+def _scores_note(b: dict[str, Any], label: Any) -> str:
+    """Said plainly when the fastest variant writes the S×S scores out and no fused one keeps up."""
+    if not b["writes_scores"]:
+        return ""
+    what = f"{label(b['variant'])} writes the S×S score matrix out (memory grows with S²)"
+    if b["fastest_fused"] is None:
+        return f" — {what}, and no fused variant ran here to compare with"
+    return (
+        f" — {what}; every fused variant was slower beyond the noise here (the fastest, {label(b['fastest_fused'])}, "
+        f"{b['fastest_fused_us'] / b['median_us']:.2f}× slower): keep it only while S² memory is affordable"
+    )
+
+
+def _twins_text(b: dict[str, Any], label: Any) -> str:
+    """The variants that ran the best's kernels: one implementation, their gap run-to-run variation (or a
+    disturbance, past ``DISTURBED_RATIO``×)."""
+    if not b["same_as"]:
+        return ""
+    names = " and ".join(label(v) for v in b["same_as"])
+    slowest = max(b["same_as_us"])
+    ratio = slowest / b["median_us"] if b["median_us"] > 0 else 1.0
+    text = f"; {names} ran the same kernels ({', '.join(f'{u:,.1f}' for u in b['same_as_us'])} µs): one implementation"
+    if ratio >= DISTURBED_RATIO:
+        return text + (
+            f", so a {ratio:.2f}× gap between them is not theirs: the timings were disturbed "
+            "(another load on this machine?); time again on a quiet machine before trusting this ranking"
         )
-    else:
-        text = " — they ran the same kernels, so the gap is run-to-run variation: treat them as tied"
-    distinct = next((r for r in rows if r is not best and r is not nxt and not tied(best, r)), None)
-    if distinct and distinct[1] > best[1]:
-        text += f"; the next clear step is {_label(distinct[0])}, {distinct[1] / best[1]:.2f}× slower"
-    return text
+    return text + ", the gap is run-to-run variation"
+
+
+def _excluded(rec: dict[str, Any], results: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The variants measured but left out, in the document's order, each with the reason in short."""
+    order = {r.get("variant"): i for i, r in enumerate(results)}
+    out = [e for e in rec["excluded"] if e.get("status") == "ok"]
+    out.sort(key=lambda e: order.get(e["variant"], len(order)))
+    return tuple(f"{e['variant']} ({e['why'].split(':')[0].split(' (')[0]})" for e in out)
 
 
 def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
-    """Rank the ok, numerically sound results of one case; None when there is no single case to rank."""
-    keys = {case_key(r) for r in results if r.get("status") == "ok"}
-    if len(keys) != 1 or None in keys:
-        return None  # analyze of traces of unknown shape, or a document mixing cases
-    excluded = tuple(
-        f"{r['variant']} (numerics off)" for r in results if r.get("status") == "ok" and r.get("numerics_ok") is False
-    )
-    rows = ranked(results)
-    if not rows:
+    """The one recommender's answer for the one case of ``results``, as a sentence; None when there is no single
+    case to rank (analyze of traces of unknown shape, or a document mixing cases)."""
+    ok = [r for r in results if r.get("status") == "ok"]
+    if not ok or any(not isinstance(r.get("case"), dict) for r in ok):
         return None
-    best, preferred_over = choose_best(rows)
-    b, best_us, _, basis = best
-    if len(rows) == 1:
-        text = f"{_label(b)}: the only variant measured ({best_us:,.1f} µs, {basis})" + _scores_note(best, rows)
-        return Recommendation(b["variant"], best_us, None, None, None, None, basis, excluded, text)
-    nxt = preferred_over or next(r for r in rows if r is not best)
-    margin = nxt[1] / best_us
-    un = unresolved_tie(rows)
-    if un:  # the sweep names no best at such a point either (analysis.recommend.sweep: unresolved)
-        fast, slow = un
+    rec = recommend_rows(results)
+    if len(rec["best"]) + len(rec["unresolved"]) != 1:
+        return None
+    label = _labeller(results)
+    excluded = _excluded(rec, results)
+    if rec["unresolved"]:  # the sweep names no best at such a point either
+        u = rec["unresolved"][0]
         text = (
-            f"unresolved: {_label(slow[0])} ({slow[1]:,.1f} µs) counts as tied with {_label(fast[0])} "
-            f"({fast[1]:,.1f} µs), their interquartile ranges overlapping, although its median is "
-            f"{slow[1] / fast[1]:.1f}× slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so no variant "
-            f"is named best; {UNRESOLVED_ADVICE}"
+            f"unresolved: {label(u['tied_slow'])} ({u['tied_slow_us']:,.1f} µs) counts as tied with "
+            f"{label(u['fastest'])} ({u['fastest_us']:,.1f} µs), their interquartile ranges overlapping, although its "
+            f"median is {u['ratio']:.1f}× slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so no "
+            f"variant is named best; {UNRESOLVED_ADVICE}"
         )
         return Recommendation(
-            b["variant"], best_us, nxt[0]["variant"], nxt[1], margin, True, basis, excluded, text, unresolved=True
+            u["fastest"],
+            u["fastest_us"],
+            u["tied_slow"],
+            u["tied_slow_us"],
+            u["ratio"],
+            True,
+            u["basis"],
+            excluded,
+            text,
+            unresolved=True,
         )
-    text = f"best for this case: {_label(b)} at {best_us:,.1f} µs ({basis}), "
-    if preferred_over:
+    b = rec["best"][0]
+    v, best_us, basis = b["variant"], b["median_us"], b["basis"]
+    nxt, nxt_us = b["runner_up"], b["runner_up_us"]
+    if nxt is None:
+        if b["same_as"]:
+            text = f"best for this case: {label(v)} at {best_us:,.1f} µs ({basis})" + _twins_text(b, label)
+        else:
+            text = f"{label(v)}: the only variant measured ({best_us:,.1f} µs, {basis})"
+        text += _scores_note(b, label)
+        if excluded:
+            text += f"; left out: {', '.join(excluded)}"
+        return Recommendation(v, best_us, None, None, None, None, basis, excluded, text)
+    text = f"best for this case: {label(v)} at {best_us:,.1f} µs ({basis}), "
+    if b["preferred_over"]:
         text += (
-            f"tied within the noise with {_label(nxt[0])}: its median was lower ({nxt[1]:,.1f} µs) but their "
+            f"tied within the noise with {label(nxt)}: its median was lower ({nxt_us:,.1f} µs) but their "
             "interquartile ranges overlap, and "
-            f"{_label(nxt[0])} writes the S×S score matrix out: the fused one does the same work in O(S·D) memory"
+            f"{label(nxt)} writes the S×S score matrix out: the fused one does the same work in O(S·D) memory"
         )
-        noise = True
+        text += _twins_text(b, label)
     else:
-        text += f"{margin:.2f}× ahead of {_label(nxt[0])} ({nxt[1]:,.1f} µs)"
-        noise = tied(best, nxt)
-        if noise:
-            text += _tie_text(best, nxt, rows)
-        text += _scores_note(best, rows)
-    noisy = [_label(x[0]) for x in (best, nxt) if x[2] and x[2].get("noisy")]
-    if not noise and (one_sample(best[2]) or one_sample(nxt[2])):
+        text += f"{b['margin']:.2f}× ahead of {label(nxt)} ({nxt_us:,.1f} µs)"
+        if b["tied"]:
+            text += " — inside the noise (their interquartile ranges overlap): treat them as tied"
+            if b["next_clear"]:
+                text += f"; the next clear step is {label(b['next_clear'])}, {b['next_clear_us'] / best_us:.2f}× slower"
+        text += _twins_text(b, label)
+        text += _scores_note(b, label)
+    if not b["tied"] and b["one_sample"]:
         text += f" — {ONE_SAMPLE_NOTE}"
-    elif noisy and not noise:
+    elif b["noisy"]:
         text += (
-            f" — but {' and '.join(noisy)} timed noisy (IQR/median > 10%): "
+            f" — but {' and '.join(label(x) for x in b['noisy_variants'])} timed noisy (IQR/median > 10%): "
             "confirm with a larger --budget before acting on this margin"
         )
     if excluded:
         text += f"; left out: {', '.join(excluded)}"
-    return Recommendation(b["variant"], best_us, nxt[0]["variant"], nxt[1], margin, noise, basis, excluded, text)
+    return Recommendation(v, best_us, nxt, nxt_us, b["margin"], b["tied"], basis, excluded, text)

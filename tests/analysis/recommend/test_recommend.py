@@ -103,37 +103,50 @@ def test_tied_inside_the_noise():
     )
 
 
-def test_tied_by_the_same_kernels_with_the_next_clear_step():
-    """sdpa_default ran flash's kernel: tied with sdpa_flash though their quartiles are apart
-    (110 / 100 = 1.10×); flex at 300 µs is the next clear step, 3.00× slower."""
+def test_tied_by_the_same_kernels_is_one_implementation_and_the_runner_up_is_the_next():
+    """sdpa_default ran flash's kernel: one implementation with sdpa_flash though their quartiles are apart
+    (110 / 100 = 1.10×); the runner-up is the next implementation, flex at 300 µs: 300 / 100 = 3.00×."""
     rows = [
         row("flex", 300.0, 297.0, 303.0),
         row("sdpa_flash", 110.0, 109.0, 111.0),
         row("sdpa_default", 100.0, 99.0, 101.0),
     ]
     rec = recommend(rows)
-    assert (rec.best, rec.runner_up, rec.within_noise) == ("sdpa_default", "sdpa_flash", True)
+    assert (rec.best, rec.runner_up, rec.runner_up_us, rec.within_noise) == ("sdpa_default", "flex", 300.0, False)
+    assert rec.margin == 3.0
     assert rec.text == (
-        f"best for this case: sdpa_default (runs flash) at 100.0 µs ({BASIS}), 1.10× ahead of sdpa_flash "
-        "(110.0 µs) — they ran the same kernels, so the gap is run-to-run variation: treat them as tied; "
-        "the next clear step is flex, 3.00× slower"
+        f"best for this case: sdpa_default (runs flash) at 100.0 µs ({BASIS}), 3.00× ahead of flex (300.0 µs); "
+        "sdpa_flash ran the same kernels (110.0 µs): one implementation, the gap is run-to-run variation"
+    )
+
+
+def test_tied_inside_the_noise_with_the_next_clear_step():
+    """flash 100 µs [90, 110], efficient 105 µs [95, 115] (overlap: tied), flex 300 µs [297, 303]: the next
+    clear step, 300 / 100 = 3.00×."""
+    rows = [row("sdpa_flash", 100.0, 90.0, 110.0), row("sdpa_efficient", 105.0, 95.0, 115.0)]
+    rec = recommend([*rows, row("flex", 300.0, 297.0, 303.0)])
+    assert (rec.best, rec.runner_up, rec.within_noise) == ("sdpa_flash", "sdpa_efficient", True)
+    assert rec.text == (
+        f"best for this case: sdpa_flash at 100.0 µs ({BASIS}), 1.05× ahead of sdpa_efficient (105.0 µs) — "
+        "inside the noise (their interquartile ranges overlap): treat them as tied; the next clear step is flex, "
+        "3.00× slower"
     )
 
 
 def test_the_same_kernels_far_apart_say_the_timings_were_disturbed():
     """sdpa_default ran flash's kernel at 150 µs against flash's 100 µs: 150 / 100 = 1.50×, the bar (≥ 1.5×)
-    where a gap between the same kernels cannot be theirs; at 149 µs (1.49×) it is run-to-run variation."""
+    where a gap between the same kernels cannot be theirs; at 149 µs (1.49×) it is run-to-run variation.  One
+    implementation alone: no runner-up, no margin."""
     rows = [row("sdpa_flash", 100.0, 99.0, 101.0), row("sdpa_default", 150.0, 149.0, 151.0)]
     rec = recommend(rows)
-    assert (rec.best, rec.runner_up, rec.within_noise) == ("sdpa_flash", "sdpa_default", True)
+    assert (rec.best, rec.runner_up, rec.margin, rec.within_noise) == ("sdpa_flash", None, None, None)
     assert rec.text == (
-        f"best for this case: sdpa_flash at 100.0 µs ({BASIS}), 1.50× ahead of sdpa_default (runs flash) "
-        "(150.0 µs) — they ran the same kernels, so a 1.50× gap is not theirs: the timings were disturbed "
-        "(another load on this machine?); treat them as tied, and time again on a quiet machine before trusting "
-        "this ranking"
+        f"best for this case: sdpa_flash at 100.0 µs ({BASIS}); sdpa_default (runs flash) ran the same kernels "
+        "(150.0 µs): one implementation, so a 1.50× gap between them is not theirs: the timings were disturbed "
+        "(another load on this machine?); time again on a quiet machine before trusting this ranking"
     )
     rows = [row("sdpa_flash", 100.0, 99.0, 101.0), row("sdpa_default", 149.0, 148.0, 150.0)]
-    assert recommend(rows).text.endswith("so the gap is run-to-run variation: treat them as tied")
+    assert recommend(rows).text.endswith("one implementation, the gap is run-to-run variation")
 
 
 def test_sdpa_default_without_a_known_backend_is_named_plainly():

@@ -1,0 +1,268 @@
+"""The model's rules: insights on one implementation's profiled step (repeat_kv copies, upcasts, the mask,
+layout copies, attention's share, a host-bound step) and on one trace's split.  Pure: the rows' dicts in, dicts out.
+
+Every number in a message is in the insight's ``evidence`` (units in the keys).  Step-time
+comparisons use the measured medians (``step_time``); shares and parts come from the one profiled
+step's split (``attention``), whose method each row states.  Which implementation is best is the one
+recommender's (:mod:`attnscope.analysis.recommend.model` asks it); these rules only explain.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from attnscope.analysis.recommend.ties import overlaps
+
+MIB = 1024 * 1024
+FUSED = ("sdpa", "flex_attention", "flash_attention_2")
+
+
+def _mib(b: float) -> str:
+    if b < MIB:
+        return f"{b / 1024:,.1f} KiB"
+    return f"{b / MIB:,.2f} MiB" if b < 10 * MIB else f"{b / MIB:,.1f} MiB"
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 1) if whole > 0 else 0.0
+
+
+def _insight(id_: str, severity: str, message: str, advice: str, **evidence: Any) -> dict[str, Any]:
+    return {"id": id_, "severity": severity, "message": message, "advice": advice, "evidence": evidence}
+
+
+def _forward_copies(row: dict[str, Any], part: str) -> list[dict[str, Any]]:
+    return [c for c in (row.get("attention") or {}).get("hidden_copies", []) if c["part"] == part and not c["backward"]]
+
+
+def repeat_kv(
+    row: dict[str, Any], others: list[dict[str, Any]], failed: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
+    copies = _forward_copies(row, "repeat_kv")
+    if not copies:
+        return None
+    per_layer: dict[str, list[int]] = defaultdict(list)
+    for c in copies:
+        per_layer[str(c["layer"])].append(int(c["bytes"]))
+    n_layers = len(per_layer)
+    counts = sorted({len(v) for v in per_layer.values()})
+    one = max(c["bytes"] for c in copies)
+    total = sum(c["bytes"] for c in copies)
+    attn = row["attention"]
+    t_us = attn["parts"]["repeat_kv"]
+    n = counts[-1]
+    plural = "s" if n_layers > 1 else ""
+    msg = (
+        f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{_mib(one)} per layer per {row['mode']} "
+        f"step ({len(copies)} copies in {n_layers} layer{plural}, {_mib(total)} in all, {t_us:,.1f} µs in repeat_kv, "
+        f"{_pct(t_us, row['breakdown']['total_us'])}% of the profiled step)"
+    )
+    clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]
+    sdpa_failed = next((f for f in failed or [] if f["impl"] == "sdpa"), None)
+    sdpa_copies = any(o["impl"] == "sdpa" and o.get("attention") and _forward_copies(o, "repeat_kv") for o in others)
+    if row["impl"] == "eager" and sdpa_copies:
+        advice = (
+            "sdpa repeated K and V too in this run (this transformers did not pass enable_gqa to torch's SDPA here); "
+            "an sdpa path that passes enable_gqa=True keeps K and V at their KV heads"
+        )
+        if clean:
+            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
+    elif row["impl"] == "eager" and sdpa_failed is not None:
+        advice = (
+            f"sdpa with enable_gqa would avoid it, but sdpa did not run for this model here ({sdpa_failed['status']}: "
+            "see its row)"
+        )
+        if clean:
+            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
+    elif row["impl"] == "eager":
+        advice = (
+            "sdpa with enable_gqa avoids it: transformers' sdpa path passes enable_gqa=True to torch's SDPA when no "
+            "attention mask is needed, so K and V stay at their KV heads"
+        )
+        if clean:
+            advice += f" (seen in this run: {', '.join(clean)} made no repeat_kv copy)"
+    else:
+        advice = (
+            f"transformers' {row['impl']} path repeated K and V here instead of passing enable_gqa=True to torch's "
+            "attention (recent transformers pass it to SDPA only when no attention mask is needed: padding or a "
+            "custom mask brings the copy back)"
+        )
+        if clean:
+            advice += f"; {', '.join(clean)} made no repeat_kv copy in this run"
+    if row["mode"] == "decode":
+        advice += "; in decode the copy covers the whole KV cache on every generated token"
+    return _insight(
+        "repeat_kv_copy",
+        "warning",
+        msg,
+        advice,
+        copies_per_layer=n,
+        bytes_per_copy=one,
+        num_copies=len(copies),
+        num_layers=n_layers,
+        bytes_total=total,
+        repeat_kv_us=t_us,
+        step_total_us=row["breakdown"]["total_us"],
+    )
+
+
+def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
+    ups = (row.get("attention") or {}).get("upcasts", [])
+    if not ups:
+        return None
+    total = sum(u["bytes"] for u in ups)
+    # the breakdown's own figure (its 'upcasts' part), so both quote one number; the listed casts are a subset
+    part = ((row.get("attention") or {}).get("parts") or {}).get("upcasts")
+    t_us = part if part is not None else sum(u.get("duration_us") or 0.0 for u in ups)
+    ops = sorted({u["op"] for u in ups})
+    msg = (
+        f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {_mib(total)} written in fp32, "
+        f"{t_us:,.1f} µs in the copies"
+    )
+    if row["impl"] == "eager":
+        advice = (
+            "eager attention runs its softmax in fp32 by design (transformers' eager_attention_forward); "
+            "sdpa and flex_attention keep the scores inside one fused kernel instead of an fp32 tensor"
+        )
+    else:
+        advice = (
+            f"these casts run inside {row['impl']}'s own code path, not yours; compare its kernel time with eager's"
+        )
+    return _insight(
+        "attention_upcast",
+        "warning",
+        msg,
+        advice,
+        num_upcasts=len(ups),
+        bytes_fp32=total,
+        upcast_us=round(t_us, 3),
+        ops=ops,
+    )
+
+
+def mask(row: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any] | None:
+    attn = row.get("attention") or {}
+    t_us = attn.get("parts", {}).get("mask", 0.0)
+    if t_us <= 0:
+        return None
+    total = row["breakdown"]["total_us"]
+    msg = f"the attention mask is built on every forward: {t_us:,.1f} µs, {_pct(t_us, total)}% of the profiled step"
+    cmp = [f"{o['impl']} {o['attention']['parts']['mask']:,.1f} µs" for o in others if o.get("attention") is not None]
+    advice = "transformers builds it once per forward and shares it across layers"
+    if cmp:
+        advice += f"; the other implementations in this run spent: {', '.join(cmp)}"
+    return _insight("mask_built", "info", msg, advice, mask_us=t_us, step_total_us=total)
+
+
+def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
+    attn = row.get("attention") or {}
+    # repeat_kv has its own insight; copies while building the mask are mask building
+    copies = [c for c in attn.get("hidden_copies", []) if c["part"] not in ("repeat_kv", "mask") and not c["backward"]]
+    if not copies:
+        return None
+    total = sum(c["bytes"] for c in copies)
+    ops = sorted({c["op"] for c in copies})
+    msg = f"{len(copies)} other full-tensor copies inside attention's forward ({', '.join(ops)}), {_mib(total)} in all"
+    advice = (
+        "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
+        "not in yours: weigh them with the 'copies' part of the split"
+    )
+    return _insight("attention_copies", "info", msg, advice, num_copies=len(copies), bytes_total=total, ops=ops)
+
+
+def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
+    attn = row["attention"]
+    # the profiled step whose parts add up to it, as the table shows it (GPU time alone where a row has no step)
+    total = ((row["breakdown"].get("step") or {}).get("step_us")) or row["breakdown"]["total_us"]
+    pct = _pct(attn["time_us"], total)
+    msg = (
+        f"attention is {pct}% of the {row['mode']} step ({attn['time_us']:,.1f} of {total:,.1f} µs profiled): "
+        f"kernel {_pct(attn['kernel_us'], total)}%, projections {_pct(attn['projections_us'], total)}%, "
+        f"work around it {_pct(attn['around_us'], total)}%"
+    )
+    ev: dict[str, Any] = {
+        "attention_us": attn["time_us"],
+        "kernel_us": attn["kernel_us"],
+        "projections_us": attn["projections_us"],
+        "around_us": attn["around_us"],
+        "step_total_us": total,
+    }
+    if best is None or best is row:
+        advice = f"the fastest implementation measured for {row['mode']}"
+        if pct < 20:
+            advice += f"; attention is {pct}% of the step, so the rest (see the split) is where time goes"
+        return _insight("attention_share", "info", msg, advice, **ev)
+    mine, theirs = row["step_time"], best["step_time"]
+    saved = mine["median_us"] - theirs["median_us"]
+    ev.update(step_us=mine["median_us"], best_step_us=theirs["median_us"], saved_us=round(saved, 3))
+    if overlaps(mine, theirs):
+        advice = f"{best['impl']} is within the noise of it for {row['mode']} (interquartile ranges overlap)"
+        return _insight("attention_share", "info", msg, advice, **ev)
+    noise = ((mine["p75_us"] - mine["p25_us"]) + (theirs["p75_us"] - theirs["p25_us"])) / 2
+    advice = (
+        f"switching {row['impl']} → {best['impl']} saves {saved / 1000:,.2f} ms per step "
+        f"({_pct(saved, mine['median_us'])}% of {mine['median_us'] / 1000:,.2f} ms, measured step medians, "
+        f"± {noise / 1000:,.2f} ms: half the sum of their interquartile ranges)"
+    )
+    where = part_differences(row, best)
+    if where:
+        advice += f"; in the profiled steps it comes from {where}"
+    ev.update(noise_us=round(noise, 3))
+    if mine.get("noisy") or theirs.get("noisy"):
+        advice += "; one of the two timings is noisy (IQR/median > 10%): confirm with a larger --budget"
+    return _insight("attention_share", "warning", msg, advice, **ev)
+
+
+def _step_parts(row: dict[str, Any]) -> dict[str, float]:
+    """The parts of a row's profiled step that add up to it (attnscope.analysis.fingerprint.model_split)."""
+    a, rest = row.get("attention") or {}, row.get("rest") or {}
+    st = (row.get("breakdown") or {}).get("step") or {}
+    parts = {
+        "attention kernel": a.get("kernel_us") or 0.0,
+        "projections": a.get("projections_us") or 0.0,
+        "work around attention": a.get("around_us") or 0.0,
+        "GPU idle": st.get("gpu_idle_us") or 0.0,
+        "CPU-only time": st.get("cpu_only_us") or 0.0,
+        "unattributed": (row.get("breakdown") or {}).get("unattributed_us") or 0.0,
+    }
+    parts.update({k: v for k, v in (rest.get("parts") or {}).items() if k != "other"})
+    parts["other"] = (rest.get("parts") or {}).get("other") or 0.0
+    return parts
+
+
+def part_differences(row: dict[str, Any], best: dict[str, Any], top: int = 3) -> str:
+    """The parts that shrink most from ``row``'s profiled step to ``best``'s: where a saving comes from."""
+    mine, theirs = _step_parts(row), _step_parts(best)
+    diff = sorted(((mine[k] - theirs.get(k, 0.0), k) for k in mine), reverse=True)
+    return ", ".join(f"{k} {d / 1000:,.2f} ms" for d, k in diff[:top] if d > 0)
+
+
+def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
+    wall, gpu = row.get("wall_time"), row.get("step_time")
+    if not wall or not gpu or wall is gpu or wall.get("method") == gpu.get("method"):
+        return None
+    if wall["median_us"] < 1.5 * gpu["median_us"]:
+        return None
+    msg = (
+        f"the {row['mode']} step is host-bound: {wall['median_us']:,.1f} µs on the host "
+        f"({wall['method'].split(',')[0]}) against {gpu['median_us']:,.1f} µs of GPU time"
+    )
+    advice = (
+        "Python and kernel launches, not the GPU, set the pace: CUDA graphs (a static cache with torch.compile) "
+        "remove most of it; the attention implementation matters less here than its GPU time suggests"
+    )
+    return _insight("host_bound", "warning", msg, advice, wall_us=wall["median_us"], gpu_us=gpu["median_us"])
+
+
+def split_insights(split: dict[str, Any]) -> list[dict[str, Any]]:
+    """The insights one trace alone supports (analyze): no timings to compare, no other implementation."""
+    sc = split.get("scopes", {})
+    row = {
+        "impl": sc.get("impl") or "this attention",
+        "mode": sc.get("mode") or "profiled",
+        "attention": split["attention"],
+        "breakdown": split,
+    }
+    found = [repeat_kv(row, []), upcasts(row), mask(row, []), layout_copies(row)]
+    return [f for f in found if f is not None]
