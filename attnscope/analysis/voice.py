@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from attnscope.analysis.compare import Row, case_key, choose_best, ranked, tied, unresolved_tie
+from attnscope.analysis.compare import Row, case_key, ranked, tied
+from attnscope.analysis.recommend.recommender import recommend
 from attnscope.analysis.rules.insights import r1
 from attnscope.core.types import Insight, NotChecked
 
@@ -30,6 +31,16 @@ def _compiled_flex(rows: list[Row]) -> Row | None:
         ):
             return row
     return None
+
+
+def _recommended(peers: list[dict[str, Any]], rows: list[Row]) -> Row | None:
+    """The ranked row of the one recommender's best at this case; None where it names none (unresolved, or
+    several best)."""
+    rec = recommend(peers)
+    if rec["unresolved"] or len(rec["best"]) != 1:
+        return None
+    name = rec["best"][0]["variant"]
+    return next((row for row in rows if row[0].get("variant") == name), None)
 
 
 def _beaten(flex: Row, best: Row) -> dict[str, Any] | None:
@@ -96,8 +107,9 @@ def agree_with_recommendation(
         rows = ranked(peers) if peers else []
         flex = _compiled_flex(rows)
         beaten = None
-        if flex is not None and unresolved_tie(rows) is None:
-            beaten = _beaten(flex, choose_best(rows)[0])
+        if flex is not None:
+            best = _recommended(peers, rows)
+            beaten = _beaten(flex, best) if best is not None else None
         if flex is not None and beaten is not None:
             found = [
                 _rewrite(i, beaten)

@@ -6,42 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnscope.core.case import recommender_axes
+
 DEFAULT = "sdpa_default"  # PyTorch's own choice among the SDPA backends
 
-# Axes in the order a policy and a label name them; any other case field follows, sorted.
-AXES = (
-    "mode",
-    "seq_q",
-    "head_dim",
-    "causal",
-    "mask",
-    "dtype",
-    "heads",
-    "kv_heads",
-    "seq_kv",
-    "batch",
-    "softcap",
-    "alibi",
-    "device",
-)
-
-SYMBOL = {"seq_q": "S", "seq_kv": "S_kv", "head_dim": "D", "batch": "B", "heads": "H", "kv_heads": "H_kv"}
-# The order a case label names them in: 'B=2 H=8 S=512 D=64 bf16 causal fwd'.
-LABEL_AXES = (
-    "batch",
-    "heads",
-    "kv_heads",
-    "seq_q",
-    "seq_kv",
-    "head_dim",
-    "dtype",
-    "causal",
-    "mask",
-    "softcap",
-    "alibi",
-    "mode",
-    "device",
-)
+# From the table of the case's fields (attnscope.core.case): the axes in the order a policy names them (the most
+# telling first; any other case field follows, sorted), their symbols, and the order a case label names them in
+# ('B=2 H=8 S=512 D=64 bf16 causal fwd').
+_AX = recommender_axes()
+AXES = _AX.policy
+SYMBOL = _AX.symbol
+LABEL_AXES = _AX.label
 
 SUMMARY_KEYS = ("best", "tied", "slower", "not_usable", "not_run")  # each point is in one of these
 
@@ -52,10 +27,9 @@ def axes_of(row: dict[str, Any]) -> dict[str, Any]:
     c = row["case"]
     out = {a: c.get(a) for a in AXES}
     out["mode"] = row.get("mode") or c.get("mode") or "fwd"
-    if out["seq_kv"] is None:
-        out["seq_kv"] = c.get("seq_q")
-    if out["kv_heads"] is None:
-        out["kv_heads"] = c.get("heads")
+    for k, twin in _AX.twin.items():  # seq_kv follows seq_q, kv_heads follows heads
+        if out[k] is None:
+            out[k] = c.get(twin)
     for k in sorted(c):
         if k not in out:
             out[k] = c[k]

@@ -244,17 +244,36 @@ def test_sweep_help_names_each_default_the_table_gives():
             assert value in (f.sweep[0].help or ""), (f.name, kind)
 
 
-def test_recommender_axes_agree_with_the_recommenders_own_lists():
-    from attnscope.analysis.recommend import sweep as rec
+def test_the_recommender_takes_its_axes_from_the_table():
+    from attnscope.analysis.recommend import policy, ranges
     from attnscope.document import recommendation as words
 
     ax = recommender_axes()
-    assert ax.policy == words.AXES
-    assert ax.label == words.LABEL_AXES
-    assert ax.symbol == words.SYMBOL
-    assert ax.numeric == rec.NUMERIC
-    assert ax.twin == rec.TWIN
-    assert ax.policy[:3] == ("mode", "seq_q", "head_dim")  # the most telling first
+    # the recommender's lists are the table's (not copies that could drift)
+    assert (words.AXES, words.LABEL_AXES, words.SYMBOL) == (ax.policy, ax.label, ax.symbol)
+    assert (policy.NUMERIC, ranges.TWIN) == (ax.numeric, ax.twin)
+    # and the table gives what the recommender said by hand before it read the table
+    assert ax.policy == (
+        "mode", "seq_q", "head_dim", "causal", "mask", "dtype", "heads", "kv_heads", "seq_kv", "batch", "softcap",
+        "alibi", "device",
+    )  # fmt: skip
+    assert ax.label == (
+        "batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal", "mask", "softcap", "alibi",
+        "mode", "device",
+    )  # fmt: skip
+    assert ax.symbol == {
+        "seq_q": "S",
+        "seq_kv": "S_kv",
+        "head_dim": "D",
+        "batch": "B",
+        "heads": "H",
+        "kv_heads": "H_kv",
+    }
+    assert ax.numeric == {"seq_q", "seq_kv", "head_dim", "batch", "heads", "kv_heads", "softcap"}
+    assert ax.twin == {"seq_kv": "seq_q", "kv_heads": "heads"}
+    # a row whose case leaves seq_kv and kv_heads out reads them from their twins
+    got = words.axes_of({"case": {"batch": 1, "heads": 8, "seq_q": 64, "head_dim": 16, "seq_kv": None}})
+    assert (got["seq_kv"], got["kv_heads"]) == (64, 8)
 
 
 def test_every_field_but_the_x_axis_can_split_the_sweep_page():

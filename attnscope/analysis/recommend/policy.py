@@ -10,10 +10,11 @@ from typing import Any
 from attnscope.analysis.recommend.points import _Point
 from attnscope.analysis.recommend.ranges import _cond_text
 from attnscope.analysis.recommend.rows import _why_out
+from attnscope.core.case import recommender_axes
 from attnscope.document.recommendation import DEFAULT, SYMBOL, value_order
 from attnscope.document.recommendation import fmt as _fmt
 
-NUMERIC = frozenset({"seq_q", "seq_kv", "head_dim", "batch", "heads", "kv_heads", "softcap"})
+NUMERIC = recommender_axes().numeric  # from the table of the case's fields: a policy may say ≤ / ≥ of these
 MAX_RULES = 6  # rules before "otherwise": past that, the disagreeing points are listed as exceptions
 MAX_CONDITIONS = 3  # per rule, e.g. 'S ≥ 256 and S ≤ 512 and D = 64'
 MIN_GAIN = 2  # a rule must put right at least this many points: a lone point is an exception, not a rule

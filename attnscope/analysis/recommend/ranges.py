@@ -7,11 +7,12 @@ from typing import Any
 
 from attnscope.analysis.recommend.points import _Point
 from attnscope.analysis.recommend.rows import _key
+from attnscope.core.case import recommender_axes
 from attnscope.document.recommendation import AXES, SYMBOL, value_order
 from attnscope.document.recommendation import fmt as _fmt
 from attnscope.document.recommendation import value_text as _value_text
 
-TWIN = {"seq_kv": "seq_q", "kv_heads": "heads"}  # filled in from these where the case leaves them out
+TWIN = recommender_axes().twin  # filled in from these where the case leaves them out (the case table)
 
 
 def _axes(points: list[_Point]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
