@@ -86,7 +86,8 @@ def encode(v: Any) -> Any:
         d.update({p: getattr(v, p) for p in PROPERTIES.get(type(v), ())})
         return d
     if isinstance(v, tuple | list):
-        if v and all(dataclasses.is_dataclass(x) and not PROPERTIES.get(type(x)) for x in v):
+        kinds = {type(x) for x in v}  # 10^4 kernel records: each type checked once
+        if v and all(dataclasses.is_dataclass(t) and not PROPERTIES.get(t) for t in kinds):
             return flat_all(v)  # records of plain fields: their tuples (grid, dims) stay as JSON arrays
         return [encode(x) for x in v]
     if isinstance(v, dict):

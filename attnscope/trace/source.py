@@ -46,23 +46,82 @@ def chunks(path: Path) -> Generator[bytes, None, None]:
 
 
 def gunzip(path: Path, f: IO[bytes], first: bytes) -> Iterator[bytes]:
-    dec = zlib.decompressobj(31)
-    block = first + f.read(BLOCK)
+    """The members' inflated bytes.  Each member is inflated as raw deflate after its header is read here: zlib's
+    gzip mode also works out each member's CRC-32, 3% of a whole ``analyze`` (155 M of 4,984 M instructions on the
+    Llama trace).  The trailer's length (ISIZE) is still checked, and a stream that is not valid deflate, or that
+    ends early, is still an error."""
+    pieces = _pieces(f, first)
+    buf = b""
     try:
-        while block:
-            view = memoryview(block)
-            for i in range(0, len(view), CHUNK):
-                out = dec.decompress(view[i : i + CHUNK])
-                while dec.eof and dec.unused_data:  # concatenated gzip members
-                    rest = dec.unused_data
-                    dec = zlib.decompressobj(31)
-                    out += dec.decompress(rest)
-                yield out
-            block = f.read(BLOCK)
-        if not dec.eof:
-            raise TraceError(f"{path}: corrupt gzip (truncated compressed stream)")
+        while True:
+            buf = _skip_header(path, buf, pieces)
+            dec = zlib.decompressobj(-15)
+            size = 0
+            while not dec.eof:
+                data = buf or next(pieces, b"")
+                if not data:
+                    raise TraceError(f"{path}: corrupt gzip (truncated compressed stream)")
+                out = dec.decompress(data)
+                buf = b""
+                size += len(out)
+                if out:
+                    yield out
+            buf = _fill(dec.unused_data, 8, pieces)
+            if len(buf) < 8:
+                raise TraceError(f"{path}: corrupt gzip (truncated compressed stream)")
+            if int.from_bytes(buf[4:8], "little") != size & 0xFFFFFFFF:
+                raise TraceError(f"{path}: corrupt gzip (the inflated length differs from the recorded one)")
+            buf = _fill(buf[8:], 1, pieces)
+            if not buf:
+                return
+            # concatenated gzip members
     except zlib.error as e:
         raise TraceError(f"{path}: corrupt gzip ({e})") from None
+
+
+def _pieces(f: IO[bytes], first: bytes) -> Iterator[bytes | memoryview]:
+    """The compressed bytes, ``CHUNK`` at a time, read ``BLOCK`` at a time."""
+    block = first + f.read(BLOCK)
+    while block:
+        view = memoryview(block)
+        for i in range(0, len(view), CHUNK):
+            yield view[i : i + CHUNK]
+        block = f.read(BLOCK)
+
+
+def _fill(buf: bytes, n: int, pieces: Iterator[bytes | memoryview]) -> bytes:
+    """``buf`` with pieces appended until it holds ``n`` bytes or the file ends."""
+    while len(buf) < n:
+        more = next(pieces, b"")
+        if not more:
+            break
+        buf += more
+    return buf
+
+
+def _skip_header(path: Path, buf: bytes, pieces: Iterator[bytes | memoryview]) -> bytes:
+    """``buf`` after the gzip member header it starts with (RFC 1952: optional extra field, name, comment, CRC-16)."""
+    buf = _fill(buf, 10, pieces)
+    if len(buf) < 10 or buf[:3] != b"\x1f\x8b\x08":
+        raise TraceError(f"{path}: corrupt gzip (incorrect header check)")
+    flags, pos = buf[3], 10
+    if flags & 4:  # FEXTRA
+        buf = _fill(buf, pos + 2, pieces)
+        pos += 2 + int.from_bytes(buf[pos : pos + 2], "little")
+    for bit in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            while (end := buf.find(b"\0", pos)) < 0:
+                more = next(pieces, b"")
+                if not more:
+                    raise TraceError(f"{path}: corrupt gzip (truncated header)")
+                buf += more
+            pos = end + 1
+    if flags & 2:  # FHCRC
+        pos += 2
+    buf = _fill(buf, pos, pieces)
+    if len(buf) < pos:
+        raise TraceError(f"{path}: corrupt gzip (truncated header)")
+    return buf[pos:]
 
 
 def read_head(path: Path, source: Iterator[bytes]) -> tuple[bytes, re.Match[bytes] | None]:

@@ -39,8 +39,13 @@ def _yn(v: Any, yes: str = "yes", no: str = "no") -> Text:
 
 def _tc_yes(r: dict[str, Any]) -> str:
     """'TF32' when the tensor-core work of the row is TF32 (fp32 inputs), else 'yes'."""
-    ks = [k for k in r.get("kernels") or [] if k.get("tensor_cores")]
-    return "TF32" if ks and all(k.get("tensor_core_precision") == "TF32" for k in ks) else "yes"
+    tf32 = False
+    for k in r.get("kernels") or []:  # stops at the first tensor-core kernel of another precision
+        if k.get("tensor_cores"):
+            if k.get("tensor_core_precision") != "TF32":
+                return "yes"
+            tf32 = True
+    return "TF32" if tf32 else "yes"
 
 
 def _err(r: dict[str, Any]) -> Text:
