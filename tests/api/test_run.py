@@ -27,7 +27,12 @@ def doc():
 def test_the_document_is_annotated_as_run_json_writes_it(doc):
     assert doc["schema_version"] and [r["variant"] for r in doc["results"]] == ["naive", "sdpa_math"]
     assert all(isinstance(r["insights"], list) for r in doc["results"])
-    assert doc["recommendation"]["text"].startswith("best for this case:")
+    # a best, or (on a loaded machine, quartiles overlapping across more than 1.5×) the point said unresolved
+    rec = doc["recommendation"]
+    if rec.get("unresolved"):
+        assert rec["text"].startswith("unresolved: ")
+    else:
+        assert rec["text"].startswith("best for this case:") and rec["best"] in ("naive", "sdpa_math")
     # the verdicts of both predictions; naive computes Q·Kᵀ and P·V as two matmuls at least, so "1" is a clear miss
     verdicts = {(v["prediction"]["variant"], v["prediction"]["kind"]): v for v in doc["verdicts"]}
     assert set(verdicts) == {("naive", "kernels"), ("sdpa_math", "upcast")}
