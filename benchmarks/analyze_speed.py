@@ -135,20 +135,23 @@ def long_trace(trace: Path, n: int, runs: int) -> bool:
     return worst <= LONG_RSS_MIB and g <= n + 1
 
 
-def ranks_scaling(trace: Path, n: int, runs: int) -> None:
-    """``attnscope analyze DIR`` on n ranks' traces (copies of one, named rank<i>) with --jobs 1 and --jobs 2:
-    the process pool spreads the ranks over the cores; per-rank tables and the skew summary come out."""
+def ranks_scaling(trace: Path, n: int, runs: int, jobs_list: list[int]) -> None:
+    """``attnscope analyze DIR`` on n ranks' traces (copies of one, named rank<i>) with each --jobs of
+    ``jobs_list``: the process pool spreads the ranks over the cores; per-rank tables and the skew summary come
+    out.  Speed-ups are against --jobs 1 (medians of ``runs`` rounds, the settings interleaved in each round)."""
     d = Path(tempfile.mkdtemp(prefix="ranks_"))
     for i in range(n):
         (d / f"rank{i}.json.gz").symlink_to(trace.resolve())
-    walls: dict[int, list[float]] = {1: [], 2: []}
+    walls: dict[int, list[float]] = {j: [] for j in jobs_list}
     for i in range(runs):
-        for jobs in (1, 2):
-            w, r, c, _ = measure([sys.executable, "-m", "attnscope.cli", "analyze", str(d), "--jobs", str(jobs)])
+        for jobs in jobs_list:
+            w, r, c, _ = measure([sys.executable, "-m", "attnscope.cli.main", "analyze", str(d), "--jobs", str(jobs)])
             walls[jobs].append(w)
             print(f"  round {i + 1}: {n} ranks, --jobs {jobs}: {w:.3f} s wall, {c:.3f} s CPU, {r:.0f} MiB", flush=True)
-    w1, w2 = statistics.median(walls[1]), statistics.median(walls[2])
-    print(f"{n} ranks: --jobs 1 {w1:.3f} s, --jobs 2 {w2:.3f} s (medians): {w1 / w2:.2f}× with 2 workers")
+    base = statistics.median(walls[jobs_list[0]])
+    for jobs in jobs_list:
+        w = statistics.median(walls[jobs])
+        print(f"{n} ranks, --jobs {jobs}: {w:.3f} s (median), {base / w:.2f}× against --jobs {jobs_list[0]}")
     shutil.rmtree(d)
 
 
@@ -191,7 +194,10 @@ def main() -> int:
         help="R rounds of attnscope then HTA (visualize=False) back to back; the ratio per round (for a busy machine)",
     )
     ap.add_argument(
-        "--ranks", type=int, default=0, metavar="N", help="also time a directory of N ranks, 1 vs 2 workers"
+        "--ranks", type=int, default=0, metavar="N", help="also time a directory of N ranks (workers: --jobs-list)"
+    )
+    ap.add_argument(
+        "--jobs-list", default="1,2", help="the --jobs values the ranks' directory is analysed with (default 1,2)"
     )
     args = ap.parse_args()
     trace = Path(args.trace)
@@ -209,7 +215,7 @@ def main() -> int:
     if args.long:
         ok = long_trace(trace, args.long, args.runs) and ok
     if args.ranks:
-        ranks_scaling(trace, args.ranks, args.runs)
+        ranks_scaling(trace, args.ranks, args.runs, [int(j) for j in args.jobs_list.split(",")])
     hta_py = find_hta(args.hta_python)
     if hta_py is None:
         print("HTA not installed (pip install HolisticTraceAnalysis in a separate venv): no ratio")
