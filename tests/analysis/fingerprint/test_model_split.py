@@ -188,3 +188,78 @@ def test_with_stack_module_ranges_split_the_forward(tmp_path):
         assert b["rest"]["parts"]["backward_other"] == pytest.approx(60)  # no module ranges in the backward
         assert a["share"] == pytest.approx(round(130 / (4 + 40 + 90 + 120 + 60), 4))
         assert [lay["layer"] for lay in b["layers"]] == ["LlamaDecoderLayer_0"]
+
+
+def test_a_multi_step_trace_is_split_on_its_last_step():
+    """Two profiled steps (a warm-up, then the measured one): only the last step's kernels are counted."""
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 500),
+        scope("core", "sdpa", 20, 400),
+        *launched("aten::scaled_dot_product_attention", 30, 300, 1, 500.0),
+        scope("step", "train", 2000, 1000),
+        scope("attention", "m.layers.0.attn", 2010, 200),
+        scope("core", "sdpa", 2020, 150),
+        *launched("aten::scaled_dot_product_attention", 2030, 100, 2, 70.0),
+        scope("mlp", "m.layers.0.mlp", 2300, 400),
+        *launched("aten::mm", 2310, 300, 3, 30.0),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["kernel_us"] == pytest.approx(70)  # the warm-up's 500 µs kernel is not in it
+    assert b["rest"]["parts"]["mlp"] == pytest.approx(30)
+    assert b["total_us"] == pytest.approx(70 + 30)
+    assert b["attention"]["share"] == pytest.approx(0.7)
+
+
+def test_cpu_shares_are_of_the_step_span_time_outside_ops_included():
+    """CPU: 50 µs of attention and 50 µs of MLP in a 200 µs step: 25 % each, not 50 % (of the ops alone)."""
+    events = [
+        scope("step", "prefill", 0, 200),
+        scope("attention", "m.layers.0.attn", 0, 100),
+        scope("core", "sdpa", 5, 60),
+        op("aten::scaled_dot_product_attention", 10, 50, 1),
+        scope("mlp", "m.layers.0.mlp", 110, 70),
+        op("aten::mm", 120, 50, 2),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["share"] == pytest.approx(50 / 200)
+    assert b["rest"]["share"] == pytest.approx(50 / 200)
+    [lay] = b["layers"]
+    assert lay["attention_share"] == pytest.approx(50 / 200)
+
+
+def test_a_cast_back_inside_the_attention_core_during_backward_is_an_upcast():
+    """Backward of an fp32 softmax: ToCopyBackward0 runs inside the core function's backward range; its
+    kernel (6 µs) is an upcast, the matmul backward's (40 µs) is the kernel."""
+    core_bwd = "eager_attention_forward"
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        scope("core", core_bwd, 20, 80),
+        *launched("aten::matmul", 30, 50, 1, 20.0),
+        scope("attention", "m.layers.0.attn", 500, 300, tid=BWD_TID, backward=True),
+        scope("core", core_bwd, 510, 250, tid=BWD_TID, backward=True),
+        op("autograd::engine::evaluate_function: ToCopyBackward0", 520, 60, 2, tid=BWD_TID),
+        *launched("aten::_to_copy", 530, 40, 3, 6.0, tid=BWD_TID),
+        op("autograd::engine::evaluate_function: UnsafeViewBackward0", 600, 100, 4, tid=BWD_TID),
+        *launched("aten::bmm", 610, 80, 5, 40.0, tid=BWD_TID),
+    ]
+    a = breakdown(trace_from_doc(doc(events)))["attention"]
+    assert a["parts"]["upcasts"] == pytest.approx(6)
+    assert a["parts"]["kernel"] == pytest.approx(20 + 40)
+    assert a["time_us"] == pytest.approx(20 + 6 + 40)
+
+
+def test_the_lm_head_range_is_its_own_part_of_the_rest():
+    """An lm_head range (annotate names the model's output projection so) holds 25 µs of the step's 35."""
+    events = [
+        scope("step", "prefill", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::scaled_dot_product_attention", 20, 80, 1, 10.0),
+        scope("lm_head", "lm_head", 200, 100),
+        *launched("aten::linear", 210, 80, 2, 25.0),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["rest"]["parts"]["lm_head"] == pytest.approx(25)
+    assert b["rest"]["parts"]["other"] == pytest.approx(0)
+    assert b["rest"]["share"] == round(25 / 35, 4)  # shares are given to 4 places
