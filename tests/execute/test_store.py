@@ -1,0 +1,58 @@
+"""The JSONL store's rows and what ``--resume`` takes as done: every row, whatever its status."""
+
+from __future__ import annotations
+
+import json
+
+from attnscope.core.types import Case
+from attnscope.execute.job import Options
+from attnscope.execute.store import Store
+from attnscope.execute.sweep import plan
+
+CASES = [Case(batch=1, heads=2, seq_q=s, head_dim=8, dtype="fp32") for s in (16, 32, 64)]
+
+
+def _row(variant: str, case: Case, status: str) -> dict:
+    return {"variant": variant, "case": case.to_dict(), "status": status, "reason": None if status == "ok" else "x"}
+
+
+def test_resume_does_not_measure_again_rows_that_ended_in_error_oom_or_timeout(tmp_path):
+    """The docs: a crash, an OOM or a timeout is a row, and --resume measures only what is missing."""
+    store = Store(tmp_path / "s.jsonl")
+    statuses = {"naive": ["ok", "error", "oom"], "sdpa": ["timeout", "skipped", "ok"]}
+    for v, sts in statuses.items():
+        for c, st in zip(CASES, sts, strict=True):
+            store.append(_row(v, c, st))
+    # the key a row is known by, worked out here: variant, the case's fields but the mode (sorted JSON), the mode
+    want = set()
+    for v in statuses:
+        for c in CASES:
+            d = c.to_dict()
+            mode = d.pop("mode")
+            want.add((v, json.dumps(d, sort_keys=True, separators=(",", ":")), mode))
+    assert store.done() == want
+    assert plan(CASES, ["naive", "sdpa"], Options(), explicit=True, done=store.done()) == []
+    # a variant the store has not seen is still measured, on every case
+    todo = plan(CASES, ["naive", "sdpa", "flex"], Options(), explicit=True, done=store.done())
+    assert [(j.variant, j.case.seq_q) for j in todo] == [("flex", 16), ("flex", 32), ("flex", 64)]
+
+
+def test_a_row_of_another_mode_is_not_done(tmp_path):
+    store = Store(tmp_path / "s.jsonl")
+    store.append(_row("naive", CASES[0], "error"))
+    bwd = Case(batch=1, heads=2, seq_q=16, head_dim=8, dtype="fp32", mode="fwd_bwd")
+    todo = plan([CASES[0], bwd], ["naive"], Options(), explicit=True, done=store.done())
+    assert [(j.variant, j.case.mode) for j in todo] == [("naive", "fwd_bwd")]
+
+
+def test_a_torn_last_line_is_skipped_and_the_next_row_starts_on_its_own_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    store = Store(path)
+    store.append(_row("naive", CASES[0], "ok"))
+    with open(path, "ab") as f:
+        f.write(b'{"variant": "sdpa", "ca')  # killed mid-write
+    store.append(_row("sdpa", CASES[1], "oom"))
+    rows = store.rows()
+    assert [(r["variant"], r["status"]) for r in rows] == [("naive", "ok"), ("sdpa", "oom")]
+    assert store.num_torn == 1
+    assert path.read_bytes().count(b"\n") == 3  # the row, the torn line closed, the new row
