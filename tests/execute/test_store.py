@@ -56,3 +56,49 @@ def test_a_torn_last_line_is_skipped_and_the_next_row_starts_on_its_own_line(tmp
     assert [(r["variant"], r["status"]) for r in rows] == [("naive", "ok"), ("sdpa", "oom")]
     assert store.num_torn == 1
     assert path.read_bytes().count(b"\n") == 3  # the row, the torn line closed, the new row
+
+
+def test_model_rows_that_failed_are_kept_by_resume_and_not_measured_again(tmp_path):
+    """A model grid's store: the rows of this grid (config, depth, dtype, device) are taken as they are,
+    errors, OOMs and timeouts included; their keys are the jobs' keys, so none is planned again."""
+    from types import SimpleNamespace
+
+    from attnscope.cli.model_jobs import _same_run
+    from attnscope.execute.job import job_key
+
+    def case(mode: str, batch: int, seq: int, device: str = "cpu") -> dict:
+        return {
+            "config": "tiny",
+            "layers": 1,
+            "batch": batch,
+            "seq": seq,
+            "dtype": "fp32",
+            "device": device,
+            "mode": mode,
+        }
+
+    store = Store(tmp_path / "m.jsonl")
+    rows = [
+        {"variant": "eager", "impl": "eager", "case": case("train", 1, 64), "status": "error"},
+        {"variant": "sdpa", "impl": "sdpa", "case": case("train", 1, 64), "status": "oom"},
+        {"variant": "sdpa", "impl": "sdpa", "case": case("prefill", 2, 128), "status": "timeout"},
+        {"variant": "sdpa", "impl": "sdpa", "case": case("prefill", 2, 128, "cuda"), "status": "ok"},  # not this grid
+    ]
+    for r in rows:
+        store.append(r)
+    opts = SimpleNamespace(dtype="fp32", device="cpu")
+    label = {"config": "tiny", "layers": 1}
+    earlier = [
+        r
+        for r in store.rows()
+        if _same_run(r, label, opts, ["eager", "sdpa"], ["train", "prefill"], [(1, 64), (2, 128)])
+    ]
+    assert [(r["impl"], r["status"]) for r in earlier] == [("eager", "error"), ("sdpa", "oom"), ("sdpa", "timeout")]
+    done = {job_key(r["variant"], r["case"]) for r in earlier}
+    assert (
+        "sdpa",
+        json.dumps(
+            {k: v for k, v in case("train", 1, 64).items() if k != "mode"}, sort_keys=True, separators=(",", ":")
+        ),
+        "train",
+    ) in done
