@@ -46,3 +46,35 @@ def test_a_failed_row_carries_the_variant_s_family_and_backend():
     assert (r.variant, r.status, r.reason, r.case) == ("sdpa_flash", "oom", "out of memory", c)
     assert (r.family, r.backend) == ("sdpa", "flash")
     assert r.gpu_time is None and r.fingerprint is None
+
+
+def test_a_plugin_s_capitalised_name_is_kept_in_the_file_name():
+    c = Case(batch=1, heads=1, seq_q=8, head_dim=8, causal=False)
+    assert trace_file_name("MyAttn.v2", c) == "MyAttn.v2-b1-h1-s8-d8-bf16-fwd.json"
+
+
+def _doc_stem(k: int, extra: str) -> tuple[Case, str]:
+    lengths = ["1"] * k + ([extra] if extra else [])
+    seq = k + (int(extra) if extra else 0)
+    case = Case(batch=1, heads=1, seq_q=seq, head_dim=16, mask="document:" + ",".join(lengths))
+    return case, f"naive-b1-h1-s{seq}-d16-bf16-mask-document_{'_'.join(lengths)}-fwd"
+
+
+def test_a_name_of_200_characters_is_kept_and_one_of_201_is_cut():
+    found = {}
+    for k in range(60, 100):
+        for extra in ("", "2", "10"):
+            case, stem = _doc_stem(k, extra)
+            found.setdefault(len(stem), (case, stem))
+    case, stem = found[200]
+    assert trace_file_name("naive", case) == stem + ".json"
+    case, stem = found[201]
+    assert trace_file_name("naive", case) == stem[:180] + "-" + hashlib.sha256(stem.encode()).hexdigest()[:16] + ".json"
+
+
+def test_a_job_of_another_kind_makes_its_own_failed_row():
+    class Other:
+        def failed(self, status, reason):
+            return ("row", status, reason)
+
+    assert failed_row(Other(), "timeout", "stopped after 5 s") == ("row", "timeout", "stopped after 5 s")  # type: ignore[arg-type]

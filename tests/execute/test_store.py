@@ -102,3 +102,61 @@ def test_model_rows_that_failed_are_kept_by_resume_and_not_measured_again(tmp_pa
         ),
         "train",
     ) in done
+
+
+def test_rows_count_every_line_that_is_not_a_result_and_keep_reading(tmp_path):
+    path = tmp_path / "s.jsonl"
+    assert Store(path).num_torn == 0 and Store(path).rows() == []  # no file yet: no rows, nothing torn
+    good = [_row("naive", c, "ok") for c in CASES]
+    lines = [
+        json.dumps(good[0]),
+        '{"variant": "sdpa", "ca',  # torn
+        json.dumps(["variant"]),  # JSON, not a row
+        json.dumps({"case": {}}),  # a dict without a variant
+        "",
+        json.dumps(good[1]),
+        "{",  # torn again
+        json.dumps(good[2]),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    store = Store(path)
+    assert [r["case"]["seq_q"] for r in store.rows()] == [16, 32, 64]
+    assert store.num_torn == 4
+    assert store.rows() and store.num_torn == 4  # read again: counted afresh, not added up
+
+
+def test_appended_rows_are_one_line_each_with_no_blank_line_between(tmp_path):
+    path = tmp_path / "deep" / "er" / "s.jsonl"  # folders made as needed
+    store = Store(path)
+    store.append({"variant": "a", "case": None, "status": "ok"})
+    store.append({"variant": "b", "case": None, "status": "ok"})
+    assert path.read_bytes().split(b"\n") == [
+        b'{"variant":"a","case":null,"status":"ok"}',
+        b'{"variant":"b","case":null,"status":"ok"}',
+        b"",
+    ]
+
+
+def test_a_one_character_torn_line_is_closed_before_the_next_row(tmp_path):
+    for before in (b"{", b'{"variant":"a"}\n{'):
+        path = tmp_path / "s.jsonl"
+        path.write_bytes(before)
+        store = Store(path)
+        store.append({"variant": "b", "case": None, "status": "oom"})
+        assert path.read_bytes() == before + b'\n{"variant":"b","case":null,"status":"oom"}\n'
+        assert store.rows()[-1]["variant"] == "b" and store.num_torn == 1
+
+
+def test_load_rows_says_what_is_missing(tmp_path):
+    import pytest
+
+    from attnscope.document.schema import DocumentError
+    from attnscope.execute.store import load_rows
+
+    with pytest.raises(DocumentError, match=r"s\.jsonl: no such file"):
+        load_rows(tmp_path / "s.jsonl")
+    (tmp_path / "s.jsonl").write_text("not json\n")
+    with pytest.raises(DocumentError, match=r"s\.jsonl: no attnscope result rows \(expected JSON lines"):
+        load_rows(tmp_path / "s.jsonl")
+    Store(tmp_path / "s.jsonl").append(_row("naive", CASES[0], "error"))
+    assert [r["status"] for r in load_rows(str(tmp_path / "s.jsonl"))] == ["error"]
