@@ -94,3 +94,105 @@ def test_a_noisy_best_and_runner_up_are_both_named():
 def test_steady_timings_give_no_noise_warning():
     rec = recommend([_row("sdpa", _timing(8_000, 7_950, 8_050)), _row("eager", _timing(10_000, 9_950, 10_050))])
     assert "noisy" not in rec["text"]
+
+
+def _insight(row: dict, id_: str) -> dict | None:
+    return next((i for i in row["insights"] if i["id"] == id_), None)
+
+
+def test_host_bound_from_1_5_times_the_gpu_time():
+    """Wall 1 500 µs against 1 000 µs of GPU time: host-bound at exactly 1.5×, not at 1 499."""
+    gpu = {**_timing(1_000, 990, 1_010), "method": "CUDA events, per step"}
+    row = _row("sdpa", gpu)
+    row["wall_time"] = {**_timing(1_500, 1_490, 1_510), "method": "wall time per step, host clock"}
+    annotate_rows([row])
+    hb = _insight(row, "host_bound")
+    assert hb["evidence"] == {"wall_us": 1_500, "gpu_us": 1_000}
+    assert hb["message"] == (
+        "the train step is host-bound: 1,500.0 µs on the host (wall time per step) against 1,000.0 µs of GPU time"
+    )
+    row["wall_time"]["median_us"] = 1_499
+    annotate_rows([row])
+    assert _insight(row, "host_bound") is None
+    # one clock for both (a CPU run): nothing to compare
+    row["wall_time"] = {**_timing(5_000, 4_990, 5_010), "method": gpu["method"]}
+    annotate_rows([row])
+    assert _insight(row, "host_bound") is None
+
+
+def test_the_mask_insight_quotes_the_mask_part_and_the_others():
+    a = _row("eager", _timing(10_000, 9_900, 10_100))
+    b = _row("sdpa", _timing(9_000, 8_900, 9_100))
+    a["attention"]["parts"]["mask"] = 25.0
+    b["attention"]["parts"]["mask"] = 12.5
+    annotate_rows([a, b])
+    m = _insight(a, "mask_built")
+    assert m["severity"] == "info" and m["evidence"] == {"mask_us": 25.0, "step_total_us": 1000.0}
+    assert m["message"] == "the attention mask is built on every forward: 25.0 µs, 2.5% of the profiled step"
+    assert m["advice"].endswith("; the other implementations in this run spent: sdpa 12.5 µs")
+    b["attention"]["parts"]["mask"] = 0.0
+    annotate_rows([a, b])
+    assert _insight(b, "mask_built") is None
+
+
+def test_layout_copies_leave_out_repeat_kv_the_mask_and_the_backward():
+    def c(part: str, backward: bool, nbytes: int, op: str) -> dict:
+        return {"op": op, "copy_op": "aten::copy_", "bytes": nbytes, "part": part, "layer": "l.0", "backward": backward}
+
+    copies = [
+        c("kernel", False, 3 * MIB, "aten::contiguous"),
+        c("copies", False, MIB, "aten::transpose"),
+        c("repeat_kv", False, 8 * MIB, "aten::reshape"),
+        c("mask", False, 8 * MIB, "aten::expand"),
+        c("kernel", True, 8 * MIB, "aten::contiguous"),
+    ]
+    row = _row("eager", _timing(10_000, 9_900, 10_100), copies)
+    annotate_rows([row])
+    lc = _insight(row, "attention_copies")
+    assert lc["evidence"] == {"num_copies": 2, "bytes_total": 4 * MIB, "ops": ["aten::contiguous", "aten::transpose"]}
+    assert lc["message"].startswith("2 other full-tensor copies inside attention's forward (aten::contiguous, ")
+    assert "4.00 MiB in all" in lc["message"]
+
+
+def test_upcasts_quote_the_breakdown_part_or_else_the_casts_own_durations():
+    row = _row("sdpa", _timing(10_000, 9_900, 10_100))
+    ups = [
+        {"op": "aten::softmax", "bytes": 2 * MIB, "duration_us": 4.0},
+        {"op": "aten::_to_copy", "bytes": MIB, "duration_us": 1.5},
+    ]
+    row["attention"]["upcasts"] = ups
+    row["attention"]["parts"]["upcasts"] = 9.0
+    annotate_rows([row])
+    u = _insight(row, "attention_upcast")
+    assert u["evidence"]["upcast_us"] == 9.0 and u["evidence"]["num_upcasts"] == 2
+    assert u["evidence"]["bytes_fp32"] == 3 * MIB and u["evidence"]["ops"] == ["aten::_to_copy", "aten::softmax"]
+    assert u["advice"].startswith("these casts run inside sdpa's own code path")
+    del row["attention"]["parts"]["upcasts"]
+    annotate_rows([row])
+    assert _insight(row, "attention_upcast")["evidence"]["upcast_us"] == 5.5  # 4.0 + 1.5
+
+
+def test_a_trace_alone_gets_the_insights_it_supports():
+    from attnscope.analysis.recommend.model import split_insights
+
+    row = _row("x", _timing(1, 1, 1), [_copy("l.0", False, 2 * MIB)])
+    split = {**row["breakdown"], "attention": row["attention"], "scopes": {"impl": "eager", "mode": "train"}}
+    [kv] = split_insights(split)
+    assert kv["id"] == "repeat_kv_copy" and kv["message"].startswith("eager repeat_kv copies K and V")
+    split["scopes"] = {}
+    [kv] = split_insights(split)
+    assert (
+        kv["message"].startswith("this attention repeat_kv copies K and V") and " per profiled step " in kv["message"]
+    )
+
+
+def test_rows_of_several_points_are_recommended_per_mode_batch_and_sequence():
+    rows = []
+    for seq, (a, b) in ((128, (1_000, 2_000)), (256, (4_000, 3_000))):
+        for impl, t in (("eager", a), ("sdpa", b)):
+            r = _row(impl, _timing(t, t - 10, t + 10))
+            r["batch"], r["seq"] = 1, seq
+            r["case"] = {"config": "tiny", "layers": 1, "dtype": "fp32", "device": "cpu", "mode": "train"}
+            rows.append(r)
+    recs = annotate_rows(rows)
+    assert {k: v["best"] for k, v in recs.items()} == {"train B1 S128": "eager", "train B1 S256": "sdpa"}
