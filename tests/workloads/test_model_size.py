@@ -187,3 +187,66 @@ def test_free_memory_on_the_host_reads_mem_available(monkeypatch):
 
     monkeypatch.setattr(size, "open", no_file, raising=False)
     assert size.free_memory("cpu") is None
+
+
+def test_names_and_defaults_the_first_tests_left_open():
+    from attnscope.workloads.hf.size import estimate, shape
+
+    # GPT-2 with its n_inner set
+    assert shape(_ns(n_embd=64, n_head=4, n_layer=1, vocab_size=10, n_inner=300))["I"] == 300
+    # no model_type: no family's extras; no tie_word_embeddings: an untied lm_head
+    bare = _ns(hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, vocab_size=10)
+    assert parameters(bare) == (2 * 8 * 8 + 2 * 8 * 8 + 2 * 8 * 16 + 2 * 8) + 10 * 8 + 8 + 10 * 8
+    # Gemma 3's text model has Gemma 2's four norms per layer
+    g3 = _llama_like("gemma3_text", tied=True)
+    assert parameters(g3) == 2 * (2 * 8 * 2 * 4 + 2 * 8 * 1 * 4 + 3 * 8 * 16 + 4 * 8) + 10 * 8 + 8
+    # Qwen2 with 2 KV heads: biases 2·4 (q) + 2·2·4 (k, v)
+    qwen = _llama_like("qwen2", tied=True)
+    qwen.num_key_value_heads = 2
+    assert parameters(qwen) == 2 * (2 * 8 * 2 * 4 + 2 * 8 * 2 * 4 + 3 * 8 * 16 + 2 * 8 + 2 * 4 + 2 * 2 * 4) + 10 * 8 + 8
+    # the implementation defaults to sdpa (no eager scores)
+    cfg = _llama_like("llama", tied=False)
+    assert estimate(cfg, "prefill", batch=1, seq=8, dtype="fp32") == estimate(
+        cfg, "prefill", batch=1, seq=8, dtype="fp32", impl="sdpa"
+    )
+
+
+def test_units_switch_at_exactly_one_kib_and_one_gib():
+    from attnscope.workloads.hf.size import SizeEstimate
+
+    assert SizeEstimate("x", 1024, {"a": 1024}).text() == "~1.0 KiB (a 1.0 KiB)"
+    assert SizeEstimate("x", 1024**3, {"a": 1023}).text() == "~1.0 GiB (a 1023 B)"
+
+
+def test_an_estimate_of_exactly_the_headroom_fits(monkeypatch):
+    from attnscope.workloads.hf import size
+
+    cfg = _llama_like("llama", tied=False)
+    need = size.estimate(cfg, "train", batch=1, seq=4, dtype="fp32").bytes
+    monkeypatch.setattr(size, "HEADROOM", 0.5)
+    assert too_big(cfg, ["train"], ["sdpa"], batch=1, seq=4, dtype="fp32", free_bytes=2 * need) == []
+    assert too_big(cfg, ["train"], ["sdpa"], batch=1, seq=4, dtype="fp32", free_bytes=2 * need - 1) != []
+
+
+def test_free_memory_on_a_gpu_asks_that_gpu(monkeypatch):
+    import torch
+
+    from attnscope.workloads.hf import size
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i: asked.append(i) or (1000 + i, 5000))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert size.free_memory("cuda:1") == 1001 and size.free_memory("cuda") == 1003
+    assert asked == [1, 3]
+
+
+def test_free_memory_on_the_host_opens_proc_meminfo(monkeypatch):
+    import io
+
+    from attnscope.workloads.hf import size
+
+    opened = []
+    monkeypatch.setattr(
+        size, "open", lambda p, *a, **k: opened.append(p) or io.StringIO("MemAvailable: 3 kB\n"), raising=False
+    )
+    assert size.free_memory("cpu") == 3072 and opened == ["/proc/meminfo"]
