@@ -196,3 +196,129 @@ def test_rows_of_several_points_are_recommended_per_mode_batch_and_sequence():
             rows.append(r)
     recs = annotate_rows(rows)
     assert {k: v["best"] for k, v in recs.items()} == {"train B1 S128": "eager", "train B1 S256": "sdpa"}
+
+
+def _parted(kernel, proj, around, idle, cpu_only, unattr, rest_parts):
+    return {
+        "attention": {"kernel_us": kernel, "projections_us": proj, "around_us": around},
+        "rest": {"parts": rest_parts},
+        "breakdown": {"unattributed_us": unattr, "step": {"gpu_idle_us": idle, "cpu_only_us": cpu_only}},
+    }
+
+
+def test_part_differences_name_the_parts_that_shrink_most_with_their_size():
+    from attnscope.analysis.recommend.model import part_differences
+
+    slow = _parted(9_000, 5_000, 7_000, 3_000, 2_500, 1_500, {"mlp": 4_000, "other": 800, "norm": 600})
+    fast = _parted(1_000, 4_900, 1_000, 1_000, 2_000, 1_000, {"mlp": 4_000, "other": 100})
+    # shrinks: kernel 8.00, around 6.00, idle 2.00, other 0.70, norm 0.60, CPU-only 0.50, unattr 0.50, proj 0.10 ms
+    assert part_differences(slow, fast) == "attention kernel 8.00 ms, work around attention 6.00 ms, GPU idle 2.00 ms"
+    assert part_differences(slow, fast, top=8).split(", ")[3:] == [
+        "other 0.70 ms",
+        "norm 0.60 ms",
+        "unattributed 0.50 ms",
+        "CPU-only time 0.50 ms",
+        "projections 0.10 ms",
+    ]
+    # nothing shrinks the other way round; a row with no parts at all is all zeros
+    assert part_differences(fast, slow) == ""
+    assert part_differences({}, fast) == ""
+    assert part_differences(_parted(0, 0, 0, 0, 0, 0, {"mlp": 2_000}), {}) == "mlp 2.00 ms"
+
+
+def test_as_generic_is_the_one_recommender_s_row():
+    from attnscope.analysis.recommend.model import as_generic
+
+    row = _row("sdpa", {**_timing(8_000, 7_950, 8_050), "method": "CUDA events, 20 steps"})
+    row.update(batch=2, seq=128, case={"config": "tiny", "layers": 1, "dtype": "bf16", "device": "cuda"})
+    assert as_generic(row) == {
+        "variant": "sdpa",
+        "status": "ok",
+        "median_us": 8_000,
+        "p25_us": 7_950,
+        "p75_us": 8_050,
+        "noisy": False,
+        "method": "CUDA events, 20 steps",
+        "point": {"config": "tiny", "seq": 128, "batch": 2, "mode": "train"},
+    }
+    failed = {"impl": "eager", "status": "oom", "step_time": None, "case": None, "mode": "decode"}
+    assert as_generic(failed) == {
+        "variant": "eager",
+        "status": "oom",
+        "median_us": None,
+        "p25_us": None,
+        "p75_us": None,
+        "noisy": None,
+        "method": None,
+        "point": {"config": None, "seq": None, "batch": None, "mode": "decode"},
+    }
+
+
+def test_recommendation_texts_by_hand():
+    one = recommend([_row("sdpa", {**_timing(8_000, 7_950, 8_050), "method": "wall time per step, 9 steps"})])
+    assert one == {
+        "best": "sdpa",
+        "best_us": 8_000,
+        "runner_up": None,
+        "margin": None,
+        "tied": [],
+        "basis": "wall time per step",
+        "text": "sdpa: the only implementation measured (8,000.0 µs per step)",
+    }
+    rows = [
+        _row("sdpa", _timing(8_000, 7_900, 8_100)),
+        _row("flex", _timing(8_050, 7_950, 8_150)),  # overlaps sdpa's quartiles: tied
+        _row("eager", _timing(12_000, 11_900, 12_100)),
+    ]
+    rec = recommend(rows)
+    assert rec["runner_up"] == "flex" and rec["runner_up_us"] == 8_050 and rec["margin"] == round(8_050 / 8_000, 4)
+    assert rec["tied"] == ["flex"] and rec["basis"] == "wall"
+    assert rec["text"] == (
+        "sdpa at 8,000.0 µs per step, 1.01× ahead of flex (8,050.0 µs) — tied within the noise (interquartile ranges "
+        "overlap) with flex; the next clear step is eager, 1.50× slower"
+    )
+    clear = recommend([rows[0], rows[2]])
+    assert clear["text"] == "sdpa at 8,000.0 µs per step, 1.50× ahead of eager (12,000.0 µs)"
+
+
+def test_the_share_insight_by_hand():
+    from attnscope.analysis.recommend.model import share
+
+    best = _row("sdpa", _timing(8_000, 7_950, 8_050))
+    best["breakdown"] = {"total_us": 1_000.0, "step": {"step_us": 2_000.0}}
+    s = share(best, best)
+    # attention 450 of the 2 000 µs profiled step: 22.5 %; kernel 15 %, projections 5 %, around 2.5 %
+    assert s["message"] == (
+        "attention is 22.5% of the train step (450.0 of 2,000.0 µs profiled): kernel 15.0%, projections 5.0%, "
+        "work around it 2.5%"
+    )
+    assert s["advice"] == "the fastest implementation measured for train"
+    assert s["evidence"] == {
+        "attention_us": 450.0,
+        "kernel_us": 300.0,
+        "projections_us": 100.0,
+        "around_us": 50.0,
+        "step_total_us": 2_000.0,
+    }
+    assert share(best, None)["advice"] == s["advice"] and s["severity"] == "info"
+    small = _row("sdpa", _timing(8_000, 7_950, 8_050))
+    small["breakdown"] = {"total_us": 3_000.0}  # no step: the GPU total; 450 / 3 000 = 15 %
+    assert share(small, None)["advice"] == (
+        "the fastest implementation measured for train; attention is 15.0% of the step, so the rest (see the split) "
+        "is where time goes"
+    )
+    tied = _row("flex", _timing(8_040, 7_990, 8_090))
+    t = share(tied, best)
+    assert t["advice"] == "sdpa is within the noise of it for train (interquartile ranges overlap)"
+    assert t["severity"] == "info" and t["evidence"]["saved_us"] == 40 and t["evidence"]["best_step_us"] == 8_000
+    slow = _row("eager", _timing(10_000, 9_800, 10_200))
+    w = share(slow, best)
+    # saved 2 000 µs = 2.00 ms, 20.0 % of 10.00 ms; noise (400 + 100) / 2 = 250 µs = 0.25 ms
+    assert w["severity"] == "warning"
+    assert w["advice"] == (
+        "switching eager → sdpa saves 2.00 ms per step (20.0% of 10.00 ms, measured step medians, ± 0.25 ms: half the "
+        "sum of their interquartile ranges)"
+    )
+    assert (
+        w["evidence"]["noise_us"] == 250 and w["evidence"]["saved_us"] == 2_000 and w["evidence"]["step_us"] == 10_000
+    )
