@@ -263,3 +263,89 @@ def test_the_lm_head_range_is_its_own_part_of_the_rest():
     assert b["rest"]["parts"]["lm_head"] == pytest.approx(25)
     assert b["rest"]["parts"]["other"] == pytest.approx(0)
     assert b["rest"]["share"] == round(25 / 35, 4)  # shares are given to 4 places
+
+
+def test_gpu_step_document_by_hand_layers_scopes_and_an_unattributed_kernel():
+    """_gpu_step plus one kernel (8 µs) launched inside the step from no op: it is unattributed."""
+    events = [*_gpu_step(), launch(900, corr=20, ext=None), kernel("k_orphan", 6000, 8.0, corr=20)]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["method"] == (
+        "GPU time of the kernels, memcpys and memsets of one profiled step, each given to the op that launched "
+        "it and from that op to the attnscope.model ranges around it"
+    )
+    assert b["unattributed_us"] == pytest.approx(8)
+    attention = (40 + 7 + 100 + 11 + 3 + 13) + (50 + 30)
+    total = attention + 200 + 17 + 19 + 9 + 8
+    assert b["total_us"] == pytest.approx(total)
+    assert b["attention"]["share"] == round(attention / total, 4)
+    assert b["attention"]["projections_us"] == pytest.approx(70)
+    # 10 ranges: step, mask, layer, attention, proj, repeat_kv, core, mlp, loss, the attention's backward
+    assert b["scopes"] == {
+        "num": 10,
+        "core": True,
+        "backward": True,
+        "source": "attnscope.model ranges",
+        "impl": "eager",
+        "mode": "train",
+    }
+    [lay] = b["layers"]
+    # in the layer: attention 241 (kernel 150, projections 70, around 7 + 11 + 3), MLP 200; the mask and the
+    # loss lie outside it
+    assert lay == {
+        "layer": "model.layers.0",
+        "attention_us": 241.0,
+        "around_us": 21.0,
+        "kernel_us": 150.0,
+        "mlp_us": 200.0,
+        "projections_us": 70.0,
+        "total_us": 441.0,
+        "attention_share": round(241 / total, 4),
+    }
+
+
+def test_cpu_trace_without_a_step_range_spans_its_ops_and_names_no_single_core():
+    events = [
+        scope("attention", "m.layers.1.attn", 100, 100),
+        scope("core", "eager_attention_forward", 105, 40),
+        op("aten::bmm", 110, 30, 1),
+        scope("core", "sdpa", 150, 40),
+        op("aten::scaled_dot_product_attention", 155, 30, 2),
+        scope("attention", "m.layers.10.attn", 300, 50),
+        op("aten::mm", 310, 20, 3),
+        scope("attention", "m.layers.2.attn", 400, 100),
+        op("aten::mm", 410, 40, 4),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["method"].startswith("self time of each op of one profiled step (CPU), given to the attnscope.model")
+    assert b["method"].endswith("the step's wall time outside any op is 'unattributed'")
+    # no step range: the ops' span, 110 → 450 = 340 µs; in ops 30 + 30 + 20 + 40 = 120
+    assert b["total_us"] == pytest.approx(340) and b["unattributed_us"] == pytest.approx(220)
+    assert b["scopes"]["impl"] is None and b["scopes"]["mode"] is None and b["scopes"]["core"] is True
+    # layers in numeric order, not text order (10 after 2)
+    assert [lay["layer"] for lay in b["layers"]] == ["m.layers.1", "m.layers.2", "m.layers.10"]
+    assert [lay["total_us"] for lay in b["layers"]] == [60.0, 40.0, 20.0]
+
+
+def test_one_core_name_is_the_implementation_eager_s_function_read_as_eager():
+    for name, impl in (("eager_attention_forward", "eager"), ("sdpa", "sdpa"), ("flex_attention", "flex_attention")):
+        events = [
+            scope("step", "prefill", 0, 100),
+            scope("attention", "m.layers.0.attn", 0, 50),
+            scope("core", name, 5, 40),
+            op("aten::mm", 10, 30, 1),
+        ]
+        assert breakdown(trace_from_doc(doc(events)))["scopes"]["impl"] == impl
+
+
+def test_ops_on_the_step_s_edges_are_inside_it():
+    """An op that starts as the step starts and ends as it ends is counted; one a microsecond outside is not."""
+    events = [
+        scope("step", "prefill", 100, 100),
+        scope("attention", "m.layers.0.attn", 100, 100),
+        op("aten::mm", 100, 100, 1),
+        scope("mlp", "m.layers.0.mlp", 99, 103),
+        op("aten::add", 99, 2, 2),
+        op("aten::add", 199, 2, 3),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["time_us"] == pytest.approx(100) and b["rest"]["time_us"] == pytest.approx(0)
