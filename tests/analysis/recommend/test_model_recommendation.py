@@ -322,3 +322,135 @@ def test_the_share_insight_by_hand():
     assert (
         w["evidence"]["noise_us"] == 250 and w["evidence"]["saved_us"] == 2_000 and w["evidence"]["step_us"] == 10_000
     )
+
+
+CLEAN2 = "; flex_attention, flash_attention_2 made no repeat_kv copy in this run"
+
+
+def _kv_case(impl: str, sdpa: str | None, mode: str = "train") -> dict:
+    """``impl`` copies (1 layer, 2 × 1 MiB); sdpa copies too ("copies"), failed ("error"), or is absent."""
+    row = _row(impl, _timing(10_000, 9_900, 10_100), [_copy("l.0", False, MIB)] * 2, mode=mode)
+    rows = [
+        row,
+        _row("flex_attention", _timing(9_000, 8_900, 9_100), mode=mode),
+        _row("flash_attention_2", _timing(9_500, 9_400, 9_600), mode=mode),
+    ]
+    if sdpa == "copies":
+        rows.append(_row("sdpa", _timing(9_700, 9_600, 9_800), [_copy("l.0", False, MIB)], mode=mode))
+    elif sdpa == "error":
+        rows.append(
+            {**_row("sdpa", _timing(1, 1, 1), mode=mode), "status": "error", "step_time": None, "attention": None}
+        )
+    annotate_rows(rows)
+    return _insight(row, "repeat_kv_copy")
+
+
+def test_repeat_kv_advice_for_each_case_by_hand():
+    kv = _kv_case("eager", "copies")
+    assert kv["message"] == (
+        "eager repeat_kv copies K and V to every query head: 2×1.00 MiB per layer per train step (2 copies in 1 "
+        "layer, 2.00 MiB in all, 50.0 µs in repeat_kv, 5.0% of the profiled step)"
+    )
+    assert kv["advice"] == (
+        "sdpa repeated K and V too in this run (this transformers did not pass enable_gqa to torch's SDPA here); "
+        "an sdpa path that passes enable_gqa=True keeps K and V at their KV heads" + CLEAN2
+    )
+    assert _kv_case("eager", "error")["advice"] == (
+        "sdpa with enable_gqa would avoid it, but sdpa did not run for this model here (error: see its row)" + CLEAN2
+    )
+    assert _kv_case("eager", None)["advice"] == (
+        "sdpa with enable_gqa avoids it: transformers' sdpa path passes enable_gqa=True to torch's SDPA when no "
+        "attention mask is needed, so K and V stay at their KV heads (seen in this run: flex_attention, "
+        "flash_attention_2 made no repeat_kv copy)"
+    )
+    assert _kv_case("sdpa", None, mode="decode")["advice"] == (
+        "transformers' sdpa path repeated K and V here instead of passing enable_gqa=True to torch's attention "
+        "(recent transformers pass it to SDPA only when no attention mask is needed: padding or a custom mask "
+        "brings the copy back)" + CLEAN2 + "; in decode the copy covers the whole KV cache on every generated token"
+    )
+    assert _kv_case("eager", None, mode="decode")["message"].startswith(
+        "eager repeat_kv copies K and V to every query head: 2×1.00 MiB per layer per decode step"
+    )
+
+
+def test_repeat_kv_over_layers_with_uneven_copies_and_sizes():
+    copies = [_copy("l.0", False, 512 * 1024), _copy("l.0", False, 3 * MIB), _copy("l.1", False, 3 * MIB)]
+    row = _row("eager", _timing(10_000, 9_900, 10_100), copies)
+    annotate_rows([row])
+    kv = _insight(row, "repeat_kv_copy")
+    # most copies in one layer: 2; the largest copy 3 MiB; 3.5 + 3 = 6.5 MiB in all
+    assert kv["evidence"]["copies_per_layer"] == 2 and kv["evidence"]["bytes_per_copy"] == 3 * MIB
+    assert "2×3.00 MiB per layer per train step (3 copies in 2 layers, 6.50 MiB in all" in kv["message"]
+    assert kv["advice"].endswith("so K and V stay at their KV heads")  # nobody else ran: no "seen in this run"
+
+
+def test_sizes_in_kib_mib_and_large_mib():
+    from attnscope.analysis.recommend.model import _mib
+
+    assert _mib(1536) == "1.5 KiB" and _mib(MIB - 1) == "1,024.0 KiB"
+    assert _mib(MIB) == "1.00 MiB" and _mib(10 * MIB - 1) == "10.00 MiB" and _mib(10 * MIB) == "10.0 MiB"
+
+
+def test_upcast_and_layout_and_mask_advice_texts():
+    row = _row("eager", _timing(10_000, 9_900, 10_100))
+    row["attention"]["upcasts"] = [{"op": "aten::softmax", "bytes": 2 * MIB, "duration_us": 4.0}]
+    row["attention"]["parts"]["upcasts"] = 4.0
+    annotate_rows([row])
+    u = _insight(row, "attention_upcast")
+    assert u["severity"] == "warning"
+    assert u["message"] == (
+        "1 bf16/fp16→fp32 upcast(s) inside attention (aten::softmax), 2.00 MiB written in fp32, 4.0 µs in the copies"
+    )
+    assert u["advice"] == (
+        "eager attention runs its softmax in fp32 by design (transformers' eager_attention_forward); "
+        "sdpa and flex_attention keep the scores inside one fused kernel instead of an fp32 tensor"
+    )
+    row = _row("sdpa", _timing(10_000, 9_900, 10_100), [{**_copy("l.0", False, MIB), "part": "kernel"}])
+    annotate_rows([row])
+    lc = _insight(row, "attention_copies")
+    assert lc["severity"] == "info" and lc["advice"] == (
+        "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
+        "not in yours: weigh them with the 'copies' part of the split"
+    )
+    assert lc["message"] == "1 other full-tensor copies inside attention's forward (aten::reshape), 1.00 MiB in all"
+    row["attention"]["parts"]["mask"] = 10.0
+    annotate_rows([row])
+    assert (
+        _insight(row, "mask_built")["advice"] == "transformers builds it once per forward and shares it across layers"
+    )
+
+
+def test_host_bound_advice_and_rows_without_a_wall_time():
+    gpu = {**_timing(1_000, 990, 1_010), "method": "CUDA events"}
+    row = _row("sdpa", gpu)
+    annotate_rows([row])
+    assert _insight(row, "host_bound") is None  # no wall time
+    row["wall_time"] = gpu
+    annotate_rows([row])
+    assert _insight(row, "host_bound") is None  # the same timing
+    row["wall_time"] = {**_timing(3_000, 2_990, 3_010), "method": "wall time per step"}
+    annotate_rows([row])
+    hb = _insight(row, "host_bound")
+    assert hb["severity"] == "warning" and hb["advice"] == (
+        "Python and kernel launches, not the GPU, set the pace: CUDA graphs (a static cache with torch.compile) "
+        "remove most of it; the attention implementation matters less here than its GPU time suggests"
+    )
+    row["attention"] = None  # a row without a split still gets the host-bound insight, and nothing else
+    annotate_rows([row])
+    assert [i["id"] for i in row["insights"]] == ["host_bound"]
+
+
+def test_points_of_two_configs_are_named_and_failed_rows_join_their_point():
+    rows = []
+    for config, t in (("tiny", 1_000), ("small", 2_000)):
+        for impl, k in (("eager", 1), ("sdpa", 2)):
+            r = _row(impl, _timing(t * k, t * k - 5, t * k + 5))
+            r["batch"], r["seq"] = 4, 64
+            r["case"] = {"config": config, "layers": 2, "dtype": "bf16", "device": "cuda:0", "mode": "train"}
+            rows.append(r)
+    skipped = {**rows[0], "impl": "sdpa", "status": "skipped", "step_time": None, "attention": None}
+    recs = annotate_rows([*rows, skipped])
+    assert set(recs) == {"train tiny B4 S64", "train small B4 S64"}
+    assert recs["train tiny B4 S64"]["best"] == "eager" and recs["train tiny B4 S64"]["runner_up"] == "sdpa"
+    # one point per mode: keyed by the mode alone
+    assert set(annotate_rows(rows[:2])) == {"train"}
