@@ -349,3 +349,42 @@ def test_ops_on_the_step_s_edges_are_inside_it():
     ]
     b = breakdown(trace_from_doc(doc(events)))
     assert b["attention"]["time_us"] == pytest.approx(100) and b["rest"]["time_us"] == pytest.approx(0)
+
+
+def test_copies_by_dtype_layers_from_an_mlp_range_and_summed_mlp_kernels():
+    """Inside attention: a bf16←fp32 cast (a downcast: neither a copy nor an upcast), an fp32←fp32 copy (a copy,
+    4·8·4 B) and an fp32←bf16 cast (an upcast).  An MLP range with no layer range names the layer; its two
+    kernels (20 + 30 µs) add up."""
+    dims = {"Input Dims": [[4, 8], [4, 8]]}
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.3.attn", 10, 300),
+        *launched("aten::copy_", 20, 20, 1, 5.0, **{"Input type": [BF16, F32], **dims}),
+        *launched("aten::copy_", 50, 20, 2, 6.0, **{"Input type": [F32, F32], **dims}),
+        *launched("aten::copy_", 80, 20, 3, 7.0, **{"Input type": [F32, BF16], **dims}),
+        scope("mlp", "m.layers.3.mlp", 400, 300),
+        *launched("aten::mm", 410, 50, 4, 20.0),
+        *launched("aten::mm", 500, 50, 5, 30.0),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    a = b["attention"]
+    assert a["parts"]["copies"] == pytest.approx(6) and a["parts"]["upcasts"] == pytest.approx(7)
+    assert a["parts"]["kernel"] == pytest.approx(5)  # the downcast is the attention's own work here
+    [c] = a["hidden_copies"]
+    assert c["bytes"] == 4 * 8 * 4 and not c["backward"]
+    assert [u["bytes"] for u in a["upcasts"]] == [4 * 8 * 4]
+    [lay] = b["layers"]
+    assert lay["layer"] == "m.layers.3" and lay["mlp_us"] == pytest.approx(50)
+    assert lay["total_us"] == pytest.approx(5 + 6 + 7 + 50)
+
+
+def test_cpu_ops_that_start_together_nest_by_length_and_count_once():
+    """mm (10–35) holds linear (10–30): mm's self time 5 plus linear's 20, the 25 µs they span."""
+    events = [
+        scope("step", "prefill", 0, 100),
+        scope("attention", "m.layers.0.attn", 0, 100),
+        op("aten::linear", 10, 20, 1),
+        op("aten::mm", 10, 25, 2),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["time_us"] == pytest.approx(25)
