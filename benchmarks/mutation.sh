@@ -5,13 +5,15 @@
 #
 #   bash benchmarks/mutation.sh                          # every file below (resumes: mutants
 #                                                        # already tested in MUTATION_WORK stay)
-#   bash benchmarks/mutation.sh attnscope/flops.py ...   # the mutants of some files (re-tested)
+#   bash benchmarks/mutation.sh attnscope/core/flops.py ...   # the mutants of some files (re-tested)
 #   bash benchmarks/mutation.sh 'attnscope.core.flops.x_attention_flops__mutmut_3' ...
 #                                                        # some mutants by name (a sample)
 #
 # mutmut always mutates every file below (the same configuration each run, so its test
 # statistics, gathered once with the whole fast suite, are reused); the arguments choose which
-# mutants are run.  MUTATION_WORK names a directory kept between runs (results accumulate, a
+# mutants are run.  MUTATION_TESTS (test files or folders, space-separated) narrows both: only the
+# files named are mutated and only those tests run, for one file's pass on a busy machine (give
+# each such narrowed run its own MUTATION_WORK: mutmut keeps the configuration of the copy).  MUTATION_WORK names a directory kept between runs (results accumulate, a
 # stopped run loses only the mutants in flight); without it a temporary copy is used and removed.
 #
 # Writes $MUTATION_OUT (default: mutation-report/): summary.txt with one line per file, and
@@ -27,7 +29,14 @@ jobs=${MUTATION_JOBS:-2}
 out=$(realpath -m "${MUTATION_OUT:-mutation-report}")
 mkdir -p "$out"
 
-all_targets=(attnscope/analysis/*.py attnscope/measure.py attnscope/flops.py attnscope/masks.py attnscope/diff.py)
+# The pure calculators (plain data in and out) and the newer code's pure parts: the workloads'
+# inputs, reference and size estimate, the store and the job's resume keys.
+shopt -s globstar
+all_targets=(attnscope/analysis/**/*.py attnscope/core/flops.py attnscope/core/masks.py attnscope/core/gpus.py
+    attnscope/api/diff.py attnscope/measure/timing.py attnscope/workloads/attention.py
+    attnscope/workloads/reference.py attnscope/workloads/hf/size.py attnscope/execute/store.py
+    attnscope/execute/job.py)
+shopt -u globstar
 names=()
 targets=()
 for a in "$@"; do
@@ -40,7 +49,7 @@ for a in "$@"; do
             ;;
         *)
             names+=("$a")
-            # the file of a mutant name: attnscope.core.flops.x_tflops__mutmut_3 → attnscope/flops.py
+            # the file of a mutant name: attnscope.core.flops.x_tflops__mutmut_3 → attnscope/core/flops.py
             f=$(echo "$a" | sed -E 's/\.x(_|ǁ).*//; s/\./\//g').py
             [ -f "$f" ] && [[ " ${targets[*]} " != *" $f "* ]] && targets+=("$f")
             ;;
@@ -48,33 +57,45 @@ for a in "$@"; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 # test_startup: fresh interpreters that check which modules a command imports (mutmut's trampolines import more)
-slow=(test_live_run test_run_cpu test_cli test_guess_cli test_html_browser test_model_cli test_external
-    test_bad_inputs test_peak test_sizing test_plugins test_startup)
+slow=(variants/test_live_run variants/test_run_cpu cli/test_cli cli/test_guess_cli report/test_html_browser
+    cli/test_model_cli variants/test_external cli/test_bad_inputs measure/test_peak workloads/test_sizing
+    variants/test_plugins cli/test_startup)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
     exit 2
 fi
 
 quoted() { local IFS=,; echo "$*"; }
+mutated=("${all_targets[@]}")
+selection=("\"tests\"")
+if [ -n "${MUTATION_TESTS:-}" ]; then
+    [ ${#targets[@]} -gt 0 ] || { echo "mutation.sh: MUTATION_TESTS needs the files to mutate" >&2; exit 2; }
+    mutated=("${targets[@]}")
+    selection=()
+    for t in $MUTATION_TESTS; do
+        [ -e "$t" ] || { echo "mutation.sh: no such test path: $t" >&2; exit 2; }
+        selection+=("\"$t\"")
+    done
+fi
 paths=()
-for t in "${all_targets[@]}"; do
+for t in "${mutated[@]}"; do
     case "$t" in */__init__.py) ;; *) paths+=("\"$t\"") ;; esac
 done
 ignore=()
 for s in "${slow[@]}"; do ignore+=("\"--ignore=tests/$s.py\""); done
 # It reloads attnscope.trace: tests that run after it (mutmut reorders them) hold a stale TraceError.
-ignore+=("\"--deselect=tests/trace/test_trace_reader.py::test_reader_without_orjson_gives_the_same_trace\"")
+ignore+=("\"--deselect=tests/trace/test_trace_reader.py::test_reader_without_orjson_or_msgspec_gives_the_same_trace\"")
 # The model-scale trace takes seconds per run; the synthetic and H200 traces pin the same rules.
 ignore+=("\"--deselect=tests/analysis/fingerprint/test_breakdown_real.py::test_llama_training_trace_against_raw_counts\"")
 # Tests that run variants on the CPU (marked slow, and five unmarked ones) cost seconds each, and
 # mutmut runs every test that reaches a mutated function: they made a surviving mutant of the trace
 # readers cost ~30 s.  The calculators' own tests pin the same numbers.
 ignore+=("\"-m\"" "\"not slow\"")
-for t in test_html.py::test_run_html_flag_draws_from_the_documents_own_start_times \
-    test_jobs.py::test_fwd_bwd_checks_gradients_against_fp64_and_counts_3_5x_flops \
-    test_jobs.py::test_inline_oom_is_a_row_and_frees_the_cached_workload \
-    test_jobs.py::test_real_result_round_trips_through_a_json_line \
-    test_model_annotate.py::test_annotate_puts_everything_back; do
+for t in report/test_html.py::test_run_html_flag_draws_from_the_documents_own_start_times \
+    execute/test_jobs.py::test_fwd_bwd_checks_gradients_against_fp64_and_counts_3_5x_flops \
+    execute/test_jobs.py::test_inline_oom_is_a_row_and_frees_the_cached_workload \
+    execute/test_jobs.py::test_real_result_round_trips_through_a_json_line \
+    workloads/test_model_annotate.py::test_annotate_puts_everything_back; do
     ignore+=("\"--deselect=tests/$t\"")
 done
 
@@ -100,7 +121,7 @@ cat >>"$work/pyproject.toml" <<EOF
 source_paths = [$(quoted "${paths[@]}")]
 also_copy = [$(quoted "${copy[@]}")]
 pytest_add_cli_args = ["-p", "no:warnings", "-p", "no:cacheprovider", "-q", $(quoted "${ignore[@]}")]
-pytest_add_cli_args_test_selection = ["tests"]
+pytest_add_cli_args_test_selection = [$(quoted "${selection[@]}")]
 process_isolation = "forkserver"
 EOF
 start=$(date +%s)

@@ -143,3 +143,21 @@ def test_estimates_cover_the_measured_peaks_of_real_runs(run: str) -> None:
         if run.startswith("h200") and r["variant"].startswith("naive"):
             # 4·16·2048²·2 B = 512 MiB per score matrix: 2 of them + the 16 MiB output = 1040 MiB measured
             assert call - est.parts["workspace allowance"] == r["peak_memory_bytes"] == 1040 * MIB
+
+
+@pytest.mark.parametrize("variant", ["naive", "naive_inplace"])
+def test_naive_counts_k_and_v_repeated_to_every_query_head_under_gqa(variant: str) -> None:
+    """B=4, H=16, 4 KV heads, S=2048, D=64, bf16, causal (the H200 GQA run, docs/results/raw: naive's measured
+    peak was 1,124,073,472 B for both naive variants).  By hand: 2 score matrices 2·4·16·2048²·2 B = 1024 MiB,
+    K and V repeated from 4 to 16 heads 2·4·16·2048·64·2 B = 32 MiB, the output 4·16·2048·64·2 B = 16 MiB:
+    1,124,073,472 B, the measured peak exactly."""
+    gqa = Case(batch=4, heads=16, kv_heads=4, seq_q=2048, head_dim=64, dtype="bf16", causal=True, device="cuda")
+    est = sizing.variant_bytes(gqa, variant)
+    assert est.parts["2 score matrices"] == 1024 * MIB
+    assert est.parts["K/V repeated for GQA"] == 32 * MIB
+    assert est.parts["output"] == 16 * MIB
+    call = est.bytes - est.parts["error check (fp64)"] - est.parts["mask"] - est.parts["workspace allowance"]
+    assert call == 1_124_073_472
+    # without GQA (16 KV heads) nothing is repeated
+    mha = Case(batch=4, heads=16, seq_q=2048, head_dim=64, dtype="bf16", causal=True, device="cuda")
+    assert sizing.variant_bytes(mha, variant).parts["K/V repeated for GQA"] == 0

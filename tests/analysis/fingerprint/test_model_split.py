@@ -188,3 +188,203 @@ def test_with_stack_module_ranges_split_the_forward(tmp_path):
         assert b["rest"]["parts"]["backward_other"] == pytest.approx(60)  # no module ranges in the backward
         assert a["share"] == pytest.approx(round(130 / (4 + 40 + 90 + 120 + 60), 4))
         assert [lay["layer"] for lay in b["layers"]] == ["LlamaDecoderLayer_0"]
+
+
+def test_a_multi_step_trace_is_split_on_its_last_step():
+    """Two profiled steps (a warm-up, then the measured one): only the last step's kernels are counted."""
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 500),
+        scope("core", "sdpa", 20, 400),
+        *launched("aten::scaled_dot_product_attention", 30, 300, 1, 500.0),
+        scope("step", "train", 2000, 1000),
+        scope("attention", "m.layers.0.attn", 2010, 200),
+        scope("core", "sdpa", 2020, 150),
+        *launched("aten::scaled_dot_product_attention", 2030, 100, 2, 70.0),
+        scope("mlp", "m.layers.0.mlp", 2300, 400),
+        *launched("aten::mm", 2310, 300, 3, 30.0),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["kernel_us"] == pytest.approx(70)  # the warm-up's 500 µs kernel is not in it
+    assert b["rest"]["parts"]["mlp"] == pytest.approx(30)
+    assert b["total_us"] == pytest.approx(70 + 30)
+    assert b["attention"]["share"] == pytest.approx(0.7)
+
+
+def test_cpu_shares_are_of_the_step_span_time_outside_ops_included():
+    """CPU: 50 µs of attention and 50 µs of MLP in a 200 µs step: 25 % each, not 50 % (of the ops alone)."""
+    events = [
+        scope("step", "prefill", 0, 200),
+        scope("attention", "m.layers.0.attn", 0, 100),
+        scope("core", "sdpa", 5, 60),
+        op("aten::scaled_dot_product_attention", 10, 50, 1),
+        scope("mlp", "m.layers.0.mlp", 110, 70),
+        op("aten::mm", 120, 50, 2),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["share"] == pytest.approx(50 / 200)
+    assert b["rest"]["share"] == pytest.approx(50 / 200)
+    [lay] = b["layers"]
+    assert lay["attention_share"] == pytest.approx(50 / 200)
+
+
+def test_a_cast_back_inside_the_attention_core_during_backward_is_an_upcast():
+    """Backward of an fp32 softmax: ToCopyBackward0 runs inside the core function's backward range; its
+    kernel (6 µs) is an upcast, the matmul backward's (40 µs) is the kernel."""
+    core_bwd = "eager_attention_forward"
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        scope("core", core_bwd, 20, 80),
+        *launched("aten::matmul", 30, 50, 1, 20.0),
+        scope("attention", "m.layers.0.attn", 500, 300, tid=BWD_TID, backward=True),
+        scope("core", core_bwd, 510, 250, tid=BWD_TID, backward=True),
+        op("autograd::engine::evaluate_function: ToCopyBackward0", 520, 60, 2, tid=BWD_TID),
+        *launched("aten::_to_copy", 530, 40, 3, 6.0, tid=BWD_TID),
+        op("autograd::engine::evaluate_function: UnsafeViewBackward0", 600, 100, 4, tid=BWD_TID),
+        *launched("aten::bmm", 610, 80, 5, 40.0, tid=BWD_TID),
+    ]
+    a = breakdown(trace_from_doc(doc(events)))["attention"]
+    assert a["parts"]["upcasts"] == pytest.approx(6)
+    assert a["parts"]["kernel"] == pytest.approx(20 + 40)
+    assert a["time_us"] == pytest.approx(20 + 6 + 40)
+
+
+def test_the_lm_head_range_is_its_own_part_of_the_rest():
+    """An lm_head range (annotate names the model's output projection so) holds 25 µs of the step's 35."""
+    events = [
+        scope("step", "prefill", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::scaled_dot_product_attention", 20, 80, 1, 10.0),
+        scope("lm_head", "lm_head", 200, 100),
+        *launched("aten::linear", 210, 80, 2, 25.0),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["rest"]["parts"]["lm_head"] == pytest.approx(25)
+    assert b["rest"]["parts"]["other"] == pytest.approx(0)
+    assert b["rest"]["share"] == round(25 / 35, 4)  # shares are given to 4 places
+
+
+def test_gpu_step_document_by_hand_layers_scopes_and_an_unattributed_kernel():
+    """_gpu_step plus one kernel (8 µs) launched inside the step from no op: it is unattributed."""
+    events = [*_gpu_step(), launch(900, corr=20, ext=None), kernel("k_orphan", 6000, 8.0, corr=20)]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["method"] == (
+        "GPU time of the kernels, memcpys and memsets of one profiled step, each given to the op that launched "
+        "it and from that op to the attnscope.model ranges around it"
+    )
+    assert b["unattributed_us"] == pytest.approx(8)
+    attention = (40 + 7 + 100 + 11 + 3 + 13) + (50 + 30)
+    total = attention + 200 + 17 + 19 + 9 + 8
+    assert b["total_us"] == pytest.approx(total)
+    assert b["attention"]["share"] == round(attention / total, 4)
+    assert b["attention"]["projections_us"] == pytest.approx(70)
+    # 10 ranges: step, mask, layer, attention, proj, repeat_kv, core, mlp, loss, the attention's backward
+    assert b["scopes"] == {
+        "num": 10,
+        "core": True,
+        "backward": True,
+        "source": "attnscope.model ranges",
+        "impl": "eager",
+        "mode": "train",
+    }
+    [lay] = b["layers"]
+    # in the layer: attention 241 (kernel 150, projections 70, around 7 + 11 + 3), MLP 200; the mask and the
+    # loss lie outside it
+    assert lay == {
+        "layer": "model.layers.0",
+        "attention_us": 241.0,
+        "around_us": 21.0,
+        "kernel_us": 150.0,
+        "mlp_us": 200.0,
+        "projections_us": 70.0,
+        "total_us": 441.0,
+        "attention_share": round(241 / total, 4),
+    }
+
+
+def test_cpu_trace_without_a_step_range_spans_its_ops_and_names_no_single_core():
+    events = [
+        scope("attention", "m.layers.1.attn", 100, 100),
+        scope("core", "eager_attention_forward", 105, 40),
+        op("aten::bmm", 110, 30, 1),
+        scope("core", "sdpa", 150, 40),
+        op("aten::scaled_dot_product_attention", 155, 30, 2),
+        scope("attention", "m.layers.10.attn", 300, 50),
+        op("aten::mm", 310, 20, 3),
+        scope("attention", "m.layers.2.attn", 400, 100),
+        op("aten::mm", 410, 40, 4),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["method"].startswith("self time of each op of one profiled step (CPU), given to the attnscope.model")
+    assert b["method"].endswith("the step's wall time outside any op is 'unattributed'")
+    # no step range: the ops' span, 110 → 450 = 340 µs; in ops 30 + 30 + 20 + 40 = 120
+    assert b["total_us"] == pytest.approx(340) and b["unattributed_us"] == pytest.approx(220)
+    assert b["scopes"]["impl"] is None and b["scopes"]["mode"] is None and b["scopes"]["core"] is True
+    # layers in numeric order, not text order (10 after 2)
+    assert [lay["layer"] for lay in b["layers"]] == ["m.layers.1", "m.layers.2", "m.layers.10"]
+    assert [lay["total_us"] for lay in b["layers"]] == [60.0, 40.0, 20.0]
+
+
+def test_one_core_name_is_the_implementation_eager_s_function_read_as_eager():
+    for name, impl in (("eager_attention_forward", "eager"), ("sdpa", "sdpa"), ("flex_attention", "flex_attention")):
+        events = [
+            scope("step", "prefill", 0, 100),
+            scope("attention", "m.layers.0.attn", 0, 50),
+            scope("core", name, 5, 40),
+            op("aten::mm", 10, 30, 1),
+        ]
+        assert breakdown(trace_from_doc(doc(events)))["scopes"]["impl"] == impl
+
+
+def test_ops_on_the_step_s_edges_are_inside_it():
+    """An op that starts as the step starts and ends as it ends is counted; one a microsecond outside is not."""
+    events = [
+        scope("step", "prefill", 100, 100),
+        scope("attention", "m.layers.0.attn", 100, 100),
+        op("aten::mm", 100, 100, 1),
+        scope("mlp", "m.layers.0.mlp", 99, 103),
+        op("aten::add", 99, 2, 2),
+        op("aten::add", 199, 2, 3),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["time_us"] == pytest.approx(100) and b["rest"]["time_us"] == pytest.approx(0)
+
+
+def test_copies_by_dtype_layers_from_an_mlp_range_and_summed_mlp_kernels():
+    """Inside attention: a bf16←fp32 cast (a downcast: neither a copy nor an upcast), an fp32←fp32 copy (a copy,
+    4·8·4 B) and an fp32←bf16 cast (an upcast).  An MLP range with no layer range names the layer; its two
+    kernels (20 + 30 µs) add up."""
+    dims = {"Input Dims": [[4, 8], [4, 8]]}
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.3.attn", 10, 300),
+        *launched("aten::copy_", 20, 20, 1, 5.0, **{"Input type": [BF16, F32], **dims}),
+        *launched("aten::copy_", 50, 20, 2, 6.0, **{"Input type": [F32, F32], **dims}),
+        *launched("aten::copy_", 80, 20, 3, 7.0, **{"Input type": [F32, BF16], **dims}),
+        scope("mlp", "m.layers.3.mlp", 400, 300),
+        *launched("aten::mm", 410, 50, 4, 20.0),
+        *launched("aten::mm", 500, 50, 5, 30.0),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    a = b["attention"]
+    assert a["parts"]["copies"] == pytest.approx(6) and a["parts"]["upcasts"] == pytest.approx(7)
+    assert a["parts"]["kernel"] == pytest.approx(5)  # the downcast is the attention's own work here
+    [c] = a["hidden_copies"]
+    assert c["bytes"] == 4 * 8 * 4 and not c["backward"]
+    assert [u["bytes"] for u in a["upcasts"]] == [4 * 8 * 4]
+    [lay] = b["layers"]
+    assert lay["layer"] == "m.layers.3" and lay["mlp_us"] == pytest.approx(50)
+    assert lay["total_us"] == pytest.approx(5 + 6 + 7 + 50)
+
+
+def test_cpu_ops_that_start_together_nest_by_length_and_count_once():
+    """mm (10–35) holds linear (10–30): mm's self time 5 plus linear's 20, the 25 µs they span."""
+    events = [
+        scope("step", "prefill", 0, 100),
+        scope("attention", "m.layers.0.attn", 0, 100),
+        op("aten::linear", 10, 20, 1),
+        op("aten::mm", 10, 25, 2),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["attention"]["time_us"] == pytest.approx(25)
