@@ -138,7 +138,7 @@ def test_appended_rows_are_one_line_each_with_no_blank_line_between(tmp_path):
 
 
 def test_a_one_character_torn_line_is_closed_before_the_next_row(tmp_path):
-    for before in (b"{", b'{"variant":"a"}\n{'):
+    for before in (b"{", b'{"variant":"a","status":"ok"}\n{'):
         path = tmp_path / "s.jsonl"
         path.write_bytes(before)
         store = Store(path)
@@ -147,16 +147,18 @@ def test_a_one_character_torn_line_is_closed_before_the_next_row(tmp_path):
         assert store.rows()[-1]["variant"] == "b" and store.num_torn == 1
 
 
-def test_load_rows_says_what_is_missing(tmp_path):
+def test_the_reader_of_a_store_says_what_is_missing(tmp_path):
     import pytest
 
+    from attnscope.document.load import result_rows
     from attnscope.document.schema import DocumentError
-    from attnscope.execute.store import load_rows
 
     with pytest.raises(DocumentError, match=r"s\.jsonl: no such file"):
-        load_rows(tmp_path / "s.jsonl")
+        result_rows([tmp_path / "s.jsonl"])
     (tmp_path / "s.jsonl").write_text("not json\n")
-    with pytest.raises(DocumentError, match=r"s\.jsonl: no attnscope result rows \(expected JSON lines"):
-        load_rows(tmp_path / "s.jsonl")
+    with pytest.raises(DocumentError, match=r"s\.jsonl: not valid JSON .*no attnscope result rows"):
+        result_rows([tmp_path / "s.jsonl"])
+    (tmp_path / "s.jsonl").unlink()
     Store(tmp_path / "s.jsonl").append(_row("naive", CASES[0], "error"))
-    assert [r["status"] for r in load_rows(str(tmp_path / "s.jsonl"))] == ["error"]
+    rows, _ = result_rows([str(tmp_path / "s.jsonl")])
+    assert [r["status"] for r in rows] == ["error"]

@@ -231,26 +231,45 @@ def test_as_generic_is_the_one_recommender_s_row():
 
     row = _row("sdpa", {**_timing(8_000, 7_950, 8_050), "method": "CUDA events, 20 steps"})
     row.update(batch=2, seq=128, case={"config": "tiny", "layers": 1, "dtype": "bf16", "device": "cuda"})
+    timing = {"median_us": 8_000, "p25_us": 7_950, "p75_us": 8_050, "noisy": False, "method": "CUDA events, 20 steps"}
     assert as_generic(row) == {
         "variant": "sdpa",
         "status": "ok",
-        "median_us": 8_000,
-        "p25_us": 7_950,
-        "p75_us": 8_050,
-        "noisy": False,
-        "method": "CUDA events, 20 steps",
+        "reason": None,
+        **timing,
         "point": {"config": "tiny", "seq": 128, "batch": 2, "mode": "train"},
+        "mode": "train",
+        # the point as the one recommender's case: the config's fields, then batch, seq and mode
+        "case": {
+            "config": "tiny",
+            "layers": 1,
+            "dtype": "bf16",
+            "device": "cuda",
+            "batch": 2,
+            "seq": 128,
+            "mode": "train",
+        },
+        "step_time": timing,
     }
     failed = {"impl": "eager", "status": "oom", "step_time": None, "case": None, "mode": "decode"}
+    nothing = {"median_us": None, "p25_us": None, "p75_us": None, "noisy": None, "method": None}
     assert as_generic(failed) == {
         "variant": "eager",
         "status": "oom",
-        "median_us": None,
-        "p25_us": None,
-        "p75_us": None,
-        "noisy": None,
-        "method": None,
+        "reason": None,
+        **nothing,
         "point": {"config": None, "seq": None, "batch": None, "mode": "decode"},
+        "mode": "decode",
+        "case": {
+            "config": None,
+            "layers": None,
+            "dtype": None,
+            "device": None,
+            "batch": None,
+            "seq": None,
+            "mode": "decode",
+        },
+        "step_time": None,
     }
 
 
@@ -264,6 +283,7 @@ def test_recommendation_texts_by_hand():
         "tied": [],
         "basis": "wall time per step",
         "text": "sdpa: the only implementation measured (8,000.0 µs per step)",
+        "unresolved": False,
     }
     rows = [
         _row("sdpa", _timing(8_000, 7_900, 8_100)),
@@ -385,7 +405,7 @@ def test_repeat_kv_over_layers_with_uneven_copies_and_sizes():
 
 
 def test_sizes_in_kib_mib_and_large_mib():
-    from attnscope.analysis.recommend.model import _mib
+    from attnscope.analysis.recommend.model_rules import _mib
 
     assert _mib(1536) == "1.5 KiB" and _mib(MIB - 1) == "1,024.0 KiB"
     assert _mib(MIB) == "1.00 MiB" and _mib(10 * MIB - 1) == "10.00 MiB" and _mib(10 * MIB) == "10.0 MiB"
@@ -448,7 +468,8 @@ def test_points_of_two_configs_are_named_and_failed_rows_join_their_point():
             r["batch"], r["seq"] = 4, 64
             r["case"] = {"config": config, "layers": 2, "dtype": "bf16", "device": "cuda:0", "mode": "train"}
             rows.append(r)
-    skipped = {**rows[0], "impl": "sdpa", "status": "skipped", "step_time": None, "attention": None}
+    # a third implementation that was skipped at the first point: it joins that point, measured by nothing
+    skipped = {**rows[0], "impl": "flex_attention", "status": "skipped", "step_time": None, "attention": None}
     recs = annotate_rows([*rows, skipped])
     assert set(recs) == {"train tiny B4 S64", "train small B4 S64"}
     assert recs["train tiny B4 S64"]["best"] == "eager" and recs["train tiny B4 S64"]["runner_up"] == "sdpa"
