@@ -113,7 +113,7 @@ def module_scope(name: str) -> Scope | None:
         role = "norm"
     elif "Embedding" in cls:
         role = "embedding"
-    elif "LMHead" in cls or "PredictionHead" in cls:
+    elif ("LMHead" in cls or "PredictionHead" in cls) and not cls.endswith("Model"):  # GPT2LMHeadModel: the model
         role = "lm_head"
     elif _LAYER_CLASS.search(cls):
         role = "layer"

@@ -250,3 +250,13 @@ def test_free_memory_on_the_host_opens_proc_meminfo(monkeypatch):
         size, "open", lambda p, *a, **k: opened.append(p) or io.StringIO("MemAvailable: 3 kB\n"), raising=False
     )
     assert size.free_memory("cpu") == 3072 and opened == ["/proc/meminfo"]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert-base"])
+def test_an_untied_head_adds_vocab_times_hidden(name):
+    cfg = _cfg(name)
+    tied = parameters(cfg)
+    cfg.tie_word_embeddings = False
+    # GPT-2: V = 50,257, H = 768; BERT-base: V = 30,522, H = 768 — the head's own weight V·H
+    v, h = (50_257, 768) if name == "gpt2" else (30_522, 768)
+    assert parameters(cfg) - tied == v * h

@@ -78,8 +78,9 @@ def parameters(cfg: Any) -> int:
         total += h * h + h + 2 * h + v  # the masked-LM head: dense, its norm, the decoder's bias (weight tied)
     else:
         total += h  # final norm
-    if not (gpt2 or bert) and not bool(getattr(cfg, "tie_word_embeddings", False)):
-        total += v * h
+    # GPT-2 and BERT tie the head to the embeddings unless the config says otherwise; the others say it themselves
+    if not bool(getattr(cfg, "tie_word_embeddings", gpt2 or bert)):
+        total += v * h  # an lm_head (or BERT's decoder) of its own: V·H
     return total
 
 
