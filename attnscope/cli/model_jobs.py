@@ -142,31 +142,3 @@ def _same_run(
         and c.get("mode") in modes
         and (c.get("batch"), c.get("seq")) in points
     )
-
-
-def recommend_rows(rows: list[dict[str, Any]], files: list[str], json_path: str | None, console: Any) -> int:
-    """`attnscope recommend` on the rows of `model --out`: the best implementation per mode and point."""
-    from attnscope.analysis.recommend.model import annotate_rows
-    from attnscope.document.schema import write_atomic
-
-    recs = annotate_rows(rows)
-    if not recs:
-        by: dict[str, int] = {}
-        for r in rows:
-            by[r["status"]] = by.get(r["status"], 0) + 1
-        counts = ", ".join(f"{k} {v}" for k, v in by.items())
-        raise ValueError(f"{', '.join(files)}: no model row to compare (rows by status: {counts})")
-    if json_path:
-        write_atomic(
-            json_path,
-            {
-                "schema_version": SCHEMA_VERSION,
-                "tool": "attnscope",
-                "kind": "model",
-                "files": files,
-                "recommendations": recs,
-            },
-        )
-    for where, rec in recs.items():
-        console.print(f"[bold]Recommendation ({where}):[/bold] {rec['text']}")
-    return 0
