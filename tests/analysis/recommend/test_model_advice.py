@@ -5,38 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.recommend.model import annotate_rows
-
-
-def _timing(median: float, p25: float, p75: float) -> dict[str, Any]:
-    return {"median_us": median, "p25_us": p25, "p75_us": p75, "noisy": (p75 - p25) / median > 0.1, "method": "wall"}
-
-
-def _row(impl: str, t: dict[str, Any], copies: list[dict[str, Any]] | None = None, status: str = "ok") -> dict:
-    parts = dict.fromkeys(
-        ("kernel", "projections", "mask", "repeat_kv", "upcasts", "copies", "rotary", "kv_cache", "other"), 0.0
-    )
-    parts.update(kernel=300.0, projections=100.0, repeat_kv=50.0)
-    return {
-        "impl": impl,
-        "mode": "train",
-        "status": status,
-        "reason": None if status == "ok" else "refused",
-        "step_time": t if status == "ok" else None,
-        "attention": {
-            "time_us": 450.0,
-            "share": 0.45,
-            "kernel_us": 300.0,
-            "around_us": 50.0,
-            "projections_us": 100.0,
-            "parts": parts,
-            "hidden_copies": copies or [],
-            "upcasts": [],
-        }
-        if status == "ok"
-        else None,
-        "breakdown": {"total_us": 1000.0},
-        "insights": [],
-    }
+from tests.analysis.recommend.model_rows import row as _row
+from tests.analysis.recommend.model_rows import timing as _timing
 
 
 def _kv(layer: str) -> list[dict[str, Any]]:

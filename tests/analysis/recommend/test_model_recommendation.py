@@ -5,38 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.recommend.model import annotate_rows, recommend
+from tests.analysis.recommend.model_rows import row as _row
+from tests.analysis.recommend.model_rows import timing as _timing
 
 MIB = 1024 * 1024
-
-
-def _timing(median: float, p25: float, p75: float) -> dict[str, Any]:
-    # noisy as the timing loop flags it: interquartile range over the median above 10 %
-    return {"median_us": median, "p25_us": p25, "p75_us": p75, "noisy": (p75 - p25) / median > 0.1, "method": "wall"}
-
-
-def _row(impl: str, t: dict[str, Any], copies: list[dict[str, Any]] | None = None, mode: str = "train") -> dict:
-    parts = dict.fromkeys(
-        ("kernel", "projections", "mask", "repeat_kv", "upcasts", "copies", "rotary", "kv_cache", "other"), 0.0
-    )
-    parts.update(kernel=300.0, projections=100.0, repeat_kv=50.0)
-    return {
-        "impl": impl,
-        "mode": mode,
-        "status": "ok",
-        "step_time": t,
-        "attention": {
-            "time_us": 450.0,
-            "share": 0.45,
-            "kernel_us": 300.0,
-            "around_us": 50.0,
-            "projections_us": 100.0,
-            "parts": parts,
-            "hidden_copies": copies or [],
-            "upcasts": [],
-        },
-        "breakdown": {"total_us": 1000.0},
-        "insights": [],
-    }
 
 
 def _copy(layer: str, backward: bool, nbytes: int) -> dict[str, Any]:
