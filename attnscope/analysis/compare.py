@@ -86,7 +86,11 @@ def ranked(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], float, d
     return sorted(rows, key=lambda x: x[1])
 
 
-def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight] | NotChecked:
+def slower_than_best(
+    r: dict[str, Any], peers: list[dict[str, Any]], rec: dict[str, Any] | None = None
+) -> list[Insight] | NotChecked:
+    """``r`` against the best of its case; ``rec``: the one recommender's answer on ``peers`` where the caller
+    already has it (one per case, not one per row)."""
     if case_key(r) is None:
         return NotChecked(
             "slower_than_best",
@@ -102,7 +106,8 @@ def slower_than_best(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Ins
     mine = timing_of(r) if r.get("numerics_ok") is not False else None  # a wrong result is not "slow"
     if mine is None:
         return []
-    rec = recommend(peers)  # the one recommender: its best, its ties, its unresolved points
+    if rec is None:
+        rec = recommend(peers)  # the one recommender: its best, its ties, its unresolved points
     if rec["unresolved"]:  # the recommendation names no best here: no "use X" either
         u = rec["unresolved"][0]
         return NotChecked(
@@ -262,12 +267,22 @@ def builtin_mask_faster(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[
 def explain_results(results: list[dict[str, Any]]) -> list[tuple[list[Insight], list[NotChecked]]]:
     """Insights and not-checked rules for each result, in order (skipped rows get none)."""
     out = []
-    for r in results:
+    keys = [case_key(r) for r in results]
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for r, k in zip(results, keys, strict=True):
+        groups.setdefault(k, []).append(r)
+    recs: dict[Any, dict[str, Any]] = {}  # the recommendation of each case, worked out once
+    for r, k in zip(results, keys, strict=True):
         found, missing = result_insights(r)
         if r.get("status") == "ok":
-            peers = [p for p in results if case_key(p) == case_key(r)]
-            for rule in (slower_than_best, sdpa_choice, builtin_mask_faster):
-                res = rule(r, peers)
+            peers = groups[k]
+            if k is not None and k not in recs:
+                recs[k] = recommend(peers)
+            for res in (
+                slower_than_best(r, peers, recs.get(k)),
+                sdpa_choice(r, peers),
+                builtin_mask_faster(r, peers),
+            ):
                 if isinstance(res, NotChecked):
                     missing.append(res)
                 else:

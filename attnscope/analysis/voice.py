@@ -101,15 +101,21 @@ def agree_with_recommendation(
     """``explained`` (one entry per result, as :func:`attnscope.analysis.compare.explain_results` gives) with the
     advice of ``dense_mask`` and of compiled flex's ``block_sparsity`` rewritten where the case's measurements
     put compiled flex behind the recommended variant beyond the noise."""
-    out = []
-    for r, (found, missing) in zip(results, explained, strict=True):
-        peers = [p for p in results if case_key(p) is not None and case_key(p) == case_key(r)]
-        rows = ranked(peers) if peers else []
+    keys = [case_key(r) for r in results]
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for r, k in zip(results, keys, strict=True):
+        if k is not None:
+            groups.setdefault(k, []).append(r)
+    # per case, once: its ranked rows, compiled flex among them, and the evidence that flex lost to the recommendation
+    cases: dict[Any, tuple[list[Row], Row | None, dict[str, Any] | None]] = {}
+    for k, peers in groups.items():
+        rows = ranked(peers)
         flex = _compiled_flex(rows)
-        beaten = None
-        if flex is not None:
-            best = _recommended(peers, rows)
-            beaten = _beaten(flex, best) if best is not None else None
+        best = _recommended(peers, rows) if flex is not None else None
+        cases[k] = (rows, flex, _beaten(flex, best) if flex is not None and best is not None else None)
+    out = []
+    for r, k, (found, missing) in zip(results, keys, explained, strict=True):
+        rows, flex, beaten = cases.get(k, ([], None, None))
         if flex is not None and beaten is not None:
             found = [
                 _rewrite(i, beaten)

@@ -169,7 +169,7 @@ def test_run_and_recommend_agree_at_the_1_5x_bar(s, unresolved, tmp_path, capsys
         assert b["margin"] == run["margin"] == pytest.approx(100 / 150)
 
 
-def test_kernel_names_follow_the_rows_kernels_not_a_stale_memo() -> None:
+def test_same_kernels_compares_the_compute_kernels_names() -> None:
     from attnscope.analysis.recommend.ties import kernel_names, same_kernels
 
     k = lambda name, cat="attention": {"name": name, "category": cat}  # noqa: E731
@@ -177,7 +177,7 @@ def test_kernel_names_follow_the_rows_kernels_not_a_stale_memo() -> None:
     b = {"variant": "sdpa_cudnn", "kernels": [k("fmha_cudnn")]}
     assert kernel_names(a) == {"fmha_cudnn"}  # memcpy/memset are not compute kernels
     assert same_kernels(a, b) and same_kernels(b, a)
-    a["kernels"] = [k("flash_fwd_kernel")]  # the same row, another kernels list: read again
+    a["kernels"] = [k("flash_fwd_kernel")]  # the same row, other kernels: another implementation
     assert kernel_names(a) == {"flash_fwd_kernel"} and not same_kernels(a, b)
     # rows with no compute kernels are never "the same kernels"
     assert not same_kernels({"kernels": []}, {"kernels": []})

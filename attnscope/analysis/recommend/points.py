@@ -13,9 +13,9 @@ from attnscope.analysis.recommend.ties import (
     UNRESOLVED_ADVICE,
     Row,
     choose_best,
+    kernel_names,
     one_sample,
     ran_backend,
-    same_kernels,
     tied,
     unresolved_tie,
 )
@@ -44,7 +44,11 @@ class _Point:
 
 def _twins(rows: list[Row]) -> dict[str, list[str]]:
     """For each variant, the others that ran the same compute kernels, fastest first (none: no kernels known)."""
-    return {a[0]["variant"]: [b[0]["variant"] for b in rows if b is not a and same_kernels(a[0], b[0])] for a in rows}
+    names = [kernel_names(r[0]) for r in rows]  # once per row: a trace's row holds ~10^4 kernels
+    return {
+        a[0]["variant"]: [b[0]["variant"] for b, nb in zip(rows, names, strict=True) if b is not a and na and na == nb]
+        for a, na in zip(rows, names, strict=True)
+    }
 
 
 def _best_entry(p: _Point, index: int) -> dict[str, Any]:

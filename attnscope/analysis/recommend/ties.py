@@ -31,22 +31,9 @@ def overlaps(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
 Row = tuple[dict[str, Any], float, dict[str, Any] | None, str]
 
 
-# A row's compute-kernel names, by the row's id and kept with its kernels list (checked by identity, so a new
-# row at a reused id is never served another's names): a trace's row holds ~10^4 kernels, and the recommender
-# compares every pair of rows at a point, once per peer that asks (analyze of many ranks).
-_NAMES: dict[int, tuple[Any, frozenset[str]]] = {}
-
-
 def kernel_names(r: dict[str, Any]) -> frozenset[str]:
-    ks = r.get("kernels")
-    hit = _NAMES.get(id(r))
-    if hit is not None and hit[0] is ks:
-        return hit[1]
-    names = frozenset(k["name"] for k in compute_kernels(r))
-    if len(_NAMES) > 256:  # a bound on the lists kept alive
-        _NAMES.clear()
-    _NAMES[id(r)] = (ks, names)
-    return names
+    """The names of the compute kernels a row launched (memcpy and memset left out)."""
+    return frozenset(k["name"] for k in compute_kernels(r))
 
 
 def same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:
