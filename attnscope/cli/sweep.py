@@ -134,7 +134,11 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
     for k, v in defaults.items():
         # batch and --budget-tokens are two ways to one axis: a default never joins the one given
         # and a --mask replaces the causal axis
-        if k not in given and not ({k, *given} >= {"batch", "budget_tokens"}) and not (k == "causal" and args.mask):
+        if (
+            k not in given
+            and not ({k, *given} >= {"batch", "budget_tokens"})
+            and not (k == "causal" and args.mask is not None)
+        ):
             setattr(ns, k, v)
     return axes_from(ns)
 

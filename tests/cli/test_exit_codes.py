@@ -83,6 +83,13 @@ def test_sweep_0_1_2(tmp_path):
     assert _rc(["sweep", *common, "--variants", "naive", "--timeout", "0", "--out", "c.jsonl"]) == 2
 
 
+def test_sweep_an_empty_mask_is_named_as_such(capsys):
+    # an empty --mask is not "--mask with --causal": the message names what is wrong with the flag given
+    assert _rc(["sweep", "--device", "cpu", "--mask", "", "--out", "m.jsonl"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["attnscope: error: --mask '': an empty item between commas"]
+
+
 # ------------------------------------------------------------------------------------------------ the readers
 
 
