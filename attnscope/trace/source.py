@@ -20,8 +20,8 @@ from attnscope.trace.events import TraceError
 SEP = b"\n  },\n  {"
 KINETO_HEAD = re.compile(rb'"traceEvents":\s*(\[)\n  (\{)\n')
 GPU_HEAD = re.compile(rb'"deviceProperties":\s*\[\s*\{')
-CHUNK = 1 << 18  # compressed bytes inflated at a time: a few MiB of JSON
-BLOCK = 32 * CHUNK  # compressed bytes per read (8 MiB)
+CHUNK = 1 << 15  # compressed bytes inflated at a time: ~0.5 MiB of JSON, decoded while still in the cache
+BLOCK = 1 << 23  # compressed bytes per read (8 MiB)
 
 
 def check_path(path: Path) -> None:
