@@ -14,7 +14,6 @@ Every key besides ``variant`` and ``note`` is one prediction; see ``KINDS``.
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 from attnscope.analysis.compare import ran_backend, timing_of
@@ -119,6 +118,8 @@ def parse_predictions(
     text: str, known_variants: set[str] | None = None, source: str = "predictions"
 ) -> list[Prediction]:
     """TOML text → predictions, validated; raises PredictionError naming the block and key."""
+    import tomllib  # here, not at the top: ``analyze`` imports this module and never reads TOML
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

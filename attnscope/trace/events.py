@@ -129,7 +129,7 @@ def _parse_shapes(raw: bytes) -> tuple[Any, Any, Any, Any]:
     try:
         a = loads(b'{"":0' + raw + b"}") if raw else {}
         return a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"), a.get("Concrete Inputs")
-    except (JSONError, AttributeError):
+    except (*JSONError, AttributeError):
         return _NO_SHAPES  # shapes unreadable: the op stays, without shapes
 
 

@@ -198,7 +198,8 @@ def _add_memory(tr: Trace, ev: dict[str, Any]) -> None:
 
 
 def tolerant_loads(data: bytes) -> Any:
-    """orjson; where it refuses, the standard library on the text with U+FFFD for bytes that are not UTF-8."""
+    """The general parser (jsonlib); where it refuses, the standard library on the text with U+FFFD for bytes
+    that are not UTF-8."""
     try:
         return loads(data)
     except JSONError:
