@@ -121,6 +121,7 @@ class CpuOp:
 
 
 _NO_SHAPES: tuple[None, None, None, None] = (None, None, None, None)
+_SHAPE_ERRORS: tuple[type[Exception], ...] = (*JSONError, AttributeError)
 
 
 @functools.lru_cache(maxsize=512)
@@ -129,7 +130,7 @@ def _parse_shapes(raw: bytes) -> tuple[Any, Any, Any, Any]:
     try:
         a = loads(b'{"":0' + raw + b"}") if raw else {}
         return a.get("Input Dims"), a.get("Input type"), a.get("Input Strides"), a.get("Concrete Inputs")
-    except (*JSONError, AttributeError):
+    except _SHAPE_ERRORS:
         return _NO_SHAPES  # shapes unreadable: the op stays, without shapes
 
 
