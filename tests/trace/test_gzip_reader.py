@@ -63,3 +63,34 @@ def test_broken_gzip_is_an_error(tmp_path: Path, raw: bytes, why: str) -> None:
     p.write_bytes(raw)
     with pytest.raises(TraceError, match=why):
         b"".join(src.chunks(p))
+
+
+def test_a_member_whose_bytes_changed_is_refused_by_its_crc(tmp_path: Path) -> None:
+    """Deflate stored blocks (level 0) carry the bytes as they are: flip one inside, the stream still inflates to the
+    right length, and only the trailer's CRC-32 (RFC 1952) can tell."""
+    raw = bytearray(gzip.compress(DATA, compresslevel=0))
+    at = raw.index(DATA[1000:1016])  # the stored copy of these bytes inside the member
+    raw[at] ^= 0x01
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(bytes(raw))
+    with pytest.raises(TraceError, match="CRC-32 mismatch"):
+        b"".join(src.chunks(p))
+
+
+@pytest.mark.parametrize("inflater", ["isal", "zlib"])
+def test_both_inflaters_give_the_bytes_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inflater: str) -> None:
+    import zlib
+
+    if inflater == "isal":
+        isal_zlib = pytest.importorskip("isal.isal_zlib")
+        monkeypatch.setattr(src, "_inflate", isal_zlib)
+        monkeypatch.setattr(src, "_INFLATE_ERRORS", (zlib.error, isal_zlib.error))
+    else:
+        monkeypatch.setattr(src, "_inflate", zlib)
+        monkeypatch.setattr(src, "_INFLATE_ERRORS", (zlib.error,))
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(DATA[:5000]) + gzip.compress(DATA[5000:]))
+    assert b"".join(src.chunks(p)) == DATA
+    p.write_bytes(b"\x1f\x8b\x08\x00" + b"garbage-not-deflate" * 3)
+    with pytest.raises(TraceError, match="corrupt gzip"):
+        b"".join(src.chunks(p))
