@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-DATE = "2026-12-03"
+DATE = datetime.date.today().isoformat()  # the day of the run
 
 HAND = """
 import gzip, json, sys
@@ -300,7 +300,8 @@ def write(out: str, rows: list[str], hta_py: str, tl_py: str, pf_py: str) -> Non
         "python benchmarks/trace_readers.py",
         "```",
         "",
-        f"Versions: attnscope {version(me, 'attnscope')}, msgspec {version(me, 'msgspec')}, orjson "
+        f"Versions: attnscope {version(me, 'attnscope')}, msgspec {version(me, 'msgspec')}, isal "
+        f"{version(me, 'isal')}, orjson "
         f"{version(me, 'orjson')}, pysimdjson {version(me, 'pysimdjson')}; HolisticTraceAnalysis "
         f"{version(hta_py, 'HolisticTraceAnalysis')}; TraceLens {version(tl_py, 'TraceLens')}; "
         f"perfetto {version(pf_py, 'perfetto')}.",
@@ -311,7 +312,7 @@ def write(out: str, rows: list[str], hta_py: str, tl_py: str, pf_py: str) -> Non
         "builds its CPU-GPU tree and a kernel table; the floors only gunzip and parse.",
         *rows,
         "",
-        f"(generated {datetime.date.fromisoformat(DATE).isoformat()})",
+        f"(generated {DATE})",
     ]
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text("\n".join(lines) + "\n")
