@@ -105,12 +105,11 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
     names: dict[object, str] = {}
     tail: list[bytes] = []
     refused, first_why = 0, ""
-    for run, stop in event_runs(p, buf, source, tail):  # type: ignore[arg-type]
-        # one copy of the run between brackets (a slice, then a concatenation, would be two)
-        why = reader.read(b"".join((b"[", memoryview(run)[:stop], b"]"))) if reader is not None else ""
+    for run in event_runs(p, buf, source, tail):  # type: ignore[arg-type]
+        why = reader.read(run) if reader is not None else ""
         if why is not None:
             before = tr.num_events
-            _scan_each(tr, run, stop, names)
+            _scan_each(tr, run, len(run) - 1, names, start=1)  # inside the brackets
             if reader is not None:
                 refused += tr.num_events - before
                 first_why = first_why or why

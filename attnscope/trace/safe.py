@@ -66,9 +66,9 @@ def _opt_float(v: Any) -> float | None:
     return float(v)
 
 
-def scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str]) -> None:
-    """One event at a time: cut at the separators, parse the wanted ones (:func:`tolerant_loads`)."""
-    start = 0
+def scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str], start: int = 0) -> None:
+    """The events of ``buf[start:stop]`` one at a time: cut at the separators, parse the wanted ones
+    (:func:`tolerant_loads`)."""
     find, search, wanted = buf.find, _CAT.search, _WANTED
     nsep = len(SEP)
     while start < stop:

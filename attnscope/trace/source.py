@@ -150,21 +150,28 @@ def read_head(path: Path, source: Iterator[bytes]) -> tuple[bytes, re.Match[byte
     return head, KINETO_HEAD.search(head)
 
 
-def event_runs(path: Path, buf: bytes, source: Iterator[bytes], tail: list[bytes]) -> Iterator[tuple[bytes, int]]:
-    """``(buf, stop)``: ``buf[:stop]`` is a run of whole events (``{`` … ``}``, separated by ``SEP``).
+def event_runs(path: Path, buf: bytes, source: Iterator[bytes], tail: list[bytes]) -> Iterator[bytes]:
+    """Runs of whole events, each as a JSON array (``[{`` … ``}]``, the events separated by ``SEP``).
 
     ``buf`` starts at the first event's ``{``; once the list ends, the text after its last event
-    (from ``]``) is appended to ``tail``."""
+    (from ``]``) is appended to ``tail``.  The text is copied once, into the array: the last separator of
+    what is held plus a new piece lies in the piece whenever the piece has one (a separator that straddles
+    the two starts before any separator inside the piece)."""
+    rest = buf
     for c in itertools.chain((b"",), source):  # b"": first cut the events read with the head
-        buf += c
-        cut = buf.rfind(SEP)
-        if cut < 0:
+        cut = c.rfind(SEP)
+        if cut >= 0:
+            yield b"".join((b"[", rest, memoryview(c)[: cut + 4], b"]"))
+            rest = c[cut + len(SEP) - 1 :]
             continue
-        yield buf, cut + 4
-        buf = buf[cut + len(SEP) - 1 :]
-    end = buf.find(b"\n  }")
-    rest = buf[end + 4 :].lstrip() if end >= 0 else b""
-    if end < 0 or not rest.startswith(b"]"):
+        rest += c  # no separator inside the piece: one may straddle the two, or the event goes on
+        cut = rest.rfind(SEP)
+        if cut >= 0:
+            yield b"".join((b"[", memoryview(rest)[: cut + 4], b"]"))
+            rest = rest[cut + len(SEP) - 1 :]
+    end = rest.find(b"\n  }")
+    after = rest[end + 4 :].lstrip() if end >= 0 else b""
+    if end < 0 or not after.startswith(b"]"):
         raise TraceError(f"{path}: not valid JSON (truncated: the traceEvents list never ends)")
-    yield buf, end + 4
-    tail.append(rest)
+    yield b"".join((b"[", memoryview(rest)[: end + 4], b"]"))
+    tail.append(after)

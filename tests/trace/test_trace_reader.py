@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,22 @@ def test_streaming_reader_handles_events_split_across_chunks(tmp_path, monkeypat
     for p in (path, gz):
         tr = load_trace(p)
         assert tr.gpu == ref.gpu and tr.cpu_ops == ref.cpu_ops and tr.num_events == ref.num_events
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 8, 9, 10, 13, 64])
+def test_runs_are_whole_events_wherever_the_pieces_are_cut(size):
+    """The text after ``"traceEvents": [`` cut into pieces of every small size (a separator inside a piece, across
+    two, or across several): the runs, read as JSON arrays, hold every event once, in order."""
+    from attnscope.trace.source import event_runs
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": i, "args": {"s": "}, {" * i}} for i in range(7)]
+    # Kineto's layout: one event per block, "{" and "}" on lines indented by two spaces
+    body = b",\n  ".join(b"{\n    " + json.dumps(e)[1:-1].encode() + b"\n  }" for e in events) + b"\n]\n}"
+    pieces = iter([body[i : i + size] for i in range(0, len(body), size)])
+    tail: list[bytes] = []
+    got = [e for run in event_runs(Path("t.json"), b"", pieces, tail) for e in json.loads(run)]
+    assert got == events
+    assert tail == [b"]\n}"]
 
 
 def _broken_events():
