@@ -18,9 +18,10 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import compress, groupby, islice
+from operator import add, attrgetter, lt
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
 
@@ -41,17 +42,28 @@ class OpTree:
     # (pid, tid) → the slice of ``ops`` that thread holds: for rule 2
     threads: dict[tuple[object, object], tuple[int, int]] = field(default_factory=dict)
     starts: array[float] = field(default_factory=lambda: array("d"))  # ops[i].ts, sorted within a thread
-    _ext_sorted: array[int] = field(default_factory=lambda: array("q"))  # External ids, ascending
-    _ext_index: array[int] = field(default_factory=lambda: array("l"))  # the op of each, the last on a tie
+    _ext: tuple[array[int], array[int]] | None = None  # see _ext_arrays
     _children: list[list[int]] | None = None
     _names: frozenset[str] | None = None
+    _op_names: list[str] | None = None
+
+    @property
+    def op_names(self) -> list[str]:
+        """``ops[i].name`` for every op, read once: passes over 10^5 ops compare names in C through it."""
+        if self._op_names is None:
+            self._op_names = list(map(_NAME, self.ops))
+        return self._op_names
 
     @property
     def names(self) -> frozenset[str]:
         """The distinct op names: a pass over 10^5 ops can first ask which names it cares about."""
         if self._names is None:
-            self._names = frozenset([op.name for op in self.ops])
+            self._names = frozenset(self.op_names)
         return self._names
+
+    def indices_named(self, wanted: Set[str]) -> list[int]:
+        """The indices of the ops whose name is in ``wanted``, ascending."""
+        return list(compress(range(len(self.ops)), map(wanted.__contains__, self.op_names)))
 
     @property
     def children(self) -> list[list[int]]:
@@ -84,18 +96,38 @@ class OpTree:
             out.append(j)
         return out
 
+    def _ext_arrays(self) -> tuple[array[int], array[int]]:
+        """External ids, ascending, and the op of each (the last such op in ``ops``): built on first use."""
+        if self._ext is None:
+            # of equal ids, the last op wins (a dict built in order keeps the last)
+            by_ext = dict(zip(map(_EXT, self.ops), range(len(self.ops)), strict=True))
+            by_ext.pop(None, None)
+            ids = sorted(by_ext)
+            self._ext = array("q", ids), array("l", map(by_ext.__getitem__, ids))
+        return self._ext
+
     def op_of_ext(self, ext: int | None) -> int:
         """The op whose External id is ``ext`` (the last such op in ``ops``); -1 if none."""
         if ext is None:
             return -1
-        keys = self._ext_sorted
+        keys, index = self._ext_arrays()
         k = bisect.bisect_right(keys, ext) - 1
-        return self._ext_index[k] if k >= 0 and keys[k] == ext else -1
+        return index[k] if k >= 0 and keys[k] == ext else -1
+
+    def ops_of_ext(self, exts: list[int | None]) -> list[int]:
+        """:meth:`op_of_ext` of each id in ``exts``, in one pass over the ops: a GPU step's 10^4 launches
+        name a tenth of its ops, so only the ops with a wanted id go into the (small) lookup."""
+        wanted = set(exts)
+        wanted.discard(None)
+        ids = list(map(_EXT, self.ops))
+        at = list(compress(range(len(ids)), map(wanted.__contains__, ids)))
+        found = dict(zip(map(ids.__getitem__, at), at, strict=True))  # in order: the last op wins
+        return [found.get(e, -1) for e in exts]  # type: ignore[arg-type]
 
     @property
     def by_ext_id(self) -> dict[int, int]:
         """External id → op index, as a dict (for callers that want one; the tree keeps arrays)."""
-        return dict(zip(self._ext_sorted, self._ext_index, strict=True))
+        return dict(zip(*self._ext_arrays(), strict=True))
 
     def innermost_at(self, pid: object, tid: object, ts: float) -> int:
         """The deepest op on this thread whose span covers ``ts``; -1 if none does."""
@@ -115,44 +147,39 @@ def _start_key(op: CpuOp) -> tuple[float, float]:
     return (op.ts, -op.dur)
 
 
-_TS = attrgetter("ts")
+_TS, _DUR, _EXT, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("ext_id"), attrgetter("name")
+_THREAD, _CORR = attrgetter("pid", "tid"), attrgetter("correlation")
 
 
-def _sort_by_start(ops: list[CpuOp]) -> None:
-    """By start, the longer first on a tie.  Kineto writes a thread's ops in start order, and
-    starts rarely tie: sort by start alone (linear on sorted input) unless two ops share one."""
+def _sort_by_start(ops: list[CpuOp]) -> list[float]:
+    """By start, the longer first on a tie; returns the starts.  Kineto writes a thread's ops in start
+    order, and starts rarely tie: sort by start alone (linear on sorted input) unless two ops share one."""
+    starts = list(map(_TS, ops))
+    if all(map(lt, starts, islice(starts, 1, None))):
+        return starts  # strictly increasing: already in order, no tie
     ops.sort(key=_TS)
-    starts = [op.ts for op in ops]
     if len(set(starts)) != len(starts):
         ops.sort(key=_start_key)
-
-
-_EXT = attrgetter("ext_id")
+    return list(map(_TS, ops))
 
 
 def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
     # Per thread (in order of first appearance), by start, longest first: a parent comes before
-    # the children that start with it.
+    # the children that start with it.  A thread's ops come in runs: one list lookup per run.
     by_thread: dict[tuple[object, object], list[CpuOp]] = {}
-    last: tuple[object, object] | None = None
-    same: list[CpuOp] = []
-    for op in ops:  # a thread's ops come in runs: look its list up once per run
-        key = (op.pid, op.tid)
-        if key != last:
-            last = key
-            same = by_thread.setdefault(key, [])
-        same.append(op)
+    for key, run in groupby(ops, _THREAD):
+        by_thread.setdefault(key, []).extend(run)
     sorted_ops: list[CpuOp] = []
+    starts: list[float] = []
     threads: dict[tuple[object, object], tuple[int, int]] = {}
     for thread, of_thread in by_thread.items():
-        _sort_by_start(of_thread)
+        starts += _sort_by_start(of_thread)
         threads[thread] = (len(sorted_ops), len(sorted_ops) + len(of_thread))
         sorted_ops += of_thread
     del by_thread
     n = len(sorted_ops)
     parent = [-1] * n
-    starts = array("d", [op.ts for op in sorted_ops])
-    ends = [op.ts + op.dur for op in sorted_ops]
+    ends = list(map(add, starts, map(_DUR, sorted_ops)))  # op.ts + op.dur
     for lo, hi in threads.values():
         # The ops still open (index, end), above a bottom that never closes: the top is the parent.
         open_i, open_end = [-1], [math.inf]
@@ -172,13 +199,7 @@ def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
             push_end(end)
             top_end = end
     del ends
-    # External id → op; of equal ids, the last op wins (a dict built in order keeps the last)
-    by_ext = dict(zip(map(_EXT, sorted_ops), range(n), strict=True))
-    by_ext.pop(None, None)
-    ids = sorted(by_ext)
-    keys, index = array("q", ids), array("l", map(by_ext.__getitem__, ids))
-    del by_ext, ids
-    return OpTree(sorted_ops, array("l", parent), threads, starts, keys, index)
+    return OpTree(sorted_ops, array("l", parent), threads, array("d", starts))
 
 
 @dataclass
@@ -211,35 +232,24 @@ class Attribution:
 
 def attribute(tree: OpTree, runtime: list[RuntimeCall], gpu: list[GpuEvent]) -> Attribution:
     """Link every GPU event to its runtime call and launching op (rules in the module doc)."""
-    by_corr: dict[int, RuntimeCall] = {}
-    for r in runtime:
-        if r.correlation is not None:
-            by_corr.setdefault(r.correlation, r)
-    of_ext, innermost = tree.op_of_ext, tree.innermost_at
-    events = sorted(gpu, key=_ts)
+    # correlation → the first runtime call that carries it (a dict built from the end keeps the first)
+    by_corr: dict[int | None, RuntimeCall] = dict(zip(map(_CORR, reversed(runtime)), reversed(runtime), strict=True))
+    by_corr.pop(None, None)
+    events = sorted(gpu, key=_TS)
+    calls: list[RuntimeCall | None] = list(map(by_corr.get, map(_CORR, events)))
+    # rules 1 and 3 look up the runtime call's External id, or the event's own without a call
+    found = tree.ops_of_ext([g.ext_id if rt is None else rt.ext_id for g, rt in zip(events, calls, strict=True)])
+    innermost = tree.innermost_at
     launcher: list[int] = []
-    calls: list[RuntimeCall | None] = []
     rules: list[str] = []
-    for g in events:
-        rt = by_corr.get(g.correlation) if g.correlation is not None else None  # type: ignore[arg-type]
-        i, rule = -1, "none"
-        if rt is not None:
-            i = of_ext(rt.ext_id)
-            if i >= 0:
-                rule = "correlation"
-            else:
-                i = innermost(rt.pid, rt.tid, rt.ts)
-                if i >= 0:
-                    rule = "time"
+    for i, rt in zip(found, calls, strict=True):
+        if i >= 0:
+            rule = "correlation" if rt is not None else "external_id"
+        elif rt is not None:
+            i = innermost(rt.pid, rt.tid, rt.ts)
+            rule = "time" if i >= 0 else "none"
         else:
-            i = of_ext(g.ext_id)
-            if i >= 0:
-                rule = "external_id"
+            rule = "none"
         launcher.append(i)
-        calls.append(rt)
         rules.append(rule)
     return Attribution(tree, events, launcher, calls, rules)
-
-
-def _ts(e: GpuEvent) -> float:
-    return e.ts
