@@ -17,6 +17,7 @@ eager ``FlexAttentionAutogradOp``), an autograd node (``XBackward0``, ``Accumula
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -63,6 +64,7 @@ def copy_kind(tree: OpTree, i: int) -> str | None:
     return kind
 
 
+@functools.cache
 def library_op(name: str) -> bool:
     # attention_op_family covers SDPA's backends and flex (FlexAttentionAutogradOp, flex_attention)
     return bool(attention_op_family(name) or _AUTOGRAD.search(name) or _LIBRARY.search(name))
