@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from array import array
 from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class OpTree:
     _children: list[list[int]] | None = None
     _names: frozenset[str] | None = None
     _op_names: list[str] | None = None
+    _name_codes: tuple[str, dict[str, str]] | None = None  # see indices_named
 
     @property
     def op_names(self) -> list[str]:
@@ -62,8 +64,18 @@ class OpTree:
         return self._names
 
     def indices_named(self, wanted: Set[str]) -> list[int]:
-        """The indices of the ops whose name is in ``wanted``, ascending."""
-        return list(compress(range(len(self.ops)), map(wanted.__contains__, self.op_names)))
+        """The indices of the ops whose name is in ``wanted``, ascending.
+
+        Each op's name is one character of a string (a character per distinct name), so finding a few
+        names among 10^5 ops is one regex scan in C that stops only at the ops it finds."""
+        if self._name_codes is None:
+            code_of = {n: chr(k) for k, n in enumerate(self.names)}
+            self._name_codes = "".join(map(code_of.__getitem__, self.op_names)), code_of
+        codes, code_of = self._name_codes
+        chars = "".join([code_of[n] for n in wanted if n in code_of])
+        if not chars:
+            return []
+        return [m.start() for m in re.finditer(f"[{re.escape(chars)}]", codes)]
 
     @property
     def children(self) -> list[list[int]]:

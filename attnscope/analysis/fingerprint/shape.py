@@ -273,7 +273,7 @@ def attention_calls(tree: OpTree) -> list[AttentionCall]:
     out = []
     at: dict[int, AttentionCall] = {}
     calls = {n for n in tree.names if _is_attention(n) and _starts_call(n)}
-    found = [i for i, op in enumerate(tree.ops) if op.name in calls] if calls else []
+    found = tree.indices_named(calls)
     for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
         op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
@@ -316,11 +316,15 @@ def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) ->
     attention = {n for n in tree.names if _is_attention(n)}
     if not attention:
         return 0.0
-    inside = [False] * len(tree.ops)
-    parent = tree.parent
-    for i, op in enumerate(tree.ops):  # parents come before their children in tree.ops
-        p = parent[i]
-        inside[i] = op.name in attention or (p >= 0 and inside[p])
+    # an op's subtree follows it without a gap in tree.ops: mark each outermost attention op's once
+    inside = bytearray(len(tree.ops))
+    covered = -1
+    for i in tree.indices_named(attention):
+        if i > covered:
+            sub = tree.subtree(i)
+            for j in sub:
+                inside[j] = 1
+            covered = sub[-1]
     return sum(d for li, d in zip(launcher, dur_us, strict=True) if li >= 0 and inside[li])
 
 
