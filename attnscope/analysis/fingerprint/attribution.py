@@ -19,7 +19,7 @@ import bisect
 import math
 import re
 from array import array
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from itertools import compress, groupby, islice
 from operator import add, attrgetter, lt
@@ -42,8 +42,10 @@ class OpTree:
     parent: array[int]  # -1 for roots
     # (pid, tid) → the slice of ``ops`` that thread holds: for rule 2
     threads: dict[tuple[object, object], tuple[int, int]] = field(default_factory=dict)
-    starts: array[float] = field(default_factory=lambda: array("d"))  # ops[i].ts, sorted within a thread
+    # ops[i].ts, sorted within a thread: a list, as compact as an array (the floats are the ops' own)
+    starts: list[float] = field(default_factory=list)
     _ext: tuple[array[int], array[int]] | None = None  # see _ext_arrays
+    end: float = -math.inf  # the latest end (ts + dur) of any op
     _children: list[list[int]] | None = None
     _names: frozenset[str] | None = None
     _op_names: list[str] | None = None
@@ -190,28 +192,27 @@ def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
         sorted_ops += of_thread
     del by_thread
     n = len(sorted_ops)
-    parent = [-1] * n
+    parent = array("l", [-1]) * n
     ends = list(map(add, starts, map(_DUR, sorted_ops)))  # op.ts + op.dur
+    last_end = max(ends, default=-math.inf)
+    ends.append(math.inf)  # ends[-1]: the bottom of every stack, which never closes
     for lo, hi in threads.values():
-        # The ops still open (index, end), above a bottom that never closes: the top is the parent.
-        open_i, open_end = [-1], [math.inf]
-        pop_i, pop_end, push_i, push_end = open_i.pop, open_end.pop, open_i.append, open_end.append
+        # The ops still open, above the bottom (-1): the top is the parent.
+        open_ops = [-1]
+        pop, push = open_ops.pop, open_ops.append
         top_end = math.inf
         for i in range(lo, hi):
             end = ends[i]
             until = end - 1e-3
             if top_end < until:
-                pop_i()
-                pop_end()
-                while open_end[-1] < until:
-                    pop_i()
-                    pop_end()
-            parent[i] = open_i[-1]
-            push_i(i)
-            push_end(end)
+                pop()
+                while ends[open_ops[-1]] < until:
+                    pop()
+            parent[i] = open_ops[-1]
+            push(i)
             top_end = end
     del ends
-    return OpTree(sorted_ops, array("l", parent), threads, array("d", starts))
+    return OpTree(sorted_ops, parent, threads, starts, end=last_end)
 
 
 @dataclass
@@ -228,9 +229,13 @@ class Attribution:
         i = self.launcher[k]
         return self.tree.ops[i] if i >= 0 else None
 
-    def by_op(self) -> dict[int, list[GpuEvent]]:
+    def by_op(self, of: Set[int] | None = None) -> dict[int, list[GpuEvent]]:
+        """The GPU events each op launched, in start order; only the ops in ``of`` when given."""
         out: dict[int, list[GpuEvent]] = {}
-        for g, i in zip(self.gpu, self.launcher, strict=True):
+        pairs: Iterator[tuple[GpuEvent, int]] = zip(self.gpu, self.launcher, strict=True)
+        if of is not None:  # the few events of those ops, picked out in C
+            pairs = compress(pairs, map(of.__contains__, self.launcher))
+        for g, i in pairs:
             if i >= 0:
                 out.setdefault(i, []).append(g)
         return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
-from operator import add, attrgetter
+from operator import attrgetter
 
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
@@ -22,7 +22,7 @@ from attnscope.core.types import Fingerprint, HiddenCopy, Upcast
 from attnscope.trace import CpuOp, GpuEvent, Trace
 
 CALL_ANNOTATION = "attnscope::call"
-_TS, _DUR, _CATEGORY = attrgetter("ts"), attrgetter("dur"), attrgetter("category")
+_DUR, _NAME, _CATEGORY = attrgetter("dur"), attrgetter("name"), attrgetter("category")
 
 # Kineto's "Input type" strings → bytes per element.
 TYPE_BYTES: dict[str, int] = {
@@ -232,25 +232,24 @@ def analyse(trace: Trace) -> Analysis:
     if gpu_side and limits is None and cc is not None:
         notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
 
-    by_op = att.by_op()
+    copy_ops = tree.indices_named(_COPY_OP)
+    by_op = att.by_op(set(copy_ops))  # copies_and_upcasts_at and the DtoD links read the copy_ ops' events alone
     records = gpu_kernel_records(att, limits) if gpu_side else cpu_kernel_records(tree)
     copies, upcasts, upcast_at = copies_and_upcasts_at(tree, by_op)
     if gpu_side:
-        linked = {
-            id(g) for i in tree.indices_named(_COPY_OP) if i in by_op and _typed_copy(tree.ops[i]) for g in by_op[i]
-        }
+        linked = {id(g) for i in copy_ops if i in by_op and _typed_copy(tree.ops[i]) for g in by_op[i]}
         copies += _orphan_dtod(att, linked)
     op_names = tree.names
     mask_ops = sorted(op_names & MASK_OPS)
     builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
-    if not mask_ops and any("triu_tril" in r.name for r in records):
+    if not mask_ops and any("triu_tril" in name for name in set(map(_NAME, records))):
         mask_ops = ["triu_tril_kernel"]
     backend = None
     if not op_names.isdisjoint(K.SDPA_BACKEND_OPS):
         backend = K.SDPA_BACKEND_OPS[tree.op_names[tree.indices_named(K.SDPA_BACKEND_OPS.keys())[0]]]
     window_us = win[1] - win[0] if win else None
     if window_us is None and ops:
-        window_us = max(map(add, map(_TS, ops), map(_DUR, ops))) - min(tree.starts)  # the latest op.ts + op.dur
+        window_us = tree.end - min(tree.starts)
     per_category = Counter(map(_CATEGORY, records))
     fp = Fingerprint(
         kernels=tuple(records),

@@ -45,3 +45,23 @@ def test_indices_named_with_more_distinct_names_than_below_the_surrogate_code_po
     tree = build_op_tree(ops)
     wanted = {f"n{k}" for k in (0, 55_295, 55_296, 57_000, 59_999)}
     assert tree.indices_named(wanted) == [i for i, op in enumerate(tree.ops) if op.name in wanted]
+
+
+def test_tree_end_is_the_latest_op_end():
+    ops = _ops(500, 3)
+    assert build_op_tree(ops).end == max(op.ts + op.dur for op in ops)
+    assert build_op_tree([]).end == float("-inf")
+
+
+def test_events_of_some_ops_are_those_of_all_ops_kept_for_them():
+    from attnscope.analysis.fingerprint.attribution import Attribution
+    from attnscope.trace import GpuEvent
+
+    tree = build_op_tree(_ops(50, 4))
+    gpu = [GpuEvent("kernel", f"k{k}", float(k), 1.0, None, None, 0, 7) for k in range(40)]
+    launcher = [(k * 7) % 51 - 1 for k in range(40)]  # -1 (unattributed) .. 49
+    att = Attribution(tree, gpu, launcher, [None] * 40, ["none"] * 40)
+    every = att.by_op()
+    assert every == {i: [g for g, li in zip(gpu, launcher, strict=True) if li == i] for i in set(launcher) if i >= 0}
+    of = {-1, 0, 4, 11, 30, 49}
+    assert att.by_op(of) == {i: evs for i, evs in every.items() if i in of}
