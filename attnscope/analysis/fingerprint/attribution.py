@@ -21,12 +21,14 @@ import re
 from array import array
 from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import compress, groupby, islice
 from operator import add, attrgetter, lt
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
 
 RULES = ("correlation", "time", "external_id", "none")
+UNATTRIBUTED = "(unattributed)"  # the launcher name of an event no op launched
 
 
 @dataclass
@@ -162,7 +164,7 @@ def _start_key(op: CpuOp) -> tuple[float, float]:
 
 
 _TS, _DUR, _EXT, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("ext_id"), attrgetter("name")
-_THREAD, _CORR = attrgetter("pid", "tid"), attrgetter("correlation")
+_THREAD, _CORR, _KIND = attrgetter("pid", "tid"), attrgetter("correlation"), attrgetter("kind")
 
 
 def _sort_by_start(ops: list[CpuOp]) -> list[float]:
@@ -224,6 +226,28 @@ class Attribution:
     launcher: list[int]  # index into tree.ops, -1 when nothing links it
     runtime: list[RuntimeCall | None]
     rule: list[str]  # one of RULES
+
+    # Columns read once (the summary's tables each pass over the 10^4-10^5 events); replace() starts afresh.
+    @cached_property
+    def durations(self) -> list[float]:
+        """``gpu[k].dur`` of every event."""
+        return list(map(_DUR, self.gpu))
+
+    @cached_property
+    def kernel_names(self) -> list[str]:
+        """``gpu[k].name`` of every event."""
+        return list(map(_NAME, self.gpu))
+
+    @cached_property
+    def kernel_keys(self) -> list[tuple[str, str]]:
+        """``(gpu[k].name, gpu[k].kind)`` of every event."""
+        return list(zip(self.kernel_names, map(_KIND, self.gpu), strict=True))
+
+    @cached_property
+    def launcher_names(self) -> list[str]:
+        """The name of the op that launched each event, UNATTRIBUTED where none did."""
+        names = self.tree.op_names
+        return [names[li] if li >= 0 else UNATTRIBUTED for li in self.launcher]
 
     def launcher_of(self, k: int) -> CpuOp | None:
         i = self.launcher[k]

@@ -25,9 +25,8 @@ CATEGORIES: tuple[str, ...] = get_args(Category)  # the one list, in types.py
 # Idle gaps between GPU events, bucketed by length (µs): upper bounds.
 GAP_BUCKETS_US = (10.0, 100.0, 1000.0, float("inf"))
 GAP_LABELS = ("<10us", "10-100us", "100us-1ms", ">1ms")
-_TS, _DUR, _NAME, _KIND = attrgetter("ts"), attrgetter("dur"), attrgetter("name"), attrgetter("kind")
+_TS, _DUR, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
 _DEVICE, _STREAM = attrgetter("device"), attrgetter("stream")
-UNATTRIBUTED = "(unattributed)"
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:
@@ -62,10 +61,18 @@ def _pct(part: float, whole: float) -> float:
 def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
     """Attention family of each op from itself or its nearest ancestor (math has no kernel of its own)."""
     fam: list[K.AttentionFamily | None] = [None] * len(tree.ops)
+    for i, f in _op_family_of(tree).items():
+        fam[i] = f
+    return fam
+
+
+def _op_family_of(tree: OpTree) -> dict[int, K.AttentionFamily]:
+    """:func:`op_families` of the ops that have one (those inside attention ops: a few of 10^5)."""
+    fam: dict[int, K.AttentionFamily] = {}
     own = {n: f for n in tree.names if (f := K.attention_op_family(n)) is not None}
     if not own:
         return fam
-    parent, ops = tree.parent, tree.ops
+    parent, names = tree.parent, tree.op_names
     # Only the subtrees of the ops with a family of their own get one.  tree.ops is sorted by start within a
     # thread, so a parent comes before its children and an op's subtree follows it without a gap: each
     # outermost such op's subtree is walked once, in order (an inner one with its own family overrides).
@@ -74,8 +81,9 @@ def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
         if i <= covered:
             continue
         sub = tree.subtree(i)
-        for j in sub:
-            f = own.get(ops[j].name)
+        fam[i] = own[names[i]]
+        for j in sub[1:]:
+            f = own.get(names[j])
             fam[j] = fam[parent[j]] if f is None else f
         covered = sub[-1]
     return fam
@@ -83,23 +91,21 @@ def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
 
 def kernel_families(att: Attribution) -> list[tuple[K.AttentionFamily, str] | None]:
     """(family, implementation) per GPU event: the kernel's name first, then the op above it."""
-    ops_fam = op_families(att.tree)
-    keys = list(zip(map(_NAME, att.gpu), map(_KIND, att.gpu), strict=True))
+    keys = att.kernel_keys
     impl = {k: K.attention_impl(k[0]) if k[1] == "kernel" else None for k in dict.fromkeys(keys)}  # once a kernel
-    out: list[tuple[K.AttentionFamily, str] | None] = []
-    for key, li in zip(keys, att.launcher, strict=True):
-        hit = impl[key]
-        if hit is None and li >= 0:
-            f = ops_fam[li]
-            if f is not None:
-                hit = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
-        out.append(hit)
+    out = [impl[key] for key, _ in zip(keys, att.launcher, strict=True)]
+    fam_of = _op_family_of(att.tree)
+    # the events launched inside an attention op, picked out in C: a kernel of no family of its own gets the op's
+    for k in compress(range(len(out)), map(fam_of.__contains__, att.launcher)):
+        if out[k] is None:
+            f = fam_of[att.launcher[k]]
+            out[k] = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
     return out
 
 
 def _categories_of(att: Attribution) -> list[str]:
     """The category of each GPU event, worked out once per (name, kind)."""
-    keys = list(zip(map(_NAME, att.gpu), map(_KIND, att.gpu), strict=True))
+    keys = att.kernel_keys
     memo = {k: K.classify_gpu(*k) for k in dict.fromkeys(keys)}
     return list(map(memo.__getitem__, keys))
 
@@ -107,7 +113,7 @@ def _categories_of(att: Attribution) -> list[str]:
 def categories(att: Attribution, total_us: float, cats: list[str] | None = None) -> list[dict[str, Any]]:
     each = cats if cats is not None else _categories_of(att)
     t: dict[str, float] = {}
-    for c, d in zip(each, map(_DUR, att.gpu), strict=True):
+    for c, d in zip(each, att.durations, strict=True):
         t[c] = t.get(c, 0.0) + d
     n = Counter(each)
     return [
@@ -174,17 +180,11 @@ def _family_calls(tree: OpTree) -> dict[str, tuple[int, int]]:
     return {f: (v[0], v[1]) for f, v in calls.items()}
 
 
-def _launcher_names(att: Attribution) -> list[str]:
-    """The name of the op that launched each GPU event, UNATTRIBUTED where none did."""
-    names = att.tree.op_names
-    return [names[li] if li >= 0 else UNATTRIBUTED for li in att.launcher]
-
-
-def _time_by(keys: list[str], gpu: list[GpuEvent]) -> dict[str, float]:
+def _time_by(keys: list[str], durations: list[float]) -> dict[str, float]:
     """GPU time per key, added in event order (first key seen first)."""
     time: dict[str, float] = {}
     get = time.get
-    for k, d in zip(keys, map(_DUR, gpu), strict=True):
+    for k, d in zip(keys, durations, strict=True):
         time[k] = get(k, 0.0) + d
     return time
 
@@ -197,14 +197,14 @@ def _counts_of(pairs: Counter[tuple[str, str]], key: str) -> Counter[str]:
 def top_kernels(
     att: Attribution, fams: list[tuple[K.AttentionFamily, str] | None], total_us: float, top: int
 ) -> list[dict[str, Any]]:
-    names = list(map(_NAME, att.gpu))
-    time = _time_by(names, att.gpu)
+    names = att.kernel_names
+    time = _time_by(names, att.durations)
     count = Counter(names)
     first_hit = dict(zip(reversed(names), reversed(fams), strict=True))  # built from the end: the first stays
-    kinds = dict(zip(names, map(_KIND, att.gpu), strict=True))
+    kinds = dict(att.kernel_keys)
     ranked = sorted(time, key=lambda k: -time[k])[:top]
     wanted = set(ranked)
-    launchers = Counter(p for p in zip(names, _launcher_names(att), strict=True) if p[0] in wanted)
+    launchers = Counter(p for p in zip(names, att.launcher_names, strict=True) if p[0] in wanted)
     return [
         {
             "name": k,
@@ -223,8 +223,8 @@ def top_kernels(
 def top_ops(att: Attribution, total_us: float, top: int, cats_of: list[str] | None = None) -> list[dict[str, Any]]:
     """Launching ops ranked by the GPU time of the kernels they launched."""
     each = cats_of if cats_of is not None else _categories_of(att)
-    ops = _launcher_names(att)
-    time = _time_by(ops, att.gpu)
+    ops = att.launcher_names
+    time = _time_by(ops, att.durations)
     count = Counter(ops)
     ranked = sorted(time, key=lambda k: -time[k])[:top]
     wanted = set(ranked)
