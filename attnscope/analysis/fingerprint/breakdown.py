@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import Counter, defaultdict
-from itertools import compress, repeat
-from operator import add, attrgetter, eq
+from itertools import compress, islice, repeat
+from operator import add, attrgetter, eq, le
 from typing import Any, get_args
 
 from attnscope.analysis.fingerprint import kernels as K
@@ -292,8 +292,10 @@ def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
 
 
 def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, Any]:
-    evs = sorted(evs, key=_TS)  # already in start order when they come from an Attribution: linear
     starts = list(map(_TS, evs))
+    if not all(map(le, starts, islice(starts, 1, None))):  # in start order when they come from an Attribution
+        evs = sorted(evs, key=_TS)
+        starts = list(map(_TS, evs))
     ends = list(map(add, starts, map(_DUR, evs)))
     busy = 0.0
     gaps: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it)

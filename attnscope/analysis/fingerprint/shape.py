@@ -108,12 +108,22 @@ class AttentionCall:
         need = ("batch", "heads", "seq_q", "seq_kv", "head_dim", "causal")
         if any(v.get(f) is None for f in need) or self.mask() is None:
             return None
-        try:
-            case = Case(v["batch"], v["heads"], v["seq_q"], v["head_dim"], seq_kv=v["seq_kv"], mask=self.mask())
-        except ValueError:
-            return None
-        f = attention_flops(case)
-        return int(f * BACKWARD_FLOPS_FACTOR) if self.direction == "backward" else f
+        shape = (v["batch"], v["heads"], v["seq_q"], v["head_dim"], v["seq_kv"], self.mask(), self.direction)
+        try:  # a training step's hundreds of calls have a few shapes: each is worked out once
+            return _flops(*shape)
+        except TypeError:  # a recorded value that is not hashable (not a number): as the Case would have it
+            return _flops.__wrapped__(*shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _flops(batch: Any, heads: Any, seq_q: Any, head_dim: Any, seq_kv: Any, mask: str, direction: str) -> int | None:
+    """:meth:`AttentionCall.flops` of one shape."""
+    try:
+        case = Case(batch, heads, seq_q, head_dim, seq_kv=seq_kv, mask=mask)
+    except ValueError:
+        return None
+    f = attention_flops(case)
+    return int(f * BACKWARD_FLOPS_FACTOR) if direction == "backward" else f
 
 
 def _bool(s: Any) -> bool | None:
