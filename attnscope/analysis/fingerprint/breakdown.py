@@ -369,7 +369,7 @@ def top_upcasts(an: Analysis, top: int) -> dict[str, Any]:
 def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
     """The ``trace_summary`` section of one analysed trace."""
     att = an.attribution
-    total = sum(g.dur for g in att.gpu)
+    total = sum(att.durations)
     fams = kernel_families(att)
     cats = _categories_of(att)
     return {

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, Literal
 
 from attnscope.analysis.fingerprint.attribution import OpTree
@@ -326,8 +327,11 @@ def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) ->
     attention = {n for n in tree.names if _is_attention(n)}
     if not attention:
         return 0.0
-    # an op's subtree follows it without a gap in tree.ops: mark each outermost attention op's once
-    inside = bytearray(len(tree.ops))
+    if len(launcher) != len(dur_us):
+        raise ValueError(f"{len(launcher)} launchers and {len(dur_us)} durations: the lists do not line up")
+    # an op's subtree follows it without a gap in tree.ops: mark each outermost attention op's once.  The
+    # entry past the last op stays 0: an event no op launched (-1) reads it.
+    inside = bytearray(len(tree.ops) + 1)
     covered = -1
     for i in tree.indices_named(attention):
         if i > covered:
@@ -335,7 +339,7 @@ def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) ->
             for j in sub:
                 inside[j] = 1
             covered = sub[-1]
-    return sum(d for li, d in zip(launcher, dur_us, strict=True) if li >= 0 and inside[li])
+    return sum(compress(dur_us, map(inside.__getitem__, launcher)))  # in event order, picked out in C
 
 
 def case_of(calls: list[AttentionCall]) -> tuple[dict[str, Any] | None, dict[str, str]]:
