@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import compress, groupby, islice
+from itertools import compress, groupby, islice, repeat
 from operator import add, attrgetter, lt
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
@@ -164,7 +164,7 @@ def _start_key(op: CpuOp) -> tuple[float, float]:
 
 
 _TS, _DUR, _EXT, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("ext_id"), attrgetter("name")
-_THREAD, _CORR, _KIND = attrgetter("pid", "tid"), attrgetter("correlation"), attrgetter("kind")
+_PID, _TID, _CORR, _KIND = attrgetter("pid"), attrgetter("tid"), attrgetter("correlation"), attrgetter("kind")
 
 
 def _sort_by_start(ops: list[CpuOp]) -> list[float]:
@@ -183,8 +183,9 @@ def build_op_tree(ops: Iterable[CpuOp]) -> OpTree:
     # Per thread (in order of first appearance), by start, longest first: a parent comes before
     # the children that start with it.  A thread's ops come in runs: one list lookup per run.
     by_thread: dict[tuple[object, object], list[CpuOp]] = {}
-    for key, run in groupby(ops, _THREAD):
-        by_thread.setdefault(key, []).extend(run)
+    for tid, run in groupby(ops, _TID):
+        for pid, same in groupby(run, _PID):  # no (pid, tid) tuple per op
+            by_thread.setdefault((pid, tid), []).extend(same)
     sorted_ops: list[CpuOp] = []
     starts: list[float] = []
     threads: dict[tuple[object, object], tuple[int, int]] = {}
@@ -280,17 +281,14 @@ def attribute(tree: OpTree, runtime: list[RuntimeCall], gpu: list[GpuEvent]) -> 
     calls: list[RuntimeCall | None] = list(map(by_corr.get, map(_CORR, events)))
     # rules 1 and 3 look up the runtime call's External id, or the event's own without a call
     found = tree.ops_of_ext([g.ext_id if rt is None else rt.ext_id for g, rt in zip(events, calls, strict=True)])
-    innermost = tree.innermost_at
-    launcher: list[int] = []
-    rules: list[str] = []
-    for i, rt in zip(found, calls, strict=True):
-        if i >= 0:
-            rule = "correlation" if rt is not None else "external_id"
-        elif rt is not None:
-            i = innermost(rt.pid, rt.tid, rt.ts)
-            rule = "time" if i >= 0 else "none"
-        else:
-            rule = "none"
-        launcher.append(i)
-        rules.append(rule)
+    launcher = found
+    rules = [
+        ("correlation" if rt is not None else "external_id") if i >= 0 else "none"
+        for i, rt in zip(found, calls, strict=True)
+    ]
+    # rule 2 for the runtime calls whose External id names no op (few): the op around the call on its thread
+    for k in compress(range(len(found)), map(lt, found, repeat(0))):
+        rt = calls[k]
+        if rt is not None and (i := tree.innermost_at(rt.pid, rt.tid, rt.ts)) >= 0:
+            launcher[k], rules[k] = i, "time"
     return Attribution(tree, events, launcher, calls, rules)

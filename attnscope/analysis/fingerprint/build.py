@@ -249,7 +249,7 @@ def analyse(trace: Trace) -> Analysis:
         backend = K.SDPA_BACKEND_OPS[tree.op_names[tree.indices_named(K.SDPA_BACKEND_OPS.keys())[0]]]
     window_us = win[1] - win[0] if win else None
     if window_us is None and ops:
-        window_us = tree.end - min(tree.starts)
+        window_us = tree.end - min(tree.starts[lo] for lo, _ in tree.threads.values())  # sorted within a thread
     per_category = Counter(map(_CATEGORY, records))
     fp = Fingerprint(
         kernels=tuple(records),

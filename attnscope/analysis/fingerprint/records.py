@@ -46,23 +46,24 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
     """One record per GPU event, in start order, with the op that launched it and that op's input dtype."""
     out: list[KernelRecord] = []
     append = out.append
-    ops = att.tree.ops
+    ops, op_names = att.tree.ops, att.tree.op_names
     dtypes: dict[int, str | None] = {}
     # 10^5 events of a few hundred kernels and launch shapes: what depends on the name and launch shape
     # alone (classification, tensor cores, occupancy) is worked out once each.
-    static: dict[tuple[object, ...], tuple[Category, bool | None, str | None, bool, tuple[float, str] | None]] = {}
+    static: dict[tuple[object, ...], tuple[Category, bool | None, str | None, bool, float | None, str | None]] = {}
     for g, li in zip(att.gpu, att.launcher, strict=True):
-        name, kind, b = g.name, g.kind, g.block
-        key = (name, kind, g.registers_per_thread, g.shared_memory_bytes, b)
+        name, kind, b, regs, smem = g.name, g.kind, g.block, g.registers_per_thread, g.shared_memory_bytes
+        key = (name, kind, regs, smem, b)
         info = static.get(key)
         if info is None:
             occ = None
             if limits is not None and b is not None and kind == "kernel":
-                occ = _occupancy(g.registers_per_thread or 0, g.shared_memory_bytes or 0, b[0] * b[1] * b[2], limits)
-            info = static[key] = (*_by_name(name, kind), occ)
-        cat, tc, tc_precision, matrix, occ = info
-        dtype = None
+                occ = _occupancy(regs or 0, smem or 0, b[0] * b[1] * b[2], limits)
+            info = static[key] = (*_by_name(name, kind), *(occ or (None, None)))
+        cat, tc, tc_precision, matrix, occ_pct, limiter = info
+        dtype = launched_by = None
         if li >= 0:
+            launched_by = op_names[li]
             if matrix:
                 if li not in dtypes:
                     dtypes[li] = op_input_dtype(ops[li])  # matrix kernels only: their dtype decides the TF32 advice
@@ -82,15 +83,15 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
                 cat,
                 g.dur,
                 "gpu",
-                ops[li].name if li >= 0 else None,
+                launched_by,
                 tc,
                 tc_precision,
                 g.grid,
                 b,
-                g.registers_per_thread,
-                g.shared_memory_bytes,
-                occ[0] if occ else None,
-                occ[1] if occ else None,
+                regs,
+                smem,
+                occ_pct,
+                limiter,
                 g.kineto_occupancy_pct,
                 g.bytes,
                 g.stream,
