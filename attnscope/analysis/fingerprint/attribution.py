@@ -138,7 +138,7 @@ class OpTree:
         ids = list(map(_EXT, self.ops))
         at = list(compress(range(len(ids)), map(wanted.__contains__, ids)))
         found = dict(zip(map(ids.__getitem__, at), at, strict=True))  # in order: the last op wins
-        return [found.get(e, -1) for e in exts]  # type: ignore[arg-type]
+        return [found.get(e, -1) for e in exts]
 
     @property
     def by_ext_id(self) -> dict[int, int]:
