@@ -120,7 +120,7 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
             unknown = {"case": f"the recorded shape is not a valid case: {e}"}
     per_call = [c.flops() for c in calls]
     flops = sum(f for f in per_call if f is not None) if calls and None not in per_call else None
-    att_us = shape.attention_time_us(att.tree, att.launcher, [g.dur for g in att.gpu]) if att.gpu else 0.0
+    att_us = shape.attention_time_us(att.tree, att.launcher, att.durations) if att.gpu else 0.0
     rate = tflops(flops, att_us) if flops and att_us > 0 else None
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
     if flops is not None:

@@ -9,8 +9,10 @@ overhead, GPU idle time, and the top hidden copies and upcasts.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import Counter, defaultdict
-from operator import attrgetter
+from itertools import compress, islice, repeat
+from operator import add, attrgetter, eq, le
 from typing import Any, get_args
 
 from attnscope.analysis.fingerprint import kernels as K
@@ -23,7 +25,8 @@ CATEGORIES: tuple[str, ...] = get_args(Category)  # the one list, in types.py
 # Idle gaps between GPU events, bucketed by length (µs): upper bounds.
 GAP_BUCKETS_US = (10.0, 100.0, 1000.0, float("inf"))
 GAP_LABELS = ("<10us", "10-100us", "100us-1ms", ">1ms")
-_TS = attrgetter("ts")
+_TS, _DUR, _NAME = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
+_DEVICE, _STREAM = attrgetter("device"), attrgetter("stream")
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:
@@ -36,10 +39,11 @@ def percentile(sorted_vals: list[float], q: float) -> float | None:
 
 def _dist(vals: list[float]) -> dict[str, float | int | None]:
     s = sorted(vals)
+    total = sum(s)
     return {
         "num": len(s),
-        "total_us": round(sum(s), 3),
-        "mean_us": round(sum(s) / len(s), 3) if s else None,
+        "total_us": round(total, 3),
+        "mean_us": round(total / len(s), 3) if s else None,
         "p50_us": _r(percentile(s, 50)),
         "p95_us": _r(percentile(s, 95)),
         "max_us": _r(s[-1]) if s else None,
@@ -57,20 +61,29 @@ def _pct(part: float, whole: float) -> float:
 def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
     """Attention family of each op from itself or its nearest ancestor (math has no kernel of its own)."""
     fam: list[K.AttentionFamily | None] = [None] * len(tree.ops)
+    for i, f in _op_family_of(tree).items():
+        fam[i] = f
+    return fam
+
+
+def _op_family_of(tree: OpTree) -> dict[int, K.AttentionFamily]:
+    """:func:`op_families` of the ops that have one (those inside attention ops: a few of 10^5)."""
+    fam: dict[int, K.AttentionFamily] = {}
     own = {n: f for n in tree.names if (f := K.attention_op_family(n)) is not None}
     if not own:
         return fam
-    parent, ops = tree.parent, tree.ops
+    parent, names = tree.parent, tree.op_names
     # Only the subtrees of the ops with a family of their own get one.  tree.ops is sorted by start within a
     # thread, so a parent comes before its children and an op's subtree follows it without a gap: each
     # outermost such op's subtree is walked once, in order (an inner one with its own family overrides).
     covered = -1  # ops up to here were walked inside an outer subtree
-    for i in [i for i, op in enumerate(ops) if op.name in own]:
+    for i in tree.indices_named(own.keys()):
         if i <= covered:
             continue
         sub = tree.subtree(i)
-        for j in sub:
-            f = own.get(ops[j].name)
+        fam[i] = own[names[i]]
+        for j in sub[1:]:
+            f = own.get(names[j])
             fam[j] = fam[parent[j]] if f is None else f
         covered = sub[-1]
     return fam
@@ -78,39 +91,38 @@ def op_families(tree: OpTree) -> list[K.AttentionFamily | None]:
 
 def kernel_families(att: Attribution) -> list[tuple[K.AttentionFamily, str] | None]:
     """(family, implementation) per GPU event: the kernel's name first, then the op above it."""
-    ops_fam = op_families(att.tree)
-    out: list[tuple[K.AttentionFamily, str] | None] = []
-    for g, li in zip(att.gpu, att.launcher, strict=True):
-        hit = K.attention_impl(g.name) if g.kind == "kernel" else None
-        if hit is None and li >= 0 and ops_fam[li] is not None:
-            f = ops_fam[li]
-            assert f is not None
-            hit = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
-        out.append(hit)
+    keys = att.kernel_keys
+    impl = {k: K.attention_impl(k[0]) if k[1] == "kernel" else None for k in dict.fromkeys(keys)}  # once a kernel
+    out = [impl[key] for key, _ in zip(keys, att.launcher, strict=True)]
+    fam_of = _op_family_of(att.tree)
+    # the events launched inside an attention op, picked out in C: a kernel of no family of its own gets the op's
+    for k in compress(range(len(out)), map(fam_of.__contains__, att.launcher)):
+        if out[k] is None:
+            f = fam_of[att.launcher[k]]
+            out[k] = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
     return out
 
 
 def _categories_of(att: Attribution) -> list[str]:
     """The category of each GPU event, worked out once per (name, kind)."""
-    memo: dict[tuple[str, str], str] = {}
-    out = []
-    for g in att.gpu:
-        key = (g.name, g.kind)
-        c = memo.get(key)
-        if c is None:
-            c = memo[key] = K.classify_gpu(g.name, g.kind)
-        out.append(c)
-    return out
+    keys = att.kernel_keys
+    memo = {k: K.classify_gpu(*k) for k in dict.fromkeys(keys)}
+    return list(map(memo.__getitem__, keys))
 
 
 def categories(att: Attribution, total_us: float, cats: list[str] | None = None) -> list[dict[str, Any]]:
-    n: Counter[str] = Counter()
-    t: dict[str, float] = defaultdict(float)
-    for g, c in zip(att.gpu, cats if cats is not None else _categories_of(att), strict=True):
-        n[c] += 1
-        t[c] += g.dur
+    each = cats if cats is not None else _categories_of(att)
+    t: dict[str, float] = {}
+    for c, d in zip(each, att.durations, strict=True):
+        t[c] = t.get(c, 0.0) + d
+    n = Counter(each)
     return [
-        {"category": c, "num_kernels": n[c], "time_us": round(t[c], 3), "share_pct": _pct(t[c], total_us)}
+        {
+            "category": c,
+            "num_kernels": n[c],
+            "time_us": round(t.get(c, 0.0), 3),
+            "share_pct": _pct(t.get(c, 0.0), total_us),
+        }
         for c in CATEGORIES
     ]
 
@@ -158,91 +170,100 @@ def _family_calls(tree: OpTree) -> dict[str, tuple[int, int]]:
     """Outermost attention ops per family (an SDPA call nests several), forward and backward."""
     calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     wanted = {n for n in tree.names if K.attention_op_family(n) is not None and K.attention_call_op(n)}
-    for i, op in enumerate(tree.ops):
-        if op.name not in wanted:
-            continue
-        f = K.attention_op_family(op.name) or "other"  # not None: the name is in ``wanted``
+    for i in tree.indices_named(wanted):
+        name = tree.ops[i].name
+        f = K.attention_op_family(name) or "other"  # not None: the name is in ``wanted``
         p = tree.parent[i]
         if p >= 0 and K.attention_op_family(tree.ops[p].name) == f:
             continue
-        calls[f][1 if "backward" in op.name.lower() else 0] += 1
+        calls[f][1 if "backward" in name.lower() else 0] += 1
     return {f: (v[0], v[1]) for f, v in calls.items()}
+
+
+def _time_by(keys: list[str], durations: list[float]) -> dict[str, float]:
+    """GPU time per key, added in event order (first key seen first)."""
+    time: dict[str, float] = {}
+    get = time.get
+    for k, d in zip(keys, durations, strict=True):
+        time[k] = get(k, 0.0) + d
+    return time
+
+
+def _counts_of(pairs: Counter[tuple[str, str]], key: str) -> Counter[str]:
+    """The counts of ``(key, x)`` pairs as a Counter of x, in the order the pairs were first seen."""
+    return Counter({x: c for (k, x), c in pairs.items() if k == key})
 
 
 def top_kernels(
     att: Attribution, fams: list[tuple[K.AttentionFamily, str] | None], total_us: float, top: int
 ) -> list[dict[str, Any]]:
-    time: dict[str, float] = defaultdict(float)
-    count: Counter[str] = Counter()
-    launchers: dict[str, Counter[str]] = defaultdict(Counter)
-    family: dict[str, str | None] = {}
-    for g, li, hit in zip(att.gpu, att.launcher, fams, strict=True):
-        time[g.name] += g.dur
-        count[g.name] += 1
-        launchers[g.name][att.tree.ops[li].name if li >= 0 else "(unattributed)"] += 1
-        family.setdefault(g.name, hit[0] if hit else None)
-    names = sorted(time, key=lambda k: -time[k])[:top]
-    kinds = {g.name: g.kind for g in att.gpu}
+    names = att.kernel_names
+    time = _time_by(names, att.durations)
+    count = Counter(names)
+    first_hit = dict(zip(reversed(names), reversed(fams), strict=True))  # built from the end: the first stays
+    kinds = dict(att.kernel_keys)
+    ranked = sorted(time, key=lambda k: -time[k])[:top]
+    wanted = set(ranked)
+    launchers = Counter(p for p in zip(names, att.launcher_names, strict=True) if p[0] in wanted)
     return [
         {
             "name": k,
             "category": K.classify_gpu(k, kinds[k]),
-            "attention_family": family[k],
+            "attention_family": hit[0] if (hit := first_hit[k]) else None,
             "num_calls": count[k],
             "time_us": round(time[k], 3),
             "mean_us": round(time[k] / count[k], 3),
             "share_pct": _pct(time[k], total_us),
-            "launched_by": [{"op": op, "count": c} for op, c in launchers[k].most_common(3)],
+            "launched_by": [{"op": op, "count": c} for op, c in _counts_of(launchers, k).most_common(3)],
         }
-        for k in names
+        for k in ranked
     ]
 
 
 def top_ops(att: Attribution, total_us: float, top: int, cats_of: list[str] | None = None) -> list[dict[str, Any]]:
     """Launching ops ranked by the GPU time of the kernels they launched."""
-    time: dict[str, float] = defaultdict(float)
-    count: Counter[str] = Counter()
-    cats: dict[str, Counter[str]] = defaultdict(Counter)
-    ops = att.tree.ops
     each = cats_of if cats_of is not None else _categories_of(att)
-    for g, li, c in zip(att.gpu, att.launcher, each, strict=True):
-        op = ops[li].name if li >= 0 else "(unattributed)"
-        time[op] += g.dur
-        count[op] += 1
-        cats[op][c] += 1
+    ops = att.launcher_names
+    time = _time_by(ops, att.durations)
+    count = Counter(ops)
+    ranked = sorted(time, key=lambda k: -time[k])[:top]
+    wanted = set(ranked)
+    cats = Counter(p for p in zip(ops, each, strict=True) if p[0] in wanted)
     return [
         {
             "op": op,
             "num_kernels": count[op],
             "time_us": round(time[op], 3),
             "share_pct": _pct(time[op], total_us),
-            "categories": dict(cats[op].most_common()),
+            "categories": dict(_counts_of(cats, op).most_common()),
         }
-        for op in sorted(time, key=lambda k: -time[k])[:top]
+        for op in ranked
     ]
 
 
 def launch_stats(att: Attribution, trace: Trace, window: tuple[float, float] | None) -> dict[str, Any]:
     """Runtime-call time per API and the delay from each launch to its GPU event's start."""
-    per_api: dict[str, list[float]] = defaultdict(list)
     calls = trace.runtime if window is None else [r for r in trace.runtime if window[0] <= r.ts <= window[1]]
-    for r in calls:
-        per_api[r.name].append(r.dur)
+    names, durs = list(map(_NAME, calls)), list(map(_DUR, calls))
+    per_api: dict[str, list[float]] = {}
+    for k, d in zip(names, durs, strict=True):
+        v = per_api.get(k)
+        if v is None:
+            per_api[k] = [d]
+        else:
+            v.append(d)
     delays: list[float] = []
     launch_bound = 0
-    linked = 0
     for g, rt in zip(att.gpu, att.runtime, strict=True):
-        if rt is None:
-            continue
-        linked += 1
-        delays.append(g.ts - rt.ts)
-        if g.dur < rt.dur:
-            launch_bound += 1
+        if rt is not None:
+            delays.append(g.ts - rt.ts)
+            if g.dur < rt.dur:
+                launch_bound += 1
     apis = sorted(per_api.items(), key=lambda kv: -sum(kv[1]))
     return {
         "runtime_calls": [{"name": k, **_dist(v)} for k, v in apis],
-        "runtime_total_us": round(sum(r.dur for r in calls), 3),
-        "num_linked_gpu_events": linked,
+        "runtime_total_us": round(sum(durs), 3),
+        "num_linked_gpu_events": len(delays),
         "launch_to_start_us": _dist(delays),
         "num_shorter_than_launch": launch_bound,
     }
@@ -250,11 +271,17 @@ def launch_stats(att: Attribution, trace: Trace, window: tuple[float, float] | N
 
 def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
     """Per device: span, busy (union over streams), idle gaps between GPU events; per stream: busy."""
-    devices: dict[int | None, list[GpuEvent]] = defaultdict(list)
-    streams: dict[tuple[int | None, int | None], list[float]] = defaultdict(list)
-    for g in gpu:
-        devices[g.device].append(g)
-        streams[(g.device, g.stream)].append(g.dur)
+    devs = list(map(_DEVICE, gpu))
+    seen = dict.fromkeys(devs)
+    # one device (the usual case): its events are all of them; else each device's, picked out in C
+    devices = {d: gpu if len(seen) == 1 else list(compress(gpu, map(eq, devs, repeat(d)))) for d in seen}
+    streams: dict[tuple[int | None, int | None], list[float]] = {}
+    for key, dur in zip(zip(devs, map(_STREAM, gpu), strict=True), map(_DUR, gpu), strict=True):
+        v = streams.get(key)
+        if v is None:
+            streams[key] = [dur]
+        else:
+            v.append(dur)
     return {
         "devices": [_device_idle(dev, evs, top) for dev, evs in sorted(devices.items(), key=lambda kv: str(kv[0]))],
         "streams": [
@@ -265,24 +292,28 @@ def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
 
 
 def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, Any]:
-    evs = sorted(evs, key=_TS)  # already in start order when they come from an Attribution: linear
+    starts = list(map(_TS, evs))
+    if not all(map(le, starts, islice(starts, 1, None))):  # in start order when they come from an Attribution
+        evs = sorted(evs, key=_TS)
+        starts = list(map(_TS, evs))
+    ends = list(map(add, starts, map(_DUR, evs)))
     busy = 0.0
     gaps: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it)
-    cur_start, cur_end = evs[0].ts, evs[0].ts + evs[0].dur
-    for i, e in enumerate(evs[1:], 1):
-        end = e.ts + e.dur
-        if e.ts > cur_end:
+    cur_start, cur_end = starts[0], ends[0]
+    for i in range(1, len(starts)):
+        ts, end = starts[i], ends[i]
+        if ts > cur_end:
             busy += cur_end - cur_start
-            gaps.append((e.ts - cur_end, cur_end, i))
-            cur_start, cur_end = e.ts, end
+            gaps.append((ts - cur_end, cur_end, i))
+            cur_start, cur_end = ts, end
         elif end > cur_end:
             cur_end = end
     busy += cur_end - cur_start
-    span = max([e.ts + e.dur for e in evs]) - evs[0].ts
+    span = max(ends) - starts[0]
     buckets = [0] * len(GAP_BUCKETS_US)
     for gap, _, _ in gaps:
         buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
-    largest = sorted(gaps, reverse=True)[:top]
+    largest = heapq.nlargest(top, gaps)  # = sorted(gaps, reverse=True)[:top]
     return {
         "device": dev,
         "span_us": round(span, 3),
@@ -338,7 +369,7 @@ def top_upcasts(an: Analysis, top: int) -> dict[str, Any]:
 def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
     """The ``trace_summary`` section of one analysed trace."""
     att = an.attribution
-    total = sum(g.dur for g in att.gpu)
+    total = sum(att.durations)
     fams = kernel_families(att)
     cats = _categories_of(att)
     return {

@@ -7,19 +7,22 @@ One path serves ``attnscope run`` (a trace of one profiled call, marked by the
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from operator import attrgetter
 
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of
 from attnscope.analysis.fingerprint.mask_build import describe as describe_mask
 from attnscope.analysis.fingerprint.mask_build import find as find_masks
-from attnscope.analysis.fingerprint.occupancy import ArchLimits, arch_limits, theoretical_occupancy
-from attnscope.core.types import Category, Fingerprint, HiddenCopy, KernelRecord, Upcast
+from attnscope.analysis.fingerprint.occupancy import ArchLimits, arch_limits
+from attnscope.analysis.fingerprint.records import cpu_kernel_records, gpu_kernel_records
+from attnscope.core.types import Fingerprint, HiddenCopy, Upcast
 from attnscope.trace import CpuOp, GpuEvent, Trace
 
 CALL_ANNOTATION = "attnscope::call"
+_DUR, _NAME, _CATEGORY = attrgetter("dur"), attrgetter("name"), attrgetter("category")
 
 # Kineto's "Input type" strings → bytes per element.
 TYPE_BYTES: dict[str, int] = {
@@ -37,16 +40,8 @@ TYPE_BYTES: dict[str, int] = {
     "c10::Float8_e5m2": 1,
 }
 HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
-# Kineto's "Input type" strings of floating tensors → attnscope's dtype names.
-DTYPE_OF_TYPE: dict[str, str] = {
-    "c10::BFloat16": "bf16",
-    "c10::Half": "fp16",
-    "float": "fp32",
-    "double": "fp64",
-    "c10::Float8_e4m3fn": "fp8_e4m3",
-    "c10::Float8_e5m2": "fp8_e5m2",
-}
 # Ops that only carry a copy out for somebody else; the cause is the first op above them.
+_COPY_OP = frozenset({"aten::copy_"})
 COPY_WRAPPERS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"})
 MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
 
@@ -117,126 +112,6 @@ def _cause(tree: OpTree, i: int) -> str:
     return last
 
 
-@lru_cache(maxsize=4096)
-def _occupancy(regs: int, smem: int, threads: int, limits: ArchLimits) -> tuple[float, str] | None:
-    occ = theoretical_occupancy(regs, smem, threads, limits)
-    return (round(occ.pct, 2), occ.limiter) if occ else None
-
-
-def op_input_dtype(op: CpuOp) -> str | None:
-    """The op's first floating tensor input type, as a dtype name (None when not recorded)."""
-    for t in op.input_types or ():
-        d = DTYPE_OF_TYPE.get(t)
-        if d is not None:
-            return d
-    return None
-
-
-def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[KernelRecord]:
-    """One record per GPU event, in start order, with the op that launched it and that op's input dtype."""
-    out: list[KernelRecord] = []
-    ops = att.tree.ops
-    dtypes: dict[int, str | None] = {}
-    # 10^5 events of a few hundred kernels and launch shapes: what depends on the name (or the
-    # shape) alone is worked out once each.
-    by_name: dict[tuple[str, str], tuple[Category, bool | None, str | None, bool]] = {}
-    by_shape: dict[tuple[int | None, int | None, tuple[int, int, int]], tuple[float, str] | None] = {}
-    for g, li in zip(att.gpu, att.launcher, strict=True):
-        key = (g.name, g.kind)
-        info = by_name.get(key)
-        if info is None:
-            c = K.classify_gpu(g.name, g.kind)
-            info = by_name[key] = (
-                c,
-                K.tensor_cores(g.name, c),
-                K.tensor_core_precision(g.name, c),
-                K.is_matrix_kernel(g.name, c),
-            )
-        cat, tc, tc_precision, matrix = info
-        if li >= 0 and matrix and li not in dtypes:
-            dtypes[li] = op_input_dtype(ops[li])  # matrix kernels only: their dtype decides the TF32 advice
-        if matrix and li >= 0 and dtypes[li] is not None:
-            tc = K.tensor_cores_for_dtype(g.name, cat, dtypes[li])  # where the dtype decides (fp32 flex)
-            tc_precision = tc_precision if tc else None
-        occ = None
-        b = g.block
-        if limits is not None and b is not None and g.kind == "kernel":
-            shape = (g.registers_per_thread, g.shared_memory_bytes, b)
-            if shape in by_shape:
-                occ = by_shape[shape]
-            else:
-                occ = by_shape[shape] = _occupancy(
-                    g.registers_per_thread or 0, g.shared_memory_bytes or 0, b[0] * b[1] * b[2], limits
-                )
-        out.append(
-            KernelRecord(
-                name=g.name,
-                category=cat,
-                duration_us=g.dur,
-                device="gpu",
-                launched_by=ops[li].name if li >= 0 else None,
-                tensor_cores=tc,
-                tensor_core_precision=tc_precision,
-                grid=g.grid,
-                block=b,
-                registers_per_thread=g.registers_per_thread,
-                shared_memory_bytes=g.shared_memory_bytes,
-                theoretical_occupancy_pct=occ[0] if occ else None,
-                occupancy_limiter=occ[1] if occ else None,
-                kineto_occupancy_pct=g.kineto_occupancy_pct,
-                bytes=g.bytes,
-                stream=g.stream,
-                start_us=g.ts,
-                input_dtype=dtypes.get(li) if li >= 0 else None,
-            )
-        )
-    return out
-
-
-def _is_scalar_op(op: CpuOp) -> bool:
-    dims = op.input_dims or []
-    return not any(isinstance(d, list) and len(d) > 0 for d in dims)
-
-
-def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
-    """On CPU the unit of work is a leaf compute aten op (no device kernels exist)."""
-    n = len(tree.ops)
-    counted = [False] * n
-
-    def candidate(i: int) -> bool:
-        op = tree.ops[i]
-        return op.name not in K.CPU_METADATA_OPS and not _is_scalar_op(op)
-
-    def visit(i: int, inside_atomic: bool) -> bool:
-        op = tree.ops[i]
-        atomic = op.name in K.CPU_ATOMIC_OPS
-        below = False
-        for c in tree.children[i]:
-            below |= visit(c, inside_atomic or (atomic and candidate(i)))
-        if inside_atomic or not candidate(i):
-            return below
-        if atomic or not below:
-            counted[i] = True
-            return True
-        return below
-
-    for i in range(n):
-        if tree.parent[i] == -1:
-            visit(i, False)
-    return [
-        KernelRecord(
-            name=tree.ops[i].name,
-            category=K.classify_cpu(tree.ops[i].name),
-            duration_us=tree.ops[i].dur,
-            device="cpu",
-            launched_by=tree.ops[tree.parent[i]].name if tree.parent[i] >= 0 else None,
-            start_us=tree.ops[i].ts,
-        )
-        for i in range(n)
-        if counted[i]
-    ]
-
-
 def copies_and_upcasts_at(
     tree: OpTree, records_by_op: dict[int, list[GpuEvent]]
 ) -> tuple[list[HiddenCopy], list[Upcast], list[int]]:
@@ -245,7 +120,7 @@ def copies_and_upcasts_at(
     upcasts: list[Upcast] = []
     upcast_at: list[int] = []
     ops = tree.ops
-    for i in [i for i, op in enumerate(ops) if op.name == "aten::copy_"]:
+    for i in tree.indices_named(_COPY_OP):
         all_dims, types, _, _ = ops[i].shapes()
         if not types or len(types) < 2:
             continue
@@ -357,28 +232,30 @@ def analyse(trace: Trace) -> Analysis:
     if gpu_side and limits is None and cc is not None:
         notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
 
-    by_op = att.by_op()
+    copy_ops = tree.indices_named(_COPY_OP)
+    by_op = att.by_op(set(copy_ops))  # copies_and_upcasts_at and the DtoD links read the copy_ ops' events alone
     records = gpu_kernel_records(att, limits) if gpu_side else cpu_kernel_records(tree)
     copies, upcasts, upcast_at = copies_and_upcasts_at(tree, by_op)
     if gpu_side:
-        linked = {id(g) for i, evs in by_op.items() if _typed_copy(tree.ops[i]) for g in evs}
+        linked = {id(g) for i in copy_ops if i in by_op and _typed_copy(tree.ops[i]) for g in by_op[i]}
         copies += _orphan_dtod(att, linked)
     op_names = tree.names
     mask_ops = sorted(op_names & MASK_OPS)
     builds = tuple(describe_mask(tree, att if gpu_side else None, mb) for mb in find_masks(tree)) if mask_ops else ()
-    if not mask_ops and any("triu_tril" in r.name for r in records):
+    if not mask_ops and any("triu_tril" in name for name in set(map(_NAME, records))):
         mask_ops = ["triu_tril_kernel"]
     backend = None
     if not op_names.isdisjoint(K.SDPA_BACKEND_OPS):
-        backend = next(K.SDPA_BACKEND_OPS[o.name] for o in tree.ops if o.name in K.SDPA_BACKEND_OPS)
+        backend = K.SDPA_BACKEND_OPS[tree.op_names[tree.indices_named(K.SDPA_BACKEND_OPS.keys())[0]]]
     window_us = win[1] - win[0] if win else None
     if window_us is None and ops:
-        window_us = max([o.ts + o.dur for o in ops]) - min(tree.starts)
+        window_us = tree.end - min(tree.starts[lo] for lo, _ in tree.threads.values())  # sorted within a thread
+    per_category = Counter(map(_CATEGORY, records))
     fp = Fingerprint(
         kernels=tuple(records),
-        num_kernels=sum(1 for r in records if r.category not in ("memcpy", "memset")),
-        num_memcpy=sum(1 for r in records if r.category == "memcpy"),
-        num_memset=sum(1 for r in records if r.category == "memset"),
+        num_kernels=len(records) - per_category["memcpy"] - per_category["memset"],
+        num_memcpy=per_category["memcpy"],
+        num_memset=per_category["memset"],
         hidden_copies=tuple(copies),
         upcasts=tuple(upcasts),
         mask_rebuilt=bool(mask_ops),
@@ -387,7 +264,7 @@ def analyse(trace: Trace) -> Analysis:
         device_kind="gpu" if gpu_side else "cpu",
         device_name=dev_name,
         compute_capability=cc,
-        trace_gpu_time_us=sum(g.dur for g in gpu) if gpu_side else None,
+        trace_gpu_time_us=sum(map(_DUR, gpu)) if gpu_side else None,
         trace_cpu_time_us=window_us,
         trace_peak_memory_bytes=_peak_memory(trace, ops, gpu_side),
         notes=tuple(notes),

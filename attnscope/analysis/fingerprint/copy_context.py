@@ -17,6 +17,7 @@ eager ``FlexAttentionAutogradOp``), an autograd node (``XBackward0``, ``Accumula
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -39,6 +40,14 @@ def contiguous_strides(dims: list[int]) -> list[int]:
 def _strides_kind(dims: Any, strides: Any) -> str | None:
     if not (isinstance(dims, list) and isinstance(strides, list) and len(dims) == len(strides) and dims):
         return None
+    try:  # a training step's thousands of copies have a few dozen shapes: each is judged once
+        return _kind_of(tuple(dims), tuple(strides))
+    except TypeError:  # an entry that is not a number (unhashable): judged as it is
+        return _kind_of.__wrapped__(dims, strides)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind_of(dims: Any, strides: Any) -> str:
     if any(s == 0 and d > 1 for d, s in zip(dims, strides, strict=True)):
         return "broadcast"
     want = contiguous_strides(dims)
@@ -63,6 +72,7 @@ def copy_kind(tree: OpTree, i: int) -> str | None:
     return kind
 
 
+@functools.cache
 def library_op(name: str) -> bool:
     # attention_op_family covers SDPA's backends and flex (FlexAttentionAutogradOp, flex_attention)
     return bool(attention_op_family(name) or _AUTOGRAD.search(name) or _LIBRARY.search(name))

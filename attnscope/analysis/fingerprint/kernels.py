@@ -287,7 +287,8 @@ def is_matrix_kernel(name: str, category: Category) -> bool:
 def any_tensor_cores(kernels: Iterable[KernelRecord]) -> bool | None:
     """True if any matrix kernel used tensor cores, False if matrix work ran without (attention
     helpers such as a split-KV combine are not matrix work), None if no matrix kernel is known."""
-    known = [k.tensor_cores for k in kernels if is_matrix_kernel(k.name, k.category) and k.tensor_cores is not None]
+    kinds = {(k.name, k.category, k.tensor_cores) for k in kernels}  # 10^5 records of a few hundred kernels
+    known = [tc for name, cat, tc in kinds if tc is not None and is_matrix_kernel(name, cat)]
     return any(known) if known else None
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, Literal
 
 from attnscope.analysis.fingerprint.attribution import OpTree
@@ -108,12 +109,22 @@ class AttentionCall:
         need = ("batch", "heads", "seq_q", "seq_kv", "head_dim", "causal")
         if any(v.get(f) is None for f in need) or self.mask() is None:
             return None
-        try:
-            case = Case(v["batch"], v["heads"], v["seq_q"], v["head_dim"], seq_kv=v["seq_kv"], mask=self.mask())
-        except ValueError:
-            return None
-        f = attention_flops(case)
-        return int(f * BACKWARD_FLOPS_FACTOR) if self.direction == "backward" else f
+        shape = (v["batch"], v["heads"], v["seq_q"], v["head_dim"], v["seq_kv"], self.mask(), self.direction)
+        try:  # a training step's hundreds of calls have a few shapes: each is worked out once
+            return _flops(*shape)
+        except TypeError:  # a recorded value that is not hashable (not a number): as the Case would have it
+            return _flops.__wrapped__(*shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _flops(batch: Any, heads: Any, seq_q: Any, head_dim: Any, seq_kv: Any, mask: str, direction: str) -> int | None:
+    """:meth:`AttentionCall.flops` of one shape."""
+    try:
+        case = Case(batch, heads, seq_q, head_dim, seq_kv=seq_kv, mask=mask)
+    except ValueError:
+        return None
+    f = attention_flops(case)
+    return int(f * BACKWARD_FLOPS_FACTOR) if direction == "backward" else f
 
 
 def _bool(s: Any) -> bool | None:
@@ -273,7 +284,7 @@ def attention_calls(tree: OpTree) -> list[AttentionCall]:
     out = []
     at: dict[int, AttentionCall] = {}
     calls = {n for n in tree.names if _is_attention(n) and _starts_call(n)}
-    found = [i for i, op in enumerate(tree.ops) if op.name in calls] if calls else []
+    found = tree.indices_named(calls)
     for i in sorted(found, key=lambda j: tree.ops[j].ts):  # in time, across threads
         op = tree.ops[i]
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
@@ -316,12 +327,19 @@ def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) ->
     attention = {n for n in tree.names if _is_attention(n)}
     if not attention:
         return 0.0
-    inside = [False] * len(tree.ops)
-    parent = tree.parent
-    for i, op in enumerate(tree.ops):  # parents come before their children in tree.ops
-        p = parent[i]
-        inside[i] = op.name in attention or (p >= 0 and inside[p])
-    return sum(d for li, d in zip(launcher, dur_us, strict=True) if li >= 0 and inside[li])
+    if len(launcher) != len(dur_us):
+        raise ValueError(f"{len(launcher)} launchers and {len(dur_us)} durations: the lists do not line up")
+    # an op's subtree follows it without a gap in tree.ops: mark each outermost attention op's once.  The
+    # entry past the last op stays 0: an event no op launched (-1) reads it.
+    inside = bytearray(len(tree.ops) + 1)
+    covered = -1
+    for i in tree.indices_named(attention):
+        if i > covered:
+            sub = tree.subtree(i)
+            for j in sub:
+                inside[j] = 1
+            covered = sub[-1]
+    return sum(compress(dur_us, map(inside.__getitem__, launcher)))  # in event order, picked out in C
 
 
 def case_of(calls: list[AttentionCall]) -> tuple[dict[str, Any] | None, dict[str, str]]:
