@@ -36,6 +36,8 @@ DEFAULT_TRACE = next(
     Path(__file__).resolve().parents[2] / "shared" / "data" / "llama_train_sdpa.json.gz",
 )  # ../shared/data beside the checkout (or beside a worktree's parent)
 TARGET_WALL_S, TARGET_RSS_MIB, TARGET_RATIO = 0.5, 150, 10.0
+REPO = Path(__file__).resolve().parents[1]
+ATTNSCOPE_PY = [sys.executable]  # the interpreter that runs attnscope (--python)
 
 HTA_SCRIPT = """
 import sys, time
@@ -56,7 +58,8 @@ if aten:
 def measure(cmd: list[str]) -> tuple[float, float, float, str]:
     """(wall s, peak RSS MiB, CPU s, stderr) of one child process."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # from the repository root: ``python -m attnscope.cli.main`` finds this checkout's package in any venv
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
     assert p.stderr is not None
     err = p.stderr.read().decode()
     _, status, ru = os.wait4(p.pid, 0)
@@ -112,8 +115,8 @@ def long_trace(trace: Path, n: int, runs: int) -> bool:
         subprocess.run([sys.executable, str(here), str(trace), "--times", str(n), "--out", str(longer)], check=True)
     growth, cpu_growth, rss, walls, cpus = [], [], [], [], []
     for i in range(runs):
-        w1, _, c1, _ = measure([sys.executable, "-m", "attnscope.cli.main", "analyze", str(trace)])
-        w, r, c, _ = measure([sys.executable, "-m", "attnscope.cli.main", "analyze", str(longer)])
+        w1, _, c1, _ = measure([ATTNSCOPE_PY[0], "-m", "attnscope.cli.main", "analyze", str(trace)])
+        w, r, c, _ = measure([ATTNSCOPE_PY[0], "-m", "attnscope.cli.main", "analyze", str(longer)])
         growth.append(w / w1)
         cpu_growth.append(c / c1)
         rss.append(r)
@@ -145,7 +148,7 @@ def ranks_scaling(trace: Path, n: int, runs: int, jobs_list: list[int]) -> None:
     walls: dict[int, list[float]] = {j: [] for j in jobs_list}
     for i in range(runs):
         for jobs in jobs_list:
-            w, r, c, _ = measure([sys.executable, "-m", "attnscope.cli.main", "analyze", str(d), "--jobs", str(jobs)])
+            w, r, c, _ = measure([ATTNSCOPE_PY[0], "-m", "attnscope.cli.main", "analyze", str(d), "--jobs", str(jobs)])
             walls[jobs].append(w)
             print(f"  round {i + 1}: {n} ranks, --jobs {jobs}: {w:.3f} s wall, {c:.3f} s CPU, {r:.0f} MiB", flush=True)
     base = statistics.median(walls[jobs_list[0]])
@@ -184,6 +187,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs of attnscope (median reported)")
     ap.add_argument("--hta-runs", type=int, default=3, help="runs of HTA (median reported)")
     ap.add_argument("--hta-python", help="interpreter with HolisticTraceAnalysis installed")
+    ap.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs attnscope (default: this one), from the repository root. A clean venv with "
+        "analyze's dependencies alone (python -m venv /tmp/asv && /tmp/asv/bin/pip install msgspec rich isal) starts "
+        "like HTA's own venv; a development venv made with --system-site-packages and an editable install also runs "
+        "their .pth hooks at every start",
+    )
     ap.add_argument("--hta-aten", action="store_true", help="also time HTA's aten-op → kernel mapping once")
     ap.add_argument("--long", type=int, default=0, metavar="N", help="also time attnscope on an N-times longer trace")
     ap.add_argument(
@@ -200,13 +211,15 @@ def main() -> int:
         "--jobs-list", default="1,2", help="the --jobs values the ranks' directory is analysed with (default 1,2)"
     )
     args = ap.parse_args()
-    trace = Path(args.trace)
+    ATTNSCOPE_PY[0] = args.python
+    trace = Path(args.trace).resolve()
     if not trace.exists():
         print(f"no trace at {trace}", file=sys.stderr)
         return 2
     print(f"trace: {trace} ({trace.stat().st_size / 2**20:.1f} MiB on disk), {os.cpu_count()} cores")
+    print(f"attnscope runs under {ATTNSCOPE_PY[0]}")
     compile_package()
-    ours = series("attnscope", [sys.executable, "-m", "attnscope.cli.main", "analyze", str(trace)], args.runs)
+    ours = series("attnscope", [ATTNSCOPE_PY[0], "-m", "attnscope.cli.main", "analyze", str(trace)], args.runs)
     print(
         f"attnscope analyze: median {ours[0]:.3f} s wall, {ours[2]:.3f} s CPU, {ours[1]:.0f} MiB peak RSS "
         f"(targets ≤ {TARGET_WALL_S} s, ≤ {TARGET_RSS_MIB} MiB)"
@@ -231,7 +244,7 @@ def main() -> int:
             print("  " + err.strip().splitlines()[-1])
         if args.paired:
             paired(
-                [sys.executable, "-m", "attnscope.cli.main", "analyze", str(trace)],
+                [ATTNSCOPE_PY[0], "-m", "attnscope.cli.main", "analyze", str(trace)],
                 [hta_py, "-c", HTA_SCRIPT, str(local), d, "0", "0"],
                 args.paired,
             )
