@@ -254,3 +254,34 @@ def test_the_bulk_reader_takes_module_ranges_and_passes_other_python_functions(t
     ref = trace_from_doc(json.loads(p.read_text()), str(p))
     assert [(m.name, m.ts, m.dur) for m in tr.modules] == [("nn.Module: LlamaAttention_0", 5138829570990.5, 50.5)]
     assert tr.modules == ref.modules and tr.cpu_ops == ref.cpu_ops and tr.num_events == ref.num_events
+
+
+def _events_of(tr):
+    return (tr.cpu_ops, tr.gpu, tr.runtime, tr.annotations, tr.modules, tr.memory, tr.num_events, tr.notes)
+
+
+@pytest.mark.parametrize("path", __import__("tests.trace.test_trace_golden", fromlist=["traces"]).traces())
+def test_the_per_category_decoder_reads_what_the_general_one_reads(path, monkeypatch):
+    """Each trace of tests/data read with the tagged decoder (a Struct per category) and with ``Event`` alone."""
+    import attnscope.trace.fast as fast
+
+    tagged = load_trace(path)
+    monkeypatch.setattr(fast, "_TAGGED", fast._EVENTS)
+    assert _events_of(load_trace(path)) == _events_of(tagged)
+
+
+def test_a_category_the_tagged_decoder_does_not_list_is_read_all_the_same(tmp_path, monkeypatch):
+    import attnscope.trace.fast as fast
+
+    events = [
+        op("aten::mm", 0, 10, 1),
+        {"ph": "X", "cat": "a_category_of_tomorrow", "name": "x", "pid": 1, "tid": 1, "ts": 2, "dur": 1},
+        launch(3, corr=7, ext=1),
+        kernel("gemm", 20, 4, corr=7),
+    ]
+    path = write_kineto(tmp_path / "t.json", doc(events))
+    tr = load_trace(path)
+    assert [o.name for o in tr.cpu_ops] == ["aten::mm"] and [g.correlation for g in tr.gpu] == [7]
+    assert tr.notes == [] and tr.num_events == 4  # the general decoder, not the safe path
+    monkeypatch.setattr(fast, "_TAGGED", fast._EVENTS)
+    assert _events_of(load_trace(path)) == _events_of(tr)
