@@ -8,13 +8,13 @@ for the case, and, when predictions were written first, a verdict for each.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.compare import explain_results
 from attnscope.analysis.equivalent import equivalent_case
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
-from attnscope.analysis.predict import check_predictions
 from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
 from attnscope.analysis.roofline import peak_basis, row_roofline
@@ -40,12 +40,13 @@ def as_data(o: Any) -> Any:
         return tuple(as_data(x) for x in o)
     if dataclasses.is_dataclass(o) and not isinstance(o, type):
         return {f.name: as_data(getattr(o, f.name)) for f in dataclasses.fields(o)}
-    return dataclasses.asdict(_Boxed(o))["value"]
+    return dataclasses.asdict(_boxed()(o))["value"]
 
 
-@dataclasses.dataclass
-class _Boxed:
-    value: Any
+@functools.cache
+def _boxed() -> Any:
+    """A record of one field, for :func:`as_data`'s rare values (made on first use: a dataclass costs ~0.2 ms)."""
+    return dataclasses.make_dataclass("_Boxed", ["value"])
 
 
 def verdict_to_dict(v: Verdict) -> dict[str, Any]:
@@ -103,6 +104,8 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
     out["recommendation"] = as_data(rec) if rec else None
     if predictions is not None:
         out["predictions"] = [dataclasses.asdict(p) for p in predictions]
+        from attnscope.analysis.predict import check_predictions  # with tomllib: only when there are guesses
+
         out["verdicts"] = [verdict_to_dict(v) for v in check_predictions(predictions, results)]
     return out
 
