@@ -47,34 +47,62 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def kernels_table(r: dict[str, Any], drop: tuple[str, ...] = (), name_width: int = 48) -> Table:
-    """One variant's kernels; ``drop``: columns left out; ``name_width``: the name column's most characters."""
-    t = Table(title=f"{r['variant']}: kernels", header_style="bold")
+def _table(title: str, rows: list[dict[str, str]], drop: tuple[str, ...], name_width: int) -> Table:
+    t = Table(title=title, header_style="bold")
     cols = [c for c in COLUMNS if c not in drop]
     for col in cols:
         if col == "name":
             t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=name_width)
         else:
             t.add_column(col, no_wrap=True)
-    for i, k in enumerate(r.get("kernels") or []):
-        cells = _cells(i, k)
+    for cells in rows:
         t.add_row(*(cells[c] for c in cols))
     return t
 
 
-def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
-    """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
-    before each column goes)."""
+def kernels_table(r: dict[str, Any], drop: tuple[str, ...] = (), name_width: int = 48) -> Table:
+    """One variant's kernels; ``drop``: columns left out; ``name_width``: the name column's most characters."""
+    rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
+    return _table(f"{r['variant']}: kernels", rows, drop, name_width)
+
+
+def _widest(console: Console, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """One row of each column's widest cell, as the table measures a cell (none without rows): a table of it
+    measures as wide as the whole one (a column is as wide as its widest cell), in 13 cells instead of 10^5."""
+    from rich.cells import cell_len
     from rich.measure import Measurement
 
+    if not rows:
+        return []
+    wide = console.options.update(width=1 << 16, max_width=1 << 16)
+    known: dict[str, int] = {}
+
+    def width(s: str) -> int:
+        if s.isprintable() and "[" not in s and ":" not in s:  # no markup, no emoji code: the text as it is
+            return cell_len(s)
+        if s not in known:
+            known[s] = Measurement.get(console, wide, s).maximum
+        return known[s]
+
+    return [{c: max((cells[c] for cells in rows), key=width) for c in COLUMNS}]
+
+
+def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
+    """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
+    before each column goes); each try measured on one row of each column's widest cell."""
+    from rich.measure import Measurement
+
+    title = f"{r['variant']}: kernels"
+    rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
+    widest = _widest(console, rows)
     wide = console.options.update(width=1 << 16, max_width=1 << 16)
     for n in range(len(DROP_ORDER) + 1):
         dropped = list(DROP_ORDER[:n])
         for name_width in (48, 36, 28):
-            t = kernels_table(r, tuple(dropped), name_width)
-            if Measurement.get(console, wide, t).maximum <= console.width:
-                return t, dropped
-    return t, dropped
+            proxy = _table(title, widest, tuple(dropped), name_width)
+            if Measurement.get(console, wide, proxy).maximum <= console.width:
+                return _table(title, rows, tuple(dropped), name_width), dropped
+    return _table(title, rows, tuple(dropped), name_width), dropped
 
 
 def print_kernels(doc: dict[str, Any], console: Console) -> None:
