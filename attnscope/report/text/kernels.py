@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from attnscope.report.text.kernel_rows import KernelRows, plain_rows
 
 COLUMNS = (
     "#",
@@ -48,7 +51,7 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
 
 
 def _table(title: str, rows: list[dict[str, str]], drop: tuple[str, ...], name_width: int) -> Table:
-    t = Table(title=title, header_style="bold")
+    t = Table(title=title or None, header_style="bold")
     cols = [c for c in COLUMNS if c not in drop]
     for col in cols:
         if col == "name":
@@ -87,30 +90,42 @@ def _widest(console: Console, rows: list[dict[str, str]]) -> list[dict[str, str]
     return [{c: max((cells[c] for cells in rows), key=width) for c in COLUMNS}]
 
 
-def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
-    """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
-    before each column goes); each try measured on one row of each column's widest cell."""
+Rows = list[dict[str, str]]
+
+
+def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, Rows, list[str], int, bool]:
+    """(rows, one row of each column's widest cell, columns left out, name width, whether it fits)."""
     from rich.measure import Measurement
 
-    title = f"{r['variant']}: kernels"
     rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
     widest = _widest(console, rows)
     wide = console.options.update(width=1 << 16, max_width=1 << 16)
     for n in range(len(DROP_ORDER) + 1):
-        dropped = list(DROP_ORDER[:n])
         for name_width in (48, 36, 28):
-            proxy = _table(title, widest, tuple(dropped), name_width)
+            proxy = _table("", widest, DROP_ORDER[:n], name_width)
             if Measurement.get(console, wide, proxy).maximum <= console.width:
-                return _table(title, rows, tuple(dropped), name_width), dropped
-    return _table(title, rows, tuple(dropped), name_width), dropped
+                return rows, widest, list(DROP_ORDER[:n]), name_width, True
+    return rows, widest, list(DROP_ORDER), 28, False
+
+
+def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
+    """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
+    before each column goes); each try measured on one row of each column's widest cell."""
+    rows, _widest_row, dropped, name_width, _fits = _fit(r, console)
+    return _table(f"{r['variant']}: kernels", rows, tuple(dropped), name_width), dropped
 
 
 def print_kernels(doc: dict[str, Any], console: Console) -> None:
     left_out: list[str] = []
     for r in doc["results"]:
         if r["status"] == "ok" and r.get("kernels"):
-            t, dropped = fitted_kernels_table(r, console)
-            console.print(t)
+            rows, widest, dropped, name_width, fits = _fit(r, console)
+            title, drop = f"{r['variant']}: kernels", tuple(dropped)
+            cols = [c for c in COLUMNS if c not in drop]
+
+            whole = functools.partial(_table, title, rows, drop, name_width)
+            fast = fits and plain_rows(console, rows)  # else rich lays out every cell
+            console.print(KernelRows(_table(title, widest, drop, name_width), rows, cols, whole) if fast else whole())
             left_out += [d for d in dropped if d not in left_out]
     if left_out:
         console.print(
