@@ -15,7 +15,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.copy_context import copy_advice, upcast_advice
 from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
-from attnscope.analysis.rules.row_kernels import compute_kernels, kernels_read_once, longest, read_once
+from attnscope.analysis.rules.row_kernels import compute_kernels, kernels_read_once, longest, names, read_once
 from attnscope.core.types import Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -27,7 +27,7 @@ DTYPE_NAMES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "d
 
 Out = list[Insight] | NotChecked
 Rule = Callable[[dict[str, Any]], Out]
-__all__ = ["compute_kernels", "kernels_read_once"]  # their old import path (rules.row_kernels) keeps working
+__all__ = ["compute_kernels", "kernels_read_once"]  # from rules.row_kernels; this import path keeps working
 
 
 def r1(x: float) -> float:
@@ -317,11 +317,11 @@ def safe_softmax_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
         return op in k["name"] or op in (k.get("launched_by") or "")
 
     # the first isneginf, read from the row's few distinct names and ops (10^4 kernels, ~10^2 names)
-    names = {n for n in {k["name"] for k in ks} if "isneginf" in n}
+    named = {n for n in read_once(r, names) if "isneginf" in n}
     ops = {o for o in {k.get("launched_by") for k in ks} if o and "isneginf" in o}
-    if not names and not ops:
+    if not named and not ops:
         return []
-    start = next(i for i, k in enumerate(ks) if k["name"] in names or k.get("launched_by") in ops)
+    start = next(i for i, k in enumerate(ks) if k["name"] in named or k.get("launched_by") in ops)
     out = []
     for k in ks[start:]:
         if k["category"] in MATRIX or k["category"] == "copy":
