@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from attnscope.report.text.kernel_rows import KernelRows, plain_rows
+from attnscope.report.text.plain_table import plain_table
 
 COLUMNS = (
     "#",
@@ -51,15 +51,19 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
 
 
 def _table(title: str, rows: list[dict[str, str]], drop: tuple[str, ...], name_width: int) -> Table:
-    t = Table(title=title or None, header_style="bold")
     cols = [c for c in COLUMNS if c not in drop]
+    return _table_of(title, cols, name_width, [[cells[c] for c in cols] for cells in rows])
+
+
+def _table_of(title: str, cols: list[str], name_width: int, rows: list[list[str]]) -> Table:
+    t = Table(title=title or None, header_style="bold")
     for col in cols:
         if col == "name":
             t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=name_width)
         else:
             t.add_column(col, no_wrap=True)
     for cells in rows:
-        t.add_row(*(cells[c] for c in cols))
+        t.add_row(*cells)
     return t
 
 
@@ -119,13 +123,14 @@ def print_kernels(doc: dict[str, Any], console: Console) -> None:
     left_out: list[str] = []
     for r in doc["results"]:
         if r["status"] == "ok" and r.get("kernels"):
-            rows, widest, dropped, name_width, fits = _fit(r, console)
+            rows, _widest_row, dropped, name_width, fits = _fit(r, console)
             title, drop = f"{r['variant']}: kernels", tuple(dropped)
-            cols = [c for c in COLUMNS if c not in drop]
-
-            whole = functools.partial(_table, title, rows, drop, name_width)
-            fast = fits and plain_rows(console, rows)  # else rich lays out every cell
-            console.print(KernelRows(_table(title, widest, drop, name_width), rows, cols, whole) if fast else whole())
+            if fits:
+                cols = [c for c in COLUMNS if c not in drop]
+                cells = [[row[c] for c in cols] for row in rows]
+                console.print(plain_table(functools.partial(_table_of, title, cols, name_width), cells, console))
+            else:
+                console.print(_table(title, rows, drop, name_width))
             left_out += [d for d in dropped if d not in left_out]
     if left_out:
         console.print(

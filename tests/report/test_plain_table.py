@@ -87,3 +87,35 @@ def test_rows_drawn_as_rich_draws_the_whole_table(kind: str, width: int) -> None
         print_kernels(doc, mine)
         _by_rich(doc, rich_)
         assert _out(mine) == _out(rich_)
+
+
+def _summary_like(title: str, cells: list[list[str]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, header_style="bold")
+    t.add_column("name", overflow="fold")
+    t.add_column("calls", justify="right")
+    t.add_column("launched by", overflow="fold")
+    for row in cells:
+        t.add_row(*row)
+    return t
+
+
+SUMMARY_ROWS = [
+    ["void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>", "1,024", "aten::mul ×980"],
+    ["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "12  ", "aten::mm ×490, aten::addmm ×2"],  # trailing spaces
+    ["全角の名前を持つカーネル", "3", ""],
+    ["short", "7", "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op> ×2"],
+]
+
+
+@pytest.mark.parametrize("kind", ["plain", "color", "record"])
+@pytest.mark.parametrize("width", [40, 80, 120, 200])
+def test_summary_tables_drawn_as_rich_draws_them(kind: str, width: int) -> None:
+    from attnscope.report.text.plain_table import plain_table
+
+    for rows in (SUMMARY_ROWS, [*SUMMARY_ROWS, ["[bold]x[/bold]", "1", "y"]]):  # the second: rich draws it all
+        mine, rich_ = _console(kind, width), _console(kind, width)
+        mine.print(plain_table(lambda cells: _summary_like("top kernels", cells), rows, mine))
+        rich_.print(_summary_like("top kernels", rows))
+        assert _out(mine) == _out(rich_)
