@@ -8,19 +8,45 @@ for the case, and, when predictions were written first, a verdict for each.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.compare import explain_results
 from attnscope.analysis.equivalent import equivalent_case
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
-from attnscope.analysis.predict import check_predictions
 from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
 from attnscope.analysis.roofline import peak_basis, row_roofline
-from attnscope.analysis.rules.insights import main_kernel
+from attnscope.analysis.rules.insights import kernels_read_once, main_kernel
 from attnscope.analysis.voice import agree_with_recommendation
 from attnscope.core.types import Prediction, Verdict
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def as_data(o: Any) -> Any:
+    """``dataclasses.asdict`` of a record (and of any value inside one), the same dicts, lists and tuples, taking
+    str, numbers and None as they are rather than through ``copy.deepcopy`` (a hidden-copy insight holds 10^3
+    dims lists); anything else (a namedtuple, a dict subclass) goes through ``asdict`` itself."""
+    t = type(o)
+    if t in _ATOMS:
+        return o
+    if t is dict:
+        return {as_data(k): as_data(v) for k, v in o.items()}
+    if t is list:
+        return [as_data(x) for x in o]
+    if t is tuple:
+        return tuple(as_data(x) for x in o)
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return {f.name: as_data(getattr(o, f.name)) for f in dataclasses.fields(o)}
+    return dataclasses.asdict(_boxed()(o))["value"]
+
+
+@functools.cache
+def _boxed() -> Any:
+    """A record of one field, for :func:`as_data`'s rare values (made on first use: a dataclass costs ~0.2 ms)."""
+    return dataclasses.make_dataclass("_Boxed", ["value"])
 
 
 def verdict_to_dict(v: Verdict) -> dict[str, Any]:
@@ -50,6 +76,11 @@ def annotate(
     and, if ``predictions`` is given, ``predictions`` and ``verdicts``.  ``declared``: each variant's
     (family, backend), for rows written before rows carried them (:func:`attnscope.api.annotate` passes
     the registry's)."""
+    with kernels_read_once():
+        return _annotate(doc, predictions, declared)
+
+
+def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declared: Declared | None) -> dict[str, Any]:
     results = [_with_declared_flags(dict(r), declared or (lambda _name: None)) for r in doc.get("results") or []]
     got = doc.get("peak")
     peak: dict[str, Any] = got if isinstance(got, dict) else {}
@@ -58,8 +89,8 @@ def annotate(
         r["equivalent_case"] = equivalent_case(r.get("case"))
     explained = agree_with_recommendation(results, explain_results(results))  # one voice with the recommendation
     for r, (found, missing) in zip(results, explained, strict=True):
-        r["insights"] = [dataclasses.asdict(i) for i in found]
-        r["insights_not_checked"] = [dataclasses.asdict(n) for n in missing]
+        r["insights"] = [as_data(i) for i in found]
+        r["insights_not_checked"] = [as_data(n) for n in missing]
         store_for_report(r)
     out = dict(doc)
     out["results"] = results
@@ -70,9 +101,11 @@ def annotate(
         or next((r["equivalent_case"] for r in results if r.get("equivalent_case")), None)
     )
     rec = recommend(results)
-    out["recommendation"] = dataclasses.asdict(rec) if rec else None
+    out["recommendation"] = as_data(rec) if rec else None
     if predictions is not None:
         out["predictions"] = [dataclasses.asdict(p) for p in predictions]
+        from attnscope.analysis.predict import check_predictions  # with tomllib: only when there are guesses
+
         out["verdicts"] = [verdict_to_dict(v) for v in check_predictions(predictions, results)]
     return out
 

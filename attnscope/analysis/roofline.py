@@ -14,6 +14,8 @@ TFLOP/s against the compute ceiling for ``compute``, TB/s against the bandwidth 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
@@ -66,36 +68,59 @@ def roofline(
     ``latency`` (under :data:`LATENCY_US`) applies to a call; a kernel is latency-bound by its grid only."""
     if not time_us or time_us <= 0 or nbytes <= 0:
         return None
-    sec = time_us * 1e-6
-    tflops = flops / sec / 1e12 if flops else None
-    tbps = nbytes / sec / 1e12
+    at = _roofline_at(flops, nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)
+    return at(time_us, grid_blocks, call, bytes_source)
+
+
+RooflineAt = Callable[[float, int | None, bool, str], dict[str, Any]]
+
+
+def _roofline_at(
+    flops: int | None,
+    nbytes: int,
+    spec: GpuSpec | None,
+    peak_tflops_measured: float | None,
+    bandwidth_tbps_measured: float | None,
+) -> RooflineAt:
+    """:func:`roofline` of this work (``nbytes`` > 0) as a function of the time (> 0), grid and bytes' words:
+    what does not depend on the time worked out once for a call's many kernels."""
     intensity = flops / nbytes if flops else None
     peak_c = spec.bf16_tflops if spec else peak_tflops_measured
     peak_b = spec.bandwidth_tbps if spec else bandwidth_tbps_measured
     ridge = peak_c / peak_b if peak_c and peak_b else None
     sms = spec.sms if spec else None
-    if (grid_blocks is not None and sms is not None and grid_blocks < sms) or (call and time_us < LATENCY_US):
-        bound = "latency"
-    elif intensity is not None and ridge is not None:
-        bound = "compute" if intensity >= ridge else "memory"
-    else:
-        bound = None
-    return {
-        "bytes": nbytes,
-        "bytes_source": bytes_source,
-        "intensity": intensity,
-        "ridge": ridge,
-        "bound": bound,
-        "tflops": tflops,
-        "tbps": tbps,
-        "pct_compute_spec": _pct(tflops, spec.bf16_tflops if spec else None),
-        "pct_compute_measured": _pct(tflops, peak_tflops_measured),
-        "pct_bandwidth_spec": _pct(tbps, spec.bandwidth_tbps if spec else None),
-        "pct_bandwidth_measured": _pct(tbps, bandwidth_tbps_measured),
-        "grid_blocks": grid_blocks,
-        "sms": sms,
-        "spec_source": spec.source if spec else None,
-    }
+    spec_c = spec.bf16_tflops if spec else None
+    spec_b = spec.bandwidth_tbps if spec else None
+    spec_source = spec.source if spec else None
+    by_intensity = None
+    if intensity is not None and ridge is not None:
+        by_intensity = "compute" if intensity >= ridge else "memory"
+
+    def at(time_us: float, grid_blocks: int | None, call: bool, bytes_source: str) -> dict[str, Any]:
+        sec = time_us * 1e-6
+        tflops = flops / sec / 1e12 if flops else None
+        tbps = nbytes / sec / 1e12
+        latency = (grid_blocks is not None and sms is not None and grid_blocks < sms) or (call and time_us < LATENCY_US)
+        return {  # the %s as _pct works them out, written out: 10^3 kernels a model step
+            "bytes": nbytes,
+            "bytes_source": bytes_source,
+            "intensity": intensity,
+            "ridge": ridge,
+            "bound": "latency" if latency else by_intensity,
+            "tflops": tflops,
+            "tbps": tbps,
+            "pct_compute_spec": 100 * tflops / spec_c if tflops is not None and spec_c else None,
+            "pct_compute_measured": (
+                100 * tflops / peak_tflops_measured if tflops is not None and peak_tflops_measured else None
+            ),
+            "pct_bandwidth_spec": 100 * tbps / spec_b if spec_b else None,
+            "pct_bandwidth_measured": 100 * tbps / bandwidth_tbps_measured if bandwidth_tbps_measured else None,
+            "grid_blocks": grid_blocks,
+            "sms": sms,
+            "spec_source": spec_source,
+        }
+
+    return at
 
 
 def headline(rf: dict[str, Any]) -> tuple[float | None, str]:
@@ -132,12 +157,7 @@ def peak_basis(rf: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def grid_blocks(kernel: dict[str, Any]) -> int | None:
     g = kernel.get("grid")
-    if not g:
-        return None
-    n = 1
-    for x in g:
-        n *= int(x)
-    return n
+    return math.prod(map(int, g)) if g else None
 
 
 def row_roofline(
@@ -164,8 +184,11 @@ def row_roofline(
     if isinstance(dram, int) and dram > 0:
         nbytes, source = dram, "measured: DRAM bytes read and written, Nsight Compute (dram__bytes.sum)"
     spec = lookup(r.get("device_name"))
-    ks = [k for k in r.get("kernels") or [] if k.get("category") not in ("memcpy", "memset")]
-    matrix = [k for k in ks if is_matrix_kernel(k.get("name") or "", k.get("category"))]
+    matrix = [  # not memcpy or memset (is_matrix_kernel: gemm or attention), asked of 1 kernel in 5 of a model step
+        k
+        for k in r.get("kernels") or []
+        if k.get("category") in ("gemm", "attention") and is_matrix_kernel(k.get("name") or "", k.get("category"))
+    ]
     main = max(matrix, key=lambda k: k.get("duration_us") or 0, default=None)  # the call's grid is its grid
     out = roofline(
         flops=r.get("flops"),
@@ -185,21 +208,13 @@ def row_roofline(
         if spec
         else "device not in the spec table: ceilings measured in this run only"
     )
+    at = _roofline_at(r.get("flops"), nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)  # nbytes > 0
+    words = source + " (the call's bytes on this kernel's time)"
     per = []
     for k in matrix:
-        kr = roofline(
-            flops=r.get("flops"),
-            nbytes=nbytes,
-            bytes_source=source + " (the call's bytes on this kernel's time)",
-            time_us=k.get("duration_us"),
-            spec=spec,
-            peak_tflops_measured=peak_tflops_measured,
-            bandwidth_tbps_measured=bandwidth_tbps_measured,
-            grid_blocks=grid_blocks(k),
-            call=False,
-        )
-        if kr is not None:
-            per.append({"name": k.get("name"), **kr})
+        t = k.get("duration_us")
+        if t and t > 0:
+            per.append({"name": k.get("name"), **at(t, grid_blocks(k), False, words)})
     out["kernels"] = per
     out["graph_replay"] = _graph_replay(r, nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)
     return out

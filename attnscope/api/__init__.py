@@ -189,9 +189,10 @@ def sweep(
 def annotate(doc: dict[str, Any], predictions: list[Any] | None = None) -> dict[str, Any]:
     """A copy of a result document with insights per row and the recommendation (and verdicts)."""
     from attnscope.analysis.annotate import annotate as _annotate
-    from attnscope.variants import REGISTRY  # plain declarations; no torch at import
 
     def declared(name: str) -> tuple[str, str | None] | None:
+        from attnscope.variants import REGISTRY  # plain declarations, no torch; asked only for rows without flags
+
         v = REGISTRY.get(name)  # a built-in name is answered without asking the plugins
         return None if v is None else (v.family, v.backend)
 

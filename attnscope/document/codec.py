@@ -14,7 +14,6 @@ version does not know are passed over.
 from __future__ import annotations
 
 import dataclasses
-import operator
 import types
 import typing
 from collections.abc import Callable
@@ -59,20 +58,27 @@ def _hints(cls: type) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ writing
 
 
-_FIELDS_OF: dict[type, tuple[tuple[str, ...], Any]] = {}
+_FLAT_OF: dict[type, Callable[[Any], list[dict[str, Any]]]] = {}
 
 
-def flat_all(objs: Any) -> list[dict[str, Any]]:
-    """Records of plain fields as dicts, without ``dataclasses.asdict``'s deep copies (10^4–10^5 kernels)."""
-    out = []
-    for obj in objs:
-        got = _FIELDS_OF.get(type(obj))
-        if got is None:
-            names = tuple(f.name for f in dataclasses.fields(obj))
-            got = _FIELDS_OF[type(obj)] = (names, operator.attrgetter(*names) if len(names) > 1 else None)
-        names, values = got
-        out.append(dict(zip(names, values(obj), strict=True)) if values else {names[0]: getattr(obj, names[0])})
-    return out
+def _flat_writer(cls: type) -> Callable[[Any], list[dict[str, Any]]]:
+    """``lambda objs: [{"name": o.name, ...} for o in objs]`` over ``cls``'s fields in order, compiled once per
+    record type (as ``dataclasses`` writes ``__init__``; field names are identifiers): one dict display a record,
+    twice as fast as ``dict(zip(names, attrgetter(*names)(o)))``."""
+    body = ", ".join(f"{f.name!r}: o.{f.name}" for f in dataclasses.fields(cls))
+    code = compile(f"lambda objs: [{{{body}}} for o in objs]", f"<records of {cls.__qualname__}>", "eval")
+    return eval(code, {})  # type: ignore[no-any-return]
+
+
+def flat_all(objs: Any, kinds: set[type] | None = None) -> list[dict[str, Any]]:
+    """Records of plain fields as dicts, without ``dataclasses.asdict``'s deep copies (10^4–10^5 kernels).
+    ``kinds``: the records' types where the caller has them."""
+    kinds = {type(o) for o in objs} if kinds is None else kinds
+    for t in kinds - _FLAT_OF.keys():
+        _FLAT_OF[t] = _flat_writer(t)
+    if len(kinds) == 1:
+        return _FLAT_OF[next(iter(kinds))](objs)
+    return [_FLAT_OF[type(o)]((o,))[0] for o in objs]
 
 
 def encode(v: Any) -> Any:
@@ -88,7 +94,7 @@ def encode(v: Any) -> Any:
     if isinstance(v, tuple | list):
         kinds = {type(x) for x in v}  # 10^4 kernel records: each type checked once
         if v and all(dataclasses.is_dataclass(t) and not PROPERTIES.get(t) for t in kinds):
-            return flat_all(v)  # records of plain fields: their tuples (grid, dims) stay as JSON arrays
+            return flat_all(v, kinds)  # records of plain fields: their tuples (grid, dims) stay as JSON arrays
         return [encode(x) for x in v]
     if isinstance(v, dict):
         return dict(v)

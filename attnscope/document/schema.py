@@ -65,11 +65,13 @@ def _clean(o: Any) -> Any:
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
-    """orjson when present: a model-scale document holds 10^4 kernels (json.dump: 0.3 s)."""
+    """orjson when present: a model-scale document holds 10^4 kernels (json.dump: 0.3 s).  orjson writes NaN and
+    Inf as null itself, and ``_default`` takes what it does not know (a float subclass's NaN included): the same
+    bytes as of ``_clean(doc)``, without copying 10^5 values first (75 ms of a model step's document)."""
     try:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency
-        return (json.dumps(doc, indent=1, default=_default, allow_nan=False) + "\n").encode()
+        return (json.dumps(_clean(doc), indent=1, default=_default, allow_nan=False) + "\n").encode()
     return orjson.dumps(doc, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
@@ -85,7 +87,7 @@ def row_bytes(row: dict[str, Any]) -> bytes:
         import orjson
     except ImportError:  # pragma: no cover - the GPU image may lack orjson
         return json.dumps(_clean(row), default=_default, allow_nan=False, separators=(",", ":")).encode()
-    return orjson.dumps(_clean(row), default=_default, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(row, default=_default, option=orjson.OPT_NON_STR_KEYS)  # NaN/Inf as null: as _dumps
 
 
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
@@ -96,7 +98,7 @@ def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would honour the umask
         with os.fdopen(fd, "wb") as f:
-            f.write(_dumps(_clean(doc)))
+            f.write(_dumps(doc))
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.kernels import attention_family
 from attnscope.analysis.rules.insights import compute_kernels, is_fused, materialises_scores
+from attnscope.analysis.rules.row_kernels import names, read_once
 
 
 def one_sample(t: dict[str, Any] | None) -> bool:
@@ -33,7 +34,7 @@ Row = tuple[dict[str, Any], float, dict[str, Any] | None, str]
 
 def kernel_names(r: dict[str, Any]) -> frozenset[str]:
     """The names of the compute kernels a row launched (memcpy and memset left out)."""
-    return frozenset(k["name"] for k in compute_kernels(r))
+    return read_once(r, names)
 
 
 def same_kernels(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -27,6 +27,7 @@ from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.analysis.rules.masks import RULES as MASK_RULES
 from attnscope.analysis.rules.memory import score_matrix
 from attnscope.analysis.rules.occupancy import waits_on_device
+from attnscope.analysis.rules.row_kernels import names, read_once
 from attnscope.core.types import Insight, NotChecked
 
 # ---- host cost, libraries, numerics ----------------------------------------------------------
@@ -87,10 +88,10 @@ def cpu_bound(r: dict[str, Any]) -> Out:
 
 def opaque_library(r: dict[str, Any]) -> Out:
     # cudnn_generated_* and the rest; each distinct name lowered once (a training step launches 10^4 kernels)
-    cudnn = {n: "cudnn" in n.lower() for n in {k["name"] for k in compute_kernels(r)}}
-    ks = [k for k in compute_kernels(r) if cudnn[k["name"]]]
-    if not ks:
+    cudnn = {n for n in read_once(r, names) if "cudnn" in n.lower()}
+    if not cudnn:
         return []
+    ks = [k for k in compute_kernels(r) if k["name"] in cudnn]
     k = max(ks, key=lambda x: x["duration_us"])
     main = [x for x in ks if "cudnn_generated" in x["name"]] or [k]
     helpers = sorted({x["name"] for x in ks} - {x["name"] for x in main})

@@ -15,6 +15,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.copy_context import copy_advice, upcast_advice
 from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
+from attnscope.analysis.rules.row_kernels import compute_kernels, kernels_read_once, longest, names, read_once
 from attnscope.core.types import Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -26,6 +27,7 @@ DTYPE_NAMES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "d
 
 Out = list[Insight] | NotChecked
 Rule = Callable[[dict[str, Any]], Out]
+__all__ = ["compute_kernels", "kernels_read_once"]  # from rules.row_kernels; this import path keeps working
 
 
 def r1(x: float) -> float:
@@ -35,10 +37,6 @@ def r1(x: float) -> float:
 def short(name: str, n: int = 60) -> str:
     name = name.removeprefix("void ")
     return name if len(name) <= n else name[: n - 1] + "…"
-
-
-def compute_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
-    return [k for k in r.get("kernels") or [] if k["category"] not in ("memcpy", "memset")]
 
 
 def gpu_total_us(r: dict[str, Any]) -> float | None:
@@ -192,7 +190,7 @@ def hidden_copy(r: dict[str, Any]) -> Out:
 def fp32_cuda_core_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
     """Matrix kernels (gemm, attention; not a combine/merge helper) that ran without tensor cores."""
     return [
-        k for k in compute_kernels(r) if is_matrix_kernel(k["name"], k["category"]) and k.get("tensor_cores") is False
+        k for k in compute_kernels(r) if k.get("tensor_cores") is False and is_matrix_kernel(k["name"], k["category"])
     ]
 
 
@@ -315,17 +313,20 @@ def safe_softmax_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
     """The guard passes after the softmax: isneginf, all, where (the math backend's _safe_softmax)."""
     ks = compute_kernels(r)
 
-    def tag(k: dict[str, Any]) -> str:
-        return f"{k['name']} {k.get('launched_by') or ''}"
+    def tagged(op: str, k: dict[str, Any]) -> bool:  # ``op`` in "name launched_by" (no op name holds a space)
+        return op in k["name"] or op in (k.get("launched_by") or "")
 
-    start = next((i for i, k in enumerate(ks) if "isneginf" in tag(k)), None)
-    if start is None:
+    # the first isneginf, read from the row's few distinct names and ops (10^4 kernels, ~10^2 names)
+    named = {n for n in read_once(r, names) if "isneginf" in n}
+    ops = {o for o in {k.get("launched_by") for k in ks} if o and "isneginf" in o}
+    if not named and not ops:
         return []
+    start = next(i for i, k in enumerate(ks) if k["name"] in named or k.get("launched_by") in ops)
     out = []
     for k in ks[start:]:
         if k["category"] in MATRIX or k["category"] == "copy":
             break
-        if any(op in tag(k) for op in SAFE_SOFTMAX_OPS):
+        if any(tagged(op, k) for op in SAFE_SOFTMAX_OPS):
             out.append(k)
     return out
 
@@ -361,8 +362,8 @@ def safe_softmax(r: dict[str, Any]) -> Out:
 
 
 def main_kernel(r: dict[str, Any]) -> dict[str, Any] | None:
-    ks = compute_kernels(r)
-    return max(ks, key=lambda k: k["duration_us"]) if ks else None
+    """The longest compute kernel (the first of equals), or None."""
+    return read_once(r, longest)
 
 
 def by_launching_op(ks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -32,6 +32,8 @@ def _ran_ncu(r: dict[str, Any]) -> bool:
 def _ncu_kernel(r: dict[str, Any], k: dict[str, Any]) -> dict[str, Any] | None:
     """The --ncu entry of kernel ``k`` of result ``r`` (matched by its index in the result's kernels)."""
     deep, ks = r.get("ncu") or {}, r.get("kernels") or []
+    if not deep.get("kernels"):
+        return None
     idx = next((i for i, x in enumerate(ks) if x is k), None)
     if idx is None:
         return None

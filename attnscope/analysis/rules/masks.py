@@ -14,6 +14,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.kernels import attention_family
 from attnscope.analysis.rules.insights import Out, compute_kernels, r1, short
+from attnscope.analysis.rules.row_kernels import names, read_once
 from attnscope.core.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -135,10 +136,17 @@ def _kv_role(name: str) -> tuple[str | None, str | None]:
 
 def split_kv(r: dict[str, Any]) -> Out:
     """Per attention family, split-KV kernels and the kernels that combine their partial results."""
+    roles: dict[str, tuple[str, str | None]] = {}  # by distinct name: a training step repeats 10^4 names
+    for n in read_once(r, names):
+        role, fam = _kv_role(n)
+        if role is not None:
+            roles[n] = role, fam
+    if not roles:
+        return []
     by_family: dict[str | None, dict[str, list[dict[str, Any]]]] = {}
     for k in compute_kernels(r):
-        role, fam = _kv_role(k["name"])
-        if role is not None:
+        if k["name"] in roles:
+            role, fam = roles[k["name"]]
             by_family.setdefault(fam, {"split": [], "combine": []})[role].append(k)
     out = []
     for parts in by_family.values():

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from attnscope.report.text.plain_table import plain_table
 
 COLUMNS = (
     "#",
@@ -47,42 +50,87 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def kernels_table(r: dict[str, Any], drop: tuple[str, ...] = (), name_width: int = 48) -> Table:
-    """One variant's kernels; ``drop``: columns left out; ``name_width``: the name column's most characters."""
-    t = Table(title=f"{r['variant']}: kernels", header_style="bold")
+def _table(title: str, rows: list[dict[str, str]], drop: tuple[str, ...], name_width: int) -> Table:
     cols = [c for c in COLUMNS if c not in drop]
+    return _table_of(title, cols, name_width, [[cells[c] for c in cols] for cells in rows])
+
+
+def _table_of(title: str, cols: list[str], name_width: int, rows: list[list[str]]) -> Table:
+    t = Table(title=title or None, header_style="bold")
     for col in cols:
         if col == "name":
             t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=name_width)
         else:
             t.add_column(col, no_wrap=True)
-    for i, k in enumerate(r.get("kernels") or []):
-        cells = _cells(i, k)
-        t.add_row(*(cells[c] for c in cols))
+    for cells in rows:
+        t.add_row(*cells)
     return t
+
+
+def kernels_table(r: dict[str, Any], drop: tuple[str, ...] = (), name_width: int = 48) -> Table:
+    """One variant's kernels; ``drop``: columns left out; ``name_width``: the name column's most characters."""
+    rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
+    return _table(f"{r['variant']}: kernels", rows, drop, name_width)
+
+
+def _widest(console: Console, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """One row of each column's widest cell, as the table measures a cell (none without rows): a table of it
+    measures as wide as the whole one (a column is as wide as its widest cell), in 13 cells instead of 10^5."""
+    from rich.cells import cell_len
+    from rich.measure import Measurement
+
+    if not rows:
+        return []
+    wide = console.options.update(width=1 << 16, max_width=1 << 16)
+    known: dict[str, int] = {}
+
+    def width(s: str) -> int:
+        if s.isprintable() and "[" not in s and ":" not in s:  # no markup, no emoji code: the text as it is
+            return cell_len(s)
+        if s not in known:
+            known[s] = Measurement.get(console, wide, s).maximum
+        return known[s]
+
+    return [{c: max((cells[c] for cells in rows), key=width) for c in COLUMNS}]
+
+
+Rows = list[dict[str, str]]
+
+
+def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, Rows, list[str], int, bool]:
+    """(rows, one row of each column's widest cell, columns left out, name width, whether it fits)."""
+    from rich.measure import Measurement
+
+    rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
+    widest = _widest(console, rows)
+    wide = console.options.update(width=1 << 16, max_width=1 << 16)
+    for n in range(len(DROP_ORDER) + 1):
+        for name_width in (48, 36, 28):
+            proxy = _table("", widest, DROP_ORDER[:n], name_width)
+            if Measurement.get(console, wide, proxy).maximum <= console.width:
+                return rows, widest, list(DROP_ORDER[:n]), name_width, True
+    return rows, widest, list(DROP_ORDER), 28, False
 
 
 def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
     """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
-    before each column goes)."""
-    from rich.measure import Measurement
-
-    wide = console.options.update(width=1 << 16, max_width=1 << 16)
-    for n in range(len(DROP_ORDER) + 1):
-        dropped = list(DROP_ORDER[:n])
-        for name_width in (48, 36, 28):
-            t = kernels_table(r, tuple(dropped), name_width)
-            if Measurement.get(console, wide, t).maximum <= console.width:
-                return t, dropped
-    return t, dropped
+    before each column goes); each try measured on one row of each column's widest cell."""
+    rows, _widest_row, dropped, name_width, _fits = _fit(r, console)
+    return _table(f"{r['variant']}: kernels", rows, tuple(dropped), name_width), dropped
 
 
 def print_kernels(doc: dict[str, Any], console: Console) -> None:
     left_out: list[str] = []
     for r in doc["results"]:
         if r["status"] == "ok" and r.get("kernels"):
-            t, dropped = fitted_kernels_table(r, console)
-            console.print(t)
+            rows, _widest_row, dropped, name_width, fits = _fit(r, console)
+            title, drop = f"{r['variant']}: kernels", tuple(dropped)
+            if fits:
+                cols = [c for c in COLUMNS if c not in drop]
+                cells = [[row[c] for c in cols] for row in rows]
+                console.print(plain_table(functools.partial(_table_of, title, cols, name_width), cells, console))
+            else:
+                console.print(_table(title, rows, drop, name_width))
             left_out += [d for d in dropped if d not in left_out]
     if left_out:
         console.print(

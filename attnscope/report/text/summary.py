@@ -5,10 +5,13 @@ Reads the JSON-shaped dicts only, so a saved document renders the same as a fres
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from attnscope.report.text.plain_table import plain_table
 
 MIB = 1024 * 1024
 
@@ -23,47 +26,78 @@ def _short(name: str, n: int = 90) -> str:
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
-def categories_table(rows: list[dict[str, Any]], title: str) -> Table:
+CATEGORY_COLUMNS = (("category", "left"), ("kernels", "right"), ("GPU time", "right"), ("share", "right"))
+FAMILY_COLUMNS = ("family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel")
+TOP_COLUMNS = ("kernel", "category", "calls", "GPU time", "share", "launched by")
+
+
+def _category_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    return [
+        [c["category"], f"{c['num_kernels']:,}", _us(c["time_us"]), f"{c['share_pct']:.1f}%"]
+        for c in rows
+        if c["num_kernels"]
+    ]
+
+
+def _categories_of(title: str, cells: list[list[str]]) -> Table:
     t = Table(title=title, header_style="bold")
-    for col, j in (("category", "left"), ("kernels", "right"), ("GPU time", "right"), ("share", "right")):
+    for col, j in CATEGORY_COLUMNS:
         t.add_column(col, justify=j)  # type: ignore[arg-type]
-    for c in rows:
-        if c["num_kernels"]:
-            t.add_row(c["category"], f"{c['num_kernels']:,}", _us(c["time_us"]), f"{c['share_pct']:.1f}%")
+    for row in cells:
+        t.add_row(*row)
     return t
 
 
-def families_table(rows: list[dict[str, Any]], title: str) -> Table:
-    t = Table(title=title, header_style="bold")
-    for col in ("family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel"):
-        t.add_column(col, overflow="fold")
+def categories_table(rows: list[dict[str, Any]], title: str) -> Table:
+    return _categories_of(title, _category_cells(rows))
+
+
+def _family_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
     for f in rows:
         calls = (
             ("—" if f["num_forward_calls"] is None else f"{f['num_forward_calls']}/{f['num_backward_calls']}")
             if "num_forward_calls" in f
             else ""
         )
-        t.add_row(
-            f["family"],
-            ", ".join(f.get("implementations") or []),
-            f"{f['num_kernels']:,}",
-            calls,
-            _us(f["time_us"]),
-            f"{f['share_pct']:.1f}%",
-            _short((f.get("kernels") or [""])[0], 70),
+        out.append(
+            [
+                f["family"],
+                ", ".join(f.get("implementations") or []),
+                f"{f['num_kernels']:,}",
+                calls,
+                _us(f["time_us"]),
+                f"{f['share_pct']:.1f}%",
+                _short((f.get("kernels") or [""])[0], 70),
+            ]
         )
+    return out
+
+
+def _folded_of(columns: tuple[str, ...], title: str, cells: list[list[str]]) -> Table:
+    t = Table(title=title, header_style="bold")
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for row in cells:
+        t.add_row(*row)
     return t
 
 
-def top_kernels_table(rows: list[dict[str, Any]], title: str) -> Table:
-    t = Table(title=title, header_style="bold")
-    for col in ("kernel", "category", "calls", "GPU time", "share", "launched by"):
-        t.add_column(col, overflow="fold")
+def families_table(rows: list[dict[str, Any]], title: str) -> Table:
+    return _folded_of(FAMILY_COLUMNS, title, _family_cells(rows))
+
+
+def _top_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
     for k in rows:
         by = ", ".join(f"{b['op']} ×{b['count']}" for b in k["launched_by"])
         cat = k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else "")
-        t.add_row(_short(k["name"]), cat, f"{k['num_calls']:,}", _us(k["time_us"]), f"{k['share_pct']:.1f}%", by)
-    return t
+        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", _us(k["time_us"]), f"{k['share_pct']:.1f}%", by])
+    return out
+
+
+def top_kernels_table(rows: list[dict[str, Any]], title: str) -> Table:
+    return _folded_of(TOP_COLUMNS, title, _top_cells(rows))
 
 
 def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
@@ -131,10 +165,16 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
             else ""
         )
     )
-    console.print(categories_table(s["categories"], f"{r['variant']}: GPU time by category"))
+    # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
+    v = r["variant"]
+    console.print(
+        plain_table(partial(_categories_of, f"{v}: GPU time by category"), _category_cells(s["categories"]), console)
+    )
     if s["attention_families"]:
-        console.print(families_table(s["attention_families"], f"{r['variant']}: attention"))
-    console.print(top_kernels_table(s["top_kernels"][:top], f"{r['variant']}: top kernels and their launching ops"))
+        make = partial(_folded_of, FAMILY_COLUMNS, f"{v}: attention")
+        console.print(plain_table(make, _family_cells(s["attention_families"]), console))
+    make = partial(_folded_of, TOP_COLUMNS, f"{v}: top kernels and their launching ops")
+    console.print(plain_table(make, _top_cells(s["top_kernels"][:top]), console))
     for line in _launch_lines(s["launch"], s["attribution"]) + _idle_lines(s["idle"]) + _offender_lines(s, 5):
         console.print(f"  • {line}", highlight=False, soft_wrap=True)
 
