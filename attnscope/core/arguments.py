@@ -12,7 +12,6 @@ import argparse
 import math
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -116,6 +115,8 @@ def _probe_dir(d: Path, flag: str, target: Path) -> None:
     virtual = _virtual_root(d)
     if virtual is not None:
         raise UsageError(f"{flag} {target}: {virtual} is the kernel's virtual file system, not a place for files")
+    import tempfile  # here: its import (shutil, bz2, lzma, random) is ~2 ms of every command's start-up
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".attnscope-probe-", dir=d)
     except OSError as e:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +93,8 @@ def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     """Write via a temp file and rename, so a crash never leaves half a document."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: an analyze that writes no file need not import it
+
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would honour the umask
