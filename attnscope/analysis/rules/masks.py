@@ -12,7 +12,7 @@ import functools
 import re
 from typing import Any
 
-from attnscope.analysis.fingerprint.kernels import attention_family
+from attnscope.analysis.fingerprint.kernels import attention_family, lowered, search_ignoring_case
 from attnscope.analysis.rules.insights import Out, compute_kernels, r1, short
 from attnscope.analysis.rules.row_kernels import names, read_once
 from attnscope.core.types import DTYPE_BYTES, Insight, NotChecked
@@ -33,6 +33,7 @@ SPLIT = re.compile(
     r"triton_tem_fused_flex_attention(?!\w*backward)",
     re.IGNORECASE,
 )
+_COMBINE_LOW, _SPLIT_LOW = lowered(COMBINE), lowered(SPLIT)  # hundreds-character names: no per-character folding
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
 
 
@@ -130,7 +131,10 @@ def block_sparsity(r: dict[str, Any]) -> Out:
 @functools.cache
 def _kv_role(name: str) -> tuple[str | None, str | None]:
     """('combine' | 'split' | None, attention family) by name (cached: a training step repeats 10^4 names)."""
-    role = "combine" if COMBINE.search(name) else "split" if SPLIT.search(name) else None
+    if search_ignoring_case(COMBINE, _COMBINE_LOW, name):
+        role: str | None = "combine"
+    else:
+        role = "split" if search_ignoring_case(SPLIT, _SPLIT_LOW, name) else None
     return role, attention_family(name) if role else None
 
 
