@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 DATE = datetime.date.today().isoformat()  # the day of the run
+RUNS = [3]  # --runs, for the page's command line
 
 HAND = """
 import gzip, json, sys
@@ -139,7 +140,14 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "trace_readers.md"))
     ap.add_argument("--times", type=int, default=8, help="length of the long trace, in copies of the Llama steps")
     ap.add_argument("--candidates", action="store_true", help="also time the parse candidates in one process")
+    ap.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter attnscope runs under (as in analyze_speed.py: a clean venv with msgspec, rich and isal "
+        "starts like the other tools' venvs)",
+    )
     a = ap.parse_args()
+    RUNS[0] = a.runs
     llama = ROOT / "tests" / "data" / "llama_train_sdpa.json.gz"
     longer = Path(tempfile.gettempdir()) / f"llama_train_sdpa_x{a.times}.json.gz"
     if not longer.exists():
@@ -162,7 +170,7 @@ def main() -> int:
     tl_py = "/tmp/tracelens/bin/python"
     pf_py = "/tmp/perfetto/bin/python"
     tools = [
-        ("attnscope analyze", me, ATTNSCOPE),
+        ("attnscope analyze", a.python, ATTNSCOPE),
         ("HTA get_gpu_kernel_breakdown", hta_py, HTA),
         ("TraceLens TreePerf get_df_kernels", tl_py, TRACELENS),
         ("Perfetto trace_processor", pf_py, PERFETTO),
@@ -207,7 +215,7 @@ def main() -> int:
         print(cand.stdout + cand.stderr[-2000:])
         rows += ["", "### Parse candidates, in one process on the Llama trace's 40 MB (median of 5)", ""]
         rows += ["| candidate | time |", "|---|---:|", *cand.stdout.strip().splitlines()]
-    write(a.out, rows, hta_py, tl_py, pf_py)
+    write(a.out, rows, hta_py, tl_py, pf_py, a.python)
     print(f"written: {a.out}")
     return 0
 
@@ -288,7 +296,7 @@ def compare(rep: str, n: int, us: float, kernel_us: float) -> str:
     return f"differs by {d:+,.3f} µs ({100 * d / us:+.2f}%)" if us else f"reports {nums[0]} µs where there are none"
 
 
-def write(out: str, rows: list[str], hta_py: str, tl_py: str, pf_py: str) -> None:
+def write(out: str, rows: list[str], hta_py: str, tl_py: str, pf_py: str, attn_py: str) -> None:
     me = sys.executable
     lines = [
         "# Trace readers side by side",
@@ -297,11 +305,11 @@ def write(out: str, rows: list[str], hta_py: str, tl_py: str, pf_py: str) -> Non
         f"Linux {platform.release()}, Python {platform.python_version()}, no GPU. Produced in one run by",
         "",
         "```",
-        "python benchmarks/trace_readers.py",
+        f"python benchmarks/trace_readers.py --runs {RUNS[0]}" + (f" --python {attn_py}" if attn_py != me else ""),
         "```",
         "",
-        f"Versions: attnscope {version(me, 'attnscope')}, msgspec {version(me, 'msgspec')}, isal "
-        f"{version(me, 'isal')}, orjson "
+        f"Versions: attnscope {version(me, 'attnscope')} (this checkout, under {attn_py}), msgspec "
+        f"{version(attn_py, 'msgspec')}, isal {version(attn_py, 'isal')}, rich {version(attn_py, 'rich')}; floors: orjson "
         f"{version(me, 'orjson')}, pysimdjson {version(me, 'pysimdjson')}; HolisticTraceAnalysis "
         f"{version(hta_py, 'HolisticTraceAnalysis')}; TraceLens {version(tl_py, 'TraceLens')}; "
         f"perfetto {version(pf_py, 'perfetto')}.",
