@@ -309,7 +309,8 @@ def write(out: str, rows: list[str], hta_py: str, tl_py: str, pf_py: str, attn_p
         "```",
         "",
         f"Versions: attnscope {version(me, 'attnscope')} (this checkout, under {attn_py}), msgspec "
-        f"{version(attn_py, 'msgspec')}, isal {version(attn_py, 'isal')}, rich {version(attn_py, 'rich')}; floors: orjson "
+        f"{version(attn_py, 'msgspec')}, isal {version(attn_py, 'isal')}, rich {version(attn_py, 'rich')}; "
+        "floors: orjson "
         f"{version(me, 'orjson')}, pysimdjson {version(me, 'pysimdjson')}; HolisticTraceAnalysis "
         f"{version(hta_py, 'HolisticTraceAnalysis')}; TraceLens {version(tl_py, 'TraceLens')}; "
         f"perfetto {version(pf_py, 'perfetto')}.",
