@@ -266,7 +266,7 @@ def attnscope_report(paths: list[str]) -> str:
 
     out = Path(tempfile.mkdtemp()) / "a.json"
     subprocess.run(
-        [sys.executable, "-m", "attnscope.cli", "analyze", *paths, "--json", str(out)],
+        [sys.executable, "-m", "attnscope.cli.main", "analyze", *paths, "--json", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=ROOT,
