@@ -46,7 +46,9 @@ export ATTNSCOPE="python3 -m attnscope.cli.main"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', \
 torch.version.cuda, 'cudnn', torch.backends.cudnn.version())"
-  git rev-parse HEAD 2>/dev/null; date -u; } >"$W/env.txt" 2>&1
+  # a copied working tree may carry older git metadata: ATTNSCOPE_COMMIT, set by whoever copied it, names the code
+  if [ -n "${ATTNSCOPE_COMMIT:-}" ]; then echo "commit $ATTNSCOPE_COMMIT (as given)"; else git rev-parse HEAD 2>/dev/null; fi
+  date -u; } >"$W/env.txt" 2>&1
 cat "$W/env.txt"
 
 for s in "$@"; do
