@@ -121,6 +121,22 @@ def test_entry_keeps_the_exit_status_of_a_pure_command(tmp_path) -> None:
     assert json.loads(out.read_text())["results"][0]["num_kernels"] == 1  # the file is whole
 
 
+def test_python_dash_m_attnscope_is_the_command_line(tmp_path) -> None:
+    """``python -m attnscope`` answers as the console script: its version, and an error's exit status."""
+    version = subprocess.run(
+        [sys.executable, "-m", "attnscope", "--version"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert version.returncode == 0 and version.stdout.startswith("attnscope ")
+    bad = subprocess.run(
+        [sys.executable, "-m", "attnscope", "analyze", str(tmp_path / "missing.json")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and bad.stderr.strip() == f"attnscope: error: {tmp_path / 'missing.json'}: no such file"
+
+
 def _gz(data: bytes) -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
