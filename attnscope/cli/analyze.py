@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, _write_html
+from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, _write_html, add_assets_arg
 from attnscope.core.arguments import check_output_file, positive_int
 
 
@@ -15,6 +15,7 @@ def add_parser(sub: Any, text: str) -> None:
     a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
     a.add_argument("--json", help="write the versioned JSON document here")
     a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
+    add_assets_arg(a)
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
     a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
     a.add_argument(

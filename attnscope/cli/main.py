@@ -23,6 +23,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     _check_html,
     _console,
     _write_html,
+    add_assets_arg,
     check_case_fits,
     check_run_args,
     cmd_run,
@@ -112,6 +113,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--verbose", action="store_true", help="also host-side notes and the rules not checked")
         sp.add_argument("--json", help="write the versioned JSON document here")
         sp.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
+        add_assets_arg(sp)
         sp.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per variant here")
         sp.add_argument("--flush-l2", action="store_true", help="flush L2 between timed GPU calls")
         sp.add_argument(

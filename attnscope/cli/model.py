@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.cli.model_jobs import SCHEMA_VERSION
+from attnscope.cli.run import add_assets_arg, check_assets
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
 __all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
@@ -57,6 +58,7 @@ def add_parser(sub: Any, help_text: str) -> None:
     m.add_argument("--devices", help="cuda:0,cuda:1 or all: one worker per GPU (process or ray executor)")
     m.add_argument("--timeout", type=float, help="seconds per row before its worker is stopped (process, ray)")
     m.add_argument("--html", help="also write a one-file HTML report here")
+    add_assets_arg(m)
     m.add_argument("--trace-dir", help="keep the profiled step's Kineto trace of each row here")
     m.set_defaults(func=cmd_model)
 
@@ -104,6 +106,7 @@ def _check_paths(args: argparse.Namespace) -> None:
     check_output_file(args.out, "--out")
     check_output_file(args.json, "--json")
     check_output_file(args.html, "--html")
+    check_assets(args)
     check_output_dir(args.trace_dir, "--trace-dir")
 
 
@@ -324,7 +327,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     if args.html:
         from attnscope.api.report import write_html
 
-        console.print(f"  HTML written to {write_html(doc, args.html)}")
+        console.print(f"  HTML written to {write_html(doc, args.html, assets=args.assets)}")
     if not any(r["status"] == "ok" for r in rows):
         why = "; ".join(dict.fromkeys(f"{r['impl']} {r['mode']}: {r['status']} ({r['reason']})" for r in rows))
         print(f"attnscope: nothing was measured: {why[:400]}", file=sys.stderr)

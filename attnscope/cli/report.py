@@ -5,20 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from attnscope.cli.run import EXIT_OK
-from attnscope.core.arguments import check_output_file
+from attnscope.cli.run import EXIT_OK, add_assets_arg
+from attnscope.core.arguments import check_output_dir, check_output_file
 
 
 def add_parser(sub: Any, text: str) -> None:
     rp = sub.add_parser("report", help=text)
     rp.add_argument("files", nargs="+", help="run/analyze/model JSON documents or sweep JSONL files (sniffed)")
     rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
-    rp.add_argument(
-        "--assets",
-        metavar="DIR",
-        help="write plotly once into DIR (shared by every page that names the same DIR) and link it, instead of "
-        "inlining it: a page of ~0.1 MB instead of ~4.8 MB; it then opens only beside DIR (see docs/report.md)",
-    )
+    add_assets_arg(rp, with_html=False)
     rp.set_defaults(func=cmd_report)
 
 
@@ -26,6 +21,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnscope.api import write_html
 
     check_output_file(args.out, "-o")
+    check_output_dir(args.assets, "--assets")
     out = write_html(args.files, args.out, assets=getattr(args, "assets", None))
     size = out.stat().st_size
     how = f"plotly shared in {args.assets}" if args.assets else "one self-contained file"

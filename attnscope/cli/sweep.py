@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.run import add_assets_arg, check_assets
 from attnscope.core.arguments import (
     UsageError,
     check_output_dir,
@@ -68,6 +69,7 @@ def add_parser(sub: Any, help_text: str) -> None:
     o.add_argument(
         "--html", metavar="PATH", help="also write a self-contained HTML report of every row in --out here (at the end)"
     )
+    add_assets_arg(o)
     o.add_argument("--trace-dir", help="keep one Perfetto-loadable trace per job here")
     o.add_argument("--quiet", action="store_true", help="no progress bar")
     m = s.add_argument_group("measurement")
@@ -177,6 +179,7 @@ def check(args: argparse.Namespace) -> Plan:
     check_output_dir(args.trace_dir, "--trace-dir")
     if args.json and Path(args.json).resolve() == Path(args.out).resolve():
         raise UsageError("--json and --out name the same file")
+    check_assets(args)
     if args.html:
         from attnscope.report.html.page import require_plotly
 
@@ -380,7 +383,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.html:  # after the rows and the JSON: a failing page never costs the results
         from attnscope.api.report import write_html
 
-        write_html(Path(args.out), args.html)  # the JSONL, sniffed as a sweep
+        write_html(Path(args.out), args.html, assets=args.assets)  # the JSONL, sniffed as a sweep
         console.print(f"  HTML report written to {args.html}", highlight=False)
     if new and not any(r.status == "ok" for r in new):  # every job of this run skipped, failed or timed out
         console.print(f"  nothing was measured in this run ({len(new)} row(s), none ok): exit 1", style="bold red")

@@ -111,5 +111,33 @@ def test_assets_naming_a_file_is_one_line_and_exit_2(tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", str(H200 / "run.json"), "-o", str(out), "--assets", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cannot write the shared plotly asset" in err[0]
+    assert err == [f"attnscope: error: --assets {tmp_path / 'file'}: exists and is not a directory"]  # before any work
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["run", "analyze", "sweep", "model"])
+def test_assets_comes_with_html_on_every_command_that_writes_a_page(tmp_path, capsys, command):
+    """Refused in one line before any work: --assets without --html, then --assets naming a file."""
+    (tmp_path / "file").write_text("")
+    first = {"run": [], "analyze": [str(H200 / "sdpa_flash.json")], "sweep": [], "model": ["--config", "llama"]}
+    args = [command, *first[command], "--assets", str(tmp_path / "assets")]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "attnscope: error: --assets holds the plotly of an HTML page: give --html PATH too"
+    ]
+    args = [command, *first[command], "--html", str(tmp_path / "p.html"), "--assets", str(tmp_path / "file")]
+    if command == "sweep":
+        args += ["--out", str(tmp_path / "rows.jsonl")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"attnscope: error: --assets {tmp_path / 'file'}: exists and is not a directory"]
+    assert not (tmp_path / "p.html").exists() and not (tmp_path / "rows.jsonl").exists()
+
+
+def test_analyze_html_with_assets_links_the_shared_plotly(tmp_path):
+    page, assets = tmp_path / "a.html", tmp_path / "assets"
+    assert main(["analyze", str(H200 / "sdpa_flash.json"), "--html", str(page), "--assets", str(assets)]) == 0
+    shared = list(assets.iterdir())
+    assert len(shared) == 1 and shared[0].name.endswith(".js") and shared[0].stat().st_size > 1_000_000
+    text = page.read_text()
+    assert f'src="assets/{shared[0].name}"' in text and page.stat().st_size < 500_000
