@@ -22,7 +22,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     check_output_file(args.out, "-o")
     check_output_dir(args.assets, "--assets")
-    out = write_html(args.files, args.out, assets=getattr(args, "assets", None))
+    out = write_html(args.files, args.out, assets=args.assets)
     size = out.stat().st_size
     how = f"plotly shared in {args.assets}" if args.assets else "one self-contained file"
     print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, {how})")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnscope.cli.run import add_assets_arg, check_assets
+from attnscope.cli.run import _check_html, add_assets_arg
 from attnscope.core.arguments import (
     UsageError,
     check_output_dir,
@@ -179,14 +179,9 @@ def check(args: argparse.Namespace) -> Plan:
     check_output_dir(args.trace_dir, "--trace-dir")
     if args.json and Path(args.json).resolve() == Path(args.out).resolve():
         raise UsageError("--json and --out name the same file")
-    check_assets(args)
-    if args.html:
-        from attnscope.report.html.page import require_plotly
-
-        check_output_file(args.html, "--html")
-        if Path(args.html).resolve() in {Path(x).resolve() for x in (args.out, args.json) if x}:
-            raise UsageError("--html names the same file as --out or --json")
-        require_plotly()
+    _check_html(args)  # --html's path and plotly, --assets' folder: as run and analyze check them
+    if args.html and Path(args.html).resolve() in {Path(x).resolve() for x in (args.out, args.json) if x}:
+        raise UsageError("--html names the same file as --out or --json")
     store = Store(args.out)
     done: set[tuple[str, str, str]] = set()
     if store.path.exists() and store.path.stat().st_size > 0:

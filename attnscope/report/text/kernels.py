@@ -97,8 +97,9 @@ def _widest(console: Console, rows: list[dict[str, str]]) -> list[dict[str, str]
 Rows = list[dict[str, str]]
 
 
-def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, Rows, list[str], int, bool]:
-    """(rows, one row of each column's widest cell, columns left out, name width, whether it fits)."""
+def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, list[str], int, bool]:
+    """(rows, columns left out, name width, whether it fits), each try measured on one row of each column's widest
+    cell."""
     from rich.measure import Measurement
 
     rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
@@ -108,14 +109,14 @@ def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, Rows, list[str], in
         for name_width in (48, 36, 28):
             proxy = _table("", widest, DROP_ORDER[:n], name_width)
             if Measurement.get(console, wide, proxy).maximum <= console.width:
-                return rows, widest, list(DROP_ORDER[:n]), name_width, True
-    return rows, widest, list(DROP_ORDER), 28, False
+                return rows, list(DROP_ORDER[:n]), name_width, True
+    return rows, list(DROP_ORDER), 28, False
 
 
 def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
     """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
     before each column goes); each try measured on one row of each column's widest cell."""
-    rows, _widest_row, dropped, name_width, _fits = _fit(r, console)
+    rows, dropped, name_width, _fits = _fit(r, console)
     return _table(f"{r['variant']}: kernels", rows, tuple(dropped), name_width), dropped
 
 
@@ -123,7 +124,7 @@ def print_kernels(doc: dict[str, Any], console: Console) -> None:
     left_out: list[str] = []
     for r in doc["results"]:
         if r["status"] == "ok" and r.get("kernels"):
-            rows, _widest_row, dropped, name_width, fits = _fit(r, console)
+            rows, dropped, name_width, fits = _fit(r, console)
             title, drop = f"{r['variant']}: kernels", tuple(dropped)
             if fits:
                 cols = [c for c in COLUMNS if c not in drop]
