@@ -123,15 +123,6 @@ def _roofline_at(
     return at
 
 
-def headline(rf: dict[str, Any]) -> tuple[float | None, str]:
-    """(%peak, which ceiling) for the bound that applies: the figure a table prints, and its footnote."""
-    if rf.get("bound") == "compute":
-        pct = rf.get("pct_compute_measured") or rf.get("pct_compute_spec")
-        return pct, "% of the compute ceiling (TFLOP/s)"
-    pct = rf.get("pct_bandwidth_spec") or rf.get("pct_bandwidth_measured")
-    return pct, "% of the bandwidth ceiling (TB/s, spec)"
-
-
 def peak_basis(rf: dict[str, Any] | None) -> dict[str, Any] | None:
     """The %peak a table prints for a call, and the ceiling it is of: the compute ceiling (TFLOP/s) for a
     compute-bound call, the bandwidth ceiling (TB/s) otherwise (memory- or latency-bound), each the measured
