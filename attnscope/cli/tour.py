@@ -175,6 +175,9 @@ def cmd_tour(args: argparse.Namespace) -> int:
 
         check_output_file(args.html, "--html")
         require_plotly()
+    from attnscope.core.files import check_outputs
+
+    check_outputs([("--answers", args.answers)], [("--out", args.out), ("--html", args.html)])
     resume = load_transcript(Path(args.out)) if args.resume and Path(args.out).exists() else None
     if args.resume and resume is None:
         raise UsageError(f"--resume: {args.out} does not exist (nothing to resume)")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.files import os_error_text, write_atomic
 from attnscope.report.html.markup import HtmlError, Markup, Page, plot_text, render_page, table, tag
 
 COLORS = {"hit": "#1a7f37", "miss": "#cf222e", "close": "#9a6700", "unknown": "#6e7781", "skipped": "#6e7781"}
@@ -186,12 +187,8 @@ def write_tour_html(transcript: dict[str, Any] | str | Path, path: str | Path) -
             raise HtmlError(f"{transcript}: cannot read the transcript ({e})") from None
     text = tour_page(t)
     p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp")
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        write_atomic(p, text)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise HtmlError(f"{p}: cannot write the page ({e.strerror or e})") from None
+        raise HtmlError(f"{p}: cannot write the page: {os_error_text(e)}") from None
     return p
