@@ -62,8 +62,9 @@ Named = Iterable[tuple[str, str | Path | None]]
 def check_outputs(inputs: Named, outputs: Named) -> None:
     """Refuse (UsageError, one line) an output that is one of the inputs, or two outputs that are one file.
 
-    ``inputs`` and ``outputs`` are (what names it, path) pairs, e.g. ``("--json", "a.json")``, ``("input",
-    "study.json")`` for a positional file; a path of None or "" is not given.  An input that is a folder (``analyze DIR``) is not compared: a file written inside it is not it.
+    ``inputs`` and ``outputs`` are (what names it, path) pairs, e.g. ``("--json", "a.json")`` or ``("input",
+    "study.json")`` for a positional file; a path of None or "" is not given.  An input that is a folder
+    (``analyze DIR``) is not compared: a file written inside it is not it.
     """
     ins = [(flag, str(p), _identity(p)) for flag, p in inputs if p and not Path(p).is_dir()]
     outs = [(flag, str(p), _identity(p)) for flag, p in outputs if p]
