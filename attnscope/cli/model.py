@@ -276,7 +276,8 @@ def _model(args: argparse.Namespace) -> int:
     console = Console()  # the terminal's width (COLUMNS where set): rich folds the tables to it
     if store is not None:
         console.print(
-            f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}",
+            f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}"
+            + (f"; {store.num_torn} unreadable line(s) in it skipped" if store.num_torn else ""),
             highlight=False,
         )
 

@@ -334,7 +334,7 @@ def _sweep(args: argparse.Namespace) -> int:
     console.print(
         f"attnscope sweep: {p.num_cases} case(s) × {p.num_variants} variant(s) = {p.num_cases * p.num_variants} "
         f"job(s); {p.num_done} already in {args.out}, {len(p.jobs)} to measure ({p.workers})"
-        + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short)" if p.num_torn else ""),
+        + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short, or not a row)" if p.num_torn else ""),
         highlight=False,
     )
     bar = _Bar(len(p.jobs), args.quiet)

@@ -98,8 +98,16 @@ NUMBER_FIELDS = ("gpu_time_us", "cpu_time_us", "peak_memory_bytes", "flops", "tf
 LIST_FIELDS = ("kernels", "hidden_copies", "upcasts", "insights")
 
 
+def check_row(r: dict[str, Any], where: str) -> None:
+    """One result row's fields that readers compute with (DocumentError names the first that is off)."""
+    _check_fields(r, where)
+
+
 def _check_fields(r: dict[str, Any], where: str) -> None:
-    """The fields diff, insights and the table compute with: numbers are numbers, lists are lists of objects."""
+    """The fields diff, insights and the table compute with: numbers are numbers, lists are lists of objects, and
+    every field of a result has the JSON type it is written as (:func:`attnscope.document.codec.row_type_problem`)."""
+    from attnscope.document.codec import row_type_problem
+
     for k in NUMBER_FIELDS:
         v = r.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
@@ -114,6 +122,9 @@ def _check_fields(r: dict[str, Any], where: str) -> None:
     for j, k in enumerate(r.get("kernels") or []):
         if not isinstance(k.get("name"), str) or not isinstance(k.get("category"), str):
             raise DocumentError(f"{where}: kernels[{j}] needs name and category strings")
+    problem = row_type_problem(r)
+    if problem:
+        raise DocumentError(f"{where}: {problem}"[:300])
 
 
 def check_document(doc: Any, where: str) -> None:

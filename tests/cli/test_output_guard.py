@@ -35,7 +35,7 @@ def study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    (out / "study.json").write_bytes((H200 / "naive.json").read_bytes())
+    (out / "study.json").write_bytes((H200 / "run.json").read_bytes())
     return out / "study.json"
 
 

@@ -183,8 +183,10 @@ def write_tour_html(transcript: dict[str, Any] | str | Path, path: str | Path) -
     if not isinstance(t, dict):
         try:
             t = json.loads(Path(t).read_text())
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, ValueError) as e:
             raise HtmlError(f"{transcript}: cannot read the transcript ({e})") from None
+        except RecursionError:
+            raise HtmlError(f"{transcript}: cannot read the transcript (nested too deeply)") from None
     text = tour_page(t)
     p = Path(path)
     try:
