@@ -124,6 +124,8 @@ def parse_predictions(
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PredictionError(f"{source}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise PredictionError(f"{source}: not valid TOML (nested too deeply to read)") from None
     blocks = doc.get("predict")
     extra = set(doc) - {"predict"}
     if extra:

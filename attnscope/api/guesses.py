@@ -20,6 +20,8 @@ def load_predictions(path: str | Path, run_variants: list[str], known: set[str])
         text = p.read_text()
     except OSError as e:
         raise PredictionError(f"{p}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise PredictionError(f"{p}: not valid TOML (not UTF-8 text)") from None
     preds = parse_predictions(text, known, source=str(p))
     needed = {x.variant for x in preds} | {
         x.expected["variant"] for x in preds if x.kind in ("faster_than", "slower_than")

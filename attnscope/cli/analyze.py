@@ -8,6 +8,7 @@ from typing import Any
 
 from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, _write_html, add_assets_arg
 from attnscope.core.arguments import check_output_file, positive_int
+from attnscope.core.files import check_outputs
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -42,6 +43,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     check_output_file(args.json, "--json")
     _check_html(args)
+    check_outputs([("input", t) for t in args.traces], [("--json", args.json), ("--html", args.html)])
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
     doc, errors = analyze_traces(args.traces, jobs=args.jobs)
     for e in errors:

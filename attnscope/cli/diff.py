@@ -7,6 +7,7 @@ from typing import Any
 
 from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console
 from attnscope.core.arguments import UsageError, check_output_file, finite_float
+from attnscope.core.files import check_outputs
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -30,6 +31,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if not metrics or any(m not in ("gpu", "cpu") for m in metrics):
         raise UsageError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
     check_output_file(args.json, "--json")
+    check_outputs([("input", args.a), ("input", args.b)], [("--json", args.json)])
     d = diff_files(args.a, args.b, threshold_pct=args.threshold, metrics=metrics)
     if args.json:
         from attnscope.document.schema import write_atomic

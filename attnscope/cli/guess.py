@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.predict import BACKENDS, PredictionError, to_toml
@@ -141,11 +140,12 @@ def cmd_guess(args: Any) -> int:
     if not preds:
         print("No predictions given: running without verdicts.")
     elif args.save:
+        from attnscope.core.files import os_error_text, write_atomic
+
         try:
-            Path(args.save).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.save).write_text(to_toml(preds))
+            write_atomic(args.save, to_toml(preds))
         except OSError as e:
-            raise PredictionError(f"--save {args.save}: cannot write ({e.strerror or e})") from None
+            raise PredictionError(f"--save {args.save}: cannot write: {os_error_text(e)}") from None
         print(f"Your {len(preds)} predictions are saved in {args.save} (reuse them with `attnscope run --guess`).")
     print("Now measuring…", flush=True)
     return run_and_render(args, case, preds)

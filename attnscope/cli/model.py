@@ -108,6 +108,10 @@ def _check_paths(args: argparse.Namespace) -> None:
     check_output_file(args.html, "--html")
     check_assets(args)
     check_output_dir(args.trace_dir, "--trace-dir")
+    from attnscope.core.files import check_outputs
+
+    config = args.config if args.config and Path(args.config).is_file() else None
+    check_outputs([("--config", config)], [("--out", args.out), ("--json", args.json), ("--html", args.html)])
 
 
 def _check_size(
@@ -233,6 +237,19 @@ def _env(device: str) -> dict[str, Any]:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
+    """The model's rows, with --out locked from before it is read until the command ends (a second writer is
+    refused)."""
+    if not args.out:
+        return _model(args)
+    from attnscope.core.arguments import check_output_file
+    from attnscope.core.files import lock_store
+
+    check_output_file(args.out, "--out")  # its own one-line refusals come before the lock's
+    with lock_store(args.out, "--out"):
+        return _model(args)
+
+
+def _model(args: argparse.Namespace) -> int:
     import signal
     import sys
     import time
@@ -259,7 +276,8 @@ def cmd_model(args: argparse.Namespace) -> int:
     console = Console()  # the terminal's width (COLUMNS where set): rich folds the tables to it
     if store is not None:
         console.print(
-            f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}",
+            f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}"
+            + (f"; {store.num_torn} unreadable line(s) in it skipped" if store.num_torn else ""),
             highlight=False,
         )
 

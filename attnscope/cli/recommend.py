@@ -8,6 +8,7 @@ from typing import Any
 
 from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console
 from attnscope.core.arguments import check_output_file
+from attnscope.core.files import check_outputs
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -29,6 +30,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from attnscope.api import NothingMeasured, recommend
 
     check_output_file(args.json, "--json")
+    check_outputs([("input", f) for f in args.files], [("--json", args.json)])
     try:
         rec = recommend(args.files, on_note=_note)
     except NothingMeasured as e:

@@ -7,6 +7,7 @@ from typing import Any
 
 from attnscope.cli.run import EXIT_OK, add_assets_arg
 from attnscope.core.arguments import check_output_dir, check_output_file
+from attnscope.core.files import check_outputs
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -22,6 +23,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     check_output_file(args.out, "-o")
     check_output_dir(args.assets, "--assets")
+    check_outputs([("input", f) for f in args.files], [("-o", args.out)])
     out = write_html(args.files, args.out, assets=args.assets)
     size = out.stat().st_size
     how = f"plotly shared in {args.assets}" if args.assets else "one self-contained file"

@@ -14,6 +14,7 @@ from attnscope.core.arguments import (
     check_timeout,
     variant_names,
 )
+from attnscope.core.files import check_outputs
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
@@ -60,6 +61,16 @@ def check_run_args(args: argparse.Namespace) -> None:
     check_output_file(args.json, "--json")
     check_output_dir(args.trace_dir, "--trace-dir")
     check_output_file(getattr(args, "save", None), "--save")
+    check_outputs(
+        [("--guess", getattr(args, "guess", None)), *user_code_files(args)],
+        [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))],
+    )
+
+
+def user_code_files(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The files of ``--mask-mod``/``--score-mod FILE.py:FN``: inputs no output may replace."""
+    given = (("--mask-mod", getattr(args, "mask_mod", None)), ("--score-mod", getattr(args, "score_mod", None)))
+    return [(flag, spec.rsplit(":", 1)[0]) for flag, spec in given if spec]
 
 
 def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:

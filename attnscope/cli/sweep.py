@@ -26,6 +26,7 @@ from attnscope.core.arguments import (
     timeout_seconds,
 )
 from attnscope.core.case import AXIS_FIELDS, add_flags
+from attnscope.core.files import check_outputs
 from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
@@ -177,11 +178,11 @@ def check(args: argparse.Namespace) -> Plan:
     check_output_file(args.out, "--out")
     check_output_file(args.json, "--json")
     check_output_dir(args.trace_dir, "--trace-dir")
-    if args.json and Path(args.json).resolve() == Path(args.out).resolve():
-        raise UsageError("--json and --out name the same file")
     _check_html(args)  # --html's path and plotly, --assets' folder: as run and analyze check them
-    if args.html and Path(args.html).resolve() in {Path(x).resolve() for x in (args.out, args.json) if x}:
-        raise UsageError("--html names the same file as --out or --json")
+    from attnscope.execute.sweep_settings import settings_path
+
+    outs = [("--out", args.out), ("--out's settings", settings_path(args.out)), ("--json", args.json)]
+    check_outputs([], [*outs, ("--html", args.html)])
     store = Store(args.out)
     done: set[tuple[str, str, str]] = set()
     if store.path.exists() and store.path.stat().st_size > 0:
@@ -309,6 +310,15 @@ def _on_term(signum: int, frame: Any) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """The sweep, with --out locked from before it is read until the command ends (a second writer is refused)."""
+    from attnscope.core.files import lock_store
+
+    check_output_file(args.out, "--out")  # its own one-line refusals come before the lock's
+    with lock_store(args.out, "--out"):
+        return _sweep(args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
     import sys
 
     from rich.console import Console
@@ -324,7 +334,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     console.print(
         f"attnscope sweep: {p.num_cases} case(s) × {p.num_variants} variant(s) = {p.num_cases * p.num_variants} "
         f"job(s); {p.num_done} already in {args.out}, {len(p.jobs)} to measure ({p.workers})"
-        + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short)" if p.num_torn else ""),
+        + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short, or not a row)" if p.num_torn else ""),
         highlight=False,
     )
     bar = _Bar(len(p.jobs), args.quiet)

@@ -96,6 +96,10 @@ def load_answers(path: str) -> dict[str, str]:
         raise UsageError(f"--answers {p}: cannot read ({e.strerror})") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"--answers {p}: not valid TOML ({e})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--answers {p}: not valid TOML (not UTF-8 text)") from None
+    except RecursionError:
+        raise UsageError(f"--answers {p}: not valid TOML (nested too deeply to read)") from None
     extra = set(doc) - {"predict", "tour"}
     if extra:
         raise UsageError(f"--answers {p}: unknown top-level key(s) {', '.join(sorted(extra))}")
@@ -175,6 +179,9 @@ def cmd_tour(args: argparse.Namespace) -> int:
 
         check_output_file(args.html, "--html")
         require_plotly()
+    from attnscope.core.files import check_outputs
+
+    check_outputs([("--answers", args.answers)], [("--out", args.out), ("--html", args.html)])
     resume = load_transcript(Path(args.out)) if args.resume and Path(args.out).exists() else None
     if args.resume and resume is None:
         raise UsageError(f"--resume: {args.out} does not exist (nothing to resume)")

@@ -213,3 +213,49 @@ def result_from_dict(d: dict[str, Any]) -> Result:
         else:
             kw[f.name] = _field_value(f, d, RENAMED.get(f.name, f.name))
     return Result(**kw)
+
+
+# ------------------------------------------------------------------------------------------------ checking
+
+
+def _json_kind(h: Any) -> tuple[type, ...] | None:
+    """The JSON types a field of hint ``h`` is written as (None: not checked: ``Any``, unions of several)."""
+    h = _optional_of(h)
+    origin = typing.get_origin(h) or h
+    if h is Case or (isinstance(h, type) and dataclasses.is_dataclass(h)) or origin is dict:
+        return (dict,)
+    if origin in (tuple, list):
+        return (list,)
+    if h is str:
+        return (str,)
+    if h is bool:
+        return (bool,)
+    if h in (int, float):
+        return (int, float)
+    return None
+
+
+@cache
+def row_kinds() -> dict[str, tuple[type, ...]]:
+    """row key → the JSON types its value may have besides null, from the fields of Result and Fingerprint (and the
+    derived numbers): what a reader of a row may rely on."""
+    kinds: dict[str, tuple[type, ...] | None] = {}
+    for f in dataclasses.fields(Result):
+        if f.name == FLATTENED:
+            kinds.update({g.name: _json_kind(_hints(Fingerprint)[g.name]) for g in dataclasses.fields(Fingerprint)})
+        else:
+            kinds[RENAMED.get(f.name, f.name)] = _json_kind(_hints(Result)[f.name])
+    kinds.update(gpu_time_us=(int, float), cpu_time_us=(int, float), flop_formula=(str,))
+    return {k: v for k, v in kinds.items() if v is not None}
+
+
+def row_type_problem(d: dict[str, Any]) -> str | None:
+    """The first key of a row whose value has a type no reader expects ("kernels must be a list"), else None."""
+    words = {dict: "an object", list: "a list", str: "a string", bool: "true or false", int: "a number"}
+    for k, kinds in row_kinds().items():
+        v = d.get(k)
+        if v is None:
+            continue
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            return f"{k} must be {words[kinds[0]]} or null, got {type(v).__name__}"
+    return None

@@ -57,36 +57,76 @@ def kind_of(doc: dict[str, Any], where: str) -> Kind:
     return "run"
 
 
+def parse_json(data: bytes | str) -> Any:
+    """``json.loads`` for a file a user gave: ValueError for anything that cannot be read, nesting too deep for the
+    parser (RecursionError) included."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
+def _row_problem(d: Any) -> str | None:
+    """Why a JSON value is not a result row a reader can use (None: it is one): the fields every reader computes
+    with must have their types."""
+    if not _is_row(d):
+        return "is not a result row (no variant/status)"
+    if not isinstance(d["variant"], str) or not isinstance(d["status"], str):
+        return "is not a result row (variant and status must be strings)"
+    from attnscope.document.schema import check_row
+
+    try:
+        check_row(d, "row")
+    except DocumentError as e:
+        return f"is not a result row ({str(e).removeprefix('row: ')})"
+    return None
+
+
 def jsonl_rows(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The result rows of JSON lines, and one note per line left out: a torn line (a write cut short, even inside a
-    multi-byte character) or a line that is not a row.  Never raises: the caller decides what no rows means."""
+    multi-byte character), a line nested too deeply to read, or a line that is not a row with the types a reader
+    needs.  Never raises: the caller decides what no rows means."""
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     for i, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
-        except ValueError:  # UnicodeDecodeError included
-            notes.append(f"{where}: line {i} is not valid JSON (a torn write?): left out")
+            d = parse_json(line)
+        except ValueError as e:  # UnicodeDecodeError included
+            why = "nested too deeply to read" if "nested" in str(e) else "not valid JSON (a torn write?)"
+            notes.append(f"{where}: line {i} is {why}: left out")
             continue
-        if _is_row(d):
+        problem = _row_problem(d)
+        if problem is None:
             rows.append(d)
         else:
-            notes.append(f"{where}: line {i} is not a result row (no variant/status): left out")
+            notes.append(f"{where}: line {i} {problem}: left out"[:300])
     return rows, notes
+
+
+def _said_once(notes: list[str], where: str) -> list[str]:
+    """The lines left out of one file, said in one note (the count, then the first few lines' reasons)."""
+    if len(notes) <= 1:
+        return notes
+    first = "; ".join(n.removeprefix(f"{where}: ").removesuffix(": left out") for n in notes[:3])
+    return [f"{where}: {len(notes)} lines left out ({first}{'; …' if len(notes) > 3 else ''})"]
 
 
 def _rows(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[str]]:
     """JSON lines; a torn line (a sweep killed mid-write, then resumed) is passed over, and said so."""
     rows, notes = jsonl_rows(data, where)
-    if not rows and all("not valid JSON" in n for n in notes):
+    if not rows and all("not valid JSON" in n or "nested too deeply" in n for n in notes):
         raise DocumentError(
             f"{where}: not valid JSON (neither a result document nor JSON lines): no attnscope result rows"
         )
     if not rows:
-        raise DocumentError(f"{where}: no result rows (neither an attnscope document nor a sweep JSONL)")
-    return rows, notes
+        first = notes[0].removeprefix(f"{where}: ").removesuffix(": left out") if notes else ""
+        raise DocumentError(
+            f"{where}: no result rows (neither an attnscope document nor a sweep JSONL"
+            + (f"; {first})" if "result row (" in first else ")")
+        )
+    return rows, _said_once(notes, where)
 
 
 TRACE_HEAD = 1 << 16  # a Kineto trace names "traceEvents" near its start
@@ -153,12 +193,17 @@ def load_source(path: str | Path) -> Source:
     if not data.strip():
         raise DocumentError(f"{p}: empty file (no attnscope result rows)")
     try:
-        doc = json.loads(data)
+        doc = parse_json(data)
     except ValueError:
-        doc = None  # several JSON values: JSON lines (or a torn one)
+        doc = None  # several JSON values: JSON lines (or a torn one, or one nested too deeply)
     if isinstance(doc, dict) and not _is_row(doc):
-        return Source(kind_of(doc, str(p)), doc, p)
-    if isinstance(doc, list) and all(_is_row(d) for d in doc) and doc:
+        kind = kind_of(doc, str(p))
+        if kind in ("run", "analyze"):  # the types every reader computes with, checked once, here
+            from attnscope.document.schema import check_document
+
+            check_document(doc, str(p))
+        return Source(kind, doc, p)
+    if isinstance(doc, list) and doc and all(_row_problem(d) is None for d in doc):
         return Source("sweep", {"rows": doc}, p)
     rows, notes = _rows(data, str(p))
     from attnscope.document.model_rows import is_model_row, model_document

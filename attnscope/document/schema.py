@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +73,6 @@ def _dumps(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
-    os.umask(mask)
-    return mask
-
-
 def row_bytes(row: dict[str, Any]) -> bytes:
     """One result as one JSON line (no newline inside), NaN/Inf written as null."""
     try:
@@ -90,20 +83,11 @@ def row_bytes(row: dict[str, Any]) -> bytes:
 
 
 def write_atomic(path: str | Path, doc: dict[str, Any]) -> None:
-    """Write via a temp file and rename, so a crash never leaves half a document."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # here: an analyze that writes no file need not import it
+    """The document as JSON through the one atomic writer (:func:`attnscope.core.files.write_atomic`): a crash
+    never leaves half a document, and no planted link is followed."""
+    from attnscope.core.files import write_atomic as write_file
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would honour the umask
-        with os.fdopen(fd, "wb") as f:
-            f.write(_dumps(doc))
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(path, _dumps(doc))
 
 
 class DocumentError(ValueError):
@@ -114,8 +98,16 @@ NUMBER_FIELDS = ("gpu_time_us", "cpu_time_us", "peak_memory_bytes", "flops", "tf
 LIST_FIELDS = ("kernels", "hidden_copies", "upcasts", "insights")
 
 
+def check_row(r: dict[str, Any], where: str) -> None:
+    """One result row's fields that readers compute with (DocumentError names the first that is off)."""
+    _check_fields(r, where)
+
+
 def _check_fields(r: dict[str, Any], where: str) -> None:
-    """The fields diff, insights and the table compute with: numbers are numbers, lists are lists of objects."""
+    """The fields diff, insights and the table compute with: numbers are numbers, lists are lists of objects, and
+    every field of a result has the JSON type it is written as (:func:`attnscope.document.codec.row_type_problem`)."""
+    from attnscope.document.codec import row_type_problem
+
     for k in NUMBER_FIELDS:
         v = r.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
@@ -130,6 +122,9 @@ def _check_fields(r: dict[str, Any], where: str) -> None:
     for j, k in enumerate(r.get("kernels") or []):
         if not isinstance(k.get("name"), str) or not isinstance(k.get("category"), str):
             raise DocumentError(f"{where}: kernels[{j}] needs name and category strings")
+    problem = row_type_problem(r)
+    if problem:
+        raise DocumentError(f"{where}: {problem}"[:300])
 
 
 def check_document(doc: Any, where: str) -> None:

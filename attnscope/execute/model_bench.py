@@ -15,7 +15,6 @@ import dataclasses
 import gc
 import importlib.util
 import inspect
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,7 +239,7 @@ def free(cuda: bool) -> None:
         torch.cuda.empty_cache()
 
 
-def trace_path(opts: BenchOptions, impl: str, mode: str) -> Path:
-    base = opts.trace_dir or Path(tempfile.gettempdir()) / "attnscope_model"
+def trace_name(opts: BenchOptions, impl: str, mode: str) -> str:
+    """The file name of a row's trace (in a private folder while it is read; in --trace-dir when kept)."""
     point = f"_b{opts.batch}_s{opts.seq}" if opts.grid else ""
-    return base / f"model_{impl}_{mode}{point}.json"
+    return f"model_{impl}_{mode}{point}.json"

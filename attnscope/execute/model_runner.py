@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from attnscope.core.files import keep_file, os_error_text, private_dir
 from attnscope.execute import model_bench as bench
 from attnscope.execute.model_bench import BenchOptions, Skip
 
@@ -63,8 +64,17 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
     base = bench.peak_reset(cuda)
     wall, gpu = bench.time_steps(step, reset, cuda=cuda, budget_s=opts.budget_s)
     peak = bench.peak_extra(cuda, base)
-    path = bench.profile_step(model, step, reset, mode, bench.trace_path(opts, impl, mode), cuda)
-    split = breakdown(load_trace(path))
+    # exported into a private folder (removed at once), read there, then moved to --trace-dir when one is named
+    kept, not_kept = None, None
+    with private_dir("attnscope-model-") as tmp:
+        name = bench.trace_name(opts, impl, mode)
+        path = bench.profile_step(model, step, reset, mode, tmp / name, cuda)
+        split = breakdown(load_trace(path))
+        if opts.trace_dir:
+            try:
+                kept = keep_file(path, opts.trace_dir, name)
+            except OSError as e:  # a full disk costs the trace, not the row
+                not_kept = f"trace not kept in {opts.trace_dir}: {os_error_text(e)}"
     main = gpu or wall
     row = empty_row(impl, mode, "ok", None)
     row.update(
@@ -73,8 +83,10 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
         wall_time=_timing(wall),
         peak_memory_bytes=peak,
         warmup_s=round(warmup_s, 3),
-        trace_path=str(path) if opts.trace_dir else None,
+        trace_path=str(kept) if kept else None,
     )
+    if not_kept:
+        row["notes"] = [*(row.get("notes") or []), not_kept]
     if split is not None:
         row.update(
             attention=split["attention"],

@@ -37,18 +37,20 @@ class Store:
         return {job_key(r["variant"], r.get("case")) for r in self.rows()}
 
     def append(self, row: dict[str, Any]) -> None:
-        """Write one row and make it durable before returning."""
+        """Write one row and make it durable before returning.  Never through a symbolic link (``O_NOFOLLOW``:
+        ELOOP, an OSError); the command refuses a linked store before any work (attnscope.core.files)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = row_bytes(row)
-        with open(self.path, "ab") as f:
-            if f.tell() > 0 and not _ends_with_newline(self.path):
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o666)
+        with os.fdopen(fd, "ab") as f:
+            if not _ends_with_newline(fd):
                 f.write(b"\n")  # after a torn line: never glue a good row onto it
             f.write(line + b"\n")
             f.flush()
             os.fsync(f.fileno())
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+def _ends_with_newline(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"

@@ -36,6 +36,9 @@ def load(out: str | Path) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(p.read_text())
+    except RecursionError:
+        why = "nested too deeply"
+        raise ValueError(f"{p}: unreadable settings ({why}); move it aside to resume without the check") from None
     except (OSError, ValueError) as e:
         raise ValueError(f"{p}: unreadable settings ({e}); move it aside to resume without the check") from None
     if not isinstance(doc, dict):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.files import keep_file, os_error_text, private_dir
 from attnscope.core.flops import attention_flops, mode_flops, tflops
 from attnscope.core.types import Case, Env, PeakRate, Result
 from attnscope.execute.job import Job, failed_row
@@ -255,20 +255,34 @@ def _measure(v: Variant, job: Job) -> Result:
         return failure(job, e, " while preparing")
     cost["prepare"] = time.perf_counter() - t0
     checks = _modifier_checks(v, case, _checks.get((case, opts.seed)))
-    with tempfile.TemporaryDirectory(prefix="attnscope-") as tmp:
-        trace_dir = Path(opts.trace_dir) if opts.trace_dir else Path(tmp)
-        path = trace_dir / (job.trace_name or f"{v.name}.json")
+    # The trace is exported into a private folder (Kineto's own `<path>.tmp` too), read there, then moved to
+    # --trace-dir: a link planted there is never written through, and a full disk there costs the trace, not the row.
+    with private_dir() as tmp:
+        name = job.trace_name or f"{v.name}.json"
+        path = tmp / name
         fn = _with_backward(prep.fn, x) if case.mode == "fwd_bwd" else prep.fn
         try:
             r = _observe(job, prep, fn, ref, peak, path, cost)
             r = replace(r, modifier_checks=checks[0], notes=r.notes + tuple(checks[1])) if checks else r
         except Exception as e:  # noqa: BLE001
             r = failure(job, e, "")
+        if opts.trace_dir and r.status == "ok":
+            r = _keep_trace(r, path, Path(opts.trace_dir), name)
         t0 = time.perf_counter()
         with contextlib.suppress(Exception):
             free_after(case)
         # gc and the CUDA cache: paid by every job that ran
         return replace(r, cost_s={**(r.cost_s or {}), "cleanup": time.perf_counter() - t0})
+
+
+def _keep_trace(r: Result, path: Path, trace_dir: Path, name: str) -> Result:
+    """The row with its trace moved to ``trace_dir``; when that fails (a full disk), the row as measured, saying
+    why its trace was not kept."""
+    try:
+        kept = keep_file(path, trace_dir, name)
+    except OSError as e:
+        return replace(r, notes=(*r.notes, f"trace not kept in {trace_dir}: {os_error_text(e)}"))
+    return replace(r, trace_path=str(kept))
 
 
 def _modifier_checks(
@@ -383,7 +397,7 @@ def _observe(
         error_tolerance=measure.TOLERANCE[case.dtype],
         nonfinite=nonfinite,
         compile_time_s=prep.compile_time_s,
-        trace_path=str(path) if opts.trace_dir else None,
+        trace_path=None,  # set once the trace is kept in --trace-dir (_keep_trace)
         peak=peak,
         rel_errors=errs or None,
         notes=tuple(notes),

@@ -350,8 +350,10 @@ def surprises(steps: list[dict[str, Any]], n: int = 3) -> list[dict[str, Any]]:
 def load_transcript(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise TourError(f"{path}: cannot read the transcript to resume ({e})") from None
+    except RecursionError:
+        raise TourError(f"{path}: cannot read the transcript to resume (nested too deeply)") from None
     if not isinstance(doc, dict) or doc.get("kind") != TRANSCRIPT_KIND or not isinstance(doc.get("steps"), list):
         raise TourError(f"{path}: not an attnscope tour transcript")
     return doc

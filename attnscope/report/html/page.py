@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.files import os_error_text, write_atomic
 from attnscope.document.load import Source, as_sources
 from attnscope.report.html.markup import (  # noqa: F401  (re-exported: the page's public helpers)
     HtmlError,
@@ -59,12 +60,14 @@ def _write_asset(assets: Path, page: Path) -> str:
     target = assets / plotly_asset_name()
     try:
         assets.mkdir(parents=True, exist_ok=True)
-        if not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != plotly_js():
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(plotly_js(), encoding="utf-8")
-            tmp.replace(target)
+        if (
+            target.is_symlink()
+            or not target.is_file()
+            or target.read_text(encoding="utf-8", errors="replace") != plotly_js()
+        ):
+            write_atomic(target, plotly_js())  # a link planted at the asset's name is replaced, never written through
     except OSError as e:
-        raise HtmlError(f"{assets}: cannot write the shared plotly asset ({e.strerror or e})") from None
+        raise HtmlError(f"{assets}: cannot write the shared plotly asset: {os_error_text(e)}") from None
     return Path(os.path.relpath(target.resolve(), page.parent.resolve())).as_posix()
 
 
@@ -80,12 +83,8 @@ def write_html(docs: Iterable[Any] | Any, path: str | Path, *, assets: str | Pat
         docs = [docs]
     src = _write_asset(Path(assets), p) if assets is not None else None
     text = render_html(docs, out_dir=p.parent.resolve(), plotly_src=src)
-    tmp = p.with_name(f".{p.name}.tmp")
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        write_atomic(p, text)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise HtmlError(f"{p}: cannot write the report ({e.strerror or e})") from None
+        raise HtmlError(f"{p}: cannot write the report: {os_error_text(e)}") from None
     return p

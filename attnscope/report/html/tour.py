@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.files import os_error_text, write_atomic
 from attnscope.report.html.markup import HtmlError, Markup, Page, plot_text, render_page, table, tag
 
 COLORS = {"hit": "#1a7f37", "miss": "#cf222e", "close": "#9a6700", "unknown": "#6e7781", "skipped": "#6e7781"}
@@ -182,16 +183,14 @@ def write_tour_html(transcript: dict[str, Any] | str | Path, path: str | Path) -
     if not isinstance(t, dict):
         try:
             t = json.loads(Path(t).read_text())
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, ValueError) as e:
             raise HtmlError(f"{transcript}: cannot read the transcript ({e})") from None
+        except RecursionError:
+            raise HtmlError(f"{transcript}: cannot read the transcript (nested too deeply)") from None
     text = tour_page(t)
     p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp")
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        write_atomic(p, text)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise HtmlError(f"{p}: cannot write the page ({e.strerror or e})") from None
+        raise HtmlError(f"{p}: cannot write the page: {os_error_text(e)}") from None
     return p

@@ -31,6 +31,8 @@ def _read_json(text: str, where: str) -> dict[str, Any]:
         d = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{where}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: not a config (JSON nested too deeply to read)") from None
     if not isinstance(d, dict):
         raise ValueError(f"{where}: a config must be a JSON object, got {type(d).__name__}")
     return d
