@@ -192,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())[:500]
+    from attnscope.report.text.terminal import one_line  # a name in the message is printed as data
+
+    return one_line(str(e))
 
 
 # Commands that import no torch and leave no thread or process running once they return: after

@@ -75,7 +75,7 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
         )
     console.print(t)
     for line in d.get("context_changes") or []:
-        console.print(f"  [yellow]≠ not the same setting: {line}[/yellow]", highlight=False)
+        console.print(f"  ≠ not the same setting: {line}", style="yellow", highlight=False)
     for v in d["variants"]:
         for line in detail_lines(v):
             console.print(f"  • {line}", highlight=False, soft_wrap=True)
@@ -86,8 +86,9 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
         if d["regressions"]:
             for r in d["regressions"]:
                 console.print(
-                    f"  [bold red]✗ {r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} "
-                    f"(+{r['delta_pct']:.1f}% > {th:g}%)[/bold red]",
+                    f"  ✗ {r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} "
+                    f"(+{r['delta_pct']:.1f}% > {th:g}%)",
+                    style="bold red",
                     highlight=False,
                 )
         else:

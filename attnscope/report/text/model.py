@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rich.text import Text
+
 from attnscope.core.scopes import AROUND_PARTS
 
 
@@ -87,7 +89,7 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
     _render_skips(doc, console)
     _render_insights(doc, console)
     for mode, rec in (doc.get("recommendations") or {}).items():
-        console.print(f"[bold]Recommendation ({mode}):[/bold] {rec['text']}")
+        console.print(Text.assemble((f"Recommendation ({mode}):", "bold"), f" {rec['text']}"))
 
 
 def _render_around(doc: dict[str, Any], console: Any) -> None:
@@ -146,7 +148,9 @@ def render_split(r: dict[str, Any], console: Any) -> None:
     a, rest, total = split["attention"], split["rest"], split["total_us"]
     sc = split["scopes"]
     console.print(
-        f"[bold]Attention inside the model[/bold] ({r.get('variant')}; from {sc['source']}; {split['method']})",
+        Text.assemble(
+            ("Attention inside the model", "bold"), f" ({r.get('variant')}; from {sc['source']}; {split['method']})"
+        ),
         highlight=False,
     )
     console.print(

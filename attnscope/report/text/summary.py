@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from attnscope.report.text.plain_table import plain_table
 
@@ -157,12 +158,11 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     name = r["variant"] + (f" ({'trace' if pos else 'rank'} {s['rank']})" if s.get("rank") is not None else "")
     console.print()
     console.print(
-        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
-        f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events"
-        + (
-            f", [yellow]{s['num_skipped_events']:,} malformed events skipped[/yellow]"
-            if s["num_skipped_events"]
-            else ""
+        Text.assemble(
+            (name, "bold"),
+            f": {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
+            f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events",
+            (f", {s['num_skipped_events']:,} malformed events skipped", "yellow") if s["num_skipped_events"] else "",
         )
     )
     # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
