@@ -54,3 +54,115 @@ def _console_class() -> Any:
 
     _CLASS.append(SafeConsole)
     return SafeConsole
+
+
+def bullet(console: Any, prefix: Any, body: Any) -> Any:
+    """:func:`hanging` on a console that wraps; ``prefix`` and ``body`` as one line on a console that soft-wraps
+    (``Console(soft_wrap=True)``: a line is never broken)."""
+    from rich.text import Text
+
+    if console.soft_wrap:
+        return Text.assemble(prefix, body)
+    return hanging(prefix, body)
+
+
+def hanging(prefix: Any, body: Any, style: str | None = None) -> Any:
+    """``prefix`` then ``body``, ``body`` wrapped at word boundaries under its own first column (a hanging
+    indent): a bullet or an advice line that needs two lines keeps its shape instead of being cut with "…"."""
+    from rich.table import Table
+
+    g = Table.grid()
+    g.add_column(no_wrap=True)
+    g.add_column(overflow="fold")  # a word longer than the line (a path) is folded, never lost
+    g.add_row(prefix, body, style=style)
+    return g
+
+
+def fit(table: Any) -> Any:
+    """``table`` drawn as a table where the width it is printed in leaves every column at least as wide as its
+    longest word (rich wraps cells at word boundaries), else as one block per row (:class:`Blocks`): a grid
+    narrower than its words would be shredded into pieces of a few characters."""
+    return Fitted(table)
+
+
+class Fitted:
+    """See :func:`fit`: the choice is made when printed, at the width given then."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self.table if words_fit(self.table, console, options) else Blocks(self.table)
+
+
+def words_fit(table: Any, console: Any, options: Any) -> bool:
+    """Whether rich lays ``table`` out in ``options.max_width`` with every column at least as wide as its longest
+    word (the widths rich's own layout gives; its measure of each column says the longest word)."""
+    from rich.measure import Measurement
+
+    try:
+        widths = table._calculate_column_widths(console, options.update_width(options.max_width - table._extra_width))
+        least = [table._measure_column(console, options, c).minimum for c in table.columns]
+    except AttributeError:  # another rich: whether the table fits unwrapped
+        return bool(Measurement.get(console, options, table).maximum <= options.max_width)
+    return all(w >= m for w, m in zip(widths, least, strict=True))
+
+
+class Blocks:
+    """A rich Table drawn as one block per row: the title, then each row's first cell as its heading and the other
+    non-empty cells under it as ``header: value`` pairs, as many on a line as fit (separated by " · "); a pair too
+    long for a line of its own wraps under its value (a hanging indent), its words whole where they fit."""
+
+    INDENT = "    "
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        t = self.table
+        width = options.max_width
+        if t.title:
+            yield Text(str(t.title), style="bold")
+        heads = [Text(str(c.header)) if isinstance(c.header, str) else c.header for c in t.columns]
+        cells = [list(c.cells) for c in t.columns]
+        for i in range(t.row_count):
+            row = [col[i] if i < len(col) else "" for col in cells]
+            first = row[0] if row else ""
+            yield hanging(Text("• ", style="bold"), first if isinstance(first, Text) else Text(str(first)))
+            line = Text(self.INDENT)
+            for head, cell in zip(heads[1:], row[1:], strict=True):
+                value = cell if isinstance(cell, Text) else Text(str(cell))
+                if "\n" in value.plain:  # a cell's lines, one after the other
+                    value = Text("; ").join(part for part in value.split("\n") if part.plain.strip())
+                if not value.plain.strip():
+                    continue
+                pair = head + Text(": ") + value
+                sep = Text(" · ") if line.plain.strip() else Text("")
+                if line.cell_len + sep.cell_len + pair.cell_len <= width:
+                    line += sep + pair
+                    continue
+                if line.plain.strip():
+                    yield line
+                line = Text(self.INDENT)
+                if len(self.INDENT) + pair.cell_len <= width:
+                    line += pair
+                else:
+                    yield from self._long(head, value, width)
+            if line.plain.strip():
+                yield line
+
+    def _long(self, head: Any, value: Any, width: int) -> Any:
+        """A pair wider than a line: its value wrapped under itself, or under its label where a word of it would
+        not fit beside the label."""
+        from rich.cells import cell_len
+        from rich.text import Text
+
+        label = Text(self.INDENT) + head + Text(": ")
+        longest = max((cell_len(w) for w in value.plain.split()), default=0)
+        if longest > width - label.cell_len:
+            yield label
+            yield hanging(Text(self.INDENT + "  "), value)
+        else:
+            yield hanging(label, value)
