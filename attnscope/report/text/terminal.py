@@ -45,6 +45,9 @@ def _console_class() -> Any:
     from rich.segment import Segment
 
     class SafeConsole(Console):  # type: ignore[misc]
+        def on_broken_pipe(self) -> None:  # rich's own exits 1, the status of a regression: 141, quietly
+            raise SystemExit(pipe_closed())
+
         def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
             for seg in super().render(renderable, options):
                 if seg.control is None and _CONTROL.search(seg.text):
@@ -166,3 +169,21 @@ class Blocks:
             yield hanging(Text(self.INDENT + "  "), value)
         else:
             yield hanging(label, value)
+
+
+PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a command whose output pipe was closed
+
+
+def pipe_closed() -> int:
+    """stdout's reader is gone (``attnscope … | head``): stdout is pointed at /dev/null, so that nothing written or
+    flushed later fails again, and the exit status is 141 (128 + SIGPIPE), quietly."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind stdout (a test's capture): nothing to point
+        pass
+    return PIPE_CLOSED
