@@ -46,8 +46,10 @@ def _analyze(args: argparse.Namespace) -> int:
     check_outputs([("input", t) for t in args.traces], [("--json", args.json), ("--html", args.html)])
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
     doc, errors = analyze_traces(args.traces, jobs=args.jobs)
+    from attnscope.report.text.terminal import one_line
+
     for e in errors:
-        print(f"attnscope: error: {e}", file=sys.stderr)
+        print(f"attnscope: error: {one_line(str(e))}", file=sys.stderr)
     if doc is None:
         return EXIT_USAGE
     if args.json:

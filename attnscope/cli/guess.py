@@ -135,7 +135,9 @@ def cmd_guess(args: Any) -> int:
     from attnscope.cli.run import prepare_run, run_and_render
 
     case, chosen = prepare_run(args)  # paths, names and the case's size before the questions, not after them
-    print(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}")
+    from attnscope.report.text.terminal import clean
+
+    print(clean(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}"))
     preds = ask(questions(case, chosen), input, print)
     if not preds:
         print("No predictions given: running without verdicts.")

@@ -160,20 +160,52 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     _exit_epilog(sub)
     p.epilog = (
         "exit status: 0 measured (or done); 1 a regression, a --strict miss, or nothing could be measured (with the "
-        "reason); 2 bad input; 130/143 interrupted after saving. Each command's --help says which apply; docs/cli.md"
+        "reason); 2 bad input; 130/143 interrupted after saving; 141 the output pipe closed (| head). Each command's "
+        "--help says which apply; docs/cli.md"
     )
     return p
 
 
+EXIT_PIPE = 141  # stdout closed by its reader (`attnscope … | head`): 128 + SIGPIPE, as a shell reports it
+
+
+def _columns() -> None:
+    """COLUMNS that cannot be a terminal's width (0, negative, not a number, past 65535) counts as unset: rich would
+    print nothing at a width of 0, and the terminal's own size (or 80) is what the user has."""
+    v = os.environ.get("COLUMNS")
+    if v is not None and not (v.strip().isdigit() and 1 <= int(v) <= 65535):
+        del os.environ["COLUMNS"]
+
+
+def check_environment(args: argparse.Namespace) -> None:
+    """The documented environment variables that set a flag's default are checked as that flag is."""
+    size = os.environ.get("ATTNSCOPE_TOUR_SIZE")
+    if args.command == "tour" and size and args.size == size:
+        from attnscope.cli.tour import SIZES
+
+        if size not in SIZES:
+            from attnscope.core.arguments import UsageError
+
+            raise UsageError(
+                f"ATTNSCOPE_TOUR_SIZE={size!r}: not one of {', '.join(SIZES)} (it sets --size; unset it or pass --size)"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # silence Kineto's stderr chatter
+    _columns()
     try:
         args = build_parser(argv).parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
         return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what to print when telling how to resume
     try:
+        check_environment(args)
         return int(args.func(args))
+    except BrokenPipeError:  # the reader of stdout is gone (`| head`): nothing more can be said, and no error
+        from attnscope.report.text.terminal import pipe_closed
+
+        return pipe_closed()
     except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks
         print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
@@ -192,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())[:500]
+    from attnscope.report.text.terminal import one_line  # a name in the message is printed as data
+
+    return one_line(str(e))
 
 
 # Commands that import no torch and leave no thread or process running once they return: after

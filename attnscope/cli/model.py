@@ -254,8 +254,6 @@ def _model(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from rich.console import Console
-
     from attnscope.analysis.recommend.model import annotate_rows
     from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _on_term, _same_run, _Stop
     from attnscope.document.schema import write_atomic
@@ -263,6 +261,7 @@ def _model(args: argparse.Namespace) -> int:
     from attnscope.execute.model_bench import IMPLS as ALL
     from attnscope.execute.store import Store
     from attnscope.report.text.model import render, render_layers
+    from attnscope.report.text.terminal import console as terminal_console
 
     spec, cfg, impls, modes, opts, points = prepare(args)
     chosen = impls is not None
@@ -273,7 +272,7 @@ def _model(args: argparse.Namespace) -> int:
     # Rows of this run already in the store (--resume): kept as they are, never measured again.
     earlier = [r for r in (store.rows() if store else []) if _same_run(r, label, opts, impls, modes, points)]
     rows: list[dict[str, Any]] = list(earlier)
-    console = Console()  # the terminal's width (COLUMNS where set): rich folds the tables to it
+    console = terminal_console()  # the terminal's width (COLUMNS where set); names printed as data
     if store is not None:
         console.print(
             f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}"
@@ -348,6 +347,8 @@ def _model(args: argparse.Namespace) -> int:
         console.print(f"  HTML written to {write_html(doc, args.html, assets=args.assets)}")
     if not any(r["status"] == "ok" for r in rows):
         why = "; ".join(dict.fromkeys(f"{r['impl']} {r['mode']}: {r['status']} ({r['reason']})" for r in rows))
-        print(f"attnscope: nothing was measured: {why[:400]}", file=sys.stderr)
+        from attnscope.report.text.terminal import one_line
+
+        print(f"attnscope: nothing was measured: {one_line(why, 400)}", file=sys.stderr)
         return 1
     return 0

@@ -14,7 +14,6 @@ class _Bar:
     terminal, one plain line per finished row instead."""
 
     def __init__(self, total: int) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -24,7 +23,9 @@ class _Bar:
             TimeRemainingColumn,
         )
 
-        console = Console(stderr=True)
+        from attnscope.report.text.terminal import console as terminal_console
+
+        console = terminal_console(stderr=True)
         self.plain = not console.is_terminal
         self.total, self.done = total, 0
         self.progress = Progress(
@@ -33,7 +34,7 @@ class _Bar:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             console=console,
             disable=self.plain,
         )
@@ -50,9 +51,13 @@ class _Bar:
         if self.plain:
             t = row.get("median_us")
             what = f"{t:,.1f} µs per step" if row["status"] == "ok" and t else (row.get("reason") or "")[:160]
+            from attnscope.report.text.terminal import clean
+
             print(
-                f"[{self.done}/{self.total}] {row['status']} {row['impl']} {row['mode']} B={row['batch']} "
-                f"S={row['seq']}: {what}",
+                clean(
+                    f"[{self.done}/{self.total}] {row['status']} {row['impl']} {row['mode']} B={row['batch']} "
+                    f"S={row['seq']}: {what}"
+                ),
                 file=sys.stderr,
                 flush=True,
             )

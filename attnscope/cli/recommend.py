@@ -23,7 +23,9 @@ def add_parser(sub: Any, text: str) -> None:
 
 
 def _note(text: str) -> None:
-    print(f"attnscope: {text}", file=sys.stderr)
+    from attnscope.report.text.terminal import clean
+
+    print(f"attnscope: {clean(text)}", file=sys.stderr)
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -40,10 +42,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         from attnscope.document.schema import write_atomic
 
         write_atomic(args.json, rec)
+    from rich.text import Text
+
     console = _console()
     if rec.get("kind") == "model":  # `model --out` rows: one line per mode and point
         for where, r in rec["recommendations"].items():
-            console.print(f"[bold]Recommendation ({where}):[/bold] {r['text']}")
+            console.print(Text.assemble((f"Recommendation ({where}):", "bold"), f" {r['text']}"))
         return EXIT_OK
     from attnscope.report.text.sweep import render
 

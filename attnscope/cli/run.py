@@ -24,13 +24,18 @@ class Parser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one line (no usage block) and exits 2."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        from attnscope.report.text.terminal import clean  # the message quotes what was typed
+
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {clean(message)} (see {self.prog} --help)\n")
 
 
-def _console() -> Any:
-    from rich.console import Console
+def _console(*, markup: bool = False) -> Any:
+    """The terminal's Console: its width (COLUMNS where set; tables fit it, report/text/table.py), names printed
+    as data (no markup, control characters removed: report/text/terminal.py).  ``markup``: for text whose every
+    name is escaped with rich.markup.escape (the tour's)."""
+    from attnscope.report.text.terminal import console
 
-    return Console()  # the terminal's width (COLUMNS where set); tables fit it (report/text/table.py)
+    return console(markup=markup)
 
 
 def _add_case_args(p: argparse.ArgumentParser) -> None:
@@ -166,7 +171,11 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
     old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
     try:
         with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
         ) as prog:
             task = prog.add_task(f"attnscope run: {case.label()}")
             doc = run(
@@ -178,7 +187,7 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
                 predictions=preds,
                 on_result=save,
                 on_start=lambda name: prog.update(task, description=f"{case.label()}: {name}"),
-                on_note=lambda text: console.print(f"[yellow]{text}[/yellow]"),
+                on_note=lambda text: console.print(text, style="yellow"),
                 flush_l2=args.flush_l2,
                 timing_budget_s=args.budget,
                 trace_dir=Path(args.trace_dir) if args.trace_dir else None,

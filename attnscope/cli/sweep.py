@@ -245,7 +245,6 @@ class _Bar:
     """
 
     def __init__(self, total: int, quiet: bool) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -256,7 +255,9 @@ class _Bar:
             TimeRemainingColumn,
         )
 
-        console = Console(stderr=True)
+        from attnscope.report.text.terminal import console as terminal_console
+
+        console = terminal_console(stderr=True)
         self.plain = not quiet and not console.is_terminal
         self.total, self.done = total, 0
         self.counts: dict[str, int] = {}
@@ -267,8 +268,8 @@ class _Bar:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            TextColumn("{task.fields[counts]}"),
-            TextColumn("{task.description}"),
+            TextColumn("{task.fields[counts]}", markup=False),
+            TextColumn("{task.description}", markup=False),
             console=console,
             disable=quiet or self.plain,
         )
@@ -281,6 +282,7 @@ class _Bar:
         import sys
 
         from attnscope.report.text.sweep_summary import counts_text
+        from attnscope.report.text.terminal import clean
 
         self.done += 1
         self.counts[r.status] = self.counts.get(r.status, 0) + 1
@@ -289,7 +291,8 @@ class _Bar:
             t = r.gpu_time or r.cpu_time
             what = f"{t.median_us:,.1f} µs" if r.status == "ok" and t else " ".join((r.reason or "").split())[:160]
             case = r.case.label() if r.case else "?"
-            print(f"[{self.done}/{self.total}] {r.status} {r.variant} {case}: {what}", file=sys.stderr, flush=True)
+            line = clean(f"[{self.done}/{self.total}] {r.status} {r.variant} {case}: {what}")
+            print(line, file=sys.stderr, flush=True)
 
 
 def _resume_command(args: argparse.Namespace) -> str:
@@ -321,15 +324,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     import sys
 
-    from rich.console import Console
-
     from attnscope.document.schema import result_to_dict, write_atomic
     from attnscope.execute import sweep
     from attnscope.execute.store import Store
     from attnscope.report.text.sweep_summary import summary_lines
+    from attnscope.report.text.terminal import console as terminal_console
 
     p = check(args)
-    console = Console()  # the terminal's width
+    console = terminal_console()  # the terminal's width; names printed as data
     store = Store(args.out)
     console.print(
         f"attnscope sweep: {p.num_cases} case(s) × {p.num_variants} variant(s) = {p.num_cases * p.num_variants} "

@@ -203,7 +203,7 @@ def cmd_tour(args: argparse.Namespace) -> int:
 
         resolve(model)
         require_transformers()
-    console = _console()
+    console = _console(markup=True)  # the tour's text escapes every name it prints
     answer = _answer_fn(args, console, gpu)
     console.print(
         "[bold]attnscope tour[/bold]: the attention study replayed here. Guess first, then look for what does "

@@ -18,12 +18,13 @@ def cmd_variants(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from attnscope.api import variant_support
+    from attnscope.report.text.terminal import fit
 
     case = _case_from(args)
     t = Table(title=f"variants on {case.label()}", header_style="bold")
     for col in ("variant", "runs here", "what it is", "reason if not"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col)
     for row in variant_support(case):
         t.add_row(row["variant"], row["runs_here"], row["description"], row["reason"])
-    _console().print(t)
+    _console().print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
     return EXIT_OK

@@ -118,7 +118,10 @@ def rule_variant_text(rule: dict[str, Any]) -> str:
             if len(ran) == 1 and sum(ran.values()) == n
             else ", ".join(f"{b} at {k}" for b, k in ran.items()) + (f" of {n}" if sum(ran.values()) < n else "")
         )
-    twins = [f"= {t}" + ("" if k == n else f" at {k} of {n} points") for t, k in rule["same_as"].items()]
+    twins = [
+        f"= {t}" + ("" if k == n else f" at {k} of {n} point{'' if n == 1 else 's'}")
+        for t, k in rule["same_as"].items()
+    ]
     if twins:
         notes.append(", ".join(twins))
     return f"{v} ({'; '.join(notes)})" if notes else v
@@ -186,7 +189,7 @@ def default_summary_text(rec: dict[str, Any]) -> str:
     return (
         f"{DEFAULT} (PyTorch's own choice{ran_text}) against the best implementation: best at {s['best']}"
         + (f" (at {twin} of them a variant running the same kernels was timed faster)" if twin else "")
-        + f", tied at {s['tied']}, slower at {s['slower']} of {n} points"
+        + f", tied at {s['tied']}, slower at {s['slower']} of {n} point{'' if n == 1 else 's'}"
         + (f"; not usable at {s['not_usable']}" if s["not_usable"] else "")
         + (f"; not run at {s['not_run']}" if s["not_run"] else "")
     )

@@ -86,7 +86,12 @@ def load_modules() -> None:
     """Import the modules named in ``ATTNSCOPE_VARIANT_MODULES`` (once each)."""
     for mod in (m.strip() for m in os.environ.get(MODULES_ENV, "").split(",")):
         if mod and mod not in _loaded:
-            importlib.import_module(mod)
+            try:
+                importlib.import_module(mod)
+            except Exception as e:
+                from attnscope.core.arguments import UsageError
+
+                raise UsageError(f"{MODULES_ENV}: module {mod!r} cannot be imported ({type(e).__name__}: {e})") from e
             _loaded.add(mod)
 
 

@@ -45,8 +45,8 @@ def test_the_default_study_at_80_columns_fits_60_lines(name):
 
 def test_narrow_tables_name_the_columns_they_leave_out():
     narrow, wide = "\n".join(_study("h200", 80)), "\n".join(_study("h200", 200))
-    assert "left out" in narrow and "left out" not in wide
-    assert "memcpy/set" in wide and "memcpy/set" not in narrow.split("left out")[0].splitlines()[2]
+    assert "left out" in " ".join(narrow.split()) and "left out" not in wide  # the note may wrap
+    assert "memcpy/set" in wide and "memcpy/set" not in narrow.splitlines()[2]
     # every variant is named in full at 80 columns: the variant column is never folded
     for r in json.loads(DOCS["h200"].read_text())["results"]:
         assert f"│ {r['variant']} " in narrow

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.report.text.terminal import bullet, fit
+
 MIB = 1024 * 1024
 
 
@@ -38,8 +40,18 @@ def _kernels(k: dict[str, Any]) -> str:
     return " ".join(parts) if any(k[x] for x in ("added", "removed", "renamed")) else "same"
 
 
+def _flag_value(name: str, v: Any) -> str:
+    """A flag's value as a reader says it: hidden copies as their count and size (the JSON's [count, bytes])."""
+    if name == "hidden_copies" and isinstance(v, (list, tuple)) and len(v) == 2:
+        n, size = v
+        return f"{n} ({size / MIB:,.1f} MiB)" if n else "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return "—" if v is None else str(v)
+
+
 def _flags(f: dict[str, Any]) -> str:
-    return "; ".join(f"{k}: {v['a']} → {v['b']}" for k, v in f.items()) or "—"
+    return "; ".join(f"{k}: {_flag_value(k, v['a'])} → {_flag_value(k, v['b'])}" for k, v in f.items()) or "—"
 
 
 def _short(name: str, n: int = 80) -> str:
@@ -62,23 +74,25 @@ def detail_lines(v: dict[str, Any], top: int = 5) -> list[str]:
 def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
     th = d["threshold_pct"]
     t = Table(title=title, header_style="bold")
-    for col in ("variant", "GPU µs", "CPU µs", "peak MiB", "kernels +/-/~", "flags changed"):
-        t.add_column(col, overflow="fold")
+    # a time neither side has (GPU µs of two CPU runs) is no column
+    gpu = any(v["gpu_time_us"]["a"] is not None or v["gpu_time_us"]["b"] is not None for v in d["variants"])
+    for col in ("variant", *(("GPU µs",) if gpu else ()), "CPU µs", "peak MiB", "kernels +/-/~", "flags changed"):
+        t.add_column(col)
     for v in d["variants"]:
         t.add_row(
             v["variant"] + (" ~" if v["noisy"] else ""),
-            _time(v["gpu_time_us"], th),
+            *((_time(v["gpu_time_us"], th),) if gpu else ()),
             _time(v["cpu_time_us"], th),
             _mem(v["peak_memory_bytes"]),
             _kernels(v["kernels"]),
             _flags(v["flags"]),
         )
-    console.print(t)
+    console.print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
     for line in d.get("context_changes") or []:
-        console.print(f"  [yellow]≠ not the same setting: {line}[/yellow]", highlight=False)
+        console.print(f"  ≠ not the same setting: {line}", style="yellow", highlight=False)
     for v in d["variants"]:
         for line in detail_lines(v):
-            console.print(f"  • {line}", highlight=False, soft_wrap=True)
+            console.print(bullet(console, "  • ", line), highlight=False)
     for side, names in (("A", d["only_in_a"]), ("B", d["only_in_b"])):
         if names:
             console.print(f"  • only in {side}: {', '.join(names)}", highlight=False)
@@ -86,8 +100,9 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
         if d["regressions"]:
             for r in d["regressions"]:
                 console.print(
-                    f"  [bold red]✗ {r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} "
-                    f"(+{r['delta_pct']:.1f}% > {th:g}%)[/bold red]",
+                    f"  ✗ {r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} "
+                    f"(+{r['delta_pct']:.1f}% > {th:g}%)",
+                    style="bold red",
                     highlight=False,
                 )
         else:

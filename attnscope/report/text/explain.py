@@ -110,6 +110,16 @@ def verdict_table(doc: dict[str, Any]) -> Table:
     return t
 
 
+def _hung(line: Text) -> Any:
+    """``line`` with its leading marks ("  → ", "      ! ") as a hanging indent."""
+    from attnscope.report.text.terminal import hanging
+
+    plain = line.plain
+    body = plain.lstrip(" →·!✗✓⚠•")
+    at = len(plain) - len(body)
+    return hanging(line[:at], line[at:]) if 0 < at < len(plain) else line
+
+
 def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool = False, brief: bool = False) -> None:
     """``brief`` (a narrow terminal): each advice once, its findings left to --verbose.  Lines wrap at the width."""
     lines = insight_lines(doc, verbose)
@@ -117,13 +127,10 @@ def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool 
         lines = [line for line in lines if line.plain.startswith("  → ")]
     if lines:
         n = sum(len(r.get("insights") or []) for r in doc.get("results") or [])
-        more = "; one line each, --verbose shows them whole with their findings" if brief else ""
+        more = "; --verbose shows the findings under each" if brief else ""
         console.print(Text(f"Insights: {n}, grouped by what to do (each advice once){more}", style="bold"))
-        for line in lines:
-            if brief:
-                console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
-            else:
-                console.print(line, highlight=False)
+        for line in lines:  # wrapped under its own text (never cut): "  → " or "      ! " stays in the margin
+            console.print(line if console.soft_wrap else _hung(line), highlight=False)
     unchecked = not_checked_lines(doc)
     if verbose:
         for note in unchecked:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rich.text import Text
+
 from attnscope.core.scopes import AROUND_PARTS
+from attnscope.report.text.terminal import fit
 
 
 def _us(v: float | None) -> str:
@@ -43,7 +46,7 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
         "top of the rest",
     )
     for c in cols:
-        t.add_column(c, justify="right" if c.endswith("%") or c.endswith("µs") else "left", overflow="fold")
+        t.add_column(c, justify="right" if c.endswith("%") or c.endswith("µs") else "left")
     grid = len(doc["case"].get("points") or []) > 1
     for r in doc["results"]:
         a, rest = r.get("attention"), r.get("rest")
@@ -69,7 +72,7 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
             _pct(st.get("cpu_only_us") or 0.0, total),
             ", ".join(f"{k} {_pct(v, total)}%" for k, v in top if v > 0),
         )
-    console.print(t)
+    console.print(fit(t))  # one block per row where the terminal cannot hold the columns' words
     methods = {
         re.sub(r"median of \d+", "median", r["step_time"]["method"]) for r in doc["results"] if r.get("step_time")
     }
@@ -87,7 +90,7 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
     _render_skips(doc, console)
     _render_insights(doc, console)
     for mode, rec in (doc.get("recommendations") or {}).items():
-        console.print(f"[bold]Recommendation ({mode}):[/bold] {rec['text']}")
+        console.print(Text.assemble((f"Recommendation ({mode}):", "bold"), f" {rec['text']}"))
 
 
 def _render_around(doc: dict[str, Any], console: Any) -> None:
@@ -135,7 +138,7 @@ def render_layers(doc: dict[str, Any], console: Any) -> None:
                     for k in ("total_us", "attention_us", "kernel_us", "projections_us", "around_us", "mlp_us")
                 ),
             )
-    console.print(t)
+    console.print(fit(t))
 
 
 def render_split(r: dict[str, Any], console: Any) -> None:
@@ -146,7 +149,9 @@ def render_split(r: dict[str, Any], console: Any) -> None:
     a, rest, total = split["attention"], split["rest"], split["total_us"]
     sc = split["scopes"]
     console.print(
-        f"[bold]Attention inside the model[/bold] ({r.get('variant')}; from {sc['source']}; {split['method']})",
+        Text.assemble(
+            ("Attention inside the model", "bold"), f" ({r.get('variant')}; from {sc['source']}; {split['method']})"
+        ),
         highlight=False,
     )
     console.print(

@@ -10,8 +10,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from attnscope.report.text.plain_table import plain_table
+from attnscope.report.text.terminal import Blocks, bullet, fit, words_fit
 
 MIB = 1024 * 1024
 
@@ -20,6 +22,12 @@ def _us(v: float | None) -> str:
     if v is None:
         return "—"
     return f"{v / 1000:,.2f} ms" if v >= 10_000 else f"{v:,.1f} µs"
+
+
+def _column_us(values: list[float | None]) -> list[str]:
+    """A column of times in one unit: ms where its largest is ≥ 10,000 µs, else µs (as ``_us`` says one)."""
+    ms = max((v for v in values if v is not None), default=0.0) >= 10_000
+    return ["—" if v is None else f"{v / 1000:,.2f} ms" if ms else f"{v:,.1f} µs" for v in values]
 
 
 def _short(name: str, n: int = 90) -> str:
@@ -32,10 +40,10 @@ TOP_COLUMNS = ("kernel", "category", "calls", "GPU time", "share", "launched by"
 
 
 def _category_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+    rows = [c for c in rows if c["num_kernels"]]
+    times = _column_us([c["time_us"] for c in rows])
     return [
-        [c["category"], f"{c['num_kernels']:,}", _us(c["time_us"]), f"{c['share_pct']:.1f}%"]
-        for c in rows
-        if c["num_kernels"]
+        [c["category"], f"{c['num_kernels']:,}", t, f"{c['share_pct']:.1f}%"] for c, t in zip(rows, times, strict=True)
     ]
 
 
@@ -54,7 +62,8 @@ def categories_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _family_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
-    for f in rows:
+    times = _column_us([f["time_us"] for f in rows])
+    for f, time in zip(rows, times, strict=True):
         calls = (
             ("—" if f["num_forward_calls"] is None else f"{f['num_forward_calls']}/{f['num_backward_calls']}")
             if "num_forward_calls" in f
@@ -66,7 +75,7 @@ def _family_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
                 ", ".join(f.get("implementations") or []),
                 f"{f['num_kernels']:,}",
                 calls,
-                _us(f["time_us"]),
+                time,
                 f"{f['share_pct']:.1f}%",
                 _short((f.get("kernels") or [""])[0], 70),
             ]
@@ -89,10 +98,11 @@ def families_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _top_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
-    for k in rows:
+    times = _column_us([k["time_us"] for k in rows])
+    for k, time in zip(rows, times, strict=True):
         by = ", ".join(f"{b['op']} ×{b['count']}" for b in k["launched_by"])
         cat = k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else "")
-        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", _us(k["time_us"]), f"{k['share_pct']:.1f}%", by])
+        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", time, f"{k['share_pct']:.1f}%", by])
     return out
 
 
@@ -157,12 +167,11 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     name = r["variant"] + (f" ({'trace' if pos else 'rank'} {s['rank']})" if s.get("rank") is not None else "")
     console.print()
     console.print(
-        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
-        f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events"
-        + (
-            f", [yellow]{s['num_skipped_events']:,} malformed events skipped[/yellow]"
-            if s["num_skipped_events"]
-            else ""
+        Text.assemble(
+            (name, "bold"),
+            f": {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
+            f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events",
+            (f", {s['num_skipped_events']:,} malformed events skipped", "yellow") if s["num_skipped_events"] else "",
         )
     )
     # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
@@ -172,11 +181,20 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     )
     if s["attention_families"]:
         make = partial(_folded_of, FAMILY_COLUMNS, f"{v}: attention")
-        console.print(plain_table(make, _family_cells(s["attention_families"]), console))
+        console.print(_grid(make, _family_cells(s["attention_families"]), console))
     make = partial(_folded_of, TOP_COLUMNS, f"{v}: top kernels and their launching ops")
-    console.print(plain_table(make, _top_cells(s["top_kernels"][:top]), console))
+    console.print(_grid(make, _top_cells(s["top_kernels"][:top]), console))
     for line in _launch_lines(s["launch"], s["attribution"]) + _idle_lines(s["idle"]) + _offender_lines(s, 5):
-        console.print(f"  • {line}", highlight=False, soft_wrap=True)
+        console.print(bullet(console, "  • ", line), highlight=False)
+
+
+def _grid(make: Any, cells: list[list[str]], console: Console) -> Any:
+    """A table of wide cells (kernel names, launching ops): drawn row by row where the terminal holds every
+    column's longest word, else one block per row (never a name shredded into pieces of a few characters)."""
+    table = make(cells)
+    if words_fit(table, console, console.options):
+        return plain_table(make, cells, console)
+    return Blocks(table)
 
 
 def render_overall(o: dict[str, Any], console: Console) -> None:
@@ -192,13 +210,15 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
     cols += ("attention", "comm.", "hidden copy", "upcasts")
     for col in cols:
         t.add_column(col, justify="left" if col == "trace" else "right")
-    for p in o["per_rank"]:
+    gpu = _column_us([p["gpu_time_us"] for p in o["per_rank"]])
+    busy = _column_us([p["busy_us"] for p in o["per_rank"]])
+    for p, gpu_time, busy_time in zip(o["per_rank"], gpu, busy, strict=True):
         t.add_row(
             str(p["rank"]),
             p["variant"],
             f"{p['num_gpu_events']:,}",
-            _us(p["gpu_time_us"]),
-            _us(p["busy_us"]),
+            gpu_time,
+            busy_time,
             f"{p['idle_pct']:.1f}%" if p.get("idle_pct") is not None else "—",
             f"{p['attention_share_pct']:.1f}%",
             f"{p['communication_share_pct']:.1f}%",
@@ -206,13 +226,17 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
             f"{p['num_upcasts']:,}",
         )
     console.print()
-    console.print(t)
+    console.print(fit(t))
     console.print(categories_table(o["categories"], f"all {unit}s: GPU time by category"))
     b = o.get("busy_us")
     if b:
         console.print(
-            f"  • GPU busy time per {unit}: {_us(b['min'])} ({unit} {b['min_rank']}) to {_us(b['max'])} "
-            f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
-            + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
+            bullet(
+                console,
+                "  • ",
+                f"GPU busy time per {unit}: {_us(b['min'])} ({unit} {b['min_rank']}) to {_us(b['max'])} "
+                f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
+                + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
+            ),
             highlight=False,
         )

@@ -27,6 +27,7 @@ from attnscope.document.recommendation import (
     real_crossovers,
     rule_variant_text,
 )
+from attnscope.report.text.terminal import fit
 
 LIMIT = 30  # rows per long table; the JSON holds every one
 
@@ -168,7 +169,7 @@ def _excluded(rec: dict[str, Any]) -> list[RenderableType]:
     c = rec["counts"]
     line = Text(
         f"Rows: {c['rows']} ({', '.join(f'{k} {v}' for k, v in c['by_status'].items())}); "
-        f"{c['compared']} compared at {c['points']} points; {c['excluded']} left out"
+        f"{c['compared']} compared at {c['points']} point{'' if c['points'] == 1 else 's'}; {c['excluded']} left out"
         + (f"; {c['superseded']} replaced by a later row of the same (variant, case, mode)" if c["superseded"] else "")
     )
     lines: list[RenderableType] = [line]
@@ -206,8 +207,9 @@ def render(rec: dict[str, Any]) -> RenderableType:
     meas = "; ".join(f"{_axis_name(a)} {_values(v)}" for a, v in rec["measured"].items()) or "one case"
     head = Text.assemble(
         ("Recommendation ", "bold"),
-        f"over {c['points']} points (case × mode) — time: {rec['time_source']}; variants that ran the same compute "
-        "kernels at a point are one implementation there; margin = the next implementation (the fastest variant "
+        f"over {c['points']} point{'' if c['points'] == 1 else 's'} (case × mode) — time: {rec['time_source']}; "
+        "variants that ran the same compute kernels at a point are one implementation there; margin = the next "
+        "implementation (the fastest variant "
         f"that ran other kernels) / the best; ties: {rec['tie_rule']}",
     )
     notes = [Text(f"Measured: {meas}; the policy says nothing beyond these values", style="dim")]
@@ -233,4 +235,5 @@ def render(rec: dict[str, Any]) -> RenderableType:
     parts.append(Text.assemble(("Policy: ", "bold"), rec["policy_text"]))
     parts += _defaults(rec)
     parts += _excluded(rec)
-    return Group(*parts)
+    # each grid as a table where the terminal holds its words, else one block per row (report/text/terminal.py)
+    return Group(*(fit(p) if isinstance(p, Table) else p for p in parts))

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from attnscope.report.text.explain import render_explanations
 from attnscope.report.text.notes import case_lines, peak_lines
+from attnscope.report.text.terminal import words_fit
 
 MIB = 1024 * 1024
 
@@ -76,8 +77,14 @@ def _status(r: dict[str, Any]) -> Text:
     return Text(st, style=style)
 
 
-# Columns left out, in this order, while the table is wider than the terminal: the least read first.
-DROP_ORDER = ("memcpy/set", "occupancy", "TC", "%peak", "upcast", "TFLOP/s", "hidden copy", "mem MiB", "ops", "kernels")
+# Columns left out, in this order, while the table is wider than the terminal: what the study teaches last goes
+# first; its first findings (hidden copies, fp32 upcasts) and the time stay longest.  The time column (GPU µs on a
+# GPU, CPU µs on a CPU) is never left out; a GPU table's CPU µs (host time per call) goes before the findings.
+DROP_ORDER = (
+    "memcpy/set", "occupancy", "TC", "%peak", "TFLOP/s", "mem MiB", "error", "ops", "kernels", "CPU µs", "upcast",
+    "hidden copy",
+)  # fmt: skip
+LESSONS = ("upcast", "hidden copy")  # kept while the table fits with its headers wrapped at word boundaries
 NARROW = 120  # below this many columns, the default study is brief: --verbose prints the rest
 
 
@@ -144,15 +151,26 @@ def fitted_table(doc: dict[str, Any], title: str | None, console: Console) -> tu
     while True:
         t = results_table(doc, title, tuple(dropped))
         heads = {str(c.header) for c in t.columns}
-        rest = [c for c in DROP_ORDER if c in heads]
-        if Measurement.get(console, wide, t).maximum <= console.width or not rest:
+        time = "GPU µs" if "GPU µs" in heads else "CPU µs"
+        rest = [c for c in DROP_ORDER if c in heads and c != time]
+        size = Measurement.get(console, wide, t)
+        if size.maximum <= console.width or not rest:
+            return t, dropped
+        if rest[0] in LESSONS and words_fit(t, console, console.options):  # the findings stay, headers wrapped
             return t, dropped
         dropped.append(rest[0])
 
 
-def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) -> list[str]:
+def footnotes(
+    doc: dict[str, Any], verbose: bool = True, brief: bool = False, shown: frozenset[str] | None = None
+) -> list[str]:
     """The lines under the table; ``brief`` (a narrow terminal, no --verbose): skipped rows said in one line and
-    the variants' own notes left to --verbose."""
+    the variants' own notes left to --verbose; ``shown``: the table's columns (None: every one), so that a line
+    explains only a column the reader sees."""
+
+    def has(*cols: str) -> bool:
+        return shown is None or any(c in shown for c in cols)
+
     lines: list[str] = []
     failed = [r for r in doc["results"] if r["status"] != "ok"]
     if brief and len(failed) > 1:
@@ -172,40 +190,58 @@ def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) ->
                 lines.append(f"{r['variant']}: {n}")
     lines += case_lines(doc)
     ok = [r for r in doc["results"] if r["status"] == "ok"]
-    counted = [r for r in ok if r.get("flops")]
-    if counted:
-        same = len({r["flops"] for r in counted}) == 1
-        if len({r.get("flop_formula") for r in counted}) > 1:  # traces: each read its own calls and masks
-            groups: dict[tuple[Any, Any], list[str]] = {}
-            for r in counted:
-                groups.setdefault((r.get("flop_formula"), r["flops"]), []).append(r["variant"])
-            for (formula, flops), names in groups.items():
-                lines.append(f"FLOPs ({', '.join(names)}): {formula} = {flops:,}")
-        else:
-            who = "" if same and len(counted) == len(ok) else f" ({', '.join(r['variant'] for r in counted)})"
-            value = f"{counted[0]['flops']:,}" if same else ", ".join(f"{r['variant']} {r['flops']:,}" for r in counted)
-            lines.append(f"FLOPs{who if same else ''}: {counted[0]['flop_formula']} = {value}")
-    for r in ok:  # a trace whose attention calls could not be counted: which field it lacked, and why
-        if not r.get("flops") and r.get("flops_unknown"):
-            lines.append(f"FLOPs ({r['variant']}): not known, {r['flops_unknown']}")
-    lines += peak_lines(doc, ok)
+    if has("TFLOP/s", "%peak"):  # the FLOP count is what those columns divide by
+        lines += flop_lines(ok)
+    if has("%peak"):
+        lines += peak_lines(doc, ok)
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
     if not brief:  # how the host and the device were timed, and the counters: --verbose on a narrow terminal
-        lines += _graph_lines(ok)
-        lines += host_lines(ok)
+        lines += _graph_lines(ok) if has("GPU µs") else []
+        lines += host_lines(ok) if has("CPU µs") else []
         lines += ncu_lines(ok)
     if any(r.get("source") == "trace" for r in ok):
-        lines.append(
-            "from a trace: GPU µs is the sum of its GPU events; CPU µs is the host span of the traced region "
-            "(one sample, profiler overhead included); error needs a run; FLOPs and TFLOP/s come from the attention "
-            "ops' recorded shapes where the trace has them (attention_calls in the JSON), over the GPU time "
-            "launched inside those ops"
-        )
+        parts = [
+            *(["GPU µs is the sum of its GPU events"] if has("GPU µs") else []),
+            *(["CPU µs is the host span of the traced region (one sample, profiler overhead included)"]
+              if has("CPU µs") else []),
+            *(["error needs a run"] if has("error") else []),
+            *(["FLOPs and TFLOP/s come from the attention ops' recorded shapes where the trace has them "
+               "(attention_calls in the JSON), over the GPU time launched inside those ops"]
+              if has("TFLOP/s", "%peak") else []),
+        ]  # fmt: skip
+        if parts:
+            lines.append("from a trace: " + "; ".join(parts))
     cpu_rows = [r for r in ok if r.get("device_kind") == "cpu"]
     if cpu_rows:
-        wall = "; CPU µs is wall time per call" if any(r.get("source") == "run" for r in cpu_rows) else ""
-        lines.append(f"on CPU 'ops' counts leaf compute aten ops (no device kernels exist){wall}")
+        parts = [
+            *(["'ops' counts leaf compute aten ops (no device kernels exist)"] if has("ops") else []),
+            *(["CPU µs is wall time per call"] if any(r.get("source") == "run" for r in cpu_rows) else []),
+        ]
+        if parts:
+            lines.append("on CPU " + "; ".join(parts))
+    return lines
+
+
+def flop_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """The FLOP count under TFLOP/s and %peak: each formula once, with the count of every row it gives."""
+    lines = []
+    counted = [r for r in ok if r.get("flops")]
+    by_formula: dict[Any, dict[int, list[str]]] = {}
+    for r in counted:
+        by_formula.setdefault(r.get("flop_formula"), {}).setdefault(r["flops"], []).append(r["variant"])
+    for formula, counts in by_formula.items():
+        if len(by_formula) == 1 and len(counts) == 1 and len(counted) == len(ok):
+            lines.append(f"FLOPs: {formula} = {next(iter(counts)):,}")  # one count for every row
+        elif len(counts) == 1:
+            ((flops, names),) = counts.items()
+            lines.append(f"FLOPs ({', '.join(names)}): {formula} = {flops:,}")
+        else:
+            each = "; ".join(f"{', '.join(names)} {flops:,}" for flops, names in counts.items())
+            lines.append(f"FLOPs: {formula} = {each}")
+    for r in ok:  # a trace whose attention calls could not be counted: which field it lacked, and why
+        if not r.get("flops") and r.get("flops_unknown"):
+            lines.append(f"FLOPs ({r['variant']}): not known, {r['flops_unknown']}")
     return lines
 
 
@@ -341,6 +377,7 @@ def render(
     doc: dict[str, Any], console: Console, *, kernels: bool = False, title: str | None = None, verbose: bool = False
 ) -> None:
     from attnscope.report.text.notes import reading_lines
+    from attnscope.report.text.terminal import bullet
 
     table, dropped = fitted_table(doc, title, console)
     console.print(table)
@@ -350,9 +387,13 @@ def render(
     brief = not verbose and console.width < NARROW
     if dropped:
         gone = ", ".join(dropped)
-        console.print(f"  ({console.width} columns: {gone} left out; a wider terminal or --json has them)")
-    for line in footnotes(doc, verbose, brief) + ([] if brief else reading_lines(doc)):
-        console.print(f"  • {line}", highlight=False)
+        console.print(
+            bullet(console, "  ", f"({console.width} columns: {gone} left out; a wider terminal or --json has them)"),
+            highlight=False,
+        )
+    shown = frozenset(str(c.header) for c in table.columns)
+    for line in footnotes(doc, verbose, brief, shown) + ([] if brief else reading_lines(doc)):
+        console.print(bullet(console, "  • ", line), highlight=False)
     render_explanations(doc, console, verbose=verbose, brief=brief)
     if kernels:
         from attnscope.report.text.kernels import print_kernels
