@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from attnscope.core.arguments import check_timeout
+from attnscope.core.arguments import check_seconds, check_timeout
 from attnscope.core.types import Case, Mode, Prediction, Result
 
 
@@ -60,11 +60,15 @@ def plain_call(case: Case) -> tuple[Case, dict[str, Any] | None]:
     """(the case to measure, the document's ``equivalent_case``): a mask that keeps every key is the plain call
     (attnscope.analysis.equivalent), so that call is measured and advised on, and the document says so.  ALiBi
     keeps the stated alignment (its bias depends on where the queries sit): ``none@lower_right``."""
-    from attnscope.analysis.equivalent import equivalent_case
+    from attnscope.analysis.equivalent import causal_equivalent, equivalent_case
 
     same = equivalent_case(case.to_dict())
     if same is None:
-        return case, None
+        causal = causal_equivalent(case.to_dict())
+        if causal is None:
+            return case, None
+        measured = "the plain causal call"
+        return replace(case, mask=causal["mask"]), {**causal, "asked": case.mask, "measured": measured}
     align = case.mask_spec.align
     plain = "none" if not (case.alibi and align and case.seq_q != case.num_seq_kv) else f"none@{align}"
     return replace(case, mask=plain), {**same, "mask": plain, "asked": case.mask, "measured": "the plain call"}
@@ -98,8 +102,8 @@ def run(
     from attnscope.execute.runner import Options
     from attnscope.execute.runner import run as _run
 
-    if timeout_s is not None and not timeout_s > 0:
-        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
+    if timeout_s is not None:
+        check_seconds("timeout_s", timeout_s)
     check_timeout(executor, timeout_s)
     case = case if mode is None else replace(case, mode=mode)
     from attnscope.api.user_mods import check_user_mods, with_user_variants

@@ -28,7 +28,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
-from attnscope.core.arguments import finite_float, timeout_seconds
+from attnscope.core.arguments import seconds, timeout_seconds
 
 
 def _cmd_guess(args: argparse.Namespace) -> int:
@@ -123,7 +123,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         )
         sp.add_argument(
             "--budget",
-            type=finite_float("budget", minimum=0.0, strict=True),
+            type=seconds("budget"),
             default=0.5,
             help="seconds per timer per variant (default 0.5)",
         )

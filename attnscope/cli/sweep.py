@@ -21,8 +21,8 @@ from attnscope.core.arguments import (
     check_output_dir,
     check_output_file,
     check_timeout,
-    finite_float,
     positive_int,
+    seconds,
     timeout_seconds,
 )
 from attnscope.core.case import AXIS_FIELDS, add_flags
@@ -75,7 +75,7 @@ def add_parser(sub: Any, help_text: str) -> None:
     m = s.add_argument_group("measurement")
     m.add_argument(
         "--budget",
-        type=finite_float("budget", minimum=0.0, strict=True),
+        type=seconds("budget"),
         default=DEFAULT_BUDGET_S,
         help=f"seconds per timer per job (default {DEFAULT_BUDGET_S:g})",
     )
