@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from attnscope.core.arguments import check_seconds, check_timeout
+from attnscope.core.arguments import UsageError, check_seconds, check_timeout
 from attnscope.core.types import Case, Mode, Prediction, Result
 
 
@@ -74,6 +74,30 @@ def plain_call(case: Case) -> tuple[Case, dict[str, Any] | None]:
     return replace(case, mask=plain), {**same, "mask": plain, "asked": case.mask, "measured": "the plain call"}
 
 
+def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
+    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run (the command line
+    and :func:`run` both ask: the one-line ``UsageError`` names the case, never a flag)."""
+    from attnscope.measure.env import free_memory_bytes
+    from attnscope.variants import REGISTRY
+    from attnscope.workloads import sizing
+
+    free = free_memory_bytes(case.device)
+    if free is None:
+        return  # the system does not say: the runner's per-variant guards still apply
+    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
+    if why:
+        raise UsageError(f"{case.label()}: {why}")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    runnable = [
+        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
+    ]
+    rate = sizing.CEILING_TFLOPS[dev]
+    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
+    if runnable and all(reasons.values()):
+        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
+        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
+
+
 def run(
     case: Case,
     variants: str | list[str] | None = None,
@@ -104,14 +128,18 @@ def run(
 
     if timeout_s is not None:
         check_seconds("timeout_s", timeout_s)
-    check_timeout(executor, timeout_s)
+    check_timeout(executor, timeout_s, library=True)
     case = case if mode is None else replace(case, mode=mode)
     from attnscope.api.user_mods import check_user_mods, with_user_variants
+    from attnscope.measure.env import check_device
+    from attnscope.variants import resolve
 
+    check_device(case.device, "case.device")  # the command line's checks, before any tensor (a one-line error)
+    opts = Options(**options)  # its budget checked
     case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
     variants = with_user_variants(case, variants)
+    check_case_fits(case, [v.name for v in resolve(variants)], explicit=variants is not None)
     case, same = plain_call(case)  # a mask that keeps every key: the plain call measured, and said
-    opts = Options(**options)
     from attnscope.measure import host
 
     load = host.read_load()  # before the measuring adds its own threads to the load

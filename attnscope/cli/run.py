@@ -63,26 +63,10 @@ def check_run_args(args: argparse.Namespace) -> None:
 
 
 def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
-    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run."""
-    from attnscope.measure.env import free_memory_bytes
-    from attnscope.variants import REGISTRY
-    from attnscope.workloads import sizing
+    """:func:`attnscope.api.running.check_case_fits`, imported when a command runs (the API's package is heavy)."""
+    from attnscope.api.running import check_case_fits as fits
 
-    free = free_memory_bytes(case.device)
-    if free is None:
-        return  # the system does not say: the runner's per-variant guards still apply
-    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
-    if why:
-        raise UsageError(f"{case.label()}: {why}")
-    dev = "cuda" if case.device.startswith("cuda") else "cpu"
-    runnable = [
-        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
-    ]
-    rate = sizing.CEILING_TFLOPS[dev]
-    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
-    if runnable and all(reasons.values()):
-        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
-        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
+    fits(case, names, explicit)
 
 
 def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:

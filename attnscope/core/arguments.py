@@ -113,9 +113,15 @@ def timeout_seconds(s: str) -> float:
     return seconds("timeout")(s)
 
 
-def check_timeout(executor: str, timeout: float | None) -> None:
-    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it."""
+def check_timeout(executor: str, timeout: float | None, *, library: bool = False) -> None:
+    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it.
+    ``library``: said in the API's words (``timeout_s``, ``executor=``) instead of the flags'."""
     if timeout is not None and executor == "inline":
+        if library:
+            raise UsageError(
+                "timeout_s needs a worker it can stop, and the inline executor runs in this process: "
+                "pass executor='process' (or 'ray'), or leave timeout_s out"
+            )
         raise UsageError(
             "--timeout needs a worker it can stop, and the inline executor runs in this process: "
             "use --executor process (or ray), or leave --timeout out"
@@ -233,12 +239,13 @@ def check_input_file(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {p}: not a file")
 
 
-def parse_device(text: str) -> tuple[str, int | None]:
-    """('cpu' | 'cuda', index or None), or UsageError for any other device name."""
-    m = DEVICE_RE.match(text.strip().lower())
+def parse_device(text: str, what: str = "--device") -> tuple[str, int | None]:
+    """('cpu' | 'cuda', index or None), or UsageError for any other device name (``what``: how the message
+    names where it came from: the flag, or the library's ``case.device``)."""
+    m = DEVICE_RE.match(str(text).strip().lower())
     if not m:
-        raise UsageError(f"--device {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
+        raise UsageError(f"{what} {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
     kind, idx = m.group(1), m.group(2)
     if kind == "cpu" and idx is not None:
-        raise UsageError(f"--device {text!r}: the CPU takes no index; use cpu")
+        raise UsageError(f"{what} {text!r}: the CPU takes no index; use cpu")
     return kind, (int(idx) if idx is not None else None)
