@@ -136,9 +136,11 @@ def run(
 
     check_device(case.device, "case.device")  # the command line's checks, before any tensor (a one-line error)
     opts = Options(**options)  # its budget checked
-    case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
+    explicit = variants is not None
     variants = with_user_variants(case, variants)
-    check_case_fits(case, [v.name for v in resolve(variants)], explicit=variants is not None)
+    check_case_fits(case, [v.name for v in resolve(variants)], explicit=explicit)
+    # last: importing the user's mask_mod / score_mod file runs its code
+    case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
     case, same = plain_call(case)  # a mask that keeps every key: the plain call measured, and said
     from attnscope.measure import host
 

@@ -69,29 +69,32 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
     fits(case, names, explicit)
 
 
-def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    """The checked case and the chosen variants' names: everything a run refuses, refused before any tensor."""
+def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
+    """The checked case, the chosen variants' names and the predictions of ``--guess``: everything a run refuses,
+    refused before any tensor.  The user's ``--mask-mod`` / ``--score-mod`` file is imported (its code runs) last,
+    only once every other check has passed."""
     from attnscope.api.user_mods import check_user_mods, with_user_variants
     from attnscope.variants import resolve
 
     check_run_args(args)
     case = _case_from(args)
-    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
-    return case, chosen
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """`attnscope run`: parse and check, call the API, render."""
-    case, chosen = prepare_run(args)
     preds = None
     if getattr(args, "guess", None):  # read and checked before any torch work
         from attnscope.api.guesses import load_predictions
         from attnscope.variants import REGISTRY
 
         preds = load_predictions(args.guess, chosen, set(REGISTRY))
+    # last: this imports the user's file, which runs its code
+    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
+    return case, chosen, preds
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`attnscope run`: parse and check, call the API, render."""
+    case, _, preds = prepare_run(args)
     return run_and_render(args, case, preds)
 
 

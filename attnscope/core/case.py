@@ -307,14 +307,17 @@ FIELDS: tuple[CaseField, ...] = (
     ),
     CaseField(
         "mask_mod", "str | None",
-        run=(Flag("--mask-mod", "FILE.py:FN, your flex mask_mod (or a factory of the device): measured with flex"),),
+        run=(Flag("--mask-mod", "FILE.py:FN, your flex mask_mod (or a factory of the device): measured with flex. "
+                  "FILE.py is imported, so its code runs (after every other check has passed): name only code you "
+                  "trust"),),
         sweep=(),  # run only: a user's mask is usually written for one shape
         label=lambda c: f" mask_mod={c.mask_mod.rsplit('/', 1)[-1]}" if c.mask_mod else "",
         file=lambda c: f"-mm-{c.mask_mod.rsplit('/', 1)[-1]}" if c.mask_mod else "", policy_rank=13, omit_none=True,
     ),
     CaseField(
         "score_mod", "str | None",
-        run=(Flag("--score-mod", "FILE.py:FN, your flex score_mod (or a factory of the device), as the flags"),),
+        run=(Flag("--score-mod", "FILE.py:FN, your flex score_mod (or a factory of the device), as the flags; "
+                  "FILE.py is imported and its code runs, as with --mask-mod"),),
         sweep=(),
         label=lambda c: f" score_mod={c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "",
         file=lambda c: f"-sm-{c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "", policy_rank=14, omit_none=True,
