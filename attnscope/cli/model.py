@@ -21,8 +21,8 @@ def add_parser(sub: Any, help_text: str) -> None:
         "model",
         help=help_text,
         epilog="exit codes: 0 something measured; 1 nothing could be measured (every row skipped, error, OOM or "
-        "timeout); 2 bad input, refused before any model is built; 130/143 interrupted (SIGINT/SIGTERM), after "
-        "saving the rows so far",
+        "timeout); 2 bad input, refused before any model is built; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP), "
+        "after saving the rows so far",
     )
     m.add_argument(
         "--config",
@@ -237,15 +237,26 @@ def _env(device: str) -> dict[str, Any]:
     return {**dataclasses.asdict(collect(device)), "transformers": transformers.__version__}
 
 
+def _saved(args: argparse.Namespace, rows: list[dict[str, Any]], new: int) -> str:
+    """What an interrupted model run leaves, naming only the files that exist: the rows so far and how to resume."""
+    where = [p for p in (args.out, args.json) if p and Path(p).exists()]
+    if not rows:
+        return "nothing measured yet"
+    if not where:
+        return f"{new} row(s) measured, not saved (no --out or --json was given)"
+    how = f"; resume with --resume --out {args.out}" if args.out and Path(args.out).exists() else ""
+    return f"{len(rows)} row(s) saved in {' and '.join(where)} ({new} measured in this run){how}"
+
+
 def cmd_model(args: argparse.Namespace) -> int:
-    import signal
     import sys
     import time
 
     from rich.console import Console
 
     from attnscope.analysis.recommend.model import annotate_rows
-    from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _on_term, _same_run, _Stop
+    from attnscope.cli import stop
+    from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _same_run
     from attnscope.document.schema import write_atomic
     from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
@@ -283,7 +294,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     todo = [j for j in jobs if j.key not in done]
     ex = _executor(args)
-    old_term = signal.signal(signal.SIGTERM, _on_term)
+    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
         bar = _Bar(len(todo))
         with bar.progress:
@@ -299,16 +310,12 @@ def cmd_model(args: argparse.Namespace) -> int:
             for j in todo:
                 if j.key not in finished:
                     save(j.failed("skipped", why).row)
-        ex.close()
     except KeyboardInterrupt as e:
-        signal.signal(signal.SIGTERM, old_term)
+        stop.restore(old)
+        return stop.interrupted(e, _saved(args, rows, len(rows) - len(earlier)))
+    finally:  # an exception too: the workers stopped, their temporary folder removed
         ex.close()
-        where = [p for p in (args.out, args.json) if p]
-        saved = f"{len(rows)} row(s) saved in {' and '.join(where)}" if where else "nothing saved (no --out or --json)"
-        how = f"; resume with --resume --out {args.out}" if args.out else ""
-        print(f"attnscope: interrupted: {saved}{how}", file=sys.stderr)
-        return 128 + (e.signum if isinstance(e, _Stop) else signal.SIGINT)
-    signal.signal(signal.SIGTERM, old_term)
+    stop.restore(old)
     recs = annotate_rows(rows)
     doc = document(spec, cfg, opts, impls, modes, rows, env, recs, False, points)
     walls = [(f"{r['impl']} {r['mode']}", r["wall_time"]) for r in rows if r.get("wall_time")]

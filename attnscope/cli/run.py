@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli import stop
 from attnscope.core.arguments import (
     UsageError,
     check_input_file,
@@ -98,32 +99,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_and_render(args, case, preds)
 
 
-class Stopped(KeyboardInterrupt):
-    """SIGTERM (or SIGINT) turned into an exception that unwinds to the command, which saves and names the file."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    raise Stopped(signum)
-
-
-def interrupted(e: KeyboardInterrupt, what: str) -> int:
-    """One line on stderr naming what was saved; the exit status of the signal (130 SIGINT, 143 SIGTERM)."""
-    import signal
-    import sys
-
-    signum = e.signum if isinstance(e, Stopped) else signal.SIGINT
-    print(f"attnscope: interrupted ({signal.Signals(signum).name}): {what}", file=sys.stderr)
-    return 128 + int(signum)
-
-
 def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
     """Call ``attnscope.api.run`` with the progress shown and each row saved, then render (run and guess)."""
-    import signal
-
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from attnscope.api import run
@@ -139,7 +116,7 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
         if args.json:  # rewritten atomically after every variant: a crash never loses finished results
             write_atomic(args.json, partial_document(case, done))
 
-    old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
+    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
         with Progress(
             SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
@@ -161,15 +138,15 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
                 measure_peak=not args.no_peak,
             )
     except KeyboardInterrupt as e:
-        signal.signal(signal.SIGTERM, old_term)
+        stop.restore(old)
         if args.json and done:
             what = f"{len(done)} finished variant(s) saved in {args.json} (marked partial)"
-        elif args.json:
-            what = f"no variant had finished: nothing saved in {args.json}"
+        elif not done:
+            what = "nothing measured yet"  # and no file written: --json is written after the first variant
         else:
             what = f"{len(done)} finished variant(s) not saved (no --json was given)"
-        return interrupted(e, what)
-    signal.signal(signal.SIGTERM, old_term)
+        return stop.interrupted(e, what)
+    stop.restore(old)
     return render_run(args, case, doc, console)
 
 

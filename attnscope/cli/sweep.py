@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import shlex
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli import stop
 from attnscope.cli.run import _check_html, add_assets_arg
 from attnscope.core.arguments import (
     UsageError,
@@ -298,19 +298,7 @@ def _resume_command(args: argparse.Namespace) -> str:
     return shlex.join(["attnscope", *argv, *([] if "--resume" in argv else ["--resume"])])
 
 
-class _Stop(KeyboardInterrupt):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    raise _Stop(signum)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
-    import sys
-
     from rich.console import Console
 
     from attnscope.document.schema import result_to_dict, write_atomic
@@ -346,20 +334,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     load = host.read_load()  # before the workers add their own threads to the load
     t0 = time.monotonic()
-    old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
+    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
         with bar.progress:
             sweep.run_sweep(p.jobs, store, p.executor, env=env, on_start=bar.started, on_result=finished)
     except KeyboardInterrupt as e:
-        signal.signal(signal.SIGTERM, old_term)
+        stop.restore(old)
         saved = len(store.rows())
-        print(
-            f"attnscope: interrupted: {saved} row(s) saved in {args.out} ({len(new)} measured in this run); "
-            f"resume with: {_resume_command(args)}",
-            file=sys.stderr,
-        )
-        return 128 + (e.signum if isinstance(e, _Stop) else signal.SIGINT)
-    signal.signal(signal.SIGTERM, old_term)
+        if saved:
+            what = (
+                f"{saved} row(s) saved in {args.out} ({len(new)} measured in this run); "
+                f"resume with: {_resume_command(args)}"
+            )
+        else:  # no row yet: the file may not exist, and is not named
+            what = f"nothing measured yet; start again with: {_resume_command(args)}"
+        return stop.interrupted(e, what)
+    stop.restore(old)
     elapsed = time.monotonic() - t0
     all_rows = store.rows()
     for line in summary_lines([result_to_dict(r) for r in new], all_rows, args.out, elapsed if new else None):
