@@ -167,6 +167,8 @@ def sweep(
 ) -> list[Result]:
     """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
 
+    ``variants`` None is the default set less the built-ins that cannot run on the cases' devices (on a CPU:
+    sdpa_efficient, sdpa_cudnn, flex_compiled; :func:`attnscope.execute.sweep.default_variants` says why).
     ``resume`` skips the (variant, case, mode) rows ``out`` already holds (a ``crashed`` row is measured again);
     without it a non-empty ``out`` is an error; a resume whose settings (``timing_budget_s``, ``flush_l2``, torch,
     the device) differ from those recorded in ``<out>.settings.json`` is refused unless ``force``.  Cases come
@@ -208,6 +210,10 @@ def sweep(
     if not resume and store.path.exists() and store.path.stat().st_size > 0:
         raise UsageError(f"{out} already holds rows: pass resume=True to measure only what is missing")
     names = [v.name for v in resolve(variants)]
+    if variants is None:  # the default set: the built-ins that can run on the cases' devices (as the CLI's)
+        from attnscope.execute.sweep import default_variants
+
+        names, _ = default_variants([c.device for c in cases])
     done = store.done() if resume else set()
     settings = None
     if cases:

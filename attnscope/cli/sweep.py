@@ -94,6 +94,7 @@ class Plan:
     executor: Any
     workers: str
     settings: dict[str, Any] | None = None  # to record in <out>.settings.json (None: keep the file as it is)
+    left_out: str | None = None  # the line saying which default variants cannot run on this device
 
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
@@ -151,7 +152,7 @@ def check(args: argparse.Namespace) -> Plan:
     from attnscope.execute.executors import make_executor
     from attnscope.execute.job import Options
     from attnscope.execute.store import Store
-    from attnscope.execute.sweep import MAX_JOBS, grid, plan
+    from attnscope.execute.sweep import MAX_JOBS, default_variants, grid, left_out_line, plan
     from attnscope.variants import resolve
 
     if args.ray_address and args.executor != "ray":
@@ -172,6 +173,10 @@ def check(args: argparse.Namespace) -> Plan:
         raise UsageError("--executor inline runs one job at a time here: use process or ray for several workers")
     cases = grid(_axes(args, device), device)
     variants = [v.name for v in resolve(args.variants)]
+    left_out = None
+    if args.variants is None:  # the default set: only the built-ins that can run on this device
+        variants, left = default_variants([device])
+        left_out = left_out_line(left, device) if left else None
     if len(cases) * len(variants) > MAX_JOBS:
         raise UsageError(f"{len(cases)} cases × {len(variants)} variants is over {MAX_JOBS:,} jobs: narrow the grid")
     check_output_file(args.out, "--out")
@@ -210,7 +215,7 @@ def check(args: argparse.Namespace) -> Plan:
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     total = len(cases) * len(variants)
-    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings)
+    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings, left_out)
 
 
 def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> dict[str, Any] | None:
@@ -315,6 +320,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short)" if p.num_torn else ""),
         highlight=False,
     )
+    if p.left_out:
+        console.print(f"  {p.left_out}", highlight=False, markup=False)
     bar = _Bar(len(p.jobs), args.quiet)
     new: list[Any] = []
 
