@@ -4,13 +4,17 @@ Lower-right causal with one query (it sees every key), a sliding window at least
 padding that pads nothing, a prefix covering every key: the kept count is B·Sq·Sk (core.masks' exact
 closed forms), so the call computes what ``--mask none`` computes, and a fused backend takes it with
 nothing to build.
+
+A mask that keeps exactly the causal entries is the plain causal call (:func:`causal_equivalent`): a sliding
+window no row reaches past (``sliding:W`` with W at least the keys) keeps a subset of the causal entries and a
+prefix (``prefix:0``, ``prefix:1``) a superset, so an equal kept count is the same set.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnscope.core.masks import kept_pairs, parse_mask
+from attnscope.core.masks import MaskSpec, kept_pairs, parse_mask
 
 
 def equivalent_case(case: dict[str, Any] | None) -> dict[str, str] | None:
@@ -37,3 +41,30 @@ def equivalent_case(case: dict[str, Any] | None) -> dict[str, str] | None:
     else:
         why = f"the mask keeps all {b * sq * sk:,} score entries"
     return {"mask": "none", "why": why + "; the call is the plain one (attn_mask=None, is_causal=False)"}
+
+
+def causal_equivalent(case: dict[str, Any] | None) -> dict[str, str] | None:
+    """``{mask, why}`` when ``case``'s sliding or prefix mask keeps exactly the causal entries (of its alignment);
+    None otherwise.  ``mask`` is that causal mask's canonical spelling (``causal``, ``causal@top_left`` or
+    ``causal_lower_right``)."""
+    if not isinstance(case, dict) or not case.get("mask"):
+        return None
+    try:
+        m = parse_mask(case["mask"])
+        b, sq = case["batch"], case["seq_q"]
+        sk = case.get("seq_kv") or sq
+        if m.kind not in ("sliding", "prefix") or kept_pairs(m, b, sq, sk) != kept_pairs(
+            MaskSpec("causal", align=m.align), b, sq, sk
+        ):
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    causal = MaskSpec("causal", align=m.align if sq != sk else None).canonical
+    if m.kind == "sliding":
+        why = f"a window of {m.window} keys reaches back past the first key from every query: it is causal"
+    elif m.prefix == 0:
+        why = "a prefix of 0 keys adds nothing to the causal part"
+    else:
+        why = f"a prefix of {m.prefix} key(s) is within what every query sees causally already"
+    exact = " (attn_mask=None, is_causal=True)" if causal in ("causal", "causal@top_left") else ""
+    return {"mask": causal, "why": why + f"; the call is the plain causal one{exact}"}

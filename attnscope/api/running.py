@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from attnscope.core.arguments import check_timeout
+from attnscope.core.arguments import UsageError, check_seconds, check_timeout
 from attnscope.core.types import Case, Mode, Prediction, Result
 
 
@@ -60,14 +60,42 @@ def plain_call(case: Case) -> tuple[Case, dict[str, Any] | None]:
     """(the case to measure, the document's ``equivalent_case``): a mask that keeps every key is the plain call
     (attnscope.analysis.equivalent), so that call is measured and advised on, and the document says so.  ALiBi
     keeps the stated alignment (its bias depends on where the queries sit): ``none@lower_right``."""
-    from attnscope.analysis.equivalent import equivalent_case
+    from attnscope.analysis.equivalent import causal_equivalent, equivalent_case
 
     same = equivalent_case(case.to_dict())
     if same is None:
-        return case, None
+        causal = causal_equivalent(case.to_dict())
+        if causal is None:
+            return case, None
+        measured = "the plain causal call"
+        return replace(case, mask=causal["mask"]), {**causal, "asked": case.mask, "measured": measured}
     align = case.mask_spec.align
     plain = "none" if not (case.alibi and align and case.seq_q != case.num_seq_kv) else f"none@{align}"
     return replace(case, mask=plain), {**same, "mask": plain, "asked": case.mask, "measured": "the plain call"}
+
+
+def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
+    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run (the command line
+    and :func:`run` both ask: the one-line ``UsageError`` names the case, never a flag)."""
+    from attnscope.measure.env import free_memory_bytes
+    from attnscope.variants import REGISTRY
+    from attnscope.workloads import sizing
+
+    free = free_memory_bytes(case.device)
+    if free is None:
+        return  # the system does not say: the runner's per-variant guards still apply
+    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
+    if why:
+        raise UsageError(f"{case.label()}: {why}")
+    dev = "cuda" if case.device.startswith("cuda") else "cpu"
+    runnable = [
+        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
+    ]
+    rate = sizing.CEILING_TFLOPS[dev]
+    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
+    if runnable and all(reasons.values()):
+        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
+        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
 
 
 def run(
@@ -98,16 +126,22 @@ def run(
     from attnscope.execute.runner import Options
     from attnscope.execute.runner import run as _run
 
-    if timeout_s is not None and not timeout_s > 0:
-        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
-    check_timeout(executor, timeout_s)
+    if timeout_s is not None:
+        check_seconds("timeout_s", timeout_s)
+    check_timeout(executor, timeout_s, library=True)
     case = case if mode is None else replace(case, mode=mode)
     from attnscope.api.user_mods import check_user_mods, with_user_variants
+    from attnscope.measure.env import check_device
+    from attnscope.variants import resolve
 
-    case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
+    check_device(case.device, "case.device")  # the command line's checks, before any tensor (a one-line error)
+    opts = Options(**options)  # its budget checked
+    explicit = variants is not None
     variants = with_user_variants(case, variants)
+    check_case_fits(case, [v.name for v in resolve(variants)], explicit=explicit)
+    # last: importing the user's mask_mod / score_mod file runs its code
+    case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
     case, same = plain_call(case)  # a mask that keeps every key: the plain call measured, and said
-    opts = Options(**options)
     from attnscope.measure import host
 
     load = host.read_load()  # before the measuring adds its own threads to the load

@@ -134,7 +134,7 @@ def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run through the API as `attnscope run` does, the answers as predictions."""
     from attnscope.cli.run import prepare_run, run_and_render
 
-    case, chosen = prepare_run(args)  # paths, names and the case's size before the questions, not after them
+    case, chosen, _ = prepare_run(args)  # paths, names and the case's size before the questions, not after them
     from attnscope.report.text.terminal import clean
 
     print(clean(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}"))

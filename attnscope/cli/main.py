@@ -12,6 +12,9 @@ import os
 import sys
 from typing import Any
 
+# The console script's entry() installs the stopping signals' handlers first thing; what this module imports before
+# that is kept light (no torch, no rich, no analysis: ~10 ms), so a signal at any moment ends in one line.
+from attnscope.cli import stop
 from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's one vocabulary)
     EXIT_FAIL,
     EXIT_INTERNAL,
@@ -28,7 +31,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
-from attnscope.core.arguments import finite_float, timeout_seconds
+from attnscope.core.arguments import seconds, timeout_seconds
 
 
 def _cmd_guess(args: argparse.Namespace) -> int:
@@ -74,7 +77,7 @@ def _command_in(argv: list[str] | None) -> str | None:
 
 
 # What each exit status means, per command (docs/cli.md says the same): printed under every --help.
-_INTERRUPTED = "130/143 interrupted (SIGINT/SIGTERM), after saving what was finished and naming the file"
+_INTERRUPTED = "130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP), after saving what was finished and naming the file"
 _MEASURES = "0 measured; 1 nothing could be measured (every variant skipped or failed: the reasons are printed)"
 EXIT_CODES = {
     "run": f"{_MEASURES}, or with --strict a clearly missed prediction; 2 bad input; {_INTERRUPTED}",
@@ -85,7 +88,7 @@ EXIT_CODES = {
     "report": "0 page written; 2 bad input",
     "recommend": "0 recommended; 1 the rows hold nothing measured to compare (the statuses are printed); 2 bad input",
     "diff": "0 compared; 1 a regression past --threshold; 2 bad input",
-    "tour": "0 toured; 2 bad input; 130 interrupted",
+    "tour": "0 toured; 2 bad input; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP), the steps done saved",
 }
 
 
@@ -123,7 +126,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         )
         sp.add_argument(
             "--budget",
-            type=finite_float("budget", minimum=0.0, strict=True),
+            type=seconds("budget"),
             default=0.5,
             help="seconds per timer per variant (default 0.5)",
         )
@@ -160,8 +163,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     _exit_epilog(sub)
     p.epilog = (
         "exit status: 0 measured (or done); 1 a regression, a --strict miss, or nothing could be measured (with the "
-        "reason); 2 bad input; 130/143 interrupted after saving; 141 the output pipe closed (| head). Each command's "
-        "--help says which apply; docs/cli.md"
+        "reason); 2 bad input; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP) after saving; 141 the output pipe "
+        "closed (| head). Each command's --help says which apply; docs/cli.md"
     )
     return p
 
@@ -191,6 +194,15 @@ def check_environment(args: argparse.Namespace) -> None:
             )
 
 
+# Commands that measure: interrupted before they saved anything, they say "nothing measured yet".
+MEASURING = frozenset({"run", "guess", "sweep", "model", "tour"})
+
+
+def _not_yet(argv: list[str] | None) -> str:
+    """What an interruption before the command saved anything leaves: nothing (its files are written atomically)."""
+    return "nothing measured yet" if _command_in(argv) in MEASURING else "stopped before anything was written"
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # silence Kineto's stderr chatter
     _columns()
@@ -198,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(argv).parse_args(argv)
     except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
         return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
+    except KeyboardInterrupt as e:  # a signal while the command line is read (its modules imported)
+        return stop.interrupted(e, _not_yet(argv))
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what to print when telling how to resume
     try:
         check_environment(args)
@@ -209,9 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks
         print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("attnscope: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # before the command began saving (after, the command says what it saved)
+        return stop.interrupted(e, _not_yet(argv))
     except Exception as e:  # a bug must still end in one line, never a traceback
         if os.environ.get("ATTNSCOPE_DEBUG"):
             raise
@@ -237,11 +250,15 @@ PURE_COMMANDS = frozenset({"analyze", "diff", "recommend", "report"})
 
 def entry() -> None:
     """The console script: main(), then exit (at once for PURE_COMMANDS, their files closed and output flushed)."""
+    stop.install()  # SIGINT, SIGTERM and SIGHUP end every command in one line from here on
     argv = sys.argv[1:]
-    pure = _command_in(argv) in PURE_COMMANDS
-    if pure:  # short runs over acyclic data: the cyclic GC's passes (29, ~5 ms, in an analyze) find nothing to free
-        gc.disable()
-    rc = main(argv)
+    try:
+        pure = _command_in(argv) in PURE_COMMANDS
+        if pure:  # short runs over acyclic data: the cyclic GC's passes (29, ~5 ms, in an analyze) find nothing to free
+            gc.disable()
+        rc = main(argv)
+    except KeyboardInterrupt as e:  # between two of main's own handlers
+        rc, pure = stop.interrupted(e, _not_yet(argv)), False
     if pure:
         try:
             sys.stdout.flush()

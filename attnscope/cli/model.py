@@ -9,6 +9,7 @@ from typing import Any
 
 from attnscope.cli.model_jobs import SCHEMA_VERSION
 from attnscope.cli.run import add_assets_arg, check_assets
+from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, positive_int, seconds, timeout_seconds
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
 __all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
@@ -20,8 +21,8 @@ def add_parser(sub: Any, help_text: str) -> None:
         "model",
         help=help_text,
         epilog="exit codes: 0 something measured; 1 nothing could be measured (every row skipped, error, OOM or "
-        "timeout); 2 bad input, refused before any model is built; 130/143 interrupted (SIGINT/SIGTERM), after "
-        "saving the rows so far",
+        "timeout); 2 bad input, refused before any model is built; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP), "
+        "after saving the rows so far",
     )
     m.add_argument(
         "--config",
@@ -38,12 +39,16 @@ def add_parser(sub: Any, help_text: str) -> None:
         help="tokens per sequence (decode: the KV cache length), or a grid: 512,1024 or 512..4096x2 "
         "(default 128 CPU, 2048 CUDA)",
     )
-    m.add_argument("--layers", type=int, help="override the depth (number of blocks) so that big models fit")
+    m.add_argument(
+        "--layers",
+        type=positive_int("layers", MAX_LAYERS),
+        help="override the depth (number of blocks) so that big models fit",
+    )
     m.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
-    m.add_argument("--budget", type=float, default=1.0, help="seconds of timing per row (default 1.0)")
+    m.add_argument("--budget", type=seconds("budget"), default=1.0, help="seconds of timing per row (default 1.0)")
     m.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds("time-limit"),
         help="seconds; rows not started by then (the first always runs) are skipped rows that say so",
     )
     m.add_argument("--json", help="write the JSON document here (rewritten after every row)")
@@ -56,7 +61,9 @@ def add_parser(sub: Any, help_text: str) -> None:
         help="process (default: rows in a worker process, so a crash or an OOM is a row), inline, ray",
     )
     m.add_argument("--devices", help="cuda:0,cuda:1 or all: one worker per GPU (process or ray executor)")
-    m.add_argument("--timeout", type=float, help="seconds per row before its worker is stopped (process, ray)")
+    m.add_argument(
+        "--timeout", type=timeout_seconds, help="seconds per row before its worker is stopped (process, ray)"
+    )
     m.add_argument("--html", help="also write a one-file HTML report here")
     add_assets_arg(m)
     m.add_argument("--trace-dir", help="keep the profiled step's Kineto trace of each row here")
@@ -142,6 +149,12 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
     modes = _split(args.mode, MODES, "mode") or list(MODES)
     if args.dtype not in DTYPES:
         raise ValueError(f"--dtype: expected one of {', '.join(DTYPES)}, got {args.dtype!r}")
+    # the numbers first, before any config is read or model library imported (--budget, --timeout and
+    # --time-limit are checked by their types: finite seconds in (0, a week])
+    given_batches = parse_int_axis("batch", args.batch, limit=MAX_DIM["batch"]) if args.batch is not None else None
+    given_seqs = parse_int_axis("seq", args.seq, limit=MAX_DIM["seq"]) if args.seq is not None else None
+    if given_seqs and min(given_seqs) < 2:
+        raise ValueError(f"--seq must be ≥ 2 (a step predicts the next token), got {args.seq}")
     _check_html(args.html)
     _check_paths(args)
     spec = resolve(args.config)
@@ -151,17 +164,9 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
     cuda = device.startswith("cuda")
     if args.devices and device != "cuda":
         raise ValueError(f"--devices {args.devices}: each worker gets its own GPU as cuda; here the device is {device}")
-    batches = parse_int_axis("batch", args.batch) if args.batch is not None else [2 if cuda else 1]
-    seqs = parse_int_axis("seq", args.seq) if args.seq is not None else [2048 if cuda else 128]
+    batches = given_batches or [2 if cuda else 1]
+    seqs = given_seqs or [2048 if cuda else 128]
     batch, seq = max(batches), max(seqs)  # the largest point: what the positions and the size check weigh
-    if min(batches) < 1 or min(seqs) < 2:
-        raise ValueError(f"--batch must be ≥ 1 and --seq ≥ 2, got batch {args.batch}, seq {args.seq}")
-    if args.budget <= 0:
-        raise ValueError(f"--budget must be positive, got {args.budget}")
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise ValueError(f"--time-limit must be positive, got {args.time_limit}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise ValueError(f"--timeout must be positive, got {args.timeout}")
     if args.timeout is not None and args.executor == "inline":
         raise ValueError("--timeout needs a worker it can stop: use --executor process or ray")
     if args.devices and args.executor == "inline":
@@ -236,6 +241,17 @@ def _env(device: str) -> dict[str, Any]:
     return {**dataclasses.asdict(collect(device)), "transformers": transformers.__version__}
 
 
+def _saved(args: argparse.Namespace, rows: list[dict[str, Any]], new: int) -> str:
+    """What an interrupted model run leaves, naming only the files that exist: the rows so far and how to resume."""
+    where = [p for p in (args.out, args.json) if p and Path(p).exists()]
+    if not rows:
+        return "nothing measured yet"
+    if not where:
+        return f"{new} row(s) measured, not saved (no --out or --json was given)"
+    how = f"; resume with --resume --out {args.out}" if args.out and Path(args.out).exists() else ""
+    return f"{len(rows)} row(s) saved in {' and '.join(where)} ({new} measured in this run){how}"
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     """The model's rows, with --out locked from before it is read until the command ends (a second writer is
     refused)."""
@@ -250,12 +266,12 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def _model(args: argparse.Namespace) -> int:
-    import signal
     import sys
     import time
 
     from attnscope.analysis.recommend.model import annotate_rows
-    from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _on_term, _same_run, _Stop
+    from attnscope.cli import stop
+    from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _same_run
     from attnscope.document.schema import write_atomic
     from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
@@ -295,7 +311,7 @@ def _model(args: argparse.Namespace) -> int:
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     todo = [j for j in jobs if j.key not in done]
     ex = _executor(args)
-    old_term = signal.signal(signal.SIGTERM, _on_term)
+    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
         bar = _Bar(len(todo))
         with bar.progress:
@@ -311,16 +327,12 @@ def _model(args: argparse.Namespace) -> int:
             for j in todo:
                 if j.key not in finished:
                     save(j.failed("skipped", why).row)
-        ex.close()
     except KeyboardInterrupt as e:
-        signal.signal(signal.SIGTERM, old_term)
+        stop.restore(old)
+        return stop.interrupted(e, _saved(args, rows, len(rows) - len(earlier)))
+    finally:  # an exception too: the workers stopped, their temporary folder removed
         ex.close()
-        where = [p for p in (args.out, args.json) if p]
-        saved = f"{len(rows)} row(s) saved in {' and '.join(where)}" if where else "nothing saved (no --out or --json)"
-        how = f"; resume with --resume --out {args.out}" if args.out else ""
-        print(f"attnscope: interrupted: {saved}{how}", file=sys.stderr)
-        return 128 + (e.signum if isinstance(e, _Stop) else signal.SIGINT)
-    signal.signal(signal.SIGTERM, old_term)
+    stop.restore(old)
     recs = annotate_rows(rows)
     doc = document(spec, cfg, opts, impls, modes, rows, env, recs, False, points)
     walls = [(f"{r['impl']} {r['mode']}", r["wall_time"]) for r in rows if r.get("wall_time")]

@@ -63,18 +63,6 @@ class _Bar:
             )
 
 
-class _Stop(KeyboardInterrupt):
-    """SIGTERM (``timeout``, job schedulers) ends the run as Ctrl-C does: after saving."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    raise _Stop(signum)
-
-
 def _jobs(
     args: argparse.Namespace,
     spec: Any,

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli import stop
 from attnscope.core.arguments import (
     UsageError,
     check_input_file,
@@ -79,80 +80,43 @@ def user_code_files(args: argparse.Namespace) -> list[tuple[str, str | None]]:
 
 
 def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
-    """Refuse, before any tensor, a case whose inputs do not fit or where no variant could run."""
-    from attnscope.measure.env import free_memory_bytes
-    from attnscope.variants import REGISTRY
-    from attnscope.workloads import sizing
+    """:func:`attnscope.api.running.check_case_fits`, imported when a command runs (the API's package is heavy)."""
+    from attnscope.api.running import check_case_fits as fits
 
-    free = free_memory_bytes(case.device)
-    if free is None:
-        return  # the system does not say: the runner's per-variant guards still apply
-    why = sizing.case_skip(case, free, sizing.reference_chunk_bytes())
-    if why:
-        raise UsageError(f"{case.label()}: {why}")
-    dev = "cuda" if case.device.startswith("cuda") else "cpu"
-    runnable = [
-        n for n in names if (explicit or dev not in REGISTRY[n].opt_in_on) and REGISTRY[n].refusal(case) is None
-    ]
-    rate = sizing.CEILING_TFLOPS[dev]
-    reasons = {n: sizing.variant_skip(case, n, free, rate) for n in runnable}
-    if runnable and all(reasons.values()):
-        first = min(runnable, key=lambda n: sizing.variant_bytes(case, n).bytes)
-        raise UsageError(f"{case.label()}: no variant can run this case here; {first}, the lightest: {reasons[first]}")
+    fits(case, names, explicit)
 
 
-def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    """The checked case and the chosen variants' names: everything a run refuses, refused before any tensor."""
+def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
+    """The checked case, the chosen variants' names and the predictions of ``--guess``: everything a run refuses,
+    refused before any tensor.  The user's ``--mask-mod`` / ``--score-mod`` file is imported (its code runs) last,
+    only once every other check has passed."""
     from attnscope.api.user_mods import check_user_mods, with_user_variants
     from attnscope.variants import resolve
 
     check_run_args(args)
     case = _case_from(args)
-    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
-    return case, chosen
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """`attnscope run`: parse and check, call the API, render."""
-    case, chosen = prepare_run(args)
     preds = None
     if getattr(args, "guess", None):  # read and checked before any torch work
         from attnscope.api.guesses import load_predictions
         from attnscope.variants import REGISTRY
 
         preds = load_predictions(args.guess, chosen, set(REGISTRY))
+    # last: this imports the user's file, which runs its code
+    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
+    return case, chosen, preds
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`attnscope run`: parse and check, call the API, render."""
+    case, _, preds = prepare_run(args)
     return run_and_render(args, case, preds)
-
-
-class Stopped(KeyboardInterrupt):
-    """SIGTERM (or SIGINT) turned into an exception that unwinds to the command, which saves and names the file."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    raise Stopped(signum)
-
-
-def interrupted(e: KeyboardInterrupt, what: str) -> int:
-    """One line on stderr naming what was saved; the exit status of the signal (130 SIGINT, 143 SIGTERM)."""
-    import signal
-    import sys
-
-    signum = e.signum if isinstance(e, Stopped) else signal.SIGINT
-    print(f"attnscope: interrupted ({signal.Signals(signum).name}): {what}", file=sys.stderr)
-    return 128 + int(signum)
 
 
 def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
     """Call ``attnscope.api.run`` with the progress shown and each row saved, then render (run and guess)."""
-    import signal
-
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from attnscope.api import run
@@ -168,7 +132,7 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
         if args.json:  # rewritten atomically after every variant: a crash never loses finished results
             write_atomic(args.json, partial_document(case, done))
 
-    old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
+    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
         with Progress(
             SpinnerColumn(),
@@ -194,15 +158,15 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
                 measure_peak=not args.no_peak,
             )
     except KeyboardInterrupt as e:
-        signal.signal(signal.SIGTERM, old_term)
+        stop.restore(old)
         if args.json and done:
             what = f"{len(done)} finished variant(s) saved in {args.json} (marked partial)"
-        elif args.json:
-            what = f"no variant had finished: nothing saved in {args.json}"
+        elif not done:
+            what = "nothing measured yet"  # and no file written: --json is written after the first variant
         else:
             what = f"{len(done)} finished variant(s) not saved (no --json was given)"
-        return interrupted(e, what)
-    signal.signal(signal.SIGTERM, old_term)
+        return stop.interrupted(e, what)
+    stop.restore(old)
     return render_run(args, case, doc, console)
 
 

@@ -9,20 +9,20 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import shlex
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli import stop
 from attnscope.cli.run import _check_html, add_assets_arg
 from attnscope.core.arguments import (
     UsageError,
     check_output_dir,
     check_output_file,
     check_timeout,
-    finite_float,
     positive_int,
+    seconds,
     timeout_seconds,
 )
 from attnscope.core.case import AXIS_FIELDS, add_flags
@@ -76,7 +76,7 @@ def add_parser(sub: Any, help_text: str) -> None:
     m = s.add_argument_group("measurement")
     m.add_argument(
         "--budget",
-        type=finite_float("budget", minimum=0.0, strict=True),
+        type=seconds("budget"),
         default=DEFAULT_BUDGET_S,
         help=f"seconds per timer per job (default {DEFAULT_BUDGET_S:g})",
     )
@@ -95,6 +95,7 @@ class Plan:
     executor: Any
     workers: str
     settings: dict[str, Any] | None = None  # to record in <out>.settings.json (None: keep the file as it is)
+    left_out: str | None = None  # the line saying which default variants cannot run on this device
 
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
@@ -152,7 +153,7 @@ def check(args: argparse.Namespace) -> Plan:
     from attnscope.execute.executors import make_executor
     from attnscope.execute.job import Options
     from attnscope.execute.store import Store
-    from attnscope.execute.sweep import MAX_JOBS, grid, plan
+    from attnscope.execute.sweep import MAX_JOBS, default_variants, grid, left_out_line, plan
     from attnscope.variants import resolve
 
     if args.ray_address and args.executor != "ray":
@@ -173,6 +174,10 @@ def check(args: argparse.Namespace) -> Plan:
         raise UsageError("--executor inline runs one job at a time here: use process or ray for several workers")
     cases = grid(_axes(args, device), device)
     variants = [v.name for v in resolve(args.variants)]
+    left_out = None
+    if args.variants is None:  # the default set: only the built-ins that can run on this device
+        variants, left = default_variants([device])
+        left_out = left_out_line(left, device) if left else None
     if len(cases) * len(variants) > MAX_JOBS:
         raise UsageError(f"{len(cases)} cases × {len(variants)} variants is over {MAX_JOBS:,} jobs: narrow the grid")
     check_output_file(args.out, "--out")
@@ -211,7 +216,7 @@ def check(args: argparse.Namespace) -> Plan:
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     total = len(cases) * len(variants)
-    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings)
+    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings, left_out)
 
 
 def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> dict[str, Any] | None:
@@ -302,16 +307,6 @@ def _resume_command(args: argparse.Namespace) -> str:
     return shlex.join(["attnscope", *argv, *([] if "--resume" in argv else ["--resume"])])
 
 
-class _Stop(KeyboardInterrupt):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_term(signum: int, frame: Any) -> None:
-    raise _Stop(signum)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     """The sweep, with --out locked from before it is read until the command ends (a second writer is refused)."""
     from attnscope.core.files import lock_store
@@ -323,6 +318,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace) -> int:
     import sys
+
+    from rich.console import Console
 
     from attnscope.document.schema import result_to_dict, write_atomic
     from attnscope.execute import sweep
@@ -339,6 +336,8 @@ def _sweep(args: argparse.Namespace) -> int:
         + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short, or not a row)" if p.num_torn else ""),
         highlight=False,
     )
+    if p.left_out:
+        console.print(f"  {p.left_out}", highlight=False, markup=False)
     bar = _Bar(len(p.jobs), args.quiet)
     new: list[Any] = []
 
@@ -358,20 +357,22 @@ def _sweep(args: argparse.Namespace) -> int:
 
     load = host.read_load()  # before the workers add their own threads to the load
     t0 = time.monotonic()
-    old_term = signal.signal(signal.SIGTERM, _on_term)  # `timeout` and job schedulers stop with SIGTERM
+    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
         with bar.progress:
             sweep.run_sweep(p.jobs, store, p.executor, env=env, on_start=bar.started, on_result=finished)
     except KeyboardInterrupt as e:
-        signal.signal(signal.SIGTERM, old_term)
+        stop.restore(old)
         saved = len(store.rows())
-        print(
-            f"attnscope: interrupted: {saved} row(s) saved in {args.out} ({len(new)} measured in this run); "
-            f"resume with: {_resume_command(args)}",
-            file=sys.stderr,
-        )
-        return 128 + (e.signum if isinstance(e, _Stop) else signal.SIGINT)
-    signal.signal(signal.SIGTERM, old_term)
+        if saved:
+            what = (
+                f"{saved} row(s) saved in {args.out} ({len(new)} measured in this run); "
+                f"resume with: {_resume_command(args)}"
+            )
+        else:  # no row yet: the file may not exist, and is not named
+            what = f"nothing measured yet; start again with: {_resume_command(args)}"
+        return stop.interrupted(e, what)
+    stop.restore(old)
     elapsed = time.monotonic() - t0
     all_rows = store.rows()
     for line in summary_lines([result_to_dict(r) for r in new], all_rows, args.out, elapsed if new else None):

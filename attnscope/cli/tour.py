@@ -212,11 +212,17 @@ def cmd_tour(args: argparse.Namespace) -> int:
     sess = Session(device, size, answer, Path(args.out), console.print, model=model)
     sess.start(resume)
     sess.transcript["model"] = model
+    from attnscope.cli import stop
+
+    old = stop.install()  # SIGTERM and SIGHUP save the steps done, as Ctrl-C does
     try:
         transcript = sess.run()
-    except KeyboardInterrupt:
-        console.print(f"\nInterrupted: the steps done are saved in {args.out}; continue with --resume.")
-        return 130
+    except KeyboardInterrupt as e:
+        stop.restore(old)
+        if not Path(args.out).exists():  # stopped inside the first step: nothing saved, no file to name
+            return stop.interrupted(e, "nothing measured yet")
+        return stop.interrupted(e, f"the steps done are saved in {args.out}; continue with --resume")
+    stop.restore(old)
     show_end(transcript, console.print)
     console.print(f"  transcript written to {args.out}")
     if args.html:

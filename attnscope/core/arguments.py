@@ -19,6 +19,12 @@ from pathlib import Path
 # float: anything between is judged by the memory and time estimates (attnscope.workloads.sizing).
 MAX_DIM = {"batch": 1 << 20, "heads": 1 << 14, "kv_heads": 1 << 14, "seq": 1 << 24, "seq_kv": 1 << 24}
 MAX_HEAD_DIM = 1 << 12
+# Seconds: a week is past any budget, timeout or time limit a measurement takes, and far inside what a timer
+# holds (threading.TIMEOUT_MAX, ~9.2e9 s on Linux; a float's 1e308 overflowed the count of calls a budget buys).
+MAX_SECONDS = 7 * 24 * 3600.0
+# The largest finite value of each dtype (torch.finfo(...).max): a soft-cap beyond it cannot be held in the scores.
+DTYPE_MAX = {"fp32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "fp16": 65504.0}
+MAX_LAYERS = 1 << 12  # model --layers: deeper than any published transformer
 DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
 
@@ -44,8 +50,42 @@ def positive_int(name: str, limit: int) -> Callable[[str], int]:
     return parse
 
 
-def finite_float(name: str, *, minimum: float = 0.0, strict: bool = False) -> Callable[[str], float]:
-    """An argparse ``type=`` for a finite number ≥ minimum (> minimum when ``strict``)."""
+def number_problem(
+    v: object, *, minimum: float = 0.0, strict: bool = False, maximum: float | None = None
+) -> str | None:
+    """Why ``v`` is not a usable number (NaN, an infinity, out of range, not a number at all), or None.
+
+    The one check behind the flags' types (:func:`finite_float`) and the library's own checks
+    (:func:`check_number`), so the two say the same thing in their own words."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return f"expected a number, got {v!r}"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"expected a finite number, got {v!r}"
+    if v < minimum or (strict and v == minimum):
+        return f"must be {'>' if strict else '≥'} {minimum:g}, got {v:g}"
+    if maximum is not None and v > maximum:
+        return f"must be at most {maximum:,g}, got {v:g}"
+    return None
+
+
+def check_number(
+    what: str, v: object, *, minimum: float = 0.0, strict: bool = False, maximum: float | None = None
+) -> None:
+    """The library's check of a number it is given: a one-line ``UsageError`` naming the parameter."""
+    why = number_problem(v, minimum=minimum, strict=strict, maximum=maximum)
+    if why:
+        raise UsageError(f"{what}: {why}")
+
+
+def check_seconds(what: str, v: object) -> None:
+    """A budget, a timeout or a time limit given to the library: finite seconds in (0, MAX_SECONDS]."""
+    check_number(what, v, strict=True, maximum=MAX_SECONDS)
+
+
+def finite_float(
+    name: str, *, minimum: float = 0.0, strict: bool = False, maximum: float | None = None
+) -> Callable[[str], float]:
+    """An argparse ``type=`` for a finite number ≥ minimum (> minimum when ``strict``), ≤ maximum when given."""
 
     def parse(s: str) -> float:
         try:
@@ -54,22 +94,34 @@ def finite_float(name: str, *, minimum: float = 0.0, strict: bool = False) -> Ca
             raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
         if not math.isfinite(v):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {s!r}")
-        if v < minimum or (strict and v == minimum):
-            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '≥'} {minimum:g}, got {s}")
+        why = number_problem(v, minimum=minimum, strict=strict, maximum=maximum)
+        if why:
+            raise argparse.ArgumentTypeError(why)
         return v
 
     parse.__name__ = name
     return parse
 
 
+def seconds(name: str) -> Callable[[str], float]:
+    """An argparse ``type=`` for seconds: finite, > 0, at most :data:`MAX_SECONDS` (a week)."""
+    return finite_float(name, minimum=0.0, strict=True, maximum=MAX_SECONDS)
+
+
 def timeout_seconds(s: str) -> float:
-    """``--timeout``, the same in every command: a finite number of seconds > 0."""
-    return finite_float("timeout", minimum=0.0, strict=True)(s)
+    """``--timeout``, the same in every command: a finite number of seconds in (0, a week]."""
+    return seconds("timeout")(s)
 
 
-def check_timeout(executor: str, timeout: float | None) -> None:
-    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it."""
+def check_timeout(executor: str, timeout: float | None, *, library: bool = False) -> None:
+    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it.
+    ``library``: said in the API's words (``timeout_s``, ``executor=``) instead of the flags'."""
     if timeout is not None and executor == "inline":
+        if library:
+            raise UsageError(
+                "timeout_s needs a worker it can stop, and the inline executor runs in this process: "
+                "pass executor='process' (or 'ray'), or leave timeout_s out"
+            )
         raise UsageError(
             "--timeout needs a worker it can stop, and the inline executor runs in this process: "
             "use --executor process (or ray), or leave --timeout out"
@@ -187,12 +239,13 @@ def check_input_file(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {p}: not a file")
 
 
-def parse_device(text: str) -> tuple[str, int | None]:
-    """('cpu' | 'cuda', index or None), or UsageError for any other device name."""
-    m = DEVICE_RE.match(text.strip().lower())
+def parse_device(text: str, what: str = "--device") -> tuple[str, int | None]:
+    """('cpu' | 'cuda', index or None), or UsageError for any other device name (``what``: how the message
+    names where it came from: the flag, or the library's ``case.device``)."""
+    m = DEVICE_RE.match(str(text).strip().lower())
     if not m:
-        raise UsageError(f"--device {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
+        raise UsageError(f"{what} {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
     kind, idx = m.group(1), m.group(2)
     if kind == "cpu" and idx is not None:
-        raise UsageError(f"--device {text!r}: the CPU takes no index; use cpu")
+        raise UsageError(f"{what} {text!r}: the CPU takes no index; use cpu")
     return kind, (int(idx) if idx is not None else None)

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, Literal
 
 from attnscope.core import case_text as text
-from attnscope.core.arguments import MAX_DIM, MAX_HEAD_DIM, positive_int
+from attnscope.core.arguments import DTYPE_MAX, MAX_DIM, MAX_HEAD_DIM, finite_float, number_problem, positive_int
 from attnscope.core.masks import MASK_HELP, MaskSpec, check_mask, parse_mask
 
 Mode = Literal["fwd", "fwd_bwd"]
@@ -72,9 +72,12 @@ class Case:
         self._check_mask()
 
     def _check_mask(self) -> None:
-        if self.softcap is not None and not (self.softcap > 0 and self.softcap != float("inf")):
-            raise ValueError(f"softcap must be a positive finite number, got {self.softcap}")
-        spec = self.mask_spec
+        if self.softcap is not None:
+            # a cap the dtype cannot hold turns c·tanh(s/c) into inf·0: NaN scores
+            why = number_problem(self.softcap, strict=True, maximum=DTYPE_MAX[self.dtype])
+            if why:
+                raise ValueError(f"softcap {why}" + (f" (the largest {self.dtype})" if "at most" in why else ""))
+        spec = parse_mask(self.mask) if self.mask is not None else self.mask_spec  # as asked: its canonical text
         stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
         check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
         if self.mask is not None:  # frozen: normalise once, here
@@ -83,8 +86,8 @@ class Case:
 
     @property
     def mask_spec(self) -> MaskSpec:
-        if self.mask is not None:
-            return parse_mask(self.mask)
+        if self.mask is not None:  # the numbers within the shapes (a window past the keys: the same mask)
+            return parse_mask(self.mask).fitted(self.seq_q, self.num_seq_kv)
         return MaskSpec("causal" if self.causal else "none")
 
     @property
@@ -281,7 +284,8 @@ FIELDS: tuple[CaseField, ...] = (
     ),
     CaseField(
         "softcap", "float | None",
-        run=(Flag("--softcap", "tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)", {"type": float}),),
+        run=(Flag("--softcap", "tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)",
+                  {"type": finite_float("softcap", strict=True)}),),
         sweep=(Flag("--softcap", "comma list of soft-caps, 0 for none (e.g. 0,30)"),),
         label=lambda c: f" softcap={c.softcap:g}" if c.softcap is not None else "",
         file=lambda c: f"-cap{c.softcap:g}" if c.softcap is not None else "",
@@ -303,14 +307,17 @@ FIELDS: tuple[CaseField, ...] = (
     ),
     CaseField(
         "mask_mod", "str | None",
-        run=(Flag("--mask-mod", "FILE.py:FN, your flex mask_mod (or a factory of the device): measured with flex"),),
+        run=(Flag("--mask-mod", "FILE.py:FN, your flex mask_mod (or a factory of the device): measured with flex. "
+                  "FILE.py is imported, so its code runs (after every other check has passed): name only code you "
+                  "trust"),),
         sweep=(),  # run only: a user's mask is usually written for one shape
         label=lambda c: f" mask_mod={c.mask_mod.rsplit('/', 1)[-1]}" if c.mask_mod else "",
         file=lambda c: f"-mm-{c.mask_mod.rsplit('/', 1)[-1]}" if c.mask_mod else "", policy_rank=13, omit_none=True,
     ),
     CaseField(
         "score_mod", "str | None",
-        run=(Flag("--score-mod", "FILE.py:FN, your flex score_mod (or a factory of the device), as the flags"),),
+        run=(Flag("--score-mod", "FILE.py:FN, your flex score_mod (or a factory of the device), as the flags; "
+                  "FILE.py is imported and its code runs, as with --mask-mod"),),
         sweep=(),
         label=lambda c: f" score_mod={c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "",
         file=lambda c: f"-sm-{c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "", policy_rank=14, omit_none=True,

@@ -7,9 +7,11 @@ Grammar: ``KIND[:ARGS][@ALIGN]``
 
 - ``none``; ``causal``; ``causal_lower_right`` (= ``causal@lower_right``); ``causal_top_left``
   (= ``causal@top_left``);
-- ``sliding:W``: causal, each query sees the W most recent keys, itself included;
+- ``sliding:W``: causal, each query sees the W most recent keys, itself included (a window at least as wide as
+  every row's keys is causal, whatever its size: :meth:`MaskSpec.fitted` gives the window the tensors are built with);
 - ``document:L1,L2,...``: packed documents, causal within each;
-- ``prefix:P``: every query sees the first P keys, causal after;
+- ``prefix:P``: every query sees the first P keys, causal after (``prefix:0`` is causal; P at least the keys
+  keeps every key);
 - ``padding:K1,K2,...``: batch element b sees its first K_b keys (no causal part).
 
 ``ALIGN`` is ``top_left`` or ``lower_right`` and matters only when seq_q != seq_kv: top-left puts the
@@ -66,25 +68,36 @@ class MaskSpec:
         """Key position of query 0: 0 top-left, Sk-Sq lower-right (either, when Sq == Sk)."""
         return seq_kv - seq_q if self.align == "lower_right" else 0
 
+    def fitted(self, seq_q: int, seq_kv: int) -> MaskSpec:
+        """The same kept set with its numbers within the shapes: a window past Sq + Sk (no row reaches back that
+        far: row i's lowest key, i + offset - W + 1, is below 0 for every row once W ≥ Sq + Sk) and a prefix past
+        Sk (there are no more keys) are cut to those, so no tensor or index is asked to hold a number of the user's
+        choosing (``sliding:99999999999999999999`` is causal, and fits an int64 as ``sliding:Sq+Sk``)."""
+        if self.kind == "sliding" and self.window is not None and self.window > seq_q + seq_kv:
+            return MaskSpec(self.kind, window=seq_q + seq_kv, align=self.align)
+        if self.kind == "prefix" and self.prefix is not None and self.prefix > seq_kv:
+            return MaskSpec(self.kind, prefix=seq_kv, align=self.align)
+        return self
+
     def is_top_left_causal(self, seq_q: int, seq_kv: int) -> bool:
         """Exactly what SDPA's is_causal=True computes."""
         return self.kind == "causal" and (seq_q == seq_kv or self.align != "lower_right")
 
 
-def _ints(text: str, what: str, spec: str) -> tuple[int, ...]:
+def _ints(text: str, what: str, spec: str, least: int = 1) -> tuple[int, ...]:
     try:
         vals = tuple(int(p) for p in text.split(",") if p.strip() != "")
     except ValueError:
         raise ValueError(f"mask {spec!r}: {what} must be integers, got {text!r}") from None
     if not vals:
         raise ValueError(f"mask {spec!r}: {what} missing")
-    if min(vals) < 1:
-        raise ValueError(f"mask {spec!r}: every {what[:-1] if what.endswith('s') else what} must be >= 1")
+    if min(vals) < least:
+        raise ValueError(f"mask {spec!r}: every {what[:-1] if what.endswith('s') else what} must be >= {least}")
     return vals
 
 
-def _one_int(text: str, what: str, spec: str, kind: str) -> int:
-    vals = _ints(text, what, spec)
+def _one_int(text: str, what: str, spec: str, kind: str, least: int = 1) -> int:
+    vals = _ints(text, what, spec, least)
     if len(vals) != 1:
         raise ValueError(f"mask {spec!r}: {kind} takes one {what}, got {text!r}")
     return vals[0]
@@ -118,7 +131,8 @@ def parse_mask(spec: str) -> MaskSpec:
     if kind == "sliding":
         return MaskSpec(kind, window=_one_int(arg, "window", spec, kind), align=align)
     if kind == "prefix":
-        return MaskSpec(kind, prefix=_one_int(arg, "prefix length", spec, kind), align=align)
+        # prefix:0 is causal (said so by attnscope.analysis.equivalent), not refused
+        return MaskSpec(kind, prefix=_one_int(arg, "prefix length", spec, kind, least=0), align=align)
     return MaskSpec(kind, lengths=_ints(arg, "lengths", spec), align=align)
 
 
@@ -128,7 +142,8 @@ def check_mask(
     """Refuse (one-line ValueError) a mask that does not fit the shapes or leaves a query with no key.
     ``stated``: how the user asked for it, for the message (default ``--mask NAME``)."""
     name = m.canonical
-    if seq_q != seq_kv and m.align is None and (m.kind in POSITIONAL or alibi):
+    covers_all = m.kind == "prefix" and (m.prefix or 0) >= seq_kv  # every key, where the queries sit or not
+    if seq_q != seq_kv and m.align is None and ((m.kind in POSITIONAL and not covers_all) or alibi):
         what = (stated or f"--mask {name}") + (" with --alibi" if alibi and m.kind not in POSITIONAL else "")
         raise ValueError(ambiguity_message(what, seq_q, seq_kv))
     if m.kind == "document":
@@ -141,8 +156,6 @@ def check_mask(
             raise ValueError(f"mask {name}: {len(m.lengths)} key length(s) for a batch of {batch}")
         if max(m.lengths) > seq_kv:
             raise ValueError(f"mask {name}: a key length exceeds seq_kv={seq_kv}")
-    if m.kind == "prefix" and m.prefix is not None and m.prefix > seq_kv:
-        raise ValueError(f"mask {name}: prefix {m.prefix} longer than seq_kv={seq_kv}")
     if m.kind in ("causal", "sliding") and m.offset(seq_q, seq_kv) < 0:
         raise ValueError(
             f"mask {name}: with seq_q={seq_q} > seq_kv={seq_kv} lower-right, the first {seq_q - seq_kv} "

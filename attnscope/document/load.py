@@ -113,9 +113,27 @@ def _said_once(notes: list[str], where: str) -> list[str]:
     return [f"{where}: {len(notes)} lines left out ({first}{'; …' if len(notes) > 3 else ''})"]
 
 
+# Statuses a sweep's --resume measures again (execute.store.Store.done): the row that follows supersedes them.
+RETRIED = frozenset({"crashed"})
+
+
+def retried(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows without those that a later row of the same job (variant and case, mode included) superseded: a
+    ``crashed`` row that ``--resume`` measured again.  Every other row is kept, in its order."""
+    last: dict[str, int] = {}
+    keys = []
+    for i, r in enumerate(rows):
+        k = json.dumps([r.get("variant"), r.get("case")], sort_keys=True, default=str)
+        keys.append(k)
+        last[k] = i
+    return [r for i, r in enumerate(rows) if not (r.get("status") in RETRIED and last[keys[i]] != i)]
+
+
 def _rows(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """JSON lines; a torn line (a sweep killed mid-write, then resumed) is passed over, and said so."""
+    """JSON lines; a torn line (a sweep killed mid-write, then resumed) is passed over, and said so; a crashed row
+    measured again by --resume gives way to the new one (:func:`retried`)."""
     rows, notes = jsonl_rows(data, where)
+    rows = retried(rows)
     if not rows and all("not valid JSON" in n or "nested too deeply" in n for n in notes):
         raise DocumentError(
             f"{where}: not valid JSON (neither a result document nor JSON lines): no attnscope result rows"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.arguments import check_seconds
 from attnscope.core.case import file_stem
 from attnscope.core.types import Case, Result, Status
 
@@ -22,6 +23,9 @@ class Options:
     seed: int = 0
     trace_dir: Path | None = None  # keep each job's trace here (else a temporary file, deleted)
     measure_peak: bool = True
+
+    def __post_init__(self) -> None:  # a library caller's budget checked as the command line's --budget is
+        check_seconds("timing_budget_s", self.timing_budget_s)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,13 @@ class BenchOptions:
     grid: bool = False  # several (batch, seq) points: the trace names carry them
     time_limit_s: float | None = None  # rows not started by then become skipped rows
 
+    def __post_init__(self) -> None:  # checked as the command line's --budget and --time-limit are
+        from attnscope.core.arguments import check_seconds
+
+        check_seconds("budget_s", self.budget_s)
+        if self.time_limit_s is not None:
+            check_seconds("time_limit_s", self.time_limit_s)
+
 
 class Skip(Exception):
     """This (implementation, mode) cannot run here; the message says why."""

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from attnscope.document.load import jsonl_rows
+from attnscope.document.load import RETRIED, jsonl_rows, retried
 from attnscope.document.schema import row_bytes
 from attnscope.execute.job import job_key
 
@@ -30,11 +30,16 @@ class Store:
             return []
         rows, left_out = jsonl_rows(data, str(self.path))
         self.num_torn = len(left_out)
-        return rows
+        return retried(rows)
 
     def done(self) -> set[tuple[str, str, str]]:
-        """Keys (variant, case, mode) already in the store."""
-        return {job_key(r["variant"], r.get("case")) for r in self.rows()}
+        """Keys (variant, case, mode) already in the store: what ``--resume`` does not measure again.
+
+        A ``crashed`` row is not among them (its worker died: a CUDA fault, a segfault, a device that was not
+        there), so ``--resume`` retries it; the new row supersedes it (:func:`attnscope.document.load.retried`).
+        A ``timeout`` row stays done: measured again it would hang again (a larger ``--timeout`` and another
+        ``--out`` measure it anew)."""
+        return {job_key(r["variant"], r.get("case")) for r in self.rows() if r.get("status") not in RETRIED}
 
     def append(self, row: dict[str, Any]) -> None:
         """Write one row and make it durable before returning.  Never through a symbolic link (``O_NOFOLLOW``:

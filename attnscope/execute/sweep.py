@@ -36,6 +36,36 @@ from attnscope.execute.job import Job, Options, trace_file_name
 from attnscope.execute.store import Store
 
 
+def default_variants(devices: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The default set for a sweep whose cases are on ``devices``: the built-ins that can run there, and those
+    left out with why (a variant without kernels for the device, or one that is opt-in there, such as compiled
+    flex on a CPU: minutes of compiling per case).  Every one of them would be a ``skipped`` row in every case;
+    ``--variants`` (or ``variants=``) naming one still measures it."""
+    from attnscope.variants import resolve
+    from attnscope.variants.base import device_kind
+
+    kinds = {device_kind(d) for d in devices}
+    keep: list[str] = []
+    left: dict[str, str] = {}
+    for v in resolve(None):
+        if kinds and all(k not in v.devices for k in kinds):
+            left[v.name] = f"no {'/'.join(sorted(kinds))} kernels"
+        elif kinds and all(k in v.opt_in_on for k in kinds):
+            left[v.name] = f"opt-in on {'/'.join(sorted(kinds))}; `attnscope variants` says why"
+        else:
+            keep.append(v.name)
+    return keep, left
+
+
+def left_out_line(left: dict[str, str], where: str) -> str:
+    """The one line that says which default variants a sweep leaves out, and how to measure them anyway."""
+    return (
+        f"left out of the default set on {where} (each would be a skipped row in every case): "
+        + "; ".join(f"{n} ({why})" for n, why in left.items())
+        + ". Name them with --variants to measure them anyway"
+    )
+
+
 def plan(
     cases: list[Case], variants: list[str], options: Options, *, explicit: bool, done: set[tuple[str, str, str]]
 ) -> list[Job]:

@@ -13,6 +13,7 @@ from typing import Any
 
 KEYS = ("budget_s", "flush_l2", "torch", "device")
 WORDS = {"budget_s": "--budget", "flush_l2": "--flush-l2", "torch": "torch", "device": "device"}
+LIBRARY_WORDS = {"budget_s": "timing_budget_s", "flush_l2": "flush_l2", "torch": "torch", "device": "device"}
 
 
 def settings_path(out: str | Path) -> Path:
@@ -46,6 +47,7 @@ def load(out: str | Path) -> dict[str, Any] | None:
     return doc
 
 
-def differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """'--budget 0.2 → 0.5' for each recorded setting that differs now (a key not recorded is not compared)."""
-    return [f"{WORDS[k]} {recorded[k]} → {now[k]}" for k in KEYS if k in recorded and recorded[k] != now.get(k)]
+def differences(recorded: dict[str, Any], now: dict[str, Any], words: dict[str, str] = WORDS) -> list[str]:
+    """'--budget 0.2 → 0.5' for each recorded setting that differs now (a key not recorded is not compared);
+    ``words``: how each is named (the flags by default; :data:`LIBRARY_WORDS` for the API)."""
+    return [f"{words[k]} {recorded[k]} → {now[k]}" for k in KEYS if k in recorded and recorded[k] != now.get(k)]

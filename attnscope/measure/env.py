@@ -91,18 +91,20 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def check_device(text: str | None) -> str | None:
-    """The device string to use (normalised), after checking that torch can reach it."""
+def check_device(text: str | None, what: str = "--device") -> str | None:
+    """The device string to use (normalised), after checking that torch can reach it.  ``what`` names where the
+    device came from in the message: the flag (default) or, for a library caller, ``case.device``."""
     if text is None:
         return None
-    kind, idx = parse_device(text)
+    kind, idx = parse_device(text, what)
     if kind == "cpu":
         return "cpu"
     import torch
 
     if not torch.cuda.is_available():
-        raise UsageError(f"--device {text}: torch {torch.__version__} sees no CUDA GPU here; use --device cpu")
+        use = "use --device cpu" if what == "--device" else "use device='cpu'"
+        raise UsageError(f"{what} {text}: torch {torch.__version__} sees no CUDA GPU here; {use}")
     n = torch.cuda.device_count()
     if idx is not None and idx >= n:
-        raise UsageError(f"--device {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
+        raise UsageError(f"{what} {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
     return "cuda" if idx is None else f"cuda:{idx}"

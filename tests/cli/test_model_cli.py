@@ -17,7 +17,9 @@ FAST = ["--seq", "32", "--budget", "0.01"]
 def _one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("attnscope: error:") and "\n" not in err and "Traceback" not in err
+    # "attnscope: error:" from a check, "attnscope model: error: argument …" from a flag's type
+    assert err.startswith(("attnscope: error:", "attnscope model: error:")) and "\n" not in err
+    assert "Traceback" not in err
     return err
 
 

@@ -29,8 +29,14 @@ from attnscope.execute.job import Job, failed_row
 
 def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
     """The worker's loop: receive a job, send its Result; None or a closed pipe ends it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # Ctrl-C and a closed terminal reach the whole process group: they are the parent's to handle (it saves, then
+    # stops this worker); the worker dies with it (below) either way
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     _die_with_parent()
+    # every temporary file of the job (a trace not kept, a model's trace) inside the executor's own folder, which
+    # the parent removes: a worker killed at its timeout leaves nothing behind
+    tempfile.tempdir = os.environ["TMPDIR"] = str(Path(log_path).parent)
     if visible is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible  # before torch is imported
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -133,6 +139,12 @@ class ProcessExecutor:
         if self._pool:
             return
         self._tmp = tempfile.mkdtemp(prefix="attnscope-workers-")
+        import shutil
+        import weakref
+
+        # removed by close(); and at the latest when this executor is collected or the interpreter exits (an
+        # exception or a signal that unwound past a caller that never closed it)
+        weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
         slots: list[str | None] = list(self.devices) if self.devices else [None] * max(1, self.workers or 1)
         self._pool = [_Worker(v, Path(self._tmp) / f"worker{i}.log") for i, v in enumerate(slots)]
 

@@ -77,8 +77,9 @@ def case_lines(doc: dict[str, Any]) -> list[str]:
     same = doc.get("equivalent_case")
     if isinstance(same, dict) and same.get("asked"):
         out.append(
-            f"mask {same['asked']} keeps every key: {same.get('why')}; measured and advised as the plain call "
-            f"(mask {same.get('mask')})"
+            f"mask {same['asked']}"
+            + (" keeps every key" if same.get("mask") == "none" or str(same.get("mask")).startswith("none@") else "")
+            + f": {same.get('why')}; measured and advised as the plain call (mask {same.get('mask')})"
         )
     mm = doc.get("mask_mod")
     if isinstance(mm, dict) and mm.get("equivalent_builtin"):
