@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import inspect
 import json
-import os
 import shutil
 import sys
 import time
@@ -65,12 +64,21 @@ def _switches() -> None:
     facts["torch"] = torch.__version__
     facts["cuda"] = torch.version.cuda
     facts["cudnn"] = torch.backends.cudnn.version()
-    facts["device"] = {"name": p.name, "sm": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
-                       "L2_cache_size": getattr(p, "L2_cache_size", None), "total_memory": p.total_memory}
+    facts["device"] = {
+        "name": p.name,
+        "sm": f"{p.major}.{p.minor}",
+        "sms": p.multi_processor_count,
+        "L2_cache_size": getattr(p, "L2_cache_size", None),
+        "total_memory": p.total_memory,
+    }
     facts["nn.attention names"] = sorted(n for n in dir(A) if not n.startswith("__"))
     facts["sdpa_kernel signature"] = str(inspect.signature(A.sdpa_kernel))
-    for n in ("activate_flash_attention_impl", "list_flash_attention_impls", "current_flash_attention_impl",
-              "restore_flash_attention_impl"):
+    for n in (
+        "activate_flash_attention_impl",
+        "list_flash_attention_impls",
+        "current_flash_attention_impl",
+        "restore_flash_attention_impl",
+    ):
         fn = getattr(A, n, None)
         facts[n] = None if fn is None else str(inspect.signature(fn))
     if getattr(A, "list_flash_attention_impls", None):
@@ -125,8 +133,13 @@ def _flex_backends() -> None:
 def decode_model(layers=4, B=8, H=32, KVH=8, D=128, SMAX=4096):
     torch.manual_seed(0)
     hid = H * D
-    ws = [(torch.randn(hid, (H + 2 * KVH) * D, device=DEV, dtype=torch.bfloat16) * 0.02,
-           torch.randn(hid, hid, device=DEV, dtype=torch.bfloat16) * 0.02) for _ in range(layers)]
+    ws = [
+        (
+            torch.randn(hid, (H + 2 * KVH) * D, device=DEV, dtype=torch.bfloat16) * 0.02,
+            torch.randn(hid, hid, device=DEV, dtype=torch.bfloat16) * 0.02,
+        )
+        for _ in range(layers)
+    ]
     kc = [torch.zeros(B, KVH, SMAX, D, device=DEV, dtype=torch.bfloat16) for _ in range(layers)]
     vc = [torch.zeros(B, KVH, SMAX, D, device=DEV, dtype=torch.bfloat16) for _ in range(layers)]
     x = torch.randn(B, 1, hid, device=DEV, dtype=torch.bfloat16)
@@ -193,6 +206,7 @@ def _decode() -> None:
             prof.step()
         torch.cuda.synchronize()
     gz_trace(prof, "decode_graph_replay")
+
     # times: eager step vs graph replay (CUDA events, median of 50)
     def med(fn, n=50):
         ts = []
@@ -218,7 +232,7 @@ def _cudnn_len() -> None:
     res = {}
     for backend in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION):
         times = []
-        for sk in list(range(2000, 2006)) + [2000, 2001, 2002]:
+        for sk in [*list(range(2000, 2006)), 2000, 2001, 2002]:
             q = torch.randn(B, H, 1, D, device=DEV, dtype=torch.bfloat16)
             kv = torch.randn(B, H, sk, D, device=DEV, dtype=torch.bfloat16)
             torch.cuda.synchronize()
@@ -275,8 +289,15 @@ def _paged() -> None:
 def _llama() -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
-                      num_key_value_heads=4, vocab_size=32000, max_position_embeddings=4096)
+    cfg = LlamaConfig(
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_hidden_layers=8,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        vocab_size=32000,
+        max_position_embeddings=4096,
+    )
     cfg._attn_implementation = "eager"
     m = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-5)
