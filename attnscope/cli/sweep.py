@@ -317,9 +317,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    import sys
-
-    from rich.console import Console
 
     from attnscope.document.schema import result_to_dict, write_atomic
     from attnscope.execute import sweep
