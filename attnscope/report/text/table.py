@@ -230,7 +230,24 @@ def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
             out.append(f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, {gap}")
         else:
             out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
+        cold = graph_figure_line(r)
+        if cold:
+            out.append(f"    {cold}")
     return out
+
+
+def graph_figure_line(r: dict[str, Any]) -> str | None:
+    """Which graph figure a row's rates carry (``timing.graph_used``) and the other beside it."""
+    t = r.get("timing")
+    if not isinstance(t, dict):
+        return None
+    warm, cold = t.get("graph_warm") or {}, t.get("graph_cold") or {}
+    if t.get("graph_used") == "cold" and cold.get("median_us") and warm.get("median_us"):
+        return (
+            f"graph figure used: cold L2 {cold['median_us']:,.1f} µs ({t.get('rotation')}); warm L2 (the same "
+            f"inputs every call) {warm['median_us']:,.1f} µs, cold/warm {cold['median_us'] / warm['median_us']:.2f}"
+        )
+    return f"graph figure used: warm ({t.get('rotation')})" if t.get("rotation") else None
 
 
 def host_lines(ok: list[dict[str, Any]]) -> list[str]:

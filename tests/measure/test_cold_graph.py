@@ -1,0 +1,187 @@
+"""Cold-L2 graph replay without a GPU: how many input copies, which figure a row carries, and the footnote.
+Every expected number is worked by hand in the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnscope.core.types import Timing
+from attnscope.measure import timing as measure
+from attnscope.measure.timing import graph_calls, graph_choice, rotation_copies
+from attnscope.report.text.table import footnotes
+
+MIB = 1 << 20
+
+
+def _t(median: float) -> Timing:
+    return Timing(median, median, median, median, 5, "graph")
+
+
+@pytest.mark.parametrize(
+    ("ws_mib", "l2_mib", "want"),
+    [
+        (8, 50, 13),  # 2·50 = 100 MiB; ⌊100/8⌋ + 1 = 13 copies, 104 MiB > 100 MiB (12 would be 96)
+        (10, 50, 11),  # ⌊100/10⌋ + 1 = 11: 110 MiB; 10 copies are exactly 100 MiB, not more than 2× the L2
+        (49, 50, 3),  # ⌊100/49⌋ + 1 = 3: 147 MiB; 2 copies are 98 MiB
+        (99, 50, 2),
+        (100, 50, 1),  # one set is 2× the L2 already: warm = cold
+        (268, 60, 1),  # decode KV 8k B8: 268 MiB against an H200's 60 MiB L2
+    ],
+)
+def test_the_fewest_copies_whose_bytes_exceed_twice_the_l2(ws_mib, l2_mib, want):
+    n, why = rotation_copies(ws_mib * MIB, l2_mib * MIB)
+    assert n == want
+    assert n * ws_mib > 2 * l2_mib or n == 1
+    assert n == 1 or (n - 1) * ws_mib <= 2 * l2_mib  # the fewest
+    assert ("warm = cold" in why) is (n == 1)
+
+
+def test_copies_are_capped_by_the_count_and_the_spare_memory():
+    # 1 MiB against 50 MiB: 101 copies wanted; 64 at most, then "partly warm"
+    n, why = rotation_copies(1 * MIB, 50 * MIB)
+    assert n == 64 and "capped at 64" in why and "101 copies" in why and "partly warm" in why
+    # 10 MiB, spare memory 35 MiB: 3 copies fit (30 MiB), not the 11 wanted
+    n, why = rotation_copies(10 * MIB, 50 * MIB, spare_bytes=35 * MIB)
+    assert n == 3 and "capped at 3" in why
+    # spare memory below one copy: still 1 (the call's own inputs)
+    assert rotation_copies(10 * MIB, 50 * MIB, spare_bytes=MIB)[0] == 1
+
+
+def test_unknown_sizes_measure_warm_only():
+    assert rotation_copies(None, 50 * MIB) == (
+        1,
+        "working set unknown: one set of inputs, the cold figure is not measured",
+    )
+    assert rotation_copies(8 * MIB, None)[0] == 1 and "L2 size unknown" in rotation_copies(8 * MIB, None)[1]
+    assert rotation_copies(0, 50 * MIB)[0] == 1
+
+
+def test_the_rotation_says_the_copies_and_their_bytes():
+    _, why = rotation_copies(8 * MIB, 50 * MIB)
+    assert (
+        why == "13 copies × 8.0 MiB = 104.0 MiB > 2 × L2 (50.0 MiB): each call's inputs were last used 12 calls earlier"
+    )
+
+
+def test_cold_is_used_wherever_it_was_measured():
+    warm, cold = _t(10.0), _t(13.0)
+    assert graph_choice(warm, cold, 13) == (cold, "cold")
+    assert graph_choice(warm, None, 13) == (warm, "warm")  # the cold replay failed
+    assert graph_choice(warm, cold, 1) == (warm, "warm")
+
+
+def test_a_replay_holds_enough_calls_for_its_sample_and_one_per_copy():
+    assert graph_calls(10.0, 2000.0) == 200  # 2000 µs / 10 µs
+    assert graph_calls(0.5, 2000.0) == 1000  # at most 1000
+    assert graph_calls(5000.0, 2000.0) == 1  # at least one
+    assert graph_calls(5000.0, 2000.0, copies=13) == 13  # every copy used once per replay
+    assert graph_calls(10.0, 2000.0, copies=13) == 200
+
+
+def test_time_graphs_rotates_through_fresh_copies_and_keeps_both(monkeypatch):
+    """With time_graph replaced by a fake: the warm replay gets the call alone, the cold one the call and
+    n − 1 = 12 copies (8 MiB against 50 MiB: 13), and the row carries cold."""
+    seen = []
+
+    def fake(fn, *, budget_s, rotate=None, **kw):
+        seen.append(rotate)
+        return (_t(13.0) if rotate else _t(10.0)), None
+
+    monkeypatch.setattr(measure, "time_graph", fake)
+    made = []
+
+    def copy():
+        made.append(1)
+        return lambda: len(made)
+
+    def call():
+        return 0
+
+    used, why, both = measure.time_graphs(call, copy, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
+    assert why is None and used == _t(13.0)
+    assert seen[0] is None and len(seen[1]) == 13 and seen[1][0] is call and len(made) == 12
+    assert both.graph_used == "cold" and both.copies == 13
+    assert both.graph_warm == _t(10.0) and both.graph_cold == _t(13.0)
+    assert both.working_set_bytes == 8 * MIB and both.l2_bytes == 50 * MIB
+
+
+def test_time_graphs_keeps_warm_when_copying_fails_or_is_not_needed(monkeypatch):
+    monkeypatch.setattr(measure, "time_graph", lambda fn, *, budget_s, rotate=None, **kw: (_t(10.0), None))
+
+    def broken():
+        raise RuntimeError("out of memory")
+
+    used, _, both = measure.time_graphs(lambda: 0, broken, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
+    assert used == _t(10.0) and both.graph_used == "warm" and both.graph_cold is None and both.copies == 1
+    assert "cold replay failed (RuntimeError: out of memory): the warm figure is used" in both.rotation
+    used, _, both = measure.time_graphs(lambda: 0, None, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
+    assert both.graph_used == "warm" and "no way to copy" in both.rotation
+    used, _, both = measure.time_graphs(lambda: 0, broken, budget_s=0.1, working_set_bytes=200 * MIB, l2_bytes=50 * MIB)
+    assert both.graph_cold is None and both.copies == 1 and "warm = cold" in both.rotation
+
+
+def test_time_graphs_passes_on_a_call_that_cannot_be_captured(monkeypatch):
+    monkeypatch.setattr(measure, "time_graph", lambda fn, *, budget_s, rotate=None, **kw: (None, "not capturable"))
+    assert measure.time_graphs(lambda: 0, None, budget_s=0.1, working_set_bytes=1, l2_bytes=1) == (
+        None,
+        "not capturable",
+        None,
+    )
+
+
+def test_the_footnote_says_which_graph_figure_a_row_carries():
+    la = measure.launch_overhead(_t(14.0), _t(10.0))
+    timing = {
+        "graph_warm": {"median_us": 10.0},
+        "graph_cold": {"median_us": 13.0},
+        "graph_used": "cold",
+        "rotation": "13 copies",
+    }
+    doc = {
+        "results": [
+            {
+                "variant": "sdpa_flash",
+                "status": "ok",
+                "source": "run",
+                "gpu_time_graph": {},
+                "launch": la,
+                "timing": timing,
+            }
+        ]
+    }
+    lines = footnotes(doc)
+    assert any(
+        "graph figure used: cold L2 13.0 µs (13 copies); warm L2 (the same inputs every call) 10.0 µs, cold/warm 1.30"
+        in line
+        for line in lines
+    )
+    doc["results"][0]["timing"] = {"graph_used": "warm", "rotation": "warm = cold"}
+    assert any("graph figure used: warm (warm = cold)" in line for line in footnotes(doc))
+
+
+def test_the_working_set_counts_inputs_and_outputs():
+    torch = pytest.importorskip("torch")
+    from attnscope.execute.worker import working_set_bytes
+    from attnscope.variants import Inputs
+
+    q = torch.zeros(1, 8, 1, 128, dtype=torch.bfloat16)  # 2 KiB
+    kv = torch.zeros(1, 8, 2048, 128, dtype=torch.bfloat16)  # 4 MiB each
+    # q 2 KiB + k 4 MiB + v 4 MiB + the output (q's size) 2 KiB
+    assert working_set_bytes(Inputs(q, kv, kv, 1.0)) == 2 * 2048 + 8 * MIB
+    # fwd_bwd: dO (2 KiB) read, and dq, dk, dv written (2 KiB + 8 MiB) on top
+    assert working_set_bytes(Inputs(q, kv, kv, 1.0, grad_out=q)) == 2 * 2048 + 8 * MIB + 2048 + (2048 + 8 * MIB)
+
+
+def test_a_copy_of_the_inputs_is_the_same_values_in_fresh_memory():
+    torch = pytest.importorskip("torch")
+    from attnscope.execute.worker import _copy_inputs
+    from attnscope.variants import Inputs
+
+    q = torch.randn(1, 2, 4, 8, requires_grad=True)
+    k = torch.randn(1, 2, 4, 8)
+    x = Inputs(q, k, k, 0.5, grad_out=torch.ones(1, 2, 4, 8))
+    c = _copy_inputs(x)
+    assert torch.equal(c.q, q) and torch.equal(c.k, k) and torch.equal(c.grad_out, x.grad_out)
+    assert c.q.data_ptr() != q.data_ptr() and c.k.data_ptr() != k.data_ptr()
+    assert c.q.requires_grad and not c.k.requires_grad and c.scale == 0.5
+    assert _copy_inputs(Inputs(q, k, k, 1.0)).grad_out is None
