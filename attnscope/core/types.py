@@ -231,6 +231,9 @@ class Result:
     gpu_time_graph: Timing | None = None  # device time per call by CUDA-graph replay
     gpu_time_graph_why: str | None = None  # why there is no graph timing (the call is not capturable)
     timing: GraphTiming | None = None  # both graph figures, warm and cold L2; gpu_time_graph is the one used
+    # clocks, power, temperature, throttle reasons and energy during the timed replays (measure.device_state);
+    # on a CPU every figure null with the reason
+    device_state: dict[str, Any] | None = None
     launch: dict[str, Any] | None = None  # stream time against graph time: launch gaps and event overhead
     # Nsight Compute's deep fields (run --ncu), filled after the run by ncu_run.attach; empty: not asked
     ncu: dict[str, Any] = field(default_factory=dict)

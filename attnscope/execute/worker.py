@@ -17,6 +17,7 @@ from typing import Any
 from attnscope.core.flops import attention_flops, mode_flops, tflops
 from attnscope.core.types import Case, Env, PeakRate, Result
 from attnscope.execute.job import Job, failed_row
+from attnscope.measure import device_state
 from attnscope.measure import timing as measure
 from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
 from attnscope.workloads import sensitivity
@@ -337,6 +338,40 @@ def working_set_bytes(x: Inputs) -> int:
     return int(ins + out)
 
 
+_samplers: dict[str, tuple[Any, str | None]] = {}
+
+
+def _sampler(device: str) -> tuple[Any, str | None]:
+    """One NVML sampler per device and process (attnscope.measure.device_state), or why there is none."""
+    if device not in _samplers:
+        import torch
+
+        dev = torch.device(device)
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        uuid = getattr(torch.cuda.get_device_properties(idx), "uuid", None)
+        _samplers[device] = device_state.open_sampler(str(uuid) if uuid else None, idx)
+    return _samplers[device]
+
+
+def _tokens_per_call(case: Case) -> int | None:
+    """Query tokens per call at decode (one query per sequence): batch; None elsewhere (energy per call only)."""
+    return case.batch if case.seq_q == 1 else None
+
+
+def _clock_peak(case: Case, state: dict[str, Any], rate: float | None) -> dict[str, Any]:
+    """% of the compute peak at the sampled SM clock, for the row's rate (attnscope.core.gpus' FLOPs per clock)."""
+    import torch
+
+    from attnscope.core.gpus import flops_per_clock_per_sm
+
+    props = torch.cuda.get_device_properties(torch.device(case.device))
+    per = flops_per_clock_per_sm((props.major, props.minor), case.dtype)
+    out = device_state.clock_peak(state, per, props.multi_processor_count, rate)
+    if per is None:
+        out["peak_why"] = f"no FLOPs per clock per SM known for sm{props.major}{props.minor} in {case.dtype}"
+    return out
+
+
 def _l2_and_spare(device: str) -> tuple[int | None, int | None]:
     """The device's L2 bytes (torch.cuda.get_device_properties(...).L2_cache_size; None where torch lacks it)
     and the share of free memory the input copies may take."""
@@ -388,11 +423,25 @@ def _observe(
             else None
         )
         graph_t, graph_why, graphs = None, None, None
+        state: dict[str, Any] = device_state.unavailable("CPU run: NVML reads GPUs only, so no clock, power or energy")
         if cuda:
             l2, spare = _l2_and_spare(case.device)
+            sampler, no_nvml = _sampler(case.device)
+            if sampler is not None:
+                sampler.reset()
             graph_t, graph_why, graphs = measure.time_graphs(
-                fn, copy, budget_s=opts.timing_budget_s, working_set_bytes=ws_bytes, l2_bytes=l2, spare_bytes=spare
+                fn,
+                copy,
+                budget_s=opts.timing_budget_s,
+                working_set_bytes=ws_bytes,
+                l2_bytes=l2,
+                spare_bytes=spare,
+                sampler=sampler,
             )
+            if sampler is not None:
+                state = sampler.summary(_tokens_per_call(case))
+            else:
+                state = device_state.unavailable(no_nvml or "no NVML sampler")
         peak_mem = measure.cuda_peak_extra_bytes(fn) if cuda else None
         t2 = time.perf_counter()
         capture(fn, path, cuda=cuda)
@@ -411,6 +460,8 @@ def _observe(
         mem_src = "profiler [memory] events of the profiled call (peak minus start)"
     flops = mode_flops(attention_flops(case), case.mode)
     rate = tflops(flops, gpu_t.median_us if gpu_t else cpu_t.median_us)
+    if cuda:
+        state.update(_clock_peak(case, state, rate))
     return Result(
         variant=job.variant,
         case=case,
@@ -437,6 +488,7 @@ def _observe(
         gpu_time_graph=graph_t,
         gpu_time_graph_why=graph_why,
         timing=graphs,
+        device_state=state,
         # stream time (the same inputs every call) against the warm graph figure: like with like
         launch=measure.launch_overhead(gpu_t, graphs.graph_warm if graphs else graph_t),
         cost_s=cost,

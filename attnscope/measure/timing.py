@@ -247,11 +247,12 @@ def time_graphs(
     working_set_bytes: int | None,
     l2_bytes: int | None,
     spare_bytes: int | None = None,
+    sampler: Any = None,
 ) -> tuple[Timing | None, str | None, GraphTiming | None]:
     """Warm and cold-L2 graph replay: (the figure used, why not capturable, both).  ``copy()`` makes the call
     again on a fresh copy of its inputs (prepared as the first was); without it, or where one set of inputs
     exceeds 2× the L2, only the warm figure is measured and used."""
-    warm, why = time_graph(fn, budget_s=budget_s)
+    warm, why = time_graph(fn, budget_s=budget_s, sampler=sampler)
     if warm is None:
         return None, why, None
     n, rotation = rotation_copies(working_set_bytes, l2_bytes, spare_bytes=spare_bytes)
@@ -259,7 +260,7 @@ def time_graphs(
     if n > 1 and copy is not None:
         try:
             fns = [fn] + [copy() for _ in range(n - 1)]
-            cold, cwhy = time_graph(fn, budget_s=budget_s, rotate=fns)
+            cold, cwhy = time_graph(fn, budget_s=budget_s, rotate=fns, sampler=sampler)
             del fns
         except Exception as e:  # noqa: BLE001 - the warm figure stands; say why the cold one is missing
             cold, cwhy = None, f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
@@ -287,6 +288,7 @@ def time_graph(
     min_sample_us: float = 2000.0,
     samples: int = 15,
     rotate: list[Callable[[], Any]] | None = None,
+    sampler: Any = None,
 ) -> tuple[Timing | None, str | None]:
     """Device time per call by CUDA-graph replay: (timing, None), or (None, why not capturable).
 
@@ -297,6 +299,7 @@ def time_graph(
 
     ``rotate``: calls on copies of the inputs (``fn``'s own first); call i of the graph is ``rotate[i mod n]``,
     and the graph holds at least one call per copy, so no call finds its inputs in L2 from the call before.
+    ``sampler`` (attnscope.measure.device_state.Sampler): NVML sampled during the timed replays.
     """
     import torch
 
@@ -320,7 +323,9 @@ def time_graph(
         torch.cuda.synchronize()
         return None, "not capturable in a CUDA graph: " + " ".join(str(e).split())[:200]
     n = _iterations(per_call * n_calls * 1e-6, budget_s, 3, samples)
-    us = [s / n_calls for s in _replay_us(graph, n)]
+    with sampler.window(n * n_calls) if sampler is not None else contextlib.nullcontext():
+        replays = _replay_us(graph, n)
+    us = [s / n_calls for s in replays]
     del graph
     what = f"CUDA-graph replay of {n_calls} calls, per call, median of {n} replays"
     if len(fns) > 1:

@@ -134,6 +134,7 @@ RESULT = Result(
         l2_bytes=50 << 20,
         rotation="13 copies",
     ),
+    device_state={"sm_clock_mhz": {"min": 1755.0, "median": 1980.0, "max": 1980.0}, "throttle": ["sw_power_cap"]},
     launch={"gap_us": 1.0},
     ncu={"sm__throughput": 80.0},
     cost_s={"timing": 1.0},

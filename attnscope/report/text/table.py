@@ -189,6 +189,7 @@ def footnotes(doc: dict[str, Any], verbose: bool = True, brief: bool = False) ->
         if not r.get("flops") and r.get("flops_unknown"):
             lines.append(f"FLOPs ({r['variant']}): not known, {r['flops_unknown']}")
     lines += peak_lines(doc, ok)
+    lines += device_state_lines(ok)
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
     if not brief:  # how the host and the device were timed, and the counters: --verbose on a narrow terminal
@@ -233,6 +234,44 @@ def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
         cold = graph_figure_line(r)
         if cold:
             out.append(f"    {cold}")
+    return out
+
+
+def device_state_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Energy per call (per token at decode), the SM clock, power and temperature of each GPU row, its % of
+    the compute peak at the sampled clock, and the flags (throttled, over 100%); one line for CPU rows."""
+    out: list[str] = []
+    cpu = [r for r in ok if r.get("source") == "run" and r.get("device_kind") == "cpu" and r.get("device_state")]
+    if cpu:
+        out.append(f"energy and clocks: null on this CPU ({cpu[0]['device_state'].get('why')})")
+    for r in ok:
+        st = r.get("device_state")
+        if r.get("device_kind") == "cpu" or not isinstance(st, dict):
+            continue
+        if not st.get("num_samples"):
+            out.append(f"{r['variant']}: energy and clocks not measured ({st.get('why')})")
+            continue
+        bits = []
+        e = st.get("energy_j_per_call")
+        if e is not None:
+            tok = st.get("energy_j_per_token")
+            bits.append(
+                f"{e * 1e3:,.3f} mJ per call" + (f" ({tok * 1e3:,.3f} mJ per token)" if tok is not None else "")
+            )
+        sm = st.get("sm_clock_mhz") or {}
+        if sm:
+            bits.append(f"SM {sm['median']:,.0f} MHz (min {sm['min']:,.0f}, max {sm['max']:,.0f})")
+        for key, unit in (("power_w", "W"), ("temp_c", "°C")):
+            v = st.get(key) or {}
+            if v:
+                bits.append(f"{v['median']:,.0f} {unit}")
+        pct = st.get("pct_of_peak_at_clock")
+        if pct is not None:
+            mark = " ⚠ >100%: inconsistent" if st.get("over_100") else ""
+            bits.append(f"{pct:.1f}% of the peak at that clock ({st.get('peak_formula')}){mark}")
+        out.append(f"{r['variant']}: " + ", ".join(bits) + f" [{st.get('num_samples')} NVML samples]")
+        for flag in st.get("flags") or []:
+            out.append(f"  {r['variant']} ⚠ {flag}")
     return out
 
 
