@@ -51,7 +51,7 @@ def _row(ncu_kernels, case=CASE, **kw):
 
 def test_the_recorded_flash_kernel_against_the_model():
     """flash at the default case: 50,513,664 read + 12,886,784 written = 63,400,448 B against the model's
-    4 × 16,777,216 = 67,108,864 B: ratio 0.9447 (K and V are re-read from L2, not DRAM, at this size)."""
+    4 × 16,777,216 = 67,108,864 B: ratio 0.9447."""
     read, write = _raw_dram(0)
     assert (read, write) == (50_513_664, 12_886_784)
     (k,) = [ncu.deep_fields(ncu.parse_raw_csv(CSV.read_text())[0])]
