@@ -203,3 +203,30 @@ def test_the_footnote_gives_energy_clock_and_flags():
         }
     ]
     assert device_state_lines(cpu) == ["energy and clocks: null on this CPU (CPU run)"]
+
+
+def test_the_table_has_an_energy_column_only_where_nvml_measured():
+    from rich.console import Console
+
+    from attnscope.report.text.table import results_table
+
+    def row(variant, kind, state):
+        return {
+            "variant": variant,
+            "status": "ok",
+            "device_kind": kind,
+            "num_kernels": 1,
+            "num_memcpy": 0,
+            "num_memset": 0,
+            "device_state": state,
+        }
+
+    gpu = {"results": [row("sdpa_flash", "gpu", {"energy_j_per_call": 0.0031234})]}
+    con = Console(width=250, record=True)
+    con.print(results_table(gpu))
+    text = con.export_text()
+    assert "mJ/call" in text and "3.123" in text  # 0.0031234 J = 3.123 mJ
+    cpu = {"results": [row("naive", "cpu", ds.unavailable("CPU run"))]}
+    con = Console(width=250, record=True)
+    con.print(results_table(cpu))
+    assert "mJ/call" not in con.export_text()

@@ -70,6 +70,13 @@ def _pct(pct: float | None) -> Text:
     return Text(f"{pct:.1f}")
 
 
+def _energy(r: dict[str, Any]) -> float | None:
+    """Joules per call from NVML during the timed replays (``device_state``); None where not measured."""
+    st = r.get("device_state")
+    e = st.get("energy_j_per_call") if isinstance(st, dict) else None
+    return float(e) if isinstance(e, int | float) and not isinstance(e, bool) else None
+
+
 def _status(r: dict[str, Any]) -> Text:
     st = r["status"]
     style = {"ok": "green", "skipped": "yellow", "oom": "red", "error": "bold red"}.get(st, "")
@@ -77,7 +84,19 @@ def _status(r: dict[str, Any]) -> Text:
 
 
 # Columns left out, in this order, while the table is wider than the terminal: the least read first.
-DROP_ORDER = ("memcpy/set", "occupancy", "TC", "%peak", "upcast", "TFLOP/s", "hidden copy", "mem MiB", "ops", "kernels")
+DROP_ORDER = (
+    "mJ/call",
+    "memcpy/set",
+    "occupancy",
+    "TC",
+    "%peak",
+    "upcast",
+    "TFLOP/s",
+    "hidden copy",
+    "mem MiB",
+    "ops",
+    "kernels",
+)
 NARROW = 120  # below this many columns, the default study is brief: --verbose prints the rest
 
 
@@ -100,16 +119,21 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
         ("GPU µs", "right", True),
         ("TFLOP/s", "right", False),
         ("%peak", "right", False),
+        ("mJ/call", "right", True),
         ("mem MiB", "right", False),
         ("error", "left", False),
     ]
-    keep = [not (gpu_only and cpu_only) and name not in drop for name, _, gpu_only in columns]
+    energy = any(_energy(r) is not None for r in results)  # NVML measured: a GPU with nvidia-ml-py
+    keep = [
+        not (gpu_only and cpu_only) and name not in drop and (energy or name != "mJ/call")
+        for name, _, gpu_only in columns
+    ]
     for (name, justify, _), k in zip(columns, keep, strict=True):
         if k:
             t.add_column(name, justify=justify, no_wrap=name == "variant")  # type: ignore[arg-type]
     for r in results:
         if r["status"] != "ok":
-            cells: list[Any] = [r["variant"], _status(r), *(["—"] * 12)]
+            cells: list[Any] = [r["variant"], _status(r), *(["—"] * 13)]
         else:
             copies = r.get("hidden_copies") or []
             cells = [
@@ -125,6 +149,7 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
                 _fmt_us(r.get("gpu_time")),
                 f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
                 _pct((r.get("peak_basis") or {}).get("pct", r.get("pct_of_peak"))),
+                f"{_energy(r) * 1e3:,.3f}" if _energy(r) is not None else "—",  # type: ignore[operator]
                 f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
                 _err(r),
             ]
