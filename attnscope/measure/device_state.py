@@ -39,7 +39,6 @@ FIELDS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c")
 
 @dataclass(frozen=True)
 class Sample:
-    t_s: float
     sm_clock_mhz: float | None
     mem_clock_mhz: float | None
     power_w: float | None
@@ -179,7 +178,6 @@ class Sampler:
             n, "nvmlDeviceGetCurrentClocksThrottleReasons", None
         )
         return Sample(
-            t_s=time.perf_counter(),
             sm_clock_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM),
             mem_clock_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_MEM),
             power_w=power / 1000.0 if power is not None else None,

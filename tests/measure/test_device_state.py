@@ -14,7 +14,7 @@ from attnscope.report.text.table import device_state_lines
 
 
 def _s(sm=1980.0, mem=2619.0, power=500.0, temp=60.0, reasons=0):
-    return Sample(0.0, sm, mem, power, temp, reasons)
+    return Sample(sm, mem, power, temp, reasons)
 
 
 def test_throttle_bits_by_name():
@@ -113,22 +113,27 @@ class FakeNVML:
         self.inited = True
 
     def nvmlDeviceGetHandleByUUID(self, u):
-        assert u == "GPU-abc"
+        if u not in ("GPU-abc", "MIG-xyz"):
+            raise RuntimeError(f"no device {u}")
         return "h"
 
     def nvmlDeviceGetHandleByIndex(self, i):
         return f"h{i}"
 
     def nvmlDeviceGetClockInfo(self, h, kind):
+        assert h in ("h", "h3")
         return {1: 1980, 2: 2619}[kind]
 
     def nvmlDeviceGetPowerUsage(self, h):
+        assert h in ("h", "h3")
         return 450_000
 
     def nvmlDeviceGetTemperature(self, h, kind):
+        assert h in ("h", "h3") and kind == 0
         return 61
 
     def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        assert h in ("h", "h3")
         if not self.has_energy:
             raise RuntimeError("Not Supported")
         self.energy_mj += 1000
@@ -230,3 +235,126 @@ def test_the_table_has_an_energy_column_only_where_nvml_measured():
     con = Console(width=250, record=True)
     con.print(results_table(cpu))
     assert "mJ/call" not in con.export_text()
+
+
+# Tests written for the survivors of mutation testing: exact values, boundaries, and the fallbacks.
+
+
+def test_spread_rounds_to_three_decimals():
+    assert spread([1.23456, 3.45678, 2.34567]) == {"min": 1.235, "median": 2.346, "max": 3.457}
+
+
+def test_the_null_state_in_full():
+    assert ds.unavailable("why") == {
+        "sm_clock_mhz": None,
+        "mem_clock_mhz": None,
+        "power_w": None,
+        "temp_c": None,
+        "energy_j_per_call": None,
+        "energy_j_per_token": None,
+        "throttle": [],
+        "throttled": None,
+        "num_samples": 0,
+        "why": "why",
+    }
+    assert summarise([], energy_j=1.0, calls=5, window_s=0.01)["why"] == "no NVML sample fell inside the timed replays"
+
+
+def test_summary_keys_and_exact_fields():
+    st = summarise([_s(reasons=0x4), _s(reasons=0x4)], energy_j=1.0, calls=1, window_s=0.0123456789)
+    assert st["energy_j_per_call"] == 1.0  # one call: the counter's rise itself
+    assert st["window_s"] == 0.012346
+    assert st["throttle_samples"] == {"sw_power_cap": 2}
+    assert st["method"] == "NVML every 10 ms during the CUDA-graph replays (warm and cold)"
+    assert st["calls"] == 1
+    assert set(st) == {
+        "sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c", "energy_j_per_call", "energy_j_per_token",
+        "energy_source", "throttle", "throttle_samples", "throttled", "flags", "num_samples", "calls", "window_s",
+        "method",
+    }  # fmt: skip
+
+
+def test_no_calls_or_no_time_give_no_energy():
+    for calls, window in ((0, 0.01), (1, 0.0)):
+        st = summarise([_s()], energy_j=0.0, calls=calls, window_s=window)
+        assert st["energy_j_per_call"] is None and st["energy_source"] is None
+    st = summarise([_s()], energy_j=2.0, calls=0, window_s=0.01)
+    assert st["energy_j_per_call"] is None and st["energy_source"] is None
+    st = summarise([_s(power=300.0)], energy_j=0.0, calls=1, window_s=0.01)
+    assert st["energy_j_per_call"] == pytest.approx(3.0)  # 300 W × 0.01 s / 1 call
+
+
+def test_two_slowing_reasons_are_listed_in_order():
+    st = summarise([_s(reasons=0x4 | 0x8), _s(reasons=0x8)], energy_j=1.0, calls=1, window_s=0.01)
+    assert st["flags"] == ["throttled: hw_slowdown in 2 of 2 samples, sw_power_cap in 1 of 2 samples"]
+
+
+def test_the_clock_flag_at_its_bounds():
+    exact = summarise([_s(sm=100.0), _s(sm=95.0)], energy_j=1.0, calls=1, window_s=0.01)  # (100 − 95)/100 = 5%
+    assert exact["flags"] == []
+    small = summarise([_s(sm=1.0), _s(sm=0.5)], energy_j=1.0, calls=1, window_s=0.01)  # 50% of a 1 MHz clock
+    assert small["flags"] == ["SM clock moved 0.5–1 MHz (more than 5%) during the samples"]
+    zero = summarise([_s(sm=0.0)], energy_j=1.0, calls=1, window_s=0.01)
+    assert zero["flags"] == []
+
+
+def test_clock_peak_exact_values_and_bounds():
+    """1830 × 4096 × 132 × 1e6 = 9.8942976e14 FLOP/s = 989.42976 → 989.43; 500 of it: 50.5342…% → 50.53."""
+    got = clock_peak({"sm_clock_mhz": {"median": 1830.0}}, 4096, 132, 500.0)
+    assert got["peak_tflops_at_clock"] == 989.43 and got["pct_of_peak_at_clock"] == 50.53
+    at = clock_peak({"sm_clock_mhz": {"median": 1830.0}}, 4096, 132, 989.42976)
+    assert at["pct_of_peak_at_clock"] == 100.0 and "over_100" not in at  # exactly the peak: not over it
+    just = clock_peak({"sm_clock_mhz": {"median": 1830.0}}, 4096, 132, 989.42976 * 1.005)
+    assert just["over_100"] is True  # 100.5%
+    tiny = clock_peak({"sm_clock_mhz": {"median": 0.001}}, 4096, 132, 1.0)  # 1e3 × 4096 × 132 = 5.40672e-4 TFLOP/s
+    assert tiny["over_100"] is True and tiny["pct_of_peak_at_clock"] == pytest.approx(100 / 5.40672e-4, abs=0.01)
+    assert clock_peak({"sm_clock_mhz": {"median": 1830.0}}, 4096, None, 1.0)["peak_tflops_at_clock"] is None
+    none = clock_peak({"sm_clock_mhz": {"median": 1830.0}}, 4096, 132, None)
+    assert none["pct_of_peak_at_clock"] is None and none["peak_tflops_at_clock"] == 989.43
+
+
+class Bare(FakeNVML):
+    """No throttle call at all, and power refused."""
+
+    def __init__(self):
+        super().__init__()
+        del self.nvmlDeviceGetCurrentClocksEventReasons
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        raise RuntimeError("Not Supported")
+
+
+def test_a_field_nvml_refuses_is_null_and_the_window_time_starts_at_zero():
+    s, _ = ds.open_sampler("MIG-xyz", 0, nvml=Bare())
+    with s.window(10):
+        time.sleep(0.02)
+    st = s.summary()
+    assert st["num_samples"] >= 1 and st["power_w"] is None and st["throttle"] == []
+    assert st["sm_clock_mhz"]["median"] == 1980.0 and st["temp_c"]["median"] == 61.0
+    assert 0.02 <= s.window_s < 0.5
+
+
+def test_pynvml_is_what_open_sampler_uses_when_importable(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNVML())
+    s, why = ds.open_sampler("GPU-abc", 0)
+    assert why is None and s is not None and s.handle == "h"
+
+
+def test_the_refusal_is_cut_at_160_characters():
+    class Long(FakeNVML):
+        def nvmlInit(self):
+            raise RuntimeError("x" * 200)
+
+    assert ds.open_sampler("abc", 0, nvml=Long())[1] == "NVML refused: RuntimeError: " + "x" * 160
+
+
+def test_the_not_installed_message(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert ds.open_sampler("abc", 0) == (
+        None,
+        "nvidia-ml-py (pynvml) is not installed: no clocks, power or energy (pip install nvidia-ml-py)",
+    )
