@@ -27,6 +27,7 @@ TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 2e-2}
 COLD_L2_FACTOR = 2.0
 MAX_COPIES = 64  # preparing a variant per copy costs time: beyond this the cold figure is partly warm, and said
 COPY_MEMORY_SHARE = 0.25  # of the free device memory, at most, for the copies
+COPY_BUDGET_S = 10.0  # preparing the copies (a variant's prepare per copy) stops past this many seconds
 
 
 def summarise(samples_us: list[float], method: str) -> Timing:
@@ -259,7 +260,16 @@ def time_graphs(
     cold = None
     if n > 1 and copy is not None:
         try:
-            fns = [fn] + [copy() for _ in range(n - 1)]
+            fns = [fn]
+            t0 = time.perf_counter()
+            while len(fns) < n:
+                fns.append(copy())
+                if len(fns) < n and time.perf_counter() - t0 > COPY_BUDGET_S:
+                    rotation += (
+                        f"; preparing the copies took over {COPY_BUDGET_S:g} s: stopped at {len(fns)} of {n}, the "
+                        "cold figure is partly warm"
+                    )
+                    n = len(fns)
             cold, cwhy = time_graph(fn, budget_s=budget_s, rotate=fns, sampler=sampler)
             del fns
         except Exception as e:  # noqa: BLE001 - the warm figure stands; say why the cold one is missing

@@ -185,3 +185,21 @@ def test_a_copy_of_the_inputs_is_the_same_values_in_fresh_memory():
     assert c.q.data_ptr() != q.data_ptr() and c.k.data_ptr() != k.data_ptr()
     assert c.q.requires_grad and not c.k.requires_grad and c.scale == 0.5
     assert _copy_inputs(Inputs(q, k, k, 1.0)).grad_out is None
+
+
+def test_slow_copies_stop_at_the_preparation_budget(monkeypatch):
+    """Each copy 'takes' 4 s on a fake clock: after the second copy (8 s) the third passes 10 s, so the
+    rotation stops at 1 + 3 = 4 of the 13 copies wanted, and says so."""
+    monkeypatch.setattr(
+        measure, "time_graph", lambda fn, *, budget_s, rotate=None, **kw: (_t(12.0 if rotate else 10.0), None)
+    )
+    clock = [0.0]
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
+
+    def copy():
+        clock[0] += 4.0
+        return lambda: 0
+
+    _, _, both = measure.time_graphs(lambda: 0, copy, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
+    assert both.copies == 4 and both.graph_used == "cold"
+    assert "preparing the copies took over 10 s: stopped at 4 of 13, the cold figure is partly warm" in both.rotation
