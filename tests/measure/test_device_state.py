@@ -43,7 +43,10 @@ def test_energy_from_the_mean_power_where_the_counter_did_not_move():
     """Power 400 and 600 W (mean 500 W) over 0.012 s and 2,000 calls: 500 × 0.012 / 2000 = 3 mJ a call."""
     st = summarise([_s(power=400.0), _s(power=600.0)], energy_j=0.0, calls=2000, window_s=0.012)
     assert st["energy_j_per_call"] == pytest.approx(0.003)
-    assert "mean sampled power" in st["energy_source"] and st["energy_j_per_token"] is None
+    assert st["energy_source"] == (
+        "mean sampled power × the timed replays' seconds / their calls (the energy counter did not move)"
+    )
+    assert st["energy_j_per_token"] is None
     assert st["power_w"] == {"min": 400.0, "median": 500.0, "max": 600.0}
     none = summarise([_s(power=None)], energy_j=None, calls=10, window_s=0.01)
     assert none["energy_j_per_call"] is None
