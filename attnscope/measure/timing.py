@@ -228,7 +228,7 @@ def rotation_copies(
         )
     return n, (
         f"{n} copies × {_mib(working_set_bytes)} = {_mib(n * working_set_bytes)} > {factor:g} × L2 "
-        f"({_mib(l2_bytes)}): each call's inputs were last used {n - 1} calls earlier"
+        f"({_mib(l2_bytes)}): each call's inputs were last used {n - 1} call{'s' if n > 2 else ''} earlier"
     )
 
 

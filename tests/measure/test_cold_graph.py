@@ -203,3 +203,127 @@ def test_slow_copies_stop_at_the_preparation_budget(monkeypatch):
     _, _, both = measure.time_graphs(lambda: 0, copy, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
     assert both.copies == 4 and both.graph_used == "cold"
     assert "preparing the copies took over 10 s: stopped at 4 of 13, the cold figure is partly warm" in both.rotation
+
+
+# Tests written for the survivors of mutation testing: boundaries, exact words and what time_graphs passes on.
+
+
+def test_rotation_at_the_smallest_sizes_and_exact_words():
+    # L2 1 B, working set 1 B: 2 × 1 = 2 B; ⌊2/1⌋ + 1 = 3 copies
+    assert rotation_copies(1, 1)[0] == 3
+    assert rotation_copies(8 * MIB, 0) == (1, "L2 size unknown: one set of inputs, the cold figure is not measured")
+    assert rotation_copies(100 * MIB, 50 * MIB) == (
+        1,
+        "the working set (100.0 MiB) is at least 2× the L2 (50.0 MiB): every call streams it from DRAM already, one "
+        "set of inputs (warm = cold)",
+    )
+
+
+def test_a_cap_equal_to_the_copies_wanted_is_no_cap():
+    # 10 MiB against 50 MiB: 11 wanted; 110 MiB spare hold exactly 11
+    n, why = rotation_copies(10 * MIB, 50 * MIB, spare_bytes=110 * MIB)
+    assert n == 11 and why.startswith("11 copies × 10.0 MiB = 110.0 MiB > 2 × L2")
+    n, why = rotation_copies(1 * MIB, 50 * MIB)
+    assert why == (
+        "101 copies of 1.0 MiB would exceed 2× the L2 (50.0 MiB); capped at 64 (64.0 MiB): the cold figure is "
+        "partly warm"
+    )
+
+
+def test_two_copies_are_cold_and_a_replay_of_small_calls():
+    warm, cold = _t(10.0), _t(13.0)
+    assert graph_choice(warm, cold, 2) == (cold, "cold")
+    assert graph_calls(0.5, 100.0) == 200  # 100 µs / 0.5 µs
+
+
+def test_time_graphs_passes_the_call_the_budget_and_the_sampler_on(monkeypatch):
+    sampler = object()
+    seen = []
+
+    def fake(fn, *, budget_s, rotate=None, sampler=None):
+        seen.append((fn, budget_s, sampler, rotate))
+        return (_t(13.0) if rotate else _t(10.0)), None
+
+    monkeypatch.setattr(measure, "time_graph", fake)
+
+    def call():
+        return 0
+
+    # 99 MiB against 50 MiB: 2 copies; spare 35 MiB caps 10 MiB at 3 copies
+    _, _, both = measure.time_graphs(
+        call, lambda: lambda: 1, budget_s=0.25, working_set_bytes=99 * MIB, l2_bytes=50 * MIB, sampler=sampler
+    )
+    assert [(f, b, s) for f, b, s, _ in seen] == [(call, 0.25, sampler), (call, 0.25, sampler)]
+    assert len(seen[1][3]) == 2 and both.copies == 2 and both.graph_used == "cold"
+    seen.clear()
+    _, _, both = measure.time_graphs(
+        call, lambda: lambda: 1, budget_s=0.25, working_set_bytes=10 * MIB, l2_bytes=50 * MIB, spare_bytes=35 * MIB
+    )
+    assert both.copies == 3 and len(seen[1][3]) == 3
+
+
+def test_time_graphs_adds_to_the_rotation_words_never_replaces_them(monkeypatch):
+    monkeypatch.setattr(measure, "time_graph", lambda fn, *, budget_s, rotate=None, **kw: (_t(10.0), None))
+
+    def broken():
+        raise RuntimeError("y" * 200)
+
+    _, _, both = measure.time_graphs(lambda: 0, broken, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
+    assert both.rotation == (
+        "13 copies × 8.0 MiB = 104.0 MiB > 2 × L2 (50.0 MiB): each call's inputs were last used 12 calls earlier; "
+        f"cold replay failed (RuntimeError: {'y' * 160}): the warm figure is used"
+    )
+    _, _, both = measure.time_graphs(lambda: 0, None, budget_s=0.1, working_set_bytes=99 * MIB, l2_bytes=50 * MIB)
+    assert both.rotation == (
+        "2 copies × 99.0 MiB = 198.0 MiB > 2 × L2 (50.0 MiB): each call's inputs were last used 1 call earlier; "
+        "no way to copy this call's inputs: the warm figure is used"
+    )
+    _, _, both = measure.time_graphs(lambda: 0, None, budget_s=0.1, working_set_bytes=200 * MIB, l2_bytes=50 * MIB)
+    assert "no way to copy" not in both.rotation  # one set is enough: nothing to copy
+
+
+def _clocked(monkeypatch, step_s):
+    monkeypatch.setattr(
+        measure, "time_graph", lambda fn, *, budget_s, rotate=None, **kw: (_t(12.0 if rotate else 10.0), None)
+    )
+    clock = [0.0]
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
+
+    def copy():
+        clock[0] += step_s
+        return lambda: 0
+
+    return copy
+
+
+def test_the_preparation_budget_at_its_bounds(monkeypatch):
+    # 30 MiB against 50 MiB: 4 copies (3 made); 5 s each: 10 s after the second is not past 10 s
+    copy = _clocked(monkeypatch, 5.0)
+    _, _, both = measure.time_graphs(lambda: 0, copy, budget_s=0.1, working_set_bytes=30 * MIB, l2_bytes=50 * MIB)
+    assert both.copies == 4 and "preparing" not in both.rotation
+    # 49 MiB: 3 copies (2 made), 6 s each: past 10 s only once the last is made, which is no stop
+    copy = _clocked(monkeypatch, 6.0)
+    _, _, both = measure.time_graphs(lambda: 0, copy, budget_s=0.1, working_set_bytes=49 * MIB, l2_bytes=50 * MIB)
+    assert both.copies == 3 and "preparing" not in both.rotation
+    copy = _clocked(monkeypatch, 11.0)
+    _, _, both = measure.time_graphs(lambda: 0, copy, budget_s=0.1, working_set_bytes=8 * MIB, l2_bytes=50 * MIB)
+    assert both.rotation.startswith("13 copies × 8.0 MiB") and both.rotation.endswith(
+        "; preparing the copies took over 10 s: stopped at 2 of 13, the cold figure is partly warm"
+    )
+
+
+def test_rms_by_hand():
+    torch = pytest.importorskip("torch")
+    assert measure.rms() == 0.0
+    assert measure.rms(torch.tensor([3.0])) == 3.0
+    assert measure.rms(torch.tensor([3.0]), torch.tensor([4.0, 0.0])) == pytest.approx((25 / 3) ** 0.5)
+    # squares of 1e20 overflow fp32 (max 3.4e38): the sum is taken in fp64
+    assert measure.rms(torch.tensor([1e20, 1e20], dtype=torch.float32)) == pytest.approx(1e20, rel=1e-6)
+
+
+def test_the_error_of_a_large_fp32_reference_is_taken_in_fp64():
+    torch = pytest.importorskip("torch")
+    from attnscope.measure.timing import relative_error
+
+    ref = torch.full((1, 1, 2, 2), 1e20, dtype=torch.float32)  # its norm's squares overflow in fp32
+    assert relative_error(ref * 1.01, ref)[0] == pytest.approx(0.01, rel=1e-4)
