@@ -32,6 +32,8 @@ def test_the_fewest_copies_whose_bytes_exceed_twice_the_l2(ws_mib, l2_mib, want)
     n, why = rotation_copies(ws_mib * MIB, l2_mib * MIB)
     assert n == want
     assert n * ws_mib > 2 * l2_mib or n == 1
+    if n == 3:
+        assert why.endswith("each call's inputs were last used 2 calls earlier")
     assert n == 1 or (n - 1) * ws_mib <= 2 * l2_mib  # the fewest
     assert ("warm = cold" in why) is (n == 1)
 
