@@ -203,7 +203,17 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
         if why.get("chosen") and backend and why["chosen"] != backend:
             msg += f"; torch's checks predicted {why['chosen']}, yet {backend} ran"
             sev = "warning"
+        pred = why.get("prediction") or {}
+        if pred.get("order"):
+            ev.update(version_order=pred["order"], version_rule=pred.get("why"), version_predicted=pred.get("chosen"))
+            if order and pred["order"] != order:
+                msg += f"; the version rule ({pred.get('why')}) gave the order {', '.join(pred['order'])}"
+                sev = "warning"
+            if pred.get("chosen") and backend and pred["chosen"] != backend:
+                msg += f"; by the version rule {pred['chosen']} runs, yet {backend} ran"
+                sev = "warning"
     fastest = _fastest_forced(r, peers)
+    forced = next((p.get("backend") for p in peers if fastest and p["variant"] == fastest[0]), None)
     mine = timing_of(r)
     if fastest and mine and fastest[1] * SLOWER_MIN_RATIO < mine[0] and not _tied_with(r, fastest[0], peers):
         ev.update(
@@ -225,7 +235,7 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
             variant=r["variant"],
             severity=sev,
             message=msg,  # type: ignore[arg-type]
-            advice=_choice_advice(r, ev),
+            advice=_choice_advice(r, ev, forced),
             evidence=ev,
             kernels=(seen_in,) if seen_in and seen_in != "aten op" else (),
         )
@@ -233,7 +243,7 @@ def sdpa_choice(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]
     return out
 
 
-def _choice_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
+def _choice_advice(r: dict[str, Any], ev: dict[str, Any], forced: str | None = None) -> str:
     """Pin a backend only where no mask is hidden in the call: a mask that keeps every key is the plain call,
     and a pinned backend that cannot take it (cuDNN, math under a CausalBias) materialises it."""
     from attnscope.analysis.equivalent import equivalent_case
@@ -246,10 +256,45 @@ def _choice_advice(r: dict[str, Any], ev: dict[str, Any]) -> str:
             "backend that cannot take the mask would materialise it"
         )
     if "fastest_forced" in ev:
-        return f"force {ev['fastest_forced']} with torch.nn.attention.sdpa_kernel(...) for this shape" + (
+        return f"force {ev['fastest_forced']} with {pin_call(forced)} for this shape" + (
             f"; {ONE_SAMPLE_NOTE}" if ev.get("one_sample") else ""
         )
-    return "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
+    return pin_advice(ev.get("ran"), (r.get("sdpa_why") or {}).get("set_priority"))
+
+
+SDP_BACKEND = {
+    "flash": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+    "math": "MATH",
+}
+
+
+def pin_call(backend: str | None) -> str:
+    """``sdpa_kernel`` with one backend: a single backend pins it on every torch version."""
+    name = SDP_BACKEND.get(backend or "")
+    return f"torch.nn.attention.sdpa_kernel(SDPBackend.{name})" if name else "torch.nn.attention.sdpa_kernel(...)"
+
+
+def pin_advice(backend: str | None, set_priority: bool | None) -> str:
+    """How to pin the backend that ran: name that one backend; a list is an allow-set whose order torch ignores,
+    unless the installed torch takes set_priority=True (read from its signature when the run was measured)."""
+    name = SDP_BACKEND.get(backend or "")
+    text = f"to pin this choice across torch versions, wrap the call in {pin_call(backend)}"
+    if name is None:
+        return text
+    if set_priority:
+        return (
+            text + ": one backend; to keep fallbacks in your order, sdpa_kernel([SDPBackend."
+            f"{name}, SDPBackend.MATH], set_priority=True) (without set_priority a list only allows, torch's own "
+            "order still picks)"
+        )
+    if set_priority is False:
+        return text + (
+            ": one backend (this torch's sdpa_kernel has no set_priority, so a list only allows: torch's own "
+            "order still picks)"
+        )
+    return text + ": one backend (a list only allows unless set_priority=True where torch has it)"
 
 
 def builtin_mask_faster(r: dict[str, Any], peers: list[dict[str, Any]]) -> list[Insight]:

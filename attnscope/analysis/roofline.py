@@ -4,7 +4,8 @@ the bound that applies and its % of peak.  Pure (plain numbers and dicts in, a d
 Bytes model (``bytes_source`` says which was used): Q, K and V read once and O written once; for
 forward+backward also dO read, dQ, dK, dV written and the LSE (fp32, one per query row per head)
 written and read; at decode K and V are the KV cache, read once; a dense mask tensor passed to the
-call adds its own bytes.  With Nsight Compute, the measured DRAM bytes replace the model.
+call adds its own bytes.  With Nsight Compute (``run --ncu``), the DRAM bytes its counters read over the call's
+kernels replace the model, which is kept beside them (``bytes_model``, ``bytes_measured``, ``bytes_ratio``).
 
 Bound: ``latency`` when the grid has fewer blocks than the GPU has SMs, or the call is under
 ``LATENCY_US``; otherwise ``compute`` when the intensity (FLOP per byte) reaches the ridge (peak
@@ -171,9 +172,14 @@ def row_roofline(
         nbytes, source = call_bytes(case, mask_bytes)
     except (KeyError, TypeError):
         return None
-    dram = r.get("dram_bytes")
-    if isinstance(dram, int) and dram > 0:
-        nbytes, source = dram, "measured: DRAM bytes read and written, Nsight Compute (dram__bytes.sum)"
+    model_bytes, model_words = nbytes, source
+    measured, per_kernel, _why = measured_bytes(r)
+    if measured is not None and measured > 0:
+        nbytes = measured
+        source = (
+            f"measured: DRAM bytes read + written over the call's {len(per_kernel)} kernel(s), Nsight Compute "
+            f"(dram__bytes_read.sum + dram__bytes_write.sum, one more call after the timed ones); the {source}"
+        )
     spec = lookup(r.get("device_name"))
     matrix = [  # not memcpy or memset (is_matrix_kernel: gemm or attention), asked of 1 kernel in 5 of a model step
         k
@@ -208,7 +214,29 @@ def row_roofline(
             per.append({"name": k.get("name"), **at(t, grid_blocks(k), False, words)})
     out["kernels"] = per
     out["graph_replay"] = _graph_replay(r, nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)
+    out["bytes_model"] = model_bytes
+    out["bytes_model_source"] = model_words
+    out["bytes_measured"] = measured
+    out["bytes_ratio"] = round(measured / model_bytes, 4) if measured and model_bytes > 0 else None
+    out["bytes_per_kernel"] = per_kernel
     return out
+
+
+def measured_bytes(r: dict[str, Any]) -> tuple[int | None, list[dict[str, Any]], str | None]:
+    """DRAM bytes read and written by the call's kernels under Nsight Compute (``run --ncu``): (total, per
+    kernel {name, read, write}, None), or (None, [], why not) where ncu did not run or did not collect them."""
+    n = r.get("ncu")
+    if not isinstance(n, dict) or n.get("status") != "ok":
+        return None, [], "no Nsight Compute counters (run --ncu)"
+    per = []
+    for k in n.get("kernels") or []:
+        rd, wr = k.get("dram_read_bytes"), k.get("dram_write_bytes")
+        if rd is None or wr is None:
+            return None, [], f"Nsight Compute did not collect DRAM bytes for {k.get('name')}"
+        per.append({"name": k.get("name"), "read": int(rd), "write": int(wr)})
+    if not per:
+        return None, [], "Nsight Compute profiled no kernel of the call"
+    return sum(k["read"] + k["write"] for k in per), per, None
 
 
 def _graph_replay(

@@ -224,6 +224,11 @@ def cmd_tour(args: argparse.Namespace) -> int:
         return stop.interrupted(e, f"the steps done are saved in {args.out}; continue with --resume")
     stop.restore(old)
     show_end(transcript, console.print)
+    from attnscope.core.host_line import host_line
+
+    busy = host_line(transcript.get("host"))
+    if busy:
+        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
     console.print(f"  transcript written to {args.out}")
     if args.html:
         from attnscope.report.html.tour import write_tour_html

@@ -102,3 +102,21 @@ def lookup(device_name: str | None) -> GpuSpec | None:
         if all((k in words) if k in ("l4",) else (k in low) for k in keys):
             return spec
     return None
+
+
+# Dense 16-bit (BF16/FP16 in, FP32 accumulate) tensor-core FLOPs per clock per SM, by compute capability, from
+# NVIDIA's figures: rate = SMs × clock × FLOPs/clock/SM, so FLOPs/clock/SM = rate / (SMs × clock).
+#   sm90 (H100 SXM5): 989.4 TFLOP/s / (132 SMs × 1.830 GHz boost) = 4096.0 (H100 PCIe: 756.4 / (114 × 1.620) = 4096)
+#   sm80 (A100):      312 TFLOP/s / (108 SMs × 1.410 GHz boost) = 2048.9 → 2048 (2048 × 108 × 1.41 GHz = 311.9)
+# Other architectures are left out rather than guessed: the peak at the sampled clock is then null.
+FLOPS_PER_CLOCK_PER_SM: dict[tuple[int, int], dict[str, int]] = {
+    (9, 0): {"bf16": 4096, "fp16": 4096},
+    (8, 0): {"bf16": 2048, "fp16": 2048},
+}
+
+
+def flops_per_clock_per_sm(capability: tuple[int, int] | None, dtype: str) -> int | None:
+    """Dense tensor-core FLOPs per clock per SM for the case's dtype on this architecture; None where unknown."""
+    if capability is None:
+        return None
+    return FLOPS_PER_CLOCK_PER_SM.get(tuple(capability), {}).get(dtype)  # type: ignore[arg-type]

@@ -109,6 +109,25 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class GraphTiming:
+    """Device time per call by CUDA-graph replay, warm and cold L2 (attnscope.measure.timing.time_graphs).
+
+    ``graph_warm``: every call reads the same inputs, so where they fit in L2 every replay after the first
+    reads them from cache.  ``graph_cold``: the calls rotate through ``copies`` copies of the inputs, together
+    more than twice the L2, so a call's inputs were last touched ``copies − 1`` calls earlier and were evicted
+    since (None where one set of inputs already exceeds that).  ``graph_used``: the figure ``gpu_time_graph``
+    and every rate on it carry."""
+
+    graph_warm: Timing | None
+    graph_cold: Timing | None
+    graph_used: str  # "cold" or "warm"
+    copies: int
+    working_set_bytes: int | None
+    l2_bytes: int | None
+    rotation: str  # the copies, in words, and why that many
+
+
+@dataclass(frozen=True)
 class Fingerprint:
     """What one call did, read from its trace alone (pure analysis output)."""
 
@@ -211,6 +230,10 @@ class Result:
     )
     gpu_time_graph: Timing | None = None  # device time per call by CUDA-graph replay
     gpu_time_graph_why: str | None = None  # why there is no graph timing (the call is not capturable)
+    timing: GraphTiming | None = None  # both graph figures, warm and cold L2; gpu_time_graph is the one used
+    # clocks, power, temperature, throttle reasons and energy during the timed replays (measure.device_state);
+    # on a CPU every figure null with the reason
+    device_state: dict[str, Any] | None = None
     launch: dict[str, Any] | None = None  # stream time against graph time: launch gaps and event overhead
     # Nsight Compute's deep fields (run --ncu), filled after the run by ncu_run.attach; empty: not asked
     ncu: dict[str, Any] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any
 
 from attnscope.core.flops import flop_formula, mask_flop_note
-from attnscope.core.types import Case, Fingerprint, Result, Timing
+from attnscope.core.types import Case, Fingerprint, GraphTiming, Result, Timing
 
 FLATTENED = "fingerprint"
 RENAMED = {"notes": "run_notes"}
@@ -212,6 +212,8 @@ def result_from_dict(d: dict[str, Any]) -> Result:
             kw["case"] = Case.from_dict(case) if case is not None else None
         else:
             kw[f.name] = _field_value(f, d, RENAMED.get(f.name, f.name))
+    if kw.get("timing") is None and kw.get("gpu_time_graph") is not None:
+        kw["timing"] = warm_only(kw["gpu_time_graph"])
     return Result(**kw)
 
 
@@ -259,3 +261,16 @@ def row_type_problem(d: dict[str, Any]) -> str | None:
         if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
             return f"{k} must be {words[kinds[0]]} or null, got {type(v).__name__}"
     return None
+
+
+def warm_only(graph: Timing) -> GraphTiming:
+    """A row written before cold-L2 replay (schema 1): its one graph figure replayed the same inputs: warm."""
+    return GraphTiming(
+        graph_warm=graph,
+        graph_cold=None,
+        graph_used="warm",
+        copies=1,
+        working_set_bytes=None,
+        l2_bytes=None,
+        rotation="written before cold-L2 replay: the same inputs every call (warm)",
+    )

@@ -28,7 +28,10 @@ __all__ = [
     "write_atomic",
 ]
 
-SCHEMA_VERSION = 1
+# 2: graph replay measured warm and cold L2 (``timing``: graph_warm, graph_cold, graph_used); ``gpu_time_graph`` is
+# the figure used (cold for inputs that fit in 2× the L2).  A version-1 row's ``gpu_time_graph`` is warm: read back,
+# its ``timing`` says so (attnscope.document.codec).
+SCHEMA_VERSION = 2
 
 
 def document(env: Env | None, results: list[Result], **top: Any) -> dict[str, Any]:

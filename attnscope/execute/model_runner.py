@@ -50,7 +50,7 @@ def _failure(impl: str, mode: str, e: BaseException) -> dict[str, Any]:
 
 
 def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, encoder: bool) -> dict[str, Any]:
-    from attnscope.analysis.fingerprint.model_split import breakdown
+    from attnscope.analysis.fingerprint.model_split import breakdown, fit_to_timed
     from attnscope.trace import load_trace
 
     cuda = opts.device.startswith("cuda")
@@ -76,6 +76,8 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
             except OSError as e:  # a full disk costs the trace, not the row
                 not_kept = f"trace not kept in {opts.trace_dir}: {os_error_text(e)}"
     main = gpu or wall
+    if split is not None:  # the profiled step against the timed one: scaled to it where they differ widely
+        split = fit_to_timed(split, main.median_us)
     row = empty_row(impl, mode, "ok", None)
     row.update(
         step_time_us=round(main.median_us, 3),
@@ -93,7 +95,9 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
             rest=split["rest"],
             layers=split["layers"],
             breakdown={
-                k: split[k] for k in ("device", "method", "total_us", "unattributed_us", "scopes", "step") if k in split
+                k: split[k]
+                for k in ("device", "method", "total_us", "unattributed_us", "scopes", "step", "profile")
+                if k in split
             },
         )
     return row

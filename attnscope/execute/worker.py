@@ -17,6 +17,7 @@ from attnscope.core.files import keep_file, os_error_text, private_dir
 from attnscope.core.flops import attention_flops, mode_flops, tflops
 from attnscope.core.types import Case, Env, PeakRate, Result
 from attnscope.execute.job import Job, failed_row
+from attnscope.measure import device_state
 from attnscope.measure import timing as measure
 from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
 from attnscope.workloads import sensitivity
@@ -185,8 +186,9 @@ def _errors(outs: Any, ref: dict[str, Any] | None) -> tuple[dict[str, float], bo
             )
     errs: dict[str, float] = {}
     bad = False
+    scale = measure.rms(*ref.values())  # the floor's scale: the whole result, so an all-zero dq has one
     for name, r in ref.items():
-        errs[name], nf = measure.relative_error(got[name], r)
+        errs[name], nf = measure.relative_error(got[name], r, scale)
         bad = bad or nf
     return errs, bad
 
@@ -261,8 +263,14 @@ def _measure(v: Variant, job: Job) -> Result:
         name = job.trace_name or f"{v.name}.json"
         path = tmp / name
         fn = _with_backward(prep.fn, x) if case.mode == "fwd_bwd" else prep.fn
+
+        def copy() -> Any:  # the call again on a fresh copy of its inputs: cold-L2 graph replay rotates them
+            xc = _copy_inputs(x)
+            p = v.prepare(case, xc)
+            return _with_backward(p.fn, xc) if case.mode == "fwd_bwd" else p.fn
+
         try:
-            r = _observe(job, prep, fn, ref, peak, path, cost)
+            r = _observe(job, prep, fn, ref, peak, path, cost, copy, working_set_bytes(x))
             r = replace(r, modifier_checks=checks[0], notes=r.notes + tuple(checks[1])) if checks else r
         except Exception as e:  # noqa: BLE001
             r = failure(job, e, "")
@@ -325,6 +333,70 @@ def _context_overhead_us(prep: Prepared) -> float | None:
     return measure.time_host(enter_exit, cuda=False, budget_s=0.05, lo=20, hi=200).median_us
 
 
+def _copy_inputs(x: Inputs) -> Inputs:
+    """The same values in fresh memory (leaves for autograd where the originals were)."""
+
+    def c(t: Any) -> Any:
+        return None if t is None else t.detach().clone().requires_grad_(t.requires_grad)
+
+    return Inputs(q=c(x.q), k=c(x.k), v=c(x.v), scale=x.scale, grad_out=c(x.grad_out))
+
+
+def working_set_bytes(x: Inputs) -> int:
+    """What one call reads and writes at least: q, k, v (and dO) and an output the size of q (in fwd_bwd also
+    dq, dk, dv the size of q, k, v); the bytes cold-L2 replay must keep out of the L2."""
+    ins = sum(t.numel() * t.element_size() for t in (x.q, x.k, x.v, x.grad_out) if t is not None)
+    out = x.q.numel() * x.q.element_size()
+    if x.grad_out is not None:
+        out += sum(t.numel() * t.element_size() for t in (x.q, x.k, x.v))
+    return int(ins + out)
+
+
+_samplers: dict[str, tuple[Any, str | None]] = {}
+
+
+def _sampler(device: str) -> tuple[Any, str | None]:
+    """One NVML sampler per device and process (attnscope.measure.device_state), or why there is none."""
+    if device not in _samplers:
+        import torch
+
+        dev = torch.device(device)
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        uuid = getattr(torch.cuda.get_device_properties(idx), "uuid", None)
+        _samplers[device] = device_state.open_sampler(str(uuid) if uuid else None, idx)
+    return _samplers[device]
+
+
+def _tokens_per_call(case: Case) -> int | None:
+    """Query tokens per call at decode (one query per sequence): batch; None elsewhere (energy per call only)."""
+    return case.batch if case.seq_q == 1 else None
+
+
+def _clock_peak(case: Case, state: dict[str, Any], rate: float | None) -> dict[str, Any]:
+    """% of the compute peak at the sampled SM clock, for the row's rate (attnscope.core.gpus' FLOPs per clock)."""
+    import torch
+
+    from attnscope.core.gpus import flops_per_clock_per_sm
+
+    props = torch.cuda.get_device_properties(torch.device(case.device))
+    per = flops_per_clock_per_sm((props.major, props.minor), case.dtype)
+    out = device_state.clock_peak(state, per, props.multi_processor_count, rate)
+    if per is None:
+        out["peak_why"] = f"no FLOPs per clock per SM known for sm{props.major}{props.minor} in {case.dtype}"
+    return out
+
+
+def _l2_and_spare(device: str) -> tuple[int | None, int | None]:
+    """The device's L2 bytes (torch.cuda.get_device_properties(...).L2_cache_size; None where torch lacks it)
+    and the share of free memory the input copies may take."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.device(device))
+    l2 = getattr(props, "L2_cache_size", None)
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    return (int(l2) if l2 else None), int(free * measure.COPY_MEMORY_SHARE)
+
+
 def _observe(
     job: Job,
     prep: Prepared,
@@ -333,6 +405,8 @@ def _observe(
     peak: PeakRate | None,
     path: Path,
     cost: dict[str, float],
+    copy: Any = None,
+    ws_bytes: int | None = None,
 ) -> Result:
     """Warm up, check numerics, time, measure memory, capture one call and fingerprint it."""
     import torch
@@ -362,7 +436,26 @@ def _observe(
             if cuda
             else None
         )
-        graph_t, graph_why = measure.time_graph(fn, budget_s=opts.timing_budget_s) if cuda else (None, None)
+        graph_t, graph_why, graphs = None, None, None
+        state: dict[str, Any] = device_state.unavailable("CPU run: NVML reads GPUs only, so no clock, power or energy")
+        if cuda:
+            l2, spare = _l2_and_spare(case.device)
+            sampler, no_nvml = _sampler(case.device)
+            if sampler is not None:
+                sampler.reset()
+            graph_t, graph_why, graphs = measure.time_graphs(
+                fn,
+                copy,
+                budget_s=opts.timing_budget_s,
+                working_set_bytes=ws_bytes,
+                l2_bytes=l2,
+                spare_bytes=spare,
+                sampler=sampler,
+            )
+            if sampler is not None:
+                state = sampler.summary(_tokens_per_call(case))
+            else:
+                state = device_state.unavailable(no_nvml or "no NVML sampler")
         peak_mem = measure.cuda_peak_extra_bytes(fn) if cuda else None
         t2 = time.perf_counter()
         capture(fn, path, cuda=cuda)
@@ -381,6 +474,8 @@ def _observe(
         mem_src = "profiler [memory] events of the profiled call (peak minus start)"
     flops = mode_flops(attention_flops(case), case.mode)
     rate = tflops(flops, gpu_t.median_us if gpu_t else cpu_t.median_us)
+    if cuda:
+        state.update(_clock_peak(case, state, rate))
     return Result(
         variant=job.variant,
         case=case,
@@ -406,6 +501,9 @@ def _observe(
         extra={k: val for k, val in prep.extra.items() if k != "sdpa_why"},
         gpu_time_graph=graph_t,
         gpu_time_graph_why=graph_why,
-        launch=measure.launch_overhead(gpu_t, graph_t),
+        timing=graphs,
+        device_state=state,
+        # stream time (the same inputs every call) against the warm graph figure: like with like
+        launch=measure.launch_overhead(gpu_t, graphs.graph_warm if graphs else graph_t),
         cost_s=cost,
     )

@@ -19,6 +19,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from attnscope.core.host_line import host_line
+
 TICKS_US = (10000.0, 4000.0, 1000.0)  # scheduler ticks at HZ 100, 250, 1000, the longest tried first
 TICK_TOLERANCE = 0.02  # a value within 2% of a tick of a whole number of ticks is "on the tick"
 LOAD_PER_CORE = 1.25  # load average above 1.25 runnable threads per core: the host is oversubscribed
@@ -105,9 +107,7 @@ def assess(
 
 def line(host: dict[str, Any]) -> str | None:
     """The one line a report prints for a loaded host; None when it is not loaded."""
-    if not host.get("loaded"):
-        return None
-    return f"host loaded: {host['why']}. Timings and rankings may be wrong: measure again on a quiet machine"
+    return host_line(host)
 
 
 def timings_of(results: Iterable[Any]) -> list[tuple[str, list[float]]]:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from attnscope.core.types import Timing
+from attnscope.core.types import GraphTiming, Timing
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current L2 (H200: 60 MB)
 
@@ -21,6 +21,13 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current L2 (H200: 60 MB)
 SLEEP_CYCLES_PER_US = 2000
 
 TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 2e-2}
+
+# Cold-L2 graph replay: the calls rotate through copies of the inputs that together exceed this many L2s, so a
+# call's inputs were evicted since its copy was last used (an LRU-like L2 keeps at most one L2 of them).
+COLD_L2_FACTOR = 2.0
+MAX_COPIES = 64  # preparing a variant per copy costs time: beyond this the cold figure is partly warm, and said
+COPY_MEMORY_SHARE = 0.25  # of the free device memory, at most, for the copies
+COPY_BUDGET_S = 10.0  # preparing the copies (a variant's prepare per copy) stops past this many seconds
 
 
 def summarise(samples_us: list[float], method: str) -> Timing:
@@ -148,21 +155,150 @@ def cuda_peak_extra_bytes(fn: Callable[[], Any]) -> int:
     return max(0, peak - base)
 
 
-def relative_error(out: Any, ref: Any) -> tuple[float, bool]:
-    """max over (batch, head) of ‖out − ref‖ / ‖ref‖, and whether out has NaN/Inf."""
+# A (batch, head) slice's norm is floored at the norm it would have if every element were this fraction of the
+# call's RMS (all its reference outputs together): where the reference is zero or tiny (dq and dk when each query
+# sees one key), the error becomes absolute error at a tenth of the result's scale, as torch.testing's atol bounds
+# |out - ref| where |ref| is near 0, instead of rounding divided by float64's smallest number.
+ERROR_FLOOR = 0.1
+
+
+def rms(*tensors: Any) -> float:
+    """Root mean square over every element of ``tensors`` together (fp64)."""
+    import torch
+
+    n = sum(t.numel() for t in tensors)
+    if n == 0:
+        return 0.0
+    sq = sum(float(t.detach().to(torch.float64).square().sum()) for t in tensors)
+    return math.sqrt(sq / n)
+
+
+def relative_error(out: Any, ref: Any, scale: float | None = None) -> tuple[float, bool]:
+    """max over (batch, head) of ‖out − ref‖ / max(‖ref‖, ERROR_FLOOR·scale·√n), and whether out has NaN/Inf.
+
+    ``n``: the elements of one (batch, head) slice; ``scale``: the RMS the floor is scaled to (the call's
+    reference outputs together; by default ``ref``'s own)."""
     import torch
 
     o = out.detach().to(torch.float64)
     nonfinite = not bool(torch.isfinite(o).all())
     if nonfinite:
         return float("inf"), True
-    num = (o - ref).flatten(2).norm(dim=-1)
-    den = ref.flatten(2).norm(dim=-1).clamp_min(torch.finfo(torch.float64).tiny)
+    r = ref.to(torch.float64).flatten(2)
+    num = (o.flatten(2) - r).norm(dim=-1)
+    m = rms(ref) if scale is None else scale
+    floor = ERROR_FLOOR * m * math.sqrt(r.shape[-1])
+    den = r.norm(dim=-1).clamp_min(max(floor, torch.finfo(torch.float64).tiny))
     return float((num / den).max()), False
 
 
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def rotation_copies(
+    working_set_bytes: int | None,
+    l2_bytes: int | None,
+    *,
+    spare_bytes: int | None = None,
+    factor: float = COLD_L2_FACTOR,
+    max_copies: int = MAX_COPIES,
+) -> tuple[int, str]:
+    """How many copies of a call's inputs cold-L2 replay rotates through, and why: the fewest whose bytes
+    together exceed ``factor`` × L2 (n = ⌊factor·L2 / working set⌋ + 1), 1 where one set already does or a size
+    is unknown, at most ``max_copies`` and what ``spare_bytes`` holds (then the figure is partly warm, and said)."""
+    if not l2_bytes or l2_bytes <= 0:
+        return 1, "L2 size unknown: one set of inputs, the cold figure is not measured"
+    if not working_set_bytes or working_set_bytes <= 0:
+        return 1, "working set unknown: one set of inputs, the cold figure is not measured"
+    target = factor * l2_bytes
+    if working_set_bytes >= target:
+        return 1, (
+            f"the working set ({_mib(working_set_bytes)}) is at least {factor:g}× the L2 ({_mib(l2_bytes)}): every "
+            "call streams it from DRAM already, one set of inputs (warm = cold)"
+        )
+    n = int(target // working_set_bytes) + 1
+    cap = max_copies
+    if spare_bytes is not None:
+        cap = min(cap, max(1, int(spare_bytes // working_set_bytes)))
+    if n > cap:
+        return cap, (
+            f"{n} copies of {_mib(working_set_bytes)} would exceed {factor:g}× the L2 ({_mib(l2_bytes)}); capped at "
+            f"{cap} ({_mib(cap * working_set_bytes)}): the cold figure is partly warm"
+        )
+    return n, (
+        f"{n} copies × {_mib(working_set_bytes)} = {_mib(n * working_set_bytes)} > {factor:g} × L2 "
+        f"({_mib(l2_bytes)}): each call's inputs were last used {n - 1} call{'s' if n > 2 else ''} earlier"
+    )
+
+
+def graph_choice(warm: Timing | None, cold: Timing | None, copies: int) -> tuple[Timing | None, str]:
+    """The graph figure a result carries: cold wherever it was measured (decode and small shapes, whose inputs
+    fit in L2), else warm (one set of inputs already streams from DRAM: the two are the same measurement)."""
+    if copies > 1 and cold is not None:
+        return cold, "cold"
+    return warm, "warm"
+
+
+def time_graphs(
+    fn: Callable[[], Any],
+    copy: Callable[[], Callable[[], Any]] | None,
+    *,
+    budget_s: float,
+    working_set_bytes: int | None,
+    l2_bytes: int | None,
+    spare_bytes: int | None = None,
+    sampler: Any = None,
+) -> tuple[Timing | None, str | None, GraphTiming | None]:
+    """Warm and cold-L2 graph replay: (the figure used, why not capturable, both).  ``copy()`` makes the call
+    again on a fresh copy of its inputs (prepared as the first was); without it, or where one set of inputs
+    exceeds 2× the L2, only the warm figure is measured and used."""
+    warm, why = time_graph(fn, budget_s=budget_s, sampler=sampler)
+    if warm is None:
+        return None, why, None
+    n, rotation = rotation_copies(working_set_bytes, l2_bytes, spare_bytes=spare_bytes)
+    cold = None
+    if n > 1 and copy is not None:
+        try:
+            fns = [fn]
+            t0 = time.perf_counter()
+            while len(fns) < n:
+                fns.append(copy())
+                if len(fns) < n and time.perf_counter() - t0 > COPY_BUDGET_S:
+                    rotation += (
+                        f"; preparing the copies took over {COPY_BUDGET_S:g} s: stopped at {len(fns)} of {n}, the "
+                        "cold figure is partly warm"
+                    )
+                    n = len(fns)
+            cold, cwhy = time_graph(fn, budget_s=budget_s, rotate=fns, sampler=sampler)
+            del fns
+        except Exception as e:  # noqa: BLE001 - the warm figure stands; say why the cold one is missing
+            cold, cwhy = None, f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
+        if cold is None:
+            rotation += f"; cold replay failed ({cwhy}): the warm figure is used"
+    elif n > 1:
+        rotation += "; no way to copy this call's inputs: the warm figure is used"
+    used, which = graph_choice(warm, cold, n if cold is not None else 1)
+    both = GraphTiming(
+        graph_warm=warm,
+        graph_cold=cold,
+        graph_used=which,
+        copies=n if cold is not None else 1,
+        working_set_bytes=working_set_bytes,
+        l2_bytes=l2_bytes,
+        rotation=rotation,
+    )
+    return used, None, both
+
+
 def time_graph(
-    fn: Callable[[], Any], *, budget_s: float, min_sample_us: float = 2000.0, samples: int = 15
+    fn: Callable[[], Any],
+    *,
+    budget_s: float,
+    min_sample_us: float = 2000.0,
+    samples: int = 15,
+    rotate: list[Callable[[], Any]] | None = None,
+    sampler: Any = None,
 ) -> tuple[Timing | None, str | None]:
     """Device time per call by CUDA-graph replay: (timing, None), or (None, why not capturable).
 
@@ -170,39 +306,56 @@ def time_graph(
     ``min_sample_us``; a sample is the replay's event time divided by the calls in it.  Replay
     launches the whole graph at once, so what is left is the kernels and the gaps the GPU
     itself needs between them: no per-kernel launch from the host, no event per call.
+
+    ``rotate``: calls on copies of the inputs (``fn``'s own first); call i of the graph is ``rotate[i mod n]``,
+    and the graph holds at least one call per copy, so no call finds its inputs in L2 from the call before.
+    ``sampler`` (attnscope.measure.device_state.Sampler): NVML sampled during the timed replays.
     """
     import torch
 
+    fns = list(rotate) if rotate else [fn]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     try:
         with torch.cuda.stream(side):
             for _ in range(2):  # capture needs the lazy inits and allocations done outside it
-                fn()
+                for f in fns:
+                    f()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        one = _capture(fn, 1)
+        one = _capture(fns, len(fns))
         t = _replay_us(one, 3)
-        per_call = min(t) if t else 0.0
-        n_calls = max(1, min(1000, int(min_sample_us / max(per_call, 1e-3))))
+        per_call = min(t) / len(fns) if t else 0.0
+        n_calls = graph_calls(per_call, min_sample_us, len(fns))
         del one
-        graph = _capture(fn, n_calls)
+        graph = _capture(fns, n_calls)
     except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # capture refused: sync, host ops, allocator
         torch.cuda.synchronize()
         return None, "not capturable in a CUDA graph: " + " ".join(str(e).split())[:200]
     n = _iterations(per_call * n_calls * 1e-6, budget_s, 3, samples)
-    us = [s / n_calls for s in _replay_us(graph, n)]
+    with sampler.window(n * n_calls) if sampler is not None else contextlib.nullcontext():
+        replays = _replay_us(graph, n)
+    us = [s / n_calls for s in replays]
     del graph
-    return summarise(us, f"CUDA-graph replay of {n_calls} calls, per call, median of {n} replays"), None
+    what = f"CUDA-graph replay of {n_calls} calls, per call, median of {n} replays"
+    if len(fns) > 1:
+        what += f", rotating through {len(fns)} copies of the inputs (cold L2)"
+    return summarise(us, what), None
 
 
-def _capture(fn: Callable[[], Any], n_calls: int) -> Any:
+def graph_calls(per_call_us: float, min_sample_us: float, copies: int = 1) -> int:
+    """Calls in one replay: enough for ``min_sample_us``, at most 1000, at least one per copy."""
+    n = max(1, min(1000, int(min_sample_us / max(per_call_us, 1e-3))))
+    return max(n, copies)
+
+
+def _capture(fns: list[Callable[[], Any]], n_calls: int) -> Any:
     import torch
 
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        for _ in range(n_calls):
-            fn()
+        for i in range(n_calls):
+            fns[i % len(fns)]()
     torch.cuda.synchronize()
     return g
 

@@ -51,12 +51,16 @@ class Session:
     _env: Any = None
     _extra: dict[str, Any] = field(default_factory=dict)
     _model_about: dict[str, Any] = field(default_factory=dict)
+    _load: tuple[float | None, int | None] = (None, None)
 
     @property
     def gpu(self) -> bool:
         return self.device.startswith("cuda")
 
     def start(self, resume: dict[str, Any] | None) -> None:
+        from attnscope.measure import host
+
+        self._load = host.read_load()  # before the steps add their own threads to the load
         if resume is not None:
             if resume.get("device") != self.device or resume.get("size") != self.size:
                 raise TourError(
@@ -103,12 +107,25 @@ class Session:
             self.save()
             raise
         self.transcript.pop("interrupted", None)
+        self.transcript["host"] = self.host()
         self.transcript["score"] = score(self.transcript["steps"])
         self.transcript["surprises"] = surprises(self.transcript["steps"])
         self.transcript["finished"] = _now()
         self.transcript["complete"] = True
         self.save()
         return self.transcript
+
+    def host(self) -> dict[str, Any]:
+        """Was the host busy enough to distort the timings? (attnscope.measure.host): the load read when the
+        tour started and the host time per call of every variant this session measured."""
+        from attnscope.measure import host
+
+        timings = [
+            (f"{v} {key}", [t["p25_us"], t["median_us"], t["p75_us"]])
+            for (v, key), r in self._cache.items()
+            if isinstance(t := r.get("cpu_time"), dict)
+        ]
+        return host.assess(*self._load, timings)
 
     def save(self) -> None:
         from attnscope.document.schema import write_atomic

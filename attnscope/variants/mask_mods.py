@@ -159,17 +159,41 @@ def dense_keep(case: Case, device: Any, q0: int = 0, q1: int | None = None, batc
     return fn(b, h, qi.view(1, 1, -1, 1), ki.view(1, 1, 1, -1)).expand(case.batch, 1, q1 - q0, -1)
 
 
-def alibi_bias(case: Case, device: Any, dtype: Any) -> Any:
-    """ALiBi's additive bias (1, H, Sq, Sk) from attention-gym's score_mod, positions aligned as the mask."""
+def alibi_slopes(heads: int) -> Any:
+    """ALiBi's slope of each head, 2^(-8(h+1)/H), from attention-gym's score_mod (fp64, shape (H,))."""
     import torch
     from attn_gym.mods import generate_alibi_bias
 
+    h = torch.arange(heads)
+    zero = torch.zeros((), dtype=torch.float64)
+    return generate_alibi_bias(heads)(zero, 0, h, 0, 1).to(torch.float64)
+
+
+def alibi_bias(case: Case, device: Any, dtype: Any, keep: Any = None) -> Any:
+    """ALiBi's additive bias slope·(key − query position), positions aligned as the mask, each row shifted by
+    the constant that makes its largest kept entry 0: (B|1, H, Sq, Sk).
+
+    The softmax ignores a constant per row, so the attention is ALiBi's exactly; the shift is for 16-bit
+    dtypes.  Unshifted, a row's dominant keys can sit at a bias of hundreds (no mask: slope 0.5 × distance
+    511 = 255.5, where bf16 steps by 2), which rounds the bias and drowns the score added to it; shifted,
+    the dominant keys sit at 0, −slope, −2·slope, … (exact), and only keys the softmax all but ignores carry
+    large values.  ``keep``: the case's keep-mask (:func:`dense_keep`; computed when not given)."""
+    import torch
+
+    if keep is None:
+        keep = dense_keep(case, device)
     off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
-    h = torch.arange(case.heads, device=device).view(-1, 1, 1)
-    qi = torch.arange(case.seq_q, device=device).view(1, -1, 1) + off
-    ki = torch.arange(case.num_seq_kv, device=device).view(1, 1, -1)
-    zero = torch.zeros((), dtype=torch.float64, device=device)
-    return generate_alibi_bias(case.heads)(zero, 0, h, qi, ki).to(dtype).unsqueeze(0)
+    sk = case.num_seq_kv
+    ki = torch.arange(sk, device=device)
+    if keep is None:  # every key kept: the last one is each row's largest
+        last = torch.full((1, 1, case.seq_q, 1), sk - 1, dtype=torch.int64, device=device)
+    else:
+        k4 = keep.view(1, 1, *keep.shape) if keep.dim() == 2 else keep
+        last = torch.where(k4, ki, -1).amax(-1, keepdim=True)  # the bias grows with the key: the last kept
+        qi = torch.arange(case.seq_q, device=device).view(1, 1, -1, 1) + off
+        last = torch.where(last >= 0, last, qi)  # a row that keeps nothing: unshifted
+    slopes = alibi_slopes(case.heads).to(device).view(1, -1, 1, 1)
+    return (slopes * (ki.view(1, 1, 1, -1) - last).to(torch.float64)).to(dtype)
 
 
 def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
@@ -182,7 +206,7 @@ def dense_bias(case: Case, device: Any, dtype: Any) -> Any:
         return None
     if keep is not None and keep.dim() == 2:
         keep = keep.view(1, 1, *keep.shape)
-    bias = alibi_bias(case, device, dtype) if case.alibi else torch.zeros(keep.shape, dtype=dtype, device=device)
+    bias = alibi_bias(case, device, dtype, keep) if case.alibi else torch.zeros(keep.shape, dtype=dtype, device=device)
     return bias if keep is None else bias.masked_fill(~keep, float("-inf"))
 
 

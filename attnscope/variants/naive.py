@@ -17,7 +17,7 @@ def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
     # setup.  True marks positions to hide; (Sq, Sk), or (B, 1, Sq, Sk) when it depends on the batch element.
     keep = dense_keep(case, q.device)
     hide = None if keep is None else ~keep
-    bias = alibi_bias(case, q.device, q.dtype) if case.alibi else None
+    bias = alibi_bias(case, q.device, q.dtype, keep) if case.alibi else None
     cap = case.softcap
 
     def call() -> torch.Tensor:

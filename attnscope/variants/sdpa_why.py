@@ -30,6 +30,12 @@ CUDA_CHECKS = {
 # Before torch exposed the order (and before the first SDPA call initialises it).
 DEFAULT_CUDA_ORDER = ["flash", "efficient", "math", "cudnn"]
 CPU_ORDER = ["flash", "math"]
+CUDNN_FIRST_ORDER = ["cudnn", "flash", "efficient", "math"]
+# torch's check_prefer_cudnn_attention (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, torch 2.10 on):
+# cuDNN first when the runtime cuDNN is newer than 9.15.0 (version number > 91500), on sm9x or sm10x (a build for
+# CUDA < 13 also needs minor 0 or 3: sm90, sm100, sm103), unless TORCH_CUDNN_SDPA_DEPRIORITIZED is set true.
+CUDNN_FIRST_TORCH = (2, 10)
+CUDNN_FIRST_MIN_CUDNN = 91500  # exclusive: 9.15.1 and newer
 
 _HEADERS = re.compile(r"kernel not used because:?\s*$", re.IGNORECASE)
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?\s*$")
@@ -87,6 +93,67 @@ _SHORT: tuple[tuple[re.Pattern[str], Any], ...] = (
         lambda m: f"sm {m[3]} outside [{m[1]}, {m[2]}]",
     ),
 )
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    """'2.11.0+cu130' → (2, 11, 0); '' or None → ()."""
+    out: list[int] = []
+    for part in re.split(r"[.+]", text or ""):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+_TRUE = ("1", "true", "yes", "on", "y")
+
+
+def predict_order(
+    torch_version: str | None,
+    sm: tuple[int, int] | None,
+    cudnn: int | None,
+    cuda: str | None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The default order torch will try its SDPA backends in, predicted from the versions alone (pure):
+    ``{order, cudnn_first, why}``.  ``sm``: (major, minor), None on a CPU; ``cudnn``: torch's runtime cuDNN
+    version number (91501 for 9.15.1); ``cuda``: the CUDA torch was built with ('13.0')."""
+    if sm is None:
+        return {"order": list(CPU_ORDER), "cudnn_first": False, "why": "on a CPU torch tries flash, then math"}
+    env = env or {}
+    tv = _version(torch_version)
+    major, minor = sm
+    old_cuda = bool(_version(cuda)) and _version(cuda) < (13,)
+    if tv and tv[:2] < CUDNN_FIRST_TORCH:
+        why = f"torch {torch_version} (before 2.10) keeps flash first"
+    elif str(env.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", "")).strip().lower() in _TRUE:
+        why = "TORCH_CUDNN_SDPA_DEPRIORITIZED is set: cuDNN is not put first"
+    elif cudnn is None or cudnn <= CUDNN_FIRST_MIN_CUDNN:
+        why = f"cuDNN {_cudnn_text(cudnn)} is not newer than 9.15.0: cuDNN is not put first"
+    elif major not in (9, 10):
+        why = f"sm{major}{minor} is neither sm9x nor sm10x: cuDNN is not put first"
+    elif old_cuda and minor not in (0, 3):
+        why = f"a build for CUDA {cuda} (< 13) puts cuDNN first on sm90, sm100 and sm103 only, not sm{major}{minor}"
+    else:
+        return {
+            "order": list(CUDNN_FIRST_ORDER),
+            "cudnn_first": True,
+            "why": f"torch {torch_version or '?'} on sm{major}{minor} with cuDNN {_cudnn_text(cudnn)} (newer than "
+            "9.15.0): cuDNN first (torch's check_prefer_cudnn_attention)",
+        }
+    return {"order": list(DEFAULT_CUDA_ORDER), "cudnn_first": False, "why": why}
+
+
+def _cudnn_text(v: int | None) -> str:
+    """91501 → '9.15.1' (major·10000 + minor·100 + patch, cuDNN 9's numbering)."""
+    if v is None:
+        return "none"
+    return f"{v // 10000}.{v // 100 % 100}.{v % 100}"
+
+
+def first_usable(order: list[str], usable: dict[str, bool]) -> str | None:
+    """What torch runs given its order and each backend's check: the first usable one."""
+    return next((b for b in order if usable.get(b)), None)
 
 
 def shorten(message: str) -> str:
@@ -202,15 +269,40 @@ def explain_cuda(
         elif b in CUDA_CHECKS:
             fn = getattr(torch.backends.cuda, CUDA_CHECKS[b])
             checks.append(_check(b, lambda fn=fn: fn(params, True)))
+    pred = predict_order(
+        torch.__version__,
+        tuple(torch.cuda.get_device_capability(q.device)),  # type: ignore[arg-type]
+        torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        torch.version.cuda,
+        dict(os.environ),
+    )
+    usable = {c["backend"]: bool(c["usable"]) for c in checks}
+    pred["chosen"] = first_usable(pred["order"], usable)
+    pred["matches_torch_order"] = order == pred["order"] if source.startswith("torch._C") else None
     return {
         "chosen": chosen,
         "order": order,
         "order_source": source,
         "checks": checks,
+        "prediction": pred,
+        "set_priority": has_set_priority(),
         "method": "torch.backends.cuda.can_use_<backend>(SDPAParams(q, k, v, ...), debug=True) in priority "
         "order; chosen = torch._fused_sdp_choice",
         "torch": torch.__version__,
     }
+
+
+def has_set_priority() -> bool | None:
+    """Whether this torch's ``sdpa_kernel`` takes ``set_priority`` (its list then is an order, not only an
+    allow-set); None where sdpa_kernel is missing."""
+    import inspect
+
+    try:
+        from torch.nn.attention import sdpa_kernel
+
+        return "set_priority" in inspect.signature(sdpa_kernel).parameters
+    except (ImportError, TypeError, ValueError):
+        return None
 
 
 def explain_cpu(
@@ -234,10 +326,14 @@ def explain_cpu(
         "torch._fused_sdp_choice under sdpa_kernel(FLASH_ATTENTION), its debug warnings kept; "
         "chosen = torch._fused_sdp_choice"
     )
+    pred = predict_order(torch.__version__, None, None, None)
+    pred["chosen"] = first_usable(pred["order"], {c["backend"]: bool(c["usable"]) for c in checks})
     return {
         "chosen": chosen,
         "order": list(CPU_ORDER),
         "checks": checks,
+        "prediction": pred,
+        "set_priority": has_set_priority(),
         "method": method,
         "order_source": "torch's CPU order (sdp_utils_cpp: flash, math)",
         "torch": torch.__version__,

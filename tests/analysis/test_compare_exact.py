@@ -120,7 +120,10 @@ def test_slower_than_best_needs_the_case():
 
 # ---- sdpa_default's choice -----------------------------------------------------------------------
 
-PIN = "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel(...)"
+PIN = (
+    "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel("
+    "SDPBackend.FLASH_ATTENTION): one backend (a list only allows unless set_priority=True where torch has it)"
+)
 
 
 def test_sdpa_choice_plain():
@@ -206,7 +209,9 @@ def test_sdpa_choice_names_the_fastest_forced_backend_beyond_the_noise():
     [i] = sdpa_choice(default, peers)
     assert i.severity == "warning"
     assert i.message.endswith(f"; but sdpa_efficient was 2.50× faster here (40.0 µs vs 100.0 µs, {GPU})")
-    assert i.advice == "force sdpa_efficient with torch.nn.attention.sdpa_kernel(...) for this shape"
+    assert i.advice == (
+        "force sdpa_efficient with torch.nn.attention.sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) for this shape"
+    )
     assert {
         k: i.evidence[k] for k in ("fastest_forced", "fastest_forced_us", "default_us", "default_over_fastest")
     } == {
@@ -330,5 +335,47 @@ def test_sdpa_choice_with_a_one_sample_forced_backend_is_an_info_with_the_note()
     [i] = sdpa_choice(d, peers)
     assert i.evidence["one_sample"] is True and i.severity == "info"
     assert i.advice == (
-        "force sdpa_efficient with torch.nn.attention.sdpa_kernel(...) for this shape; " + ONE_SAMPLE_NOTE
+        "force sdpa_efficient with torch.nn.attention.sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) for this shape; "
+        + ONE_SAMPLE_NOTE
     )
+
+
+def test_pin_advice_names_one_backend_and_set_priority_only_where_torch_has_it():
+    from attnscope.analysis.compare import pin_advice
+
+    base = "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel("
+    assert pin_advice("cudnn", True) == (
+        base + "SDPBackend.CUDNN_ATTENTION): one backend; to keep fallbacks in your order, "
+        "sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH], set_priority=True) (without set_priority a list "
+        "only allows, torch's own order still picks)"
+    )
+    assert pin_advice("flash", False) == (
+        base + "SDPBackend.FLASH_ATTENTION): one backend (this torch's sdpa_kernel has no set_priority, so a list "
+        "only allows: torch's own order still picks)"
+    )
+    assert pin_advice(None, True) == base + "...)"
+    assert "set_priority=True)" not in pin_advice("math", False)
+
+
+def test_sdpa_choice_checks_the_version_rule_against_what_ran():
+    """The version rule says cuDNN first (cudnn usable): cudnn should run.  flash ran: a warning naming both;
+    where the rule's order is torch's and flash is what it predicts, no such clause."""
+    why = {
+        "order": ["flash", "efficient", "math", "cudnn"],
+        "checks": [{"backend": "flash", "usable": True}, {"backend": "cudnn", "usable": True}],
+        "chosen": "flash",
+        "prediction": {
+            "order": ["cudnn", "flash", "efficient", "math"],
+            "why": "rule X",
+            "chosen": "cudnn",
+        },
+    }
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=why), [])
+    assert i.severity == "warning"
+    assert "; the version rule (rule X) gave the order cudnn, flash, efficient, math" in i.message
+    assert i.message.endswith("; by the version rule cudnn runs, yet flash ran")
+    assert i.evidence["version_order"] == ["cudnn", "flash", "efficient", "math"]
+    assert i.evidence["version_predicted"] == "cudnn"
+    agreed = dict(why, prediction={"order": why["order"], "why": "rule Y", "chosen": "flash"})
+    [j] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=agreed), [])
+    assert j.severity == "info" and "version rule" not in j.message

@@ -14,6 +14,7 @@ from attnscope.core.types import (
     Case,
     Env,
     Fingerprint,
+    GraphTiming,
     HiddenCopy,
     KernelRecord,
     PeakRate,
@@ -124,6 +125,16 @@ RESULT = Result(
     model_split={"total_us": 10.0},
     gpu_time_graph=timing(9.0),
     gpu_time_graph_why="capturable",
+    timing=GraphTiming(
+        graph_warm=timing(8.0),
+        graph_cold=timing(9.0),
+        graph_used="cold",
+        copies=13,
+        working_set_bytes=8 << 20,
+        l2_bytes=50 << 20,
+        rotation="13 copies",
+    ),
+    device_state={"sm_clock_mhz": {"min": 1755.0, "median": 1980.0, "max": 1980.0}, "throttle": ["sw_power_cap"]},
     launch={"gap_us": 1.0},
     ncu={"sm__throughput": 80.0},
     cost_s={"timing": 1.0},
@@ -145,7 +156,7 @@ def _non_default(obj: Any) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("record", [RESULT, FINGERPRINT, KERNEL, COPY, UPCAST, RESULT.env, RESULT.case])
+@pytest.mark.parametrize("record", [RESULT, FINGERPRINT, KERNEL, COPY, UPCAST, RESULT.env, RESULT.case, RESULT.timing])
 def test_the_samples_set_every_field(record):
     assert _non_default(record) == []  # a field added to the types gets a value here, so the round trip covers it
 
@@ -236,3 +247,14 @@ def test_a_committed_document_loads_and_its_rows_come_back_unchanged(path):
         for k, v in row.items():
             if k in again and k not in DERIVED_OR_ADDED:
                 assert _same(again[k], v), (path.name, row["variant"], k)
+
+
+def test_a_schema_1_row_reads_its_graph_figure_as_warm():
+    """Before cold-L2 replay a row had one graph figure, replaying the same inputs: read back as warm."""
+    row = json.loads(json.dumps(result_to_dict(RESULT)))
+    del row["timing"]
+    got = result_from_dict(row).timing
+    assert got is not None and got.graph_warm == timing(9.0) and got.graph_cold is None
+    assert got.graph_used == "warm" and got.copies == 1
+    row["gpu_time_graph"] = None
+    assert result_from_dict(row).timing is None

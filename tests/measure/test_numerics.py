@@ -118,3 +118,56 @@ def test_nan_output_is_wrong_whatever_the_tolerance():
     row = _row(err, nonfinite, "bf16")
     assert row["numerics_ok"] is False
     assert "NaN/Inf ✗" in str(_err(row))
+
+
+def test_an_all_zero_reference_is_judged_against_the_floor_not_float64_tiny():
+    """dq of a mask where each query sees one key is exactly 0.  Rounding of 2e-7 in every element must
+    read as small, not as 2e-7 / float64's tiny (≈ 1e+301, the old ✗).  By hand: one (batch, head) slice of
+    n = 4·2 = 8 elements, each off by 2e-7: ‖out − ref‖ = 2e-7·√8; the floor at scale 0.5 is
+    0.1·0.5·√8; the error is 2e-7 / 0.05 = 4e-6, inside fp32's 1e-4."""
+    ref = torch.zeros(1, 1, 4, 2, dtype=torch.float64)
+    out = torch.full((1, 1, 4, 2), 2e-7, dtype=torch.float32)
+    err, nonfinite = relative_error(out, ref, scale=0.5)
+    assert not nonfinite
+    assert err == pytest.approx(4e-6, rel=1e-6)
+    assert _row(err, False, "fp32")["numerics_ok"] is True
+
+
+def test_the_floor_leaves_a_slice_of_ordinary_size_alone():
+    """A slice whose RMS is above a tenth of the scale keeps its own norm as the denominator: ref of
+    eight 1.0s (‖ref‖ = √8), out 1 % off everywhere → 0.01 whatever the scale up to 10."""
+    ref = torch.ones(1, 1, 4, 2, dtype=torch.float64)
+    out = ref * 1.01
+    assert relative_error(out, ref, scale=9.9)[0] == pytest.approx(0.01, rel=1e-9)
+    # at scale 20 the floor (0.1·20·√8 = 2·√8) is twice ‖ref‖: the error halves
+    assert relative_error(out, ref, scale=20.0)[0] == pytest.approx(0.005, rel=1e-9)
+
+
+def test_the_floor_defaults_to_the_references_own_rms():
+    """Two heads: one of 1.0s, one of 0.01s (RMS of the whole: √((1 + 1e-4)/2) = 0.70714).  The small head
+    off by 0.01 in every element: its own relative error would be 1.0; floored at 0.1·0.70714 per element it
+    is 0.01 / 0.070714 = 0.14142."""
+    ref = torch.stack([torch.ones(4, 2), torch.full((4, 2), 0.01)]).to(torch.float64).unsqueeze(0)
+    out = ref.clone()
+    out[0, 1] += 0.01
+    assert relative_error(out, ref)[0] == pytest.approx(0.01 / (0.1 * ((1 + 1e-4) / 2) ** 0.5), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_a_correct_backward_where_each_query_sees_one_key_passes():
+    """The repro: sliding:1 fwd_bwd, fp32, through the runner's own error check.  Exact dq and dk are 0;
+    every backend's rounding must pass (it read 5.1e+301 ✗ for sdpa_flash)."""
+    from attnscope.core.case import Case
+    from attnscope.execute.worker import _errors
+    from attnscope.workloads.attention import make_inputs, reference_grads
+
+    case = Case(batch=1, heads=2, seq_q=16, head_dim=16, dtype="fp32", mask="sliding:1", mode="fwd_bwd")
+    x = make_inputs(case, 0, requires_grad=True)
+    ref = reference_grads(case, x)
+    assert float(ref["dq"].abs().max()) == 0.0 and float(ref["dk"].abs().max()) == 0.0
+    # a backend's result: the exact one plus rounding noise of 2e-7 in every element of every output
+    g = torch.Generator().manual_seed(1)
+    outs = tuple((r + 2e-7 * torch.randn(r.shape, generator=g, dtype=torch.float64)).float() for r in ref.values())
+    errs, bad = _errors(outs, ref)
+    assert not bad
+    assert max(errs.values()) < TOLERANCE["fp32"], errs

@@ -288,3 +288,33 @@ def test_a_sweep_row_with_a_non_scalar_case_value_is_a_panel_shown_as_text(tmp_p
     out = tmp_path / "odd.html"
     assert main(["report", str(src), "-o", str(out)]) == 0
     assert html.escape('head_dim={"x": 1}') in out.read_text()
+
+
+LOADED = {"loaded": True, "why": "load average 9.00 on 2 cores (4.50 per core, above 1.25)", "signs": ["load"]}
+CAVEAT = (
+    "host loaded: load average 9.00 on 2 cores (4.50 per core, above 1.25). Timings and rankings may be wrong: "
+    "measure again on a quiet machine"
+)
+
+
+def _before(page: str, text: str, heading: str) -> bool:
+    """``text`` appears on the page, above the first ``heading``."""
+    return text in page and page.index(text) < page.index(heading)
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+def test_the_host_caveat_tops_the_run_and_model_pages(loaded):
+    from attnscope.report.html.tour import tour_page
+
+    host = LOADED if loaded else {"loaded": False, "why": "no sign of a busy host", "signs": []}
+    run = {**h200_run(), "host": host}
+    model = {**model_document(), "host": host}
+    tour = {"kind": "tour", "steps": [], "host": host, "score": {"text": "1 of 2"}}
+    pages = [
+        (without_scripts(render_html([run])), "<h3>Fingerprints</h3>"),
+        (without_scripts(render_html([model])), "<h3>Where the step goes"),
+        (without_scripts(tour_page(tour)), "<h2>Score</h2>"),
+    ]
+    for page, heading in pages:
+        assert _before(page, html.escape(CAVEAT, quote=True), heading) is loaded
+        assert ("host loaded" in page) is loaded

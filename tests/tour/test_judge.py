@@ -91,3 +91,26 @@ def test_cases_are_valid_and_the_gpu_size_is_the_study() -> None:
     assert (c.batch, c.heads, c.seq_q, c.head_dim, c.dtype, c.causal) == (4, 16, 2048, 64, "bf16", True)
     d = case_for("decode", "gpu", "cuda")
     assert (d.batch, d.heads, d.kv_heads, d.seq_q, d.seq_kv, d.head_dim) == (8, 32, 8, 1, 8192, 128)
+
+
+def test_the_tour_assesses_its_host_from_the_load_and_every_variants_host_time(tmp_path) -> None:
+    """Load 3.0 on 2 cores is 1.5 per core, above 1.25: loaded.  Two timings, one with IQR/median
+    (300 − 100)/200 = 1.0 > 0.5 and one with (105 − 95)/100 = 0.1: one of two is wide, half, so 'spread' too."""
+    from attnscope.core.host_line import host_line
+    from attnscope.tour.session import Session
+
+    s = Session("cpu", "tiny", lambda *a: ("", ""), tmp_path / "t.json", lambda m: None)
+    s._load = (3.0, 2)
+    s._cache = {
+        ("naive", "k"): {"cpu_time": {"p25_us": 100.0, "median_us": 200.0, "p75_us": 300.0}},
+        ("sdpa_math", "k"): {"cpu_time": {"p25_us": 95.0, "median_us": 100.0, "p75_us": 105.0}},
+        ("flex", "k"): {"status": "skipped"},
+    }
+    h = s.host()
+    assert h["loaded"] is True and h["signs"] == ["load", "spread"]
+    assert "load average 3.00 on 2 cores (1.50 per core, above 1.25)" in h["why"]
+    assert "1 of 2 timings spread wide" in h["why"] and "naive k: 100%" in h["why"]
+    assert host_line(h).startswith("host loaded: load average 3.00")
+    s._load = (2.0, 2)  # 1.0 per core, and the one timing left is tight: no sign
+    s._cache.pop(("naive", "k"))
+    assert s.host()["loaded"] is False

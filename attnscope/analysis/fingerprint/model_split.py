@@ -362,3 +362,53 @@ def _document(
 def _layer_key(name: str) -> tuple[str, int]:
     head, _, tail = name.rpartition(".")
     return (head, int(tail)) if tail.isdigit() else (name, -1)
+
+
+# The profiled step may differ from the timed one by this factor either way before its µs are scaled: the
+# profiler's cost per op (on a CPU, record_shapes and the op records make a step several times longer).
+PROFILE_MISMATCH = 1.25
+
+
+def _scaled(obj: Any, f: float, in_parts: bool = False) -> Any:
+    """Every µs figure below ``obj`` times ``f``: keys ending in ``_us`` and the values of ``parts``."""
+    if isinstance(obj, dict):
+        return {
+            k: (
+                _r(v * f)
+                if isinstance(v, int | float) and not isinstance(v, bool) and (in_parts or k.endswith("_us"))
+                else _scaled(v, f, k == "parts")
+            )
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [_scaled(v, f) for v in obj]
+    return obj
+
+
+def fit_to_timed(split: dict[str, Any], timed_us: float | None) -> dict[str, Any]:
+    """``split`` with its profiled step set against the timed step's median (``profile``), and, where the two
+    differ by more than :data:`PROFILE_MISMATCH` either way, every µs figure scaled by timed / profiled: the
+    profiled step's shares applied to the timed step.  Shares are unchanged by the scaling; the µs become an
+    estimate (the profiler's cost is per op, so parts made of many small ops keep too large a share)."""
+    step = (split.get("step") or {}).get("step_us") or split.get("total_us") or 0.0
+    if not timed_us or timed_us <= 0 or step <= 0:
+        return split
+    ratio = step / timed_us
+    mismatch = ratio > PROFILE_MISMATCH or ratio < 1 / PROFILE_MISMATCH
+    profile = {
+        "profiled_step_us": _r(step),
+        "timed_step_us": _r(timed_us),
+        "profiled_over_timed": round(ratio, 3),
+        "scaled": mismatch,
+        "method": (
+            f"the profiled step took {ratio:.2f}× the timed median (beyond {PROFILE_MISMATCH}× either way): every µs "
+            f"of the split is scaled by {1 / ratio:.4f} (timed / profiled), the profiled step's shares applied to "
+            "the timed step: an estimate, since the profiler's cost is per op"
+            if mismatch
+            else f"the profiled step took {ratio:.2f}× the timed median (within {PROFILE_MISMATCH}× either way): "
+            "µs as profiled"
+        ),
+    }
+    out = _scaled(split, 1 / ratio) if mismatch else dict(split)
+    out["profile"] = profile
+    return out

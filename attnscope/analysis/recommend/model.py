@@ -17,6 +17,7 @@ from attnscope.analysis.recommend.model_rules import (
     layout_copies,
     mask,
     part_differences,
+    profile_mismatch,
     repeat_kv,
     share,
     split_insights,
@@ -34,6 +35,7 @@ __all__ = [
     "layout_copies",
     "mask",
     "part_differences",
+    "profile_mismatch",
     "recommend",
     "repeat_kv",
     "share",
@@ -66,9 +68,9 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             for f in (repeat_kv(r, others, failed), upcasts(r), mask(r, others), layout_copies(r)):
                 if f is not None and r.get("attention"):
                     found.append(f)
-            hb = host_bound(r)
-            if hb:
-                found.append(hb)
+            for f in (host_bound(r), profile_mismatch(r)):
+                if f is not None:
+                    found.append(f)
             r["insights"] = found
         if ok and entry is not None:
             one = len({p[0] for p in points}) == len(points)  # one point per mode: keyed by the mode, as before

@@ -177,7 +177,7 @@ def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
     total = ((row["breakdown"].get("step") or {}).get("step_us")) or row["breakdown"]["total_us"]
     pct = _pct(attn["time_us"], total)
     msg = (
-        f"attention is {pct}% of the {row['mode']} step ({attn['time_us']:,.1f} of {total:,.1f} µs profiled): "
+        f"attention is {pct}% of the {row['mode']} step ({attn['time_us']:,.1f} of {total:,.1f} {_of_what(row)}): "
         f"kernel {_pct(attn['kernel_us'], total)}%, projections {_pct(attn['projections_us'], total)}%, "
         f"work around it {_pct(attn['around_us'], total)}%"
     )
@@ -236,6 +236,37 @@ def part_differences(row: dict[str, Any], best: dict[str, Any], top: int = 3) ->
     mine, theirs = _step_parts(row), _step_parts(best)
     diff = sorted(((mine[k] - theirs.get(k, 0.0), k) for k in mine), reverse=True)
     return ", ".join(f"{k} {d / 1000:,.2f} ms" for d, k in diff[:top] if d > 0)
+
+
+def profile_mismatch(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The profiled step far from the timed one: its µs were scaled to the timed step (model_split.fit_to_timed)."""
+    p = (row.get("breakdown") or {}).get("profile") or {}
+    if not p.get("scaled"):
+        return None
+    ratio = p["profiled_over_timed"]
+    msg = (
+        f"the {row['mode']} step took {p['profiled_step_us']:,.1f} µs under the profiler, {ratio:.2f}× the timed "
+        f"median ({p['timed_step_us']:,.1f} µs): the split's µs are the profiled step's shares of the timed median"
+    )
+    advice = (
+        "read the split as shares: the profiler's cost is per op, so parts made of many small ops (rotary, norms, "
+        "masks) keep too large a share; the step medians, not the split, compare implementations"
+    )
+    return _insight(
+        "profile_mismatch",
+        "warning",
+        msg,
+        advice,
+        profiled_step_us=p["profiled_step_us"],
+        timed_step_us=p["timed_step_us"],
+        profiled_over_timed=ratio,
+    )
+
+
+def _of_what(row: dict[str, Any]) -> str:
+    """What the split's µs are: profiled, or scaled to the timed step's median."""
+    scaled = ((row.get("breakdown") or {}).get("profile") or {}).get("scaled")
+    return "µs, the profiled step's shares of the timed median" if scaled else "µs profiled"
 
 
 def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:

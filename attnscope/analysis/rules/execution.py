@@ -21,6 +21,7 @@ from attnscope.analysis.rules.insights import (
     short,
 )
 from attnscope.analysis.rules.low_occupancy import HIGH_TENSOR_PIPE_PCT, _ncu_kernel, low_occupancy
+from attnscope.analysis.rules.traffic import traffic_over_model
 
 __all__ = ["HIGH_TENSOR_PIPE_PCT", "RULES", "low_occupancy", "result_insights"]  # their old import path keeps working
 from attnscope.analysis.rules.mask_build import mask_rebuilt
@@ -249,6 +250,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("low_occupancy", low_occupancy),
     ("cpu_bound", cpu_bound),
     ("opaque_library", opaque_library),
+    ("traffic_over_model", traffic_over_model),
     *MASK_RULES,
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, table, tag
-from attnscope.report.html.run import env_table, insights_block, timing_caption
+from attnscope.report.html.run import env_table, host_banner, insights_block, timing_caption
 from attnscope.report.html.timeline import rel_link
 
 MIB = 1024 * 1024
@@ -188,7 +188,11 @@ def model_section(page: Page, src: Source, out_dir: Path | None) -> None:
     results = [r for r in doc.get("results") or [] if isinstance(r, dict)]
     ok = [r for r in results if r.get("status") == "ok" and _total(r)]
     cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
-    page.add(tag("h2", f"Model: {cfg.get('name') or src.label}"), env_table(doc.get("env"), doc.get("case")))
+    page.add(
+        tag("h2", f"Model: {cfg.get('name') or src.label}"),
+        host_banner(doc),
+        env_table(doc.get("env"), doc.get("case")),
+    )
     if cfg:
         scalars = [(k, v) for k, v in cfg.items() if isinstance(v, str | int | float | bool) or v is None]
         page.add(tag("details", tag("summary", "model config"), table(["", ""], scalars, cls="kv")))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.host_line import host_line
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, esc, join, plot_text, short, table, tag
 from attnscope.report.html.timeline import (
@@ -338,6 +339,12 @@ def kernels_details(results: list[dict[str, Any]]) -> Markup:
     return join(out)
 
 
+def host_banner(doc: dict[str, Any]) -> Markup | str:
+    """The loaded-host caveat the terminal and the JSON carry, at the top of a section; "" on a quiet host."""
+    line = host_line(doc.get("host"))
+    return tag("p", tag("b", "⚠ "), line, class_="warn host-loaded") if line else ""
+
+
 def footnotes(doc: dict[str, Any]) -> list[str]:
     from attnscope.report.text.table import footnotes as terminal_footnotes
 
@@ -352,6 +359,7 @@ def run_section(page: Page, src: Source, out_dir: Path | None) -> None:
     case = doc.get("case")
     page.add(
         tag("h2", f"Run: {src.label}"),
+        host_banner(doc),
         env_table(doc.get("env"), case),
         _notes(src.notes),
         tag("p", tag("b", "Recommendation: "), rec, class_="rec") if rec else "",
@@ -374,4 +382,4 @@ def run_section(page: Page, src: Source, out_dir: Path | None) -> None:
     )
 
 
-__all__ = ["fingerprint_table", "insights_block", "run_section", "trace_candidates"]
+__all__ = ["fingerprint_table", "host_banner", "insights_block", "run_section", "trace_candidates"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.core.files import os_error_text, write_atomic
+from attnscope.core.host_line import host_line
 from attnscope.report.html.markup import HtmlError, Markup, Page, plot_text, render_page, table, tag
 
 COLORS = {"hit": "#1a7f37", "miss": "#cf222e", "close": "#9a6700", "unknown": "#6e7781", "skipped": "#6e7781"}
@@ -154,6 +155,9 @@ def tour_page(t: dict[str, Any]) -> str:
         + ("complete" if t.get("complete") else "incomplete (interrupted: resume with --resume)")
     )
     page.notes.append(f"scoring: {t.get('noise_rule', '')}")
+    busy = host_line(t.get("host"))
+    if busy:
+        page.add(tag("p", tag("b", "⚠ "), busy, class_="warn host-loaded"))
     score = t.get("score") or {}
     if score:
         page.add(tag("h2", "Score"), tag("p", score.get("text", "")))

@@ -81,6 +81,10 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
     splits = {r["breakdown"]["method"] for r in doc["results"] if r.get("breakdown")}
     for m in sorted(splits):
         console.print(f"  shares: {m}")
+    for r in doc["results"]:
+        prof = (r.get("breakdown") or {}).get("profile") or {}
+        if prof.get("scaled"):
+            console.print(f"  {r['impl']} {r['mode']}: {prof['method']}", highlight=False, markup=False)
     if any((r.get("breakdown") or {}).get("step") for r in doc["results"]):
         console.print(
             "  % of the profiled step: attn + rest + unattr + idle (GPU waiting inside the step) + cpu-only (host "
@@ -93,11 +97,22 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
         console.print(Text.assemble((f"Recommendation ({mode}):", "bold"), f" {rec['text']}"))
 
 
+def _units(rows: list[dict[str, Any]]) -> str:
+    """What the split's µs are: profiled, or (some rows) scaled to the timed step (model_split.fit_to_timed)."""
+    scaled = [r for r in rows if ((r.get("breakdown") or {}).get("profile") or {}).get("scaled")]
+    if not scaled:
+        return "µs in the profiled step"
+    if len(scaled) == len([r for r in rows if r.get("breakdown")]):
+        return "µs: the profiled step's shares of the timed median"
+    names = ", ".join(f"{r['impl']} {r['mode']}" for r in scaled)
+    return f"µs in the profiled step; {names}: its shares of the timed median"
+
+
 def _render_around(doc: dict[str, Any], console: Any) -> None:
     rows = [r for r in doc["results"] if r.get("attention")]
     if not rows:
         return
-    console.print("Work around the attention kernel (µs in the profiled step)")
+    console.print(f"Work around the attention kernel ({_units(rows)})")
     for r in rows:
         parts = r["attention"]["parts"]
         bits = [f"{p} {parts[p]:,.1f}" for p in AROUND_PARTS if parts.get(p, 0) > 0]
@@ -124,7 +139,7 @@ def _render_insights(doc: dict[str, Any], console: Any) -> None:
 def render_layers(doc: dict[str, Any], console: Any) -> None:
     from rich.table import Table
 
-    t = Table(title="per layer (µs in the profiled step)", header_style="bold")
+    t = Table(title=f"per layer ({_units(doc['results'])})", header_style="bold")
     for c in ("impl", "mode", "layer", "total", "attention", "kernel", "proj", "around", "mlp"):
         t.add_column(c, justify="left" if c in ("impl", "mode", "layer") else "right")
     for r in doc["results"]:

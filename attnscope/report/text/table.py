@@ -71,6 +71,13 @@ def _pct(pct: float | None) -> Text:
     return Text(f"{pct:.1f}")
 
 
+def _energy(r: dict[str, Any]) -> float | None:
+    """Joules per call from NVML during the timed replays (``device_state``); None where not measured."""
+    st = r.get("device_state")
+    e = st.get("energy_j_per_call") if isinstance(st, dict) else None
+    return float(e) if isinstance(e, int | float) and not isinstance(e, bool) else None
+
+
 def _status(r: dict[str, Any]) -> Text:
     st = r["status"]
     style = {"ok": "green", "skipped": "yellow", "oom": "red", "error": "bold red"}.get(st, "")
@@ -81,8 +88,8 @@ def _status(r: dict[str, Any]) -> Text:
 # first; its first findings (hidden copies, fp32 upcasts) and the time stay longest.  The time column (GPU µs on a
 # GPU, CPU µs on a CPU) is never left out; a GPU table's CPU µs (host time per call) goes before the findings.
 DROP_ORDER = (
-    "memcpy/set", "occupancy", "TC", "%peak", "TFLOP/s", "mem MiB", "error", "ops", "kernels", "CPU µs", "upcast",
-    "hidden copy",
+    "mJ/call", "memcpy/set", "occupancy", "TC", "%peak", "TFLOP/s", "mem MiB", "error", "ops", "kernels", "CPU µs",
+    "upcast", "hidden copy",
 )  # fmt: skip
 LESSONS = ("upcast", "hidden copy")  # kept while the table fits with its headers wrapped at word boundaries
 NARROW = 120  # below this many columns, the default study is brief: --verbose prints the rest
@@ -107,16 +114,21 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
         ("GPU µs", "right", True),
         ("TFLOP/s", "right", False),
         ("%peak", "right", False),
+        ("mJ/call", "right", True),
         ("mem MiB", "right", False),
         ("error", "left", False),
     ]
-    keep = [not (gpu_only and cpu_only) and name not in drop for name, _, gpu_only in columns]
+    energy = any(_energy(r) is not None for r in results)  # NVML measured: a GPU with nvidia-ml-py
+    keep = [
+        not (gpu_only and cpu_only) and name not in drop and (energy or name != "mJ/call")
+        for name, _, gpu_only in columns
+    ]
     for (name, justify, _), k in zip(columns, keep, strict=True):
         if k:
             t.add_column(name, justify=justify, no_wrap=name == "variant")  # type: ignore[arg-type]
     for r in results:
         if r["status"] != "ok":
-            cells: list[Any] = [r["variant"], _status(r), *(["—"] * 12)]
+            cells: list[Any] = [r["variant"], _status(r), *(["—"] * 13)]
         else:
             copies = r.get("hidden_copies") or []
             cells = [
@@ -132,6 +144,7 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
                 _fmt_us(r.get("gpu_time")),
                 f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
                 _pct((r.get("peak_basis") or {}).get("pct", r.get("pct_of_peak"))),
+                f"{_energy(r) * 1e3:,.3f}" if _energy(r) is not None else "—",  # type: ignore[operator]
                 f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
                 _err(r),
             ]
@@ -194,6 +207,7 @@ def footnotes(
         lines += flop_lines(ok)
     if has("%peak"):
         lines += peak_lines(doc, ok)
+    lines += device_state_lines(ok)
     if any(r.get("source") == "run" for r in ok):
         lines.append("timings: medians; '~' marks a noisy timing (IQR/median > 10%)")
     if not brief:  # how the host and the device were timed, and the counters: --verbose on a narrow terminal
@@ -266,7 +280,62 @@ def _graph_lines(ok: list[dict[str, Any]]) -> list[str]:
             out.append(f"  {r['variant']}: device {la['device_us']:,.1f} µs, stream {la['stream_us']:,.1f} µs, {gap}")
         else:
             out.append(f"  {r['variant']}: {r.get('gpu_time_graph_why') or 'no graph timing'}")
+        cold = graph_figure_line(r)
+        if cold:
+            out.append(f"    {cold}")
     return out
+
+
+def device_state_lines(ok: list[dict[str, Any]]) -> list[str]:
+    """Energy per call (per token at decode), the SM clock, power and temperature of each GPU row, its % of
+    the compute peak at the sampled clock, and the flags (throttled, over 100%); one line for CPU rows."""
+    out: list[str] = []
+    cpu = [r for r in ok if r.get("source") == "run" and r.get("device_kind") == "cpu" and r.get("device_state")]
+    if cpu:
+        out.append(f"energy and clocks: null on this CPU ({cpu[0]['device_state'].get('why')})")
+    for r in ok:
+        st = r.get("device_state")
+        if r.get("device_kind") == "cpu" or not isinstance(st, dict):
+            continue
+        if not st.get("num_samples"):
+            out.append(f"{r['variant']}: energy and clocks not measured ({st.get('why')})")
+            continue
+        bits = []
+        e = st.get("energy_j_per_call")
+        if e is not None:
+            tok = st.get("energy_j_per_token")
+            bits.append(
+                f"{e * 1e3:,.3f} mJ per call" + (f" ({tok * 1e3:,.3f} mJ per token)" if tok is not None else "")
+            )
+        sm = st.get("sm_clock_mhz") or {}
+        if sm:
+            bits.append(f"SM {sm['median']:,.0f} MHz (min {sm['min']:,.0f}, max {sm['max']:,.0f})")
+        for key, unit in (("power_w", "W"), ("temp_c", "°C")):
+            v = st.get(key) or {}
+            if v:
+                bits.append(f"{v['median']:,.0f} {unit}")
+        pct = st.get("pct_of_peak_at_clock")
+        if pct is not None:
+            mark = " ⚠ >100%: inconsistent" if st.get("over_100") else ""
+            bits.append(f"{pct:.1f}% of the peak at that clock ({st.get('peak_formula')}){mark}")
+        out.append(f"{r['variant']}: " + ", ".join(bits) + f" [{st.get('num_samples')} NVML samples]")
+        for flag in st.get("flags") or []:
+            out.append(f"  {r['variant']} ⚠ {flag}")
+    return out
+
+
+def graph_figure_line(r: dict[str, Any]) -> str | None:
+    """Which graph figure a row's rates carry (``timing.graph_used``) and the other beside it."""
+    t = r.get("timing")
+    if not isinstance(t, dict):
+        return None
+    warm, cold = t.get("graph_warm") or {}, t.get("graph_cold") or {}
+    if t.get("graph_used") == "cold" and cold.get("median_us") and warm.get("median_us"):
+        return (
+            f"graph figure used: cold L2 {cold['median_us']:,.1f} µs ({t.get('rotation')}); warm L2 (the same "
+            f"inputs every call) {warm['median_us']:,.1f} µs, cold/warm {cold['median_us'] / warm['median_us']:.2f}"
+        )
+    return f"graph figure used: warm ({t.get('rotation')})" if t.get("rotation") else None
 
 
 def host_lines(ok: list[dict[str, Any]]) -> list[str]:

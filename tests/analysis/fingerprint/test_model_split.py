@@ -388,3 +388,63 @@ def test_cpu_ops_that_start_together_nest_by_length_and_count_once():
     ]
     b = breakdown(trace_from_doc(doc(events)))
     assert b["attention"]["time_us"] == pytest.approx(25)
+
+
+def _split_by_hand() -> dict:
+    """A CPU split whose parts add up by hand: attention 600 (kernel 400, rotary 200) + rest 300 (mlp) +
+    unattributed 100 = a 1000 µs profiled step; one layer; one upcast of 50 µs."""
+    return {
+        "device": "cpu",
+        "total_us": 1000.0,
+        "attention": {
+            "time_us": 600.0,
+            "share": 0.6,
+            "kernel_us": 400.0,
+            "around_us": 200.0,
+            "projections_us": 0.0,
+            "parts": {"kernel": 400.0, "rotary": 200.0},
+            "hidden_copies": [{"bytes": 4096, "dims": [1, 2], "duration_us": None}],
+            "upcasts": [{"bytes": 2048, "duration_us": 50.0}],
+        },
+        "rest": {"time_us": 300.0, "share": 0.3, "parts": {"mlp": 300.0}},
+        "unattributed_us": 100.0,
+        "layers": [{"layer": "l.0", "total_us": 900.0, "attention_us": 600.0, "attention_share": 0.6}],
+        "scopes": {"num": 3, "core": True},
+        "step": {"step_us": 1000.0, "attention_us": 600.0, "rest_us": 300.0, "unattributed_us": 100.0},
+    }
+
+
+def test_a_profiled_step_far_longer_than_the_timed_one_is_scaled_to_it():
+    """Profiled 1000 µs, timed 80 µs: 12.5× (beyond 1.25×), so every µs is × 0.08: kernel 32, rotary 16,
+    mlp 24, unattributed 8, the step 80 and the upcast 4; shares, bytes and dims stay."""
+    from attnscope.analysis.fingerprint.model_split import fit_to_timed
+
+    out = fit_to_timed(_split_by_hand(), 80.0)
+    p = out["profile"]
+    assert p["scaled"] is True and p["profiled_over_timed"] == 12.5
+    assert p["profiled_step_us"] == 1000.0 and p["timed_step_us"] == 80.0
+    a = out["attention"]
+    assert (a["time_us"], a["kernel_us"], a["around_us"]) == (48.0, 32.0, 16.0)
+    assert a["parts"] == {"kernel": 32.0, "rotary": 16.0}
+    assert a["share"] == 0.6 and out["rest"]["share"] == 0.3
+    assert a["upcasts"][0] == {"bytes": 2048, "duration_us": 4.0}
+    assert a["hidden_copies"][0] == {"bytes": 4096, "dims": [1, 2], "duration_us": None}
+    assert out["rest"]["parts"] == {"mlp": 24.0} and out["unattributed_us"] == 8.0
+    assert out["step"]["step_us"] == 80.0 and out["total_us"] == 80.0
+    assert out["layers"][0] == {"layer": "l.0", "total_us": 72.0, "attention_us": 48.0, "attention_share": 0.6}
+    assert out["scopes"] == {"num": 3, "core": True}
+    assert "12.50×" in p["method"] and "0.0800" in p["method"]
+
+
+def test_a_profiled_step_within_1_25x_either_way_keeps_its_us():
+    """1000 profiled against 801 timed (1.248×) and 1249 timed (0.8006×): within the bound, µs as profiled;
+    against 799 (1.2516×) it is scaled."""
+    from attnscope.analysis.fingerprint.model_split import fit_to_timed
+
+    for timed in (801.0, 1249.0):
+        out = fit_to_timed(_split_by_hand(), timed)
+        assert out["profile"]["scaled"] is False
+        assert out["attention"]["kernel_us"] == 400.0
+    assert fit_to_timed(_split_by_hand(), 799.0)["profile"]["scaled"] is True
+    assert fit_to_timed(_split_by_hand(), 1251.0)["profile"]["scaled"] is True
+    assert "profile" not in fit_to_timed(_split_by_hand(), None)

@@ -447,3 +447,25 @@ def test_points_of_two_configs_are_named_and_failed_rows_join_their_point():
     assert recs["train tiny B4 S64"]["best"] == "eager" and recs["train tiny B4 S64"]["runner_up"] == "sdpa"
     # one point per mode: keyed by the mode alone
     assert set(annotate_rows(rows[:2])) == {"train"}
+
+
+def test_a_scaled_split_is_flagged_and_the_share_says_what_its_us_are():
+    """The runner scaled the split: profiled 12,500 µs against a timed 1,000 µs."""
+    row = _row("eager", _timing(1000, 990, 1010), mode="prefill")
+    row["breakdown"]["profile"] = {
+        "profiled_step_us": 12500.0,
+        "timed_step_us": 1000.0,
+        "profiled_over_timed": 12.5,
+        "scaled": True,
+    }
+    annotate_rows([row])
+    pm = _insight(row, "profile_mismatch")
+    assert pm is not None and pm["severity"] == "warning"
+    assert "12,500.0 µs under the profiler, 12.50× the timed median (1,000.0 µs)" in pm["message"]
+    assert pm["evidence"]["profiled_over_timed"] == 12.5
+    share = _insight(row, "attention_share")
+    assert "(450.0 of 1,000.0 µs, the profiled step's shares of the timed median)" in share["message"]
+    row["breakdown"]["profile"]["scaled"] = False
+    annotate_rows([row])
+    assert _insight(row, "profile_mismatch") is None
+    assert "(450.0 of 1,000.0 µs profiled)" in _insight(row, "attention_share")["message"]
