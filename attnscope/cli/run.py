@@ -92,6 +92,11 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
     check_run_args(args)
     case = _case_from(args)
+    if getattr(args, "steps", None):
+        if not case.is_serving:
+            raise UsageError("--steps grows a serving cache: give --page-size and/or --kv-lens (docs/serving.md)")
+        if case.seq_q != 1:
+            raise UsageError(f"--steps decodes one new token per sequence per step: give --seq 1, not {case.seq_q}")
     case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
@@ -172,6 +177,8 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
                 timing_budget_s=args.budget,
                 trace_dir=Path(args.trace_dir) if args.trace_dir else None,
                 measure_peak=not args.no_peak,
+                steps=getattr(args, "steps", None) or 0,
+                bucket=getattr(args, "bucket", 256),
             )
     except KeyboardInterrupt as e:
         signal.signal(signal.SIGTERM, old_term)

@@ -22,6 +22,8 @@ class Options:
     seed: int = 0
     trace_dir: Path | None = None  # keep each job's trace here (else a temporary file, deleted)
     measure_peak: bool = True
+    steps: int = 0  # a serving case: also decode this many steps over a growing cache (attnscope.execute.serve)
+    bucket: int = 256  # with steps: tokens per shape bucket (one CUDA graph each)
 
 
 @dataclass(frozen=True)

@@ -266,11 +266,32 @@ def _measure(v: Variant, job: Job) -> Result:
             r = replace(r, modifier_checks=checks[0], notes=r.notes + tuple(checks[1])) if checks else r
         except Exception as e:  # noqa: BLE001
             r = failure(job, e, "")
+        if r.status == "ok" and opts.steps and case.is_serving:
+            r = _with_decode_loop(r, job, path.stem)
         t0 = time.perf_counter()
         with contextlib.suppress(Exception):
             free_after(case)
         # gc and the CUDA cache: paid by every job that ran
         return replace(r, cost_s={**(r.cost_s or {}), "cleanup": time.perf_counter() - t0})
+
+
+def _with_decode_loop(r: Result, job: Job, stem: str) -> Result:
+    """The row with its decode loop (attnscope.execute.serve) in ``extra["decode_loop"]``; a loop that fails is a
+    note, never the row's loss."""
+    from attnscope.execute.serve import decode_loop
+
+    opts = job.options
+    t0 = time.perf_counter()
+    try:
+        loop = decode_loop(
+            job.case, job.variant, opts.steps, bucket=opts.bucket, seed=opts.seed, trace_dir=opts.trace_dir,
+            trace_stem=f"{stem}-",
+        )  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - the single-call measurement stands
+        text = " ".join(str(e).split())[:300]
+        return replace(r, notes=(*r.notes, f"decode loop of {opts.steps} steps failed: {type(e).__name__}: {text}"))
+    cost = {**(r.cost_s or {}), "decode_loop": time.perf_counter() - t0}
+    return replace(r, extra={**r.extra, "decode_loop": loop}, cost_s=cost)
 
 
 def _modifier_checks(

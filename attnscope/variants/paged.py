@@ -12,7 +12,8 @@ timed call); the decode loop (attnscope.execute.serve) plans per step or per sha
   mask, so only a batch of equal lengths whose queries see the whole cache runs;
 - ``paged_flex``, ``paged_flex_compiled``: flex_attention straight on the pool (no copy): the queries
   ``[B, H, Sq, D]`` against the pool seen as one ``[1, H_kv, pool tokens, D]`` sequence, with a page-table
-  mask_mod (the pool token's owner and logical position) and a BlockMask whose key blocks are one page;
+  mask_mod (the pool token's owner and logical position) and a BlockMask made from the block table
+  (:class:`FlexPaged` says how, and which formulation);
 - ``paged_flex_triton``, ``_triton_decode``, ``_flash``: compiled flex with ``kernel_options={"BACKEND": …}``;
 - ``paged_varlen``: ``torch.nn.attention.varlen.varlen_attn`` with ``block_table`` and ``seqused_k``;
 - ``paged_flashinfer``: FlashInfer's ``BatchDecodeWithPagedKVCacheWrapper`` (one query) or
@@ -121,7 +122,6 @@ class GatherSdpa(Server):
 
     def _plan(self, capacity: int) -> None:
         self.index = _slots(self, capacity).reshape(-1)
-        self.mask = None if self.flash else _key_mask(self, capacity)
 
     def call(self) -> Any:
         import torch.nn.functional as F
@@ -129,7 +129,8 @@ class GatherSdpa(Server):
         b, hkv, d = self.case.batch, self.case.num_kv_heads, self.case.head_dim
         k = self.k_rows.index_select(0, self.index).view(b, self.capacity, hkv, d).transpose(1, 2)
         v = self.v_rows.index_select(0, self.index).view(b, self.capacity, hkv, d).transpose(1, 2)
-        kw: dict[str, Any] = {"attn_mask": self.mask, "scale": self.x.scale}
+        mask = None if self.flash else _key_mask(self, self.capacity)  # from seq_lens: any length up to capacity
+        kw: dict[str, Any] = {"attn_mask": mask, "scale": self.x.scale}
         if self.case.is_gqa:
             kw["enable_gqa"] = True
         return F.scaled_dot_product_attention(self.x.q, k, v, **kw)
@@ -160,11 +161,24 @@ def _flash_context(impl: str | None) -> Iterator[None]:
 class FlexPaged(Server):
     """flex_attention on the pool as one long key sequence, no copy: a page-table mask_mod keeps key n for query
     i of sequence b when the pool token n belongs to b at logical position ≤ L_b - Sq + i (causal; < L_b
-    otherwise).  The BlockMask is built per shape (create_block_mask), its key blocks ``kv_block`` tokens."""
+    otherwise), reading the lengths from ``seq_lens`` when the kernel runs.
+
+    The BlockMask (which key blocks each sequence visits) is the per-shape work, in one of two formulations:
+
+    - ``table``: the key blocks are the pages, and the BlockMask is the block table itself
+      (``BlockMask.from_kv_blocks``: each sequence visits the pages that hold its first ``capacity`` tokens), built
+      in O(B·pages); for a paged cache whose page size is a multiple of 16;
+    - ``pool``: ``create_block_mask`` evaluates the mask_mod over every (query, pool token) pair with the lengths
+      raised to ``capacity``, key blocks of 128 tokens (a packed cache, or pages of other sizes).
+
+    Either way every visited block is kept *partial* (the mask_mod runs in each), so a mask planned for a capacity
+    serves every shorter length: a decode loop builds it once per bucket instead of once per step."""
 
     rebuild = "create_block_mask"
 
-    def __init__(self, case: Case, x: Inputs, compiled: bool, backend: str | None = None, kv_block: int = 0) -> None:
+    def __init__(
+        self, case: Case, x: Inputs, compiled: bool, backend: str | None = None, formulation: str | None = None
+    ) -> None:
         import torch
 
         super().__init__(case, x)
@@ -186,7 +200,12 @@ class FlexPaged(Server):
                     owner[page * p : (page + 1) * p] = b
                     logical[page * p : (page + 1) * p] = torch.arange(j * p, (j + 1) * p, dtype=torch.int32)
         self.owner, self.logical = owner.to(dev), logical.to(dev)
-        self.kv_block = kv_block or (c.page_size if c.page_size and c.page_size >= 16 else 128)
+        can_table = c.page_size is not None and c.page_size % 16 == 0
+        self.formulation = formulation or ("table" if can_table else "pool")
+        if self.formulation == "table" and c.page_size is None:
+            raise ValueError("the table formulation needs a paged cache")
+        self.kv_block = c.page_size if self.formulation == "table" else 128
+        self.rebuild = "block_mask_from_table" if self.formulation == "table" else "create_block_mask"
         self.compiled, self.backend = compiled, backend
         from torch.nn.attention.flex_attention import flex_attention
 
@@ -197,8 +216,9 @@ class FlexPaged(Server):
         if backend is not None:
             self.kw["kernel_options"] = {"BACKEND": backend}
 
-    def mask_mod(self) -> Callable[..., Any]:
-        owner, logical, lens, sq = self.owner, self.logical, self.cache.seq_lens, self.case.seq_q
+    def mask_mod(self, lens: Any = None) -> Callable[..., Any]:
+        owner, logical, sq = self.owner, self.logical, self.case.seq_q
+        lens = self.cache.seq_lens if lens is None else lens
         causal = self.case.mask_spec.kind == "causal"
 
         def paged(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
@@ -211,23 +231,60 @@ class FlexPaged(Server):
         return paged
 
     def _plan(self, capacity: int) -> None:
-        from torch.nn.attention.flex_attention import create_block_mask
+        import torch
+        from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 
-        # the mask reads seq_lens: a mask built for ``capacity`` serves every shorter length (the capacity only
-        # sizes the loop's buckets; the pool, the mask's key axis, does not change shape)
+        c, case, dev = self.cache, self.case, self.x.q.device
         n = self.k.shape[2]
-        self.block_mask = create_block_mask(
-            self.mask_mod(),
-            self.case.batch,
-            None,
-            self.case.seq_q,
-            n,
-            device=self.x.q.device,
+        # the lengths any step of this shape may reach: each sequence grows with the longest, up to its allocation
+        grow = capacity - max(c.lengths)
+        cap = torch.tensor([min(a, m + grow) for a, m in zip(c.alloc_lengths, c.lengths, strict=True)], device=dev)
+        q_blocks = -(-case.seq_q // 128)
+        if self.formulation == "table":
+            p = self.kv_block
+            width = c.block_table.shape[1]
+            used = (cap + p - 1) // p  # pages holding each sequence's first cap_b tokens
+            num = used.to(torch.int32)[:, None, None].expand(case.batch, 1, q_blocks).contiguous()
+            # kv_indices spans every key block of the pool (BlockMask's layout): the table first, the rest unread
+            pad = torch.zeros(case.batch, n // p, dtype=torch.int32, device=dev)
+            pad[:, :width] = c.block_table
+            idx = pad[:, None, None, :].expand(case.batch, 1, q_blocks, n // p).contiguous()
+        else:
+            bm = create_block_mask(
+                self.mask_mod(cap), case.batch, None, case.seq_q, n, device=dev, BLOCK_SIZE=(128, 128)
+            )
+            num, idx = _all_partial(bm)
+        # no full block (the mask_mod runs everywhere), given as empty full-block lists: torch 2.13's CPU
+        # compiled flex fails to build its C++ kernel when they are None ("'full_kv_num_blocks' was not declared")
+        self.block_mask = BlockMask.from_kv_blocks(
+            num,
+            idx,
+            torch.zeros_like(num),
+            torch.zeros_like(idx),
             BLOCK_SIZE=(128, self.kv_block),
+            mask_mod=self.mask_mod(),
+            seq_lengths=(case.seq_q, n),
         )
 
     def call(self) -> Any:
         return self.fa(self.x.q, self.k, self.v, block_mask=self.block_mask, **self.kw)
+
+
+def _all_partial(bm: Any) -> tuple[Any, Any]:
+    """(kv_num_blocks, kv_indices) of ``bm`` with its full blocks counted as partial ones (the mask_mod then runs in
+    every visited block, so lengths read at run time hold): the union of both lists, in block order."""
+    import torch
+
+    nkv = bm.kv_indices.shape[-1]
+    dense = torch.zeros(*bm.kv_num_blocks.shape, nkv + 1, dtype=torch.bool, device=bm.kv_indices.device)
+    for num, idx in ((bm.kv_num_blocks, bm.kv_indices), (bm.full_kv_num_blocks, bm.full_kv_indices)):
+        if num is None:
+            continue
+        valid = torch.arange(idx.shape[-1], device=idx.device) < num[..., None]
+        dense.scatter_(-1, torch.where(valid, idx.long(), nkv), True)
+    dense = dense[..., :nkv]
+    order = torch.argsort((~dense).to(torch.int8), dim=-1, stable=True)  # visited blocks first, in block order
+    return dense.sum(-1).to(torch.int32), order.to(torch.int32)
 
 
 class Varlen(Server):
@@ -446,7 +503,7 @@ def _prepare(name: str, what: str) -> Callable[[Case, Inputs], Prepared]:
             notes.append(f"the gather copies K and V of every sequence's pages each call: {nbytes:,} B")
         extra: dict[str, Any] = {"cache": x.cache.record, "plan_ms": 1e3 * s.plan_s[-1], "rebuild": s.rebuild}
         if isinstance(s, FlexPaged):
-            extra["block_size"] = [128, s.kv_block]
+            extra.update(block_size=[128, s.kv_block], formulation=s.formulation)
         return Prepared(
             fn=s.call,
             context=s.context,

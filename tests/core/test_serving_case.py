@@ -115,3 +115,16 @@ def test_pool_bytes_are_whole_pages():
     assert serving.pool_tokens(lens, None) == 43
     assert serving.causal_kept(4, 10) == 34 == sum(10 - 4 + i + 1 for i in range(4))
     assert serving.pages_of(33, 16) == math.ceil(33 / 16)
+
+
+def test_the_size_check_counts_the_pool_in_whole_pages():
+    """B=2 H=4 H_kv=2 D=8 bf16 Sq=1, lengths 10 and 33, pages of 16: the pool is (1 + 3) pages · 16 slots = 64 tokens;
+    inputs = q (2·4·1·8) + K and V (2 · 64·2·8) elements · 2 B = (64 + 2048) · 2 = 4224 B."""
+    from attnscope.workloads.sizing import input_bytes, variant_bytes
+
+    c = make_case("cpu", batch=2, heads=4, kv_heads=2, head_dim=8, seq_q=1, kv_lens="10,33", page_size=16)
+    assert input_bytes(c) == 4224
+    # the gather copies K and V for the longest sequence in each batch row: 2 · 2·2·33·8 · 2 B = 4224 B
+    assert variant_bytes(c, "paged_gather_flash").parts["gathered K, V"] == 4224
+    # eager flex scores every pool token: 4 fp32 matrices of B·H·Sq·64 = 4·2·4·64·4 B = 8192 B
+    assert variant_bytes(c, "paged_flex").parts["4 fp32 score matrices over the pool"] == 8192
