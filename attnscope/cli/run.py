@@ -212,6 +212,10 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any) -> i
     checked = summary_line(next((r.get("modifier_checks") for r in doc["results"] if r.get("modifier_checks")), None))
     if checked:
         console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
+    from attnscope.report.text.serving import decode_loop_lines
+
+    for line in decode_loop_lines(dict(doc)):
+        console.print(f"  {line}", highlight=False, markup=False)
     busy = host.line(doc.get("host") or {})
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)

@@ -230,6 +230,12 @@ def decode_loop(
                 server, case, min(steps, TRACE_STEPS), bucket, trace_dir, trace_stem, graph is not None
             )
     summary = summarise(eager, graph, server.rebuild)
+    found = {}
+    if traces:
+        from attnscope.analysis.rebuilds import rebuilds_in_trace
+        from attnscope.trace import load_trace
+
+        found = {name: rebuilds_in_trace(load_trace(path)) for name, path in traces.items()}
     return {
         "steps": steps,
         "bucket": bucket,
@@ -247,6 +253,7 @@ def decode_loop(
         "last_step_rel_error": err,
         "last_step_nonfinite": bad,
         "traces": traces,
+        "trace_rebuilds": found,
         "step_range": STEP_RANGE,
         "rebuild_range": REBUILD_RANGE,
         "torch": torch.__version__,

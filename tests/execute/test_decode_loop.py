@@ -81,6 +81,11 @@ def test_the_eager_loop_on_the_cpu(tmp_path, variant):
     trace = loop["traces"]["decode_loop_eager"]
     assert _ranges(trace, "attnscope.step[") == [f"attnscope.step[decode] {t}" for t in range(5)]
     assert len(_ranges(trace, "attnscope.rebuild[")) == 5
+    found = loop["trace_rebuilds"]["decode_loop_eager"]
+    assert (found["steps"], found["steps_with_rebuild"], found["kinds"]) == (5, 5, ["decode"])
+    assert list(found["by_kind"]) == [
+        {"paged_gather_sdpa": "gather_index", "paged_flex": "block_mask_from_table"}[variant]
+    ]
 
 
 def test_steps_refused_in_one_line_before_any_work(capsys):
