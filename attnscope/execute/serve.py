@@ -6,7 +6,9 @@ series, each a list with one entry per step (docs/serving.md):
 
 - **eager**, as a loop without shape buckets runs it: every step is a new shape (the longest sequence grew), so the
   variant's per-shape work (``Server.plan``: a gather index, a BlockMask, FlashInfer's ``plan()``) is redone, then
-  the call.  Per step: ``plan_ms`` (host, synchronised), ``call_ms`` and ``step_ms`` (wall clock, synchronised).
+  the call.  Per step: ``plan_ms`` (host, synchronised), ``call_ms`` and ``step_ms`` (wall clock, synchronised),
+  and ``repeat_ms``, a second call of the same shape after the step: ``call_ms − repeat_ms`` is the work a new shape
+  costs inside the call (a cuDNN graph build per KV length, a recompile), which no range marks.
 - **graph** (CUDA only), as a serving engine runs it: shapes in buckets of ``bucket`` tokens; at the first step of a
   bucket the per-shape work is done and one CUDA graph of the call is captured (``rebuild_ms``: plan + warm-up +
   capture); every step replays it (``replay_ms``: CUDA events around ``graph.replay()``).  The call reads the
@@ -77,7 +79,17 @@ def eager_series(server: Server, case: Case, steps: int, first: int = 0) -> list
             server.call()
             _sync(cuda)
         t2 = time.perf_counter()
-        out.append({"step_ms": 1e3 * (t2 - t0), "plan_ms": 1e3 * (t1 - t0), "call_ms": 1e3 * (t2 - t1)})
+        server.call()  # the same shape again, outside the step: what the call costs once its shape is known
+        _sync(cuda)
+        t3 = time.perf_counter()
+        out.append(
+            {
+                "step_ms": 1e3 * (t2 - t0),
+                "plan_ms": 1e3 * (t1 - t0),
+                "call_ms": 1e3 * (t2 - t1),
+                "repeat_ms": 1e3 * (t3 - t2),
+            }
+        )
     return out
 
 
@@ -140,15 +152,24 @@ def summarise(eager: list[dict[str, float]], graph: list[dict[str, float]] | Non
     plan = [s["plan_ms"] for s in eager]
     call = [s["call_ms"] for s in eager]
     step = [s["step_ms"] for s in eager]
+    inside = [s["call_ms"] - s["repeat_ms"] for s in eager if "repeat_ms" in s]
     out: dict[str, Any] = {
         "eager": {
             "step_ms_median": _median(step),
             "call_ms_median": _median(call),
+            "repeat_ms_median": _median([s["repeat_ms"] for s in eager if "repeat_ms" in s]),
+            # work a new shape costs inside the call itself (a cuDNN graph build, a recompile): the first call of a
+            # shape minus a second call of the same shape, per step
+            "in_call_rebuild_ms_median": _median(inside),
+            "in_call_rebuild_ms_per_1000_steps": 1000 * sum(inside) / len(inside) if inside else None,
             "plan_ms_median": _median(plan),
             "rebuilds": sum(1 for p in plan if p > 0),
             "rebuild_ms_per_step": sum(plan) / len(plan) if plan else None,
             "rebuild_ms_per_1000_steps": 1000 * sum(plan) / len(plan) if plan else None,
-            "formula": "rebuild ms per step = Σ plan_ms / steps (every step a new shape); per 1,000 steps × 1000",
+            "formula": (
+                "rebuild ms per step = Σ plan_ms / steps (every step a new shape); per 1,000 steps × 1000; "
+                "in the call: Σ (call_ms − repeat_ms) / steps, repeat_ms a second call of the step's shape"
+            ),
         },
         "rebuild": rebuild,
         "advice": ADVICE.get(rebuild),

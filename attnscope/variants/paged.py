@@ -303,7 +303,11 @@ class Varlen(Server):
         from torch.nn.attention.varlen import varlen_attn
 
         c, case = self.cache, self.case
-        kw: dict[str, Any] = {"scale": self.x.scale, "seqused_k": c.seq_lens}
+        kw: dict[str, Any] = {"scale": self.x.scale}
+        if "seqused_k" in inspect.signature(varlen_attn).parameters:
+            kw["seqused_k"] = c.seq_lens
+        elif c.lengths != c.alloc_lengths:  # torch 2.11: each sequence is its whole slot of cu_seq_k
+            raise ValueError("this torch's varlen_attn has no seqused_k: it cannot read fewer tokens than each slot")
         if case.mask_spec.kind == "causal":
             kw["window_size"] = (-1, 0)
         if case.is_gqa:
@@ -402,7 +406,8 @@ def _varlen_check(case: Case) -> str | None:
     except ImportError as e:
         return f"torch.nn.attention.varlen.varlen_attn is not in this torch: {e}"
     params = inspect.signature(varlen_attn).parameters
-    need = ["seqused_k"] + (["block_table"] if case.page_size is not None else [])
+    # a packed cache read whole needs neither (torch 2.11 has neither; 2.13 has both)
+    need = ["seqused_k", "block_table"] if case.page_size is not None else []
     missing = [p for p in need if p not in params]
     if missing:
         import torch

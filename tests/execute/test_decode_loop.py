@@ -17,11 +17,13 @@ def test_summary_arithmetic_by_hand():
     Graph: one capture of 10 ms, replays of 2 ms → capture 10/4 = 2.5 ms per step, 2,500 per 1,000 steps;
     a step saves 5 - 2 = 3 ms, so a capture pays after 10 / 3 = 3.33 steps; with the capture a step costs
     (10 + 4·2) / 4 = 4.5 ms < 5: graphs pay."""
-    eager = [{"plan_ms": 1.0, "call_ms": 4.0, "step_ms": 5.0}] * 4
+    eager = [{"plan_ms": 1.0, "call_ms": 4.0, "step_ms": 5.0, "repeat_ms": 1.5}] * 4
     graph = [{"rebuild_ms": 10.0, "replay_ms": 2.0}] + [{"rebuild_ms": 0.0, "replay_ms": 2.0}] * 3
     s = summarise(eager, graph, "create_block_mask")
     assert s["eager"]["rebuild_ms_per_step"] == 1.0 and s["eager"]["rebuild_ms_per_1000_steps"] == 1000.0
     assert s["eager"]["rebuilds"] == 4
+    # a second call of each step's shape took 1.5 ms: 4 - 1.5 = 2.5 ms of each first call is work a new shape costs
+    assert s["eager"]["in_call_rebuild_ms_median"] == 2.5 and s["eager"]["in_call_rebuild_ms_per_1000_steps"] == 2500
     g = s["graph"]
     assert (g["captures"], g["capture_ms_per_step"], g["capture_ms_per_1000_steps"]) == (1, 2.5, 2500.0)
     assert g["saved_ms_per_step"] == 3.0 and g["break_even_steps_per_capture"] == pytest.approx(10 / 3)
@@ -75,7 +77,7 @@ def test_the_eager_loop_on_the_cpu(tmp_path, variant):
     assert [len(loop["eager"]), loop["graph"]] == [5, None]
     assert "needs a CUDA device" in loop["graph_refused"]
     assert loop["kv_lengths_last"] == [24, 37]
-    assert all(s["plan_ms"] > 0 for s in loop["eager"])  # a new shape every step: the per-shape work each time
+    assert all(s["plan_ms"] > 0 and s["repeat_ms"] > 0 for s in loop["eager"])  # a new shape every step: the per-shape work each time
     assert loop["summary"]["eager"]["rebuilds"] == 5
     assert loop["last_step_rel_error"] < 2e-2 and not loop["last_step_nonfinite"]
     trace = loop["traces"]["decode_loop_eager"]

@@ -29,6 +29,13 @@ def decode_loop_lines(doc: dict[str, Any]) -> list[str]:
             f"({s['rebuild']}) on {e['rebuilds']} of {loop['steps']} steps: {_ms(e['rebuild_ms_per_step'])} per step, "
             f"{_ms(e['rebuild_ms_per_1000_steps'])} per 1,000 steps (wall clock, one sample per step: noisy)"
         )
+        inside = e.get("in_call_rebuild_ms_median")
+        if inside is not None and e.get("repeat_ms_median") and inside > 0.5 * e["repeat_ms_median"]:
+            out.append(
+                f"  a new shape also costs {_ms(inside)} inside the call (first call of a shape minus a second: "
+                f"{_ms(e['in_call_rebuild_ms_per_1000_steps'])} per 1,000 steps), e.g. a cuDNN graph built per KV "
+                "length: shape buckets remove it"
+            )
         if s.get("advice"):
             out.append(f"  → {s['advice']}")
         g = s.get("graph")
