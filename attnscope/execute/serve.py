@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.core.types import Case
-from attnscope.variants.paged import REBUILD_RANGE, STEP_RANGE, Server, make_server
+from attnscope.variants.paged import REBUILD_RANGE, STEP_RANGE, Server, ready_server
 
 DEFAULT_BUCKET = 256  # tokens: a graph (and a plan) per 256 tokens of the longest sequence
 TRACE_STEPS = 32  # steps of each series recorded in the loop's traces (the timed series runs unprofiled)
@@ -220,7 +220,7 @@ def decode_loop(
 
     cuda = case.device.startswith("cuda")
     x = make_serving_inputs(case, seed, extra_steps=steps)
-    server = make_server(variant, case, x)
+    server, notes = ready_server(variant, case, x)  # planned and called once (a compiled variant compiles here)
     why_no_graph = None
     if not cuda:
         why_no_graph = "CUDA graph replay needs a CUDA device; only the eager series runs on the CPU"
@@ -231,9 +231,6 @@ def decode_loop(
     traces: dict[str, str] = {}
     with server.context(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server.plan(max(case.kv_lengths))
-        server.call()  # warm-up (a compiled variant compiles here): not a step
-        _sync(cuda)
         server.capacity = 0  # the loop's first step plans afresh
         eager = eager_series(server, case, steps)
         # the last step's output against the fp64 reference of its lengths
@@ -275,6 +272,7 @@ def decode_loop(
         "last_step_nonfinite": bad,
         "traces": traces,
         "trace_rebuilds": found,
+        "notes": notes,
         "step_range": STEP_RANGE,
         "rebuild_range": REBUILD_RANGE,
         "torch": torch.__version__,

@@ -213,8 +213,14 @@ class FlexPaged(Server):
         self.kw: dict[str, Any] = {"scale": x.scale}
         if case.is_gqa:
             self.kw["enable_gqa"] = True
+        opts: dict[str, Any] = {}
         if backend is not None:
-            self.kw["kernel_options"] = {"BACKEND": backend}
+            opts["BACKEND"] = backend
+        if compiled and x.q.is_cuda and self.kv_block < 128:
+            # Triton's flex kernel needs its key tile (BLOCK_N) to divide the BlockMask's key block (a page)
+            opts["BLOCK_N"] = self.kv_block
+        if opts:
+            self.kw["kernel_options"] = opts
 
     def mask_mod(self, lens: Any = None) -> Callable[..., Any]:
         owner, logical, sq = self.owner, self.logical, self.case.seq_q
@@ -478,28 +484,49 @@ def make_server(name: str, case: Case, x: Inputs) -> Server:
     raise KeyError(name)
 
 
-def _prepare(name: str, what: str) -> Callable[[Case, Inputs], Prepared]:
-    def prepare(case: Case, x: Inputs) -> Prepared:
-        import warnings
+def ready_server(name: str, case: Case, x: Inputs) -> tuple[Server, list[str]]:
+    """The server of ``name``, planned for the cache's lengths and called once (a compiled variant compiles here).
+    Paged flex falls back from the ``table`` formulation to ``pool`` where the first fails, and says so."""
+    import warnings
 
-        import torch
+    import torch
 
-        t0 = time.perf_counter()
+    notes: list[str] = []
+    s = make_server(name, case, x)
+    for attempt in range(2):
         try:
-            s = make_server(name, case, x)
             s.plan(max(x.cache.lengths))
             with s.context(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # eager flex warns that it is unfused: that is the point of it
                 s.call()
             if x.q.is_cuda:
                 torch.cuda.synchronize()
+            return s, notes
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as e:
+            if attempt or not isinstance(s, FlexPaged) or s.formulation != "table":
+                raise
+            msg = " ".join(str(e).split())[:300]
+            notes.append(f"the table formulation failed ({type(e).__name__}: {msg}); measured with the pool one")
+            s = FlexPaged(case, x, compiled=s.compiled, backend=s.backend, formulation="pool")
+    raise AssertionError("unreachable")
+
+
+def _prepare(name: str, what: str) -> Callable[[Case, Inputs], Prepared]:
+    def prepare(case: Case, x: Inputs) -> Prepared:
+        import torch
+
+        t0 = time.perf_counter()
+        try:
+            s, notes = ready_server(name, case, x)
         except torch.cuda.OutOfMemoryError:
             raise
         except (RuntimeError, NotImplementedError, ValueError, TypeError, AssertionError) as e:
             msg = " ".join(str(e).split())[:500] or type(e).__name__
             raise Unsupported(f"{what} refused: {type(e).__name__}: {msg}") from e
         first = time.perf_counter() - t0
-        notes = [
+        notes += [
             f"per-shape work ({s.rebuild}) done once before timing: {1e3 * s.plan_s[-1]:.2f} ms host; "
             "a decode loop redoes it per new shape (run --steps)"
         ]

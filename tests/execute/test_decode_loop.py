@@ -77,7 +77,8 @@ def test_the_eager_loop_on_the_cpu(tmp_path, variant):
     assert [len(loop["eager"]), loop["graph"]] == [5, None]
     assert "needs a CUDA device" in loop["graph_refused"]
     assert loop["kv_lengths_last"] == [24, 37]
-    assert all(s["plan_ms"] > 0 and s["repeat_ms"] > 0 for s in loop["eager"])  # a new shape every step: the per-shape work each time
+    # a new shape every step: the per-shape work each time
+    assert all(s["plan_ms"] > 0 and s["repeat_ms"] > 0 for s in loop["eager"])
     assert loop["summary"]["eager"]["rebuilds"] == 5
     assert loop["last_step_rel_error"] < 2e-2 and not loop["last_step_nonfinite"]
     trace = loop["traces"]["decode_loop_eager"]
