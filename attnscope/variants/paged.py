@@ -522,7 +522,7 @@ def _prepare(name: str, what: str) -> Callable[[Case, Inputs], Prepared]:
             s, notes = ready_server(name, case, x)
         except torch.cuda.OutOfMemoryError:
             raise
-        except (RuntimeError, NotImplementedError, ValueError, TypeError, AssertionError) as e:
+        except (RuntimeError, NotImplementedError, ValueError, TypeError, AssertionError, ImportError) as e:
             msg = " ".join(str(e).split())[:500] or type(e).__name__
             raise Unsupported(f"{what} refused: {type(e).__name__}: {msg}") from e
         first = time.perf_counter() - t0

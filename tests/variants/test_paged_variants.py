@@ -132,3 +132,13 @@ def test_the_gather_is_a_hidden_copy_with_its_bytes(tmp_path):
     gathers = [c for c in fingerprint(load_trace(path)).hidden_copies if c.kind == "gather"]
     assert [c.bytes for c in gathers] == [12_288, 12_288]
     assert gathers[0].dims == (192, 2, 16)
+
+
+def test_variants_command_on_a_serving_case_says_which_can_run():
+    from attnscope.api.support import variant_support
+
+    case = _case(batch=2, heads=2, seq_q=1, seq_kv=24, page_size=8)
+    rows = {r["variant"]: r for r in variant_support(case)}
+    assert rows["paged_gather_sdpa"]["runs_here"] == "yes" and rows["paged_flex"]["runs_here"] == "yes"
+    assert rows["sdpa_flash"]["runs_here"] == "no" and "paged or ragged cache" in rows["sdpa_flash"]["reason"]
+    assert rows["paged_gather_flash_fa3"]["runs_here"] == "no"  # CUDA only; activating FA3 needs its library
