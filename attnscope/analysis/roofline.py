@@ -29,6 +29,8 @@ LSE_BYTES = 4
 
 def call_bytes(case: dict[str, Any], mask_bytes: int = 0) -> tuple[int, str]:
     """(bytes, the model in words) for one call of ``case`` (a case dict as documents hold it)."""
+    if case.get("page_size") is not None or case.get("kv_lens") is not None:
+        return serving_bytes(case, mask_bytes)
     e = DTYPE_BYTES[case.get("dtype") or "bf16"]
     b, h, d = case["batch"], case["heads"], case["head_dim"]
     sq = case["seq_q"]
@@ -43,6 +45,32 @@ def call_bytes(case: dict[str, Any], mask_bytes: int = 0) -> tuple[int, str]:
         lse = 2 * b * h * sq * LSE_BYTES
         total += 2 * q + 2 * kv + lse  # dO read, dQ written; dK, dV written; LSE written and read
         words += f"; backward adds dO, dQ (2·B·H·Sq·D·{e}), dK, dV (2·B·Hkv·Sk·D·{e}) and the LSE (2·B·H·Sq·4)"
+    if mask_bytes:
+        total += mask_bytes
+        words += f"; a dense mask tensor of {mask_bytes:,} B"
+    return total, "model: " + words
+
+
+def serving_bytes(case: dict[str, Any], mask_bytes: int = 0) -> tuple[int, str]:
+    """A paged or ragged cache's call: each sequence's K and V read for the tokens it keeps (Σ L_b, not the padded
+    longest, not the pool), Q read and O written, the block table (int32) and the lengths (int32) read."""
+    from attnscope.core.case import Case
+    from attnscope.core.serving import pages_of
+
+    c = Case.from_dict(case)
+    e = DTYPE_BYTES[c.dtype]
+    lens = c.kv_lengths
+    q = c.batch * c.heads * c.seq_q * c.head_dim * e
+    kv = 2 * c.num_kv_heads * c.head_dim * e * sum(lens)
+    total = 2 * q + kv + 4 * c.batch
+    words = (
+        f"Q read and O written (2·B·H·Sq·D·{e}), K and V read for the tokens each sequence keeps "
+        f"(2·Hkv·D·{e}·Σ L_b, Σ L_b = {sum(lens):,}), the lengths (4·B)"
+    )
+    if c.page_size is not None:
+        table = 4 * c.batch * max(pages_of(n, c.page_size) for n in lens)
+        total += table
+        words += f", the block table (4·B·max pages = {table:,} B); the last page's empty slots not counted"
     if mask_bytes:
         total += mask_bytes
         words += f"; a dense mask tensor of {mask_bytes:,} B"

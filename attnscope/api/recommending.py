@@ -41,7 +41,10 @@ def recommend(files: Sequence[str | Path], *, on_note: Callable[[str], None] | N
         if not rows or any(r.get("status") == "ok" for r in rows):  # no rows, or "ok" rows lacking a case or time
             raise ValueError(why)
         raise NothingMeasured(why)
-    return {**head, "files": names, **rec}
+    from attnscope.analysis.recommend.serving import serving_recommendation
+
+    serving = serving_recommendation(rows)  # paged or ragged caches: page size and graphs per point
+    return {**head, "files": names, **rec, **({"serving": serving} if serving else {})}
 
 
 def _model(rows: list[dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ def variant_support(case: Case) -> list[dict[str, Any]]:
     dev = "cuda" if case.device.startswith("cuda") else "cpu"
     out = []
     for v in REGISTRY.values():
-        reason = v.check(case)
+        reason = v.refusal(case)  # its own check, and what it declares (modes, devices, a serving cache or not)
         state = "no" if reason else "yes"
         if not reason and dev in v.opt_in_on:
             state, reason = "opt-in", v.opt_in_reason

@@ -31,7 +31,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
-from attnscope.core.arguments import seconds, timeout_seconds
+from attnscope.core.arguments import positive_int, seconds, timeout_seconds
 
 
 def _cmd_guess(args: argparse.Namespace) -> int:
@@ -148,6 +148,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             help="seconds (> 0) per variant before its worker is stopped: a `timeout` row (process executor only)",
         )
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
+    r.add_argument(
+        "--steps",
+        type=positive_int("steps", 1 << 16),
+        help="also decode N steps over a growing cache per variant (a serving case, seq 1): each step timed eagerly "
+        "and, on CUDA, replayed from a graph per shape bucket (docs/serving.md)",
+    )
+    r.add_argument(
+        "--bucket",
+        type=positive_int("bucket", 1 << 20),
+        default=256,
+        help="with --steps: tokens per shape bucket, one CUDA graph (and one plan) each (default 256)",
+    )
     r.set_defaults(func=cmd_run)
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")
     g.set_defaults(func=_cmd_guess, guess=None)

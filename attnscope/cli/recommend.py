@@ -52,4 +52,6 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from attnscope.report.text.sweep import render
 
     console.print(render(rec), highlight=False)
+    for point in (rec.get("serving") or {}).get("points", []):
+        console.print(f"Serving: {point['text']}", highlight=False, markup=False)
     return EXIT_OK

@@ -95,6 +95,11 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
 
     check_run_args(args)
     case = _case_from(args)
+    if getattr(args, "steps", None):
+        if not case.is_serving:
+            raise UsageError("--steps grows a serving cache: give --page-size and/or --kv-lens (docs/serving.md)")
+        if case.seq_q != 1:
+            raise UsageError(f"--steps decodes one new token per sequence per step: give --seq 1, not {case.seq_q}")
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
@@ -156,6 +161,8 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
                 timing_budget_s=args.budget,
                 trace_dir=Path(args.trace_dir) if args.trace_dir else None,
                 measure_peak=not args.no_peak,
+                steps=getattr(args, "steps", None) or 0,
+                bucket=getattr(args, "bucket", 256),
             )
     except KeyboardInterrupt as e:
         stop.restore(old)
@@ -189,6 +196,10 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any) -> i
     checked = summary_line(next((r.get("modifier_checks") for r in doc["results"] if r.get("modifier_checks")), None))
     if checked:
         console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
+    from attnscope.report.text.serving import decode_loop_lines
+
+    for line in decode_loop_lines(dict(doc)):
+        console.print(f"  {line}", highlight=False, markup=False)
     busy = host.line(doc.get("host") or {})
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)

@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any, Literal
 
 from attnscope.core import case_text as text
+from attnscope.core import serving
 from attnscope.core.arguments import DTYPE_MAX, MAX_DIM, MAX_HEAD_DIM, finite_float, number_problem, positive_int
 from attnscope.core.masks import MASK_HELP, MaskSpec, check_mask, parse_mask
 
@@ -56,6 +57,10 @@ class Case:
     # other variant runs ``mask``, the built-in checked entry by entry to keep the same scores.
     mask_mod: str | None = None
     score_mod: str | None = None
+    # A serving cache (attnscope.core.serving): pages of this many tokens behind a block table; None: contiguous.
+    page_size: int | None = None
+    # Per-sequence KV lengths (a ragged batch): "L1,L2,..." or "uniform:LO..HI@SEED"; None: each holds seq_kv.
+    kv_lens: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads", "seq_q", "head_dim"):
@@ -69,7 +74,70 @@ class Case:
             raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.is_serving:
+            self._check_serving()
         self._check_mask()
+
+    def _check_serving(self) -> None:
+        """A paged or ragged cache: lengths resolved and checked, seq_kv their longest, the mask lower-right causal
+        (or none) per sequence; forward only, no score modification (what the serving variants take)."""
+        if self.page_size is not None and self.page_size < 1:
+            raise ValueError(f"page_size must be >= 1, got {self.page_size}")
+        if self.kv_lens is not None:
+            spec = serving.parse_kv_lens(self.kv_lens)
+            lens = spec.resolve(self.batch)
+            if self.seq_kv is not None and self.seq_kv != max(lens):
+                raise ValueError(
+                    f"--seq-kv {self.seq_kv} with --kv-lens {spec.canonical}: the KV length is each sequence's "
+                    f"(the longest is {max(lens)}); leave --seq-kv out"
+                )
+            object.__setattr__(self, "kv_lens", spec.canonical)
+            object.__setattr__(self, "seq_kv", max(lens))
+        short = min(self.kv_lengths)
+        if short < self.seq_q:
+            raise ValueError(
+                f"a serving cache holds each sequence's {self.seq_q} new token(s) at its end: a KV length of {short} "
+                f"is shorter than seq_q={self.seq_q}"
+            )
+        refuse = [
+            w
+            for w, bad in (
+                ("--mode fwd_bwd", self.mode != "fwd"),
+                ("--softcap", self.softcap is not None),
+                ("--alibi", self.alibi),
+                ("--mask-mod/--score-mod", bool(self.mask_mod or self.score_mod)),
+            )
+            if bad
+        ]
+        if refuse:
+            raise ValueError(f"a serving cache (--page-size/--kv-lens) is measured forward and plain: drop {refuse[0]}")
+        if self.mask is None:  # causal by default: the new tokens are the last of each sequence
+            object.__setattr__(self, "mask", "causal_lower_right" if self.causal else "none")
+        m = parse_mask(str(self.mask))
+        if not (m.kind == "none" or (m.kind == "causal" and (m.align == "lower_right" or self.seq_q == 1))):
+            raise ValueError(
+                f"a serving cache (--page-size/--kv-lens) takes --mask causal_lower_right (the default) or none, "
+                f"not {m.canonical}: each sequence's new tokens are the last of its cache"
+            )
+        if m.kind == "causal":
+            object.__setattr__(self, "mask", "causal_lower_right")
+
+    @property
+    def is_serving(self) -> bool:
+        """A paged or ragged KV cache (attnscope.core.serving), measured by the serving variants."""
+        return self.page_size is not None or self.kv_lens is not None
+
+    @property
+    def kv_lengths(self) -> tuple[int, ...]:
+        """Each sequence's KV length: ``kv_lens`` resolved, else ``seq_kv`` for every sequence."""
+        if self.kv_lens is not None:
+            return serving.parse_kv_lens(self.kv_lens).resolve(self.batch)
+        return (self.num_seq_kv,) * self.batch
+
+    @property
+    def serving_kind(self) -> str | None:
+        """decode, verify or prefill_chunk (attnscope.core.serving.serving_kind); None for a dense case."""
+        return serving.serving_kind(self.seq_q) if self.is_serving else None
 
     def _check_mask(self) -> None:
         if self.softcap is not None:
@@ -210,6 +278,16 @@ def _skv(c: Case) -> str:
     return f"x{c.num_seq_kv}" if c.num_seq_kv != c.seq_q else ""
 
 
+def _page_label(c: Case) -> str:
+    """' decode paged:16' for a serving case (its kind: decode, verify, prefill_chunk), '' for a dense one."""
+    if not c.is_serving:
+        return ""
+    return f" {c.serving_kind}" + (f" paged:{c.page_size}" if c.page_size is not None else " packed")
+
+
+MAX_PAGE = 1 << 16
+
+
 def _causal(c: Case) -> bool:
     return c.mask is None and c.causal  # a mask says its causal part itself
 
@@ -321,6 +399,23 @@ FIELDS: tuple[CaseField, ...] = (
         sweep=(),
         label=lambda c: f" score_mod={c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "",
         file=lambda c: f"-sm-{c.score_mod.rsplit('/', 1)[-1]}" if c.score_mod else "", policy_rank=14, omit_none=True,
+    ),
+    CaseField(
+        "page_size", "int | None",
+        run=(Flag("--page-size", "a paged KV cache: tokens per page, behind a shuffled block table (docs/serving.md)",
+                  {"type": positive_int("page-size", MAX_PAGE)}),),
+        sweep=(Flag("--page-size", "comma list of page sizes, 0 for a contiguous cache (e.g. 0,16,64)"),),
+        label=_page_label, file=lambda c: f"-p{c.page_size}" if c.page_size is not None else "",
+        axis=text.parse_page_axis, short="page", symbol="P", numeric=True, policy_rank=15, omit_none=True,
+    ),
+    CaseField(
+        "kv_lens", "str | None",
+        run=(Flag("--kv-lens", serving.KV_LENS_HELP + "; sets seq-kv to the longest"),),
+        sweep=(Flag("--kv-lens", "entries start at uniform: or list:, e.g. uniform:1024..32768@0,list:512,4096"),),
+        label=lambda c: f" kv_lens={c.kv_lens}" if c.kv_lens is not None else "",
+        file=lambda c: serving.kv_lens_file_part(c.kv_lens) if c.kv_lens is not None else "",
+        axis=serving.parse_kv_lens_axis, short="kv_lens", symbol="L_kv", policy_rank=16, omit_none=True,
+        excludes=("seq_kv", "--kv-lens sets each sequence's KV length (seq-kv is the longest): give one of them"),
     ),
     CaseField(
         "device", "str",

@@ -132,6 +132,18 @@ def parse_softcap_axis(text: str) -> list[float | None]:
     return list(dict.fromkeys(out))
 
 
+def parse_page_axis(text: str) -> list[int | None]:
+    """``0,16,64``: 0 means a contiguous cache (no pages); any other value a page size in tokens."""
+    vals = [0 if p.strip() == "0" else p.strip() for p in text.split(",")]
+    out: list[int | None] = []
+    for v in vals:
+        if v == 0:
+            out.append(None)
+        else:
+            out += parse_int_axis("page-size", str(v), limit=1 << 16)
+    return list(dict.fromkeys(out))
+
+
 def parse_alibi_axis(text: str) -> list[bool]:
     """``no``, ``yes``, ``both`` or a comma list of yes and no."""
     out: list[bool] = []

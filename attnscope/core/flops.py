@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attnscope.core.masks import kept_formula, kept_pairs
+from attnscope.core.serving import causal_kept
 from attnscope.core.types import Case
 
 FLOP_FORMULA = (
@@ -17,17 +18,29 @@ def attention_flops(case: Case) -> int:
 
 
 def kept_scores(case: Case) -> int:
-    """Score entries the case's mask keeps, over batch and heads (exact: closed forms per mask kind)."""
+    """Score entries the case's mask keeps, over batch and heads (exact: closed forms per mask kind).  A serving
+    case counts each sequence on its own KV length (attnscope.core.serving.causal_kept), never the padded longest."""
+    if case.is_serving:
+        causal = case.mask_spec.kind == "causal"
+        per = (causal_kept(case.seq_q, n) if causal else case.seq_q * n for n in case.kv_lengths)
+        return case.heads * sum(per)
     return case.heads * kept_pairs(case.mask_spec, case.batch, case.seq_q, case.num_seq_kv)
 
 
 def kept_fraction(case: Case) -> float:
-    return kept_scores(case) / (case.batch * case.heads * case.seq_q * case.num_seq_kv)
+    """Of the scores a dense call over the same keys would compute: B·H·Sq·Sk, or Σ_b H·Sq·L_b for a serving case."""
+    return kept_scores(case) / (case.heads * case.seq_q * sum(case.kv_lengths))
 
 
 def mask_flop_note(case: Case) -> str:
     """How this case's kept entries were counted, for the FLOP footnote."""
     m = case.mask_spec
+    if case.is_serving:
+        how = "Sq·L_b - Sq·(Sq-1)/2 per sequence (lower-right causal)" if m.kind == "causal" else "Sq·L_b per sequence"
+        return (
+            f"mask {m.canonical} on each sequence's own KV length L_b: H·Σ_b({how}) = {kept_scores(case):,} kept "
+            f"scores ({100 * kept_fraction(case):.1f}% of H·Sq·Σ L_b)"
+        )
     return (
         f"mask {m.canonical}: {kept_formula(m)} = {kept_scores(case):,} kept scores "
         f"({100 * kept_fraction(case):.1f}% of B·H·Sq·Sk)"

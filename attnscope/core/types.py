@@ -69,7 +69,8 @@ class HiddenCopy:
     device_event: str | None = None  # e.g. "Memcpy DtoD (Device -> Device)"
     duration_us: float | None = None
     # value (a full copy of values) | layout (contiguous/reshape of a strided view) | broadcast (GQA's
-    # repeat_interleave / expand+reshape); None when the trace recorded no strides
+    # repeat_interleave / expand+reshape) | gather (index_select of rows: paged KV pages into a dense K/V);
+    # None when the trace recorded no strides
     kind: str | None = None
     inside: str | None = None  # the library op it happened in (SDPA math, flex, a backward); None: user code
 

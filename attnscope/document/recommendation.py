@@ -47,7 +47,7 @@ def label(axes: dict[str, Any], only: list[str] | None = None) -> str:
                 continue
             if a == "seq_kv" and v == axes.get("seq_q"):
                 continue
-            if a in ("mask", "softcap") and v is None:
+            if a in ("mask", "softcap", "page_size", "kv_lens") and v is None:
                 continue
             if a == "alibi" and not v:
                 continue

@@ -23,6 +23,8 @@ class Options:
     seed: int = 0
     trace_dir: Path | None = None  # keep each job's trace here (else a temporary file, deleted)
     measure_peak: bool = True
+    steps: int = 0  # a serving case: also decode this many steps over a growing cache (attnscope.execute.serve)
+    bucket: int = 256  # with steps: tokens per shape bucket (one CUDA graph each)
 
     def __post_init__(self) -> None:  # a library caller's budget checked as the command line's --budget is
         check_seconds("timing_budget_s", self.timing_budget_s)

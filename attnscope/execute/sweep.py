@@ -69,10 +69,15 @@ def left_out_line(left: dict[str, str], where: str) -> str:
 def plan(
     cases: list[Case], variants: list[str], options: Options, *, explicit: bool, done: set[tuple[str, str, str]]
 ) -> list[Job]:
-    """The jobs still to measure, grouped by case (a worker builds a case's inputs once)."""
+    """The jobs still to measure, grouped by case (a worker builds a case's inputs once).  From the default set
+    (not ``explicit``), a serving case gets the serving variants and a dense case the others."""
+    from attnscope.variants import REGISTRY
+
     jobs = []
     for c in cases:
         for v in variants:
+            if not explicit and v in REGISTRY and REGISTRY[v].serving != c.is_serving:
+                continue
             j = Job(c, v, options, explicit=explicit, trace_name=trace_file_name(v, c))
             if j.key not in done:
                 jobs.append(j)

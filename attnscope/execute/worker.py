@@ -128,7 +128,9 @@ def _inputs_and_reference(case: Case, seed: int) -> tuple[Inputs, Any]:
         _checks.clear()
         out = None
         costly = sensitivity.too_costly(case) if too_large(case) is None else None
-        if costly:
+        if case.is_serving:  # checked per sequence against the block table instead (workloads/paged.py)
+            pass
+        elif costly:
             _checks[key] = ([], [costly], [])
         elif too_large(case) is None:  # can the error check see each modifier? (and the forward reference)
             out, rows, notes, probes = sensitivity.check(case, x, measure.TOLERANCE[case.dtype])
@@ -274,6 +276,8 @@ def _measure(v: Variant, job: Job) -> Result:
             r = replace(r, modifier_checks=checks[0], notes=r.notes + tuple(checks[1])) if checks else r
         except Exception as e:  # noqa: BLE001
             r = failure(job, e, "")
+        if r.status == "ok" and opts.steps and case.is_serving:
+            r = _with_decode_loop(r, job, path.stem)
         if opts.trace_dir and r.status == "ok":
             r = _keep_trace(r, path, Path(opts.trace_dir), name)
         t0 = time.perf_counter()
@@ -291,6 +295,25 @@ def _keep_trace(r: Result, path: Path, trace_dir: Path, name: str) -> Result:
     except OSError as e:
         return replace(r, notes=(*r.notes, f"trace not kept in {trace_dir}: {os_error_text(e)}"))
     return replace(r, trace_path=str(kept))
+
+
+def _with_decode_loop(r: Result, job: Job, stem: str) -> Result:
+    """The row with its decode loop (attnscope.execute.serve) in ``extra["decode_loop"]``; a loop that fails is a
+    note, never the row's loss."""
+    from attnscope.execute.serve import decode_loop
+
+    opts = job.options
+    t0 = time.perf_counter()
+    try:
+        loop = decode_loop(
+            job.case, job.variant, opts.steps, bucket=opts.bucket, seed=opts.seed, trace_dir=opts.trace_dir,
+            trace_stem=f"{stem}-",
+        )  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - the single-call measurement stands
+        text = " ".join(str(e).split())[:300]
+        return replace(r, notes=(*r.notes, f"decode loop of {opts.steps} steps failed: {type(e).__name__}: {text}"))
+    cost = {**(r.cost_s or {}), "decode_loop": time.perf_counter() - t0}
+    return replace(r, extra={**r.extra, "decode_loop": loop}, cost_s=cost)
 
 
 def _modifier_checks(

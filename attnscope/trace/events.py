@@ -229,7 +229,7 @@ def no_gc() -> Iterator[None]:
 # A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
 SHAPES_READ = re.compile(
     r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex|"
-    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|ones_like|tril|triu|where)$"
+    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|ones_like|tril|triu|where|index_select)$"
 )
 
 

@@ -103,11 +103,19 @@ def get(name: str) -> Variant:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(REGISTRY)}") from None
 
 
-def resolve(names: str | list[str] | None) -> list[Variant]:
-    """'all', None (the built-in default set) or a comma list; unknown names are an error."""
+def resolve(names: str | list[str] | None, serving: bool | None = None) -> list[Variant]:
+    """'all', None (the built-in default set) or a comma list; unknown names are an error.  ``serving``: the default
+    set of a serving case (True: the variants that read a paged or ragged cache) or of a dense one (False)."""
     load_modules()
     if names is None:  # external libraries join the default set where they import
-        return [v for v in REGISTRY.values() if v.name in REGISTRY.default_names and v.in_default_set and installed(v)]
+        return [
+            v
+            for v in REGISTRY.values()
+            if v.name in REGISTRY.default_names
+            and v.in_default_set
+            and installed(v)
+            and (serving is None or v.serving == serving)
+        ]
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if names == ["all"]:

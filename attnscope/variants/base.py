@@ -20,6 +20,9 @@ class Inputs:
     v: torch.Tensor
     scale: float
     grad_out: torch.Tensor | None = None  # dO for the backward (fwd_bwd mode), same shape as the output
+    # A serving case's KV cache (attnscope.workloads.paged.ServingCache): k and v are then its pools, not
+    # [B, H_kv, S, D]; only the serving variants (``serving=True``) read it.
+    cache: Any = None
 
 
 class Unsupported(Exception):
@@ -68,12 +71,21 @@ class Variant:
     devices: tuple[str, ...] = ("cpu", "cuda")  # device kinds it has kernels for
     requires: tuple[str, ...] = ()  # what it needs beyond torch, in words (e.g. "torch>=2.5")
     in_default_set: bool = True  # False: only a flag adds it (e.g. --mask-mod adds the flex_user variants)
+    # Reads a serving case's paged or ragged cache (Inputs.cache); the others take one dense K/V per batch.
+    serving: bool = False
 
     def refusal(self, case: Case) -> str | None:
         """Why this variant cannot run ``case`` (declared flags first, then its own check), or None."""
         if case.mode not in self.modes:
             return f"{self.name} declares modes {', '.join(self.modes)} only, not {case.mode}"
         kind = device_kind(case.device)
+        if case.is_serving != self.serving:
+            return (
+                f"{self.name} takes one dense K and V for the whole batch, not a paged or ragged cache: the serving "
+                "variants (attnscope variants) measure it"
+                if case.is_serving
+                else f"{self.name} reads a paged or ragged KV cache: give --page-size and/or --kv-lens"
+            )
         reason = self.check(case)
         if reason is None and kind not in self.devices:
             reason = f"{self.name} declares devices {', '.join(self.devices)} only, not {kind}"

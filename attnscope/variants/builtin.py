@@ -11,6 +11,7 @@ from attnscope.variants.external import FA2, FA3, SAGE, XFORMERS
 from attnscope.variants.external_nv import CUDNN_FRONTEND, FLASHINFER_DECODE, FLASHINFER_PREFILL
 from attnscope.variants.flex import FLEX, FLEX_COMPILED, FLEX_COMPILED_USER, FLEX_USER
 from attnscope.variants.naive import NAIVE, NAIVE_INPLACE
+from attnscope.variants.paged import PAGED_VARIANTS
 from attnscope.variants.sdpa import SDPA_VARIANTS
 
 EXTERNAL: list[Variant] = [FA2, FA3, XFORMERS, FLASHINFER_PREFILL, FLASHINFER_DECODE, CUDNN_FRONTEND, SAGE]
@@ -23,5 +24,6 @@ VARIANTS: list[Variant] = [
     *EXTERNAL,
     FLEX_USER,
     FLEX_COMPILED_USER,
+    *PAGED_VARIANTS,
 ]
 BY_NAME: dict[str, Variant] = {v.name: v for v in VARIANTS}

@@ -16,8 +16,14 @@ GRAD_NAMES = ("dq", "dk", "dv")
 
 
 def make_inputs(case: Case, seed: int, requires_grad: bool = False) -> Inputs:
-    """Seeded q, k, v on the case's device; with ``requires_grad`` also leaves for autograd and dO."""
+    """Seeded q, k, v on the case's device; with ``requires_grad`` also leaves for autograd and dO.  A serving case
+    gets its paged or packed cache (attnscope.workloads.paged)."""
     import torch
+
+    if case.is_serving:
+        from attnscope.workloads.paged import make_serving_inputs
+
+        return make_serving_inputs(case, seed)
 
     g = torch.Generator(device="cpu").manual_seed(seed)
     dt = getattr(torch, TORCH_DTYPES[case.dtype])
@@ -42,6 +48,10 @@ def reference(case: Case, x: Inputs) -> Any:
 
     if too_large(case) is not None:
         return None
+    if case.is_serving:
+        from attnscope.workloads.paged import serving_reference
+
+        return serving_reference(case, x)
     return reference_chunked(case, x.q, x.k, x.v, x.scale)["out"]
 
 

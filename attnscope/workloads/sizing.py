@@ -12,6 +12,9 @@ Memory per variant (extra peak of one call, while the inputs and the reference's
   peak (scores, additive mask, softmax, the safe-softmax guard), plus fp32 copies of q, k, v.
 - fused kernels (flash, efficient, cuDNN, default, compiled flex): the output and one fp32
   log-sum-exp per query row; the scores stay on chip.
+- a serving case (paged or ragged cache): the inputs hold the whole pool (every allocated page, the last page's
+  empty slots included); the serving variants' terms are in :func:`serving_variant_bytes`; the reference walks
+  one sequence at a time.
 - every variant: the error check's fp64 copy of the output and its difference to the reference, and a
   fixed workspace allowance (``WORKSPACE_BYTES``).
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attnscope.core.flops import attention_flops
+from attnscope.core.serving import pool_tokens
 from attnscope.core.types import DTYPE_BYTES, Case
 
 GIB = 1024**3
@@ -62,8 +66,12 @@ def fmt_bytes(n: float) -> str:
 
 
 def _elems(case: Case) -> tuple[int, int, int, int]:
-    """(q, k-or-v, output, score-matrix) element counts."""
+    """(q, k-or-v, output, score-matrix) element counts.  A serving case's K and V are its pool (whole pages, or the
+    packed sequences: attnscope.core.serving.pool_tokens), its scores those of each sequence's own keys."""
     b, h, kvh, sq, sk, d = case.batch, case.heads, case.num_kv_heads, case.seq_q, case.num_seq_kv, case.head_dim
+    if case.is_serving:
+        lens = case.kv_lengths
+        return b * h * sq * d, pool_tokens(lens, case.page_size) * kvh * d, b * h * sq * d, h * sq * sum(lens)
     return b * h * sq * d, b * kvh * sk * d, b * h * sq * d, b * h * sq * sk
 
 
@@ -89,6 +97,11 @@ def reference_bytes(case: Case, chunk_bytes: int | None = None) -> tuple[int, in
     """
     q, kv, out, score = _elems(case)
     resident = out * FP64
+    if case.is_serving:  # one sequence at a time (workloads/paged.py): its K, V per query head and scores in fp64
+        cap = max(case.kv_lengths)
+        return resident + 2 * case.heads * cap * case.head_dim * FP64 + 3 * case.heads * case.seq_q * cap * FP64, (
+            resident
+        )
     if chunk_bytes is None:
         gqa = 2 * case.batch * case.heads * case.num_seq_kv * case.head_dim if case.is_gqa else 0
         return (q + 2 * kv + gqa) * FP64 + 4 * score * FP64 + resident, resident
@@ -98,8 +111,34 @@ def reference_bytes(case: Case, chunk_bytes: int | None = None) -> tuple[int, in
     return resident + 3 * min(chunk_bytes, group_scores) + per_head_kv, resident
 
 
+def serving_variant_bytes(case: Case, variant: str) -> Estimate:
+    """A serving variant's extra peak: the gather's dense K and V (B·H_kv·max L·D each) and its boolean mask, with
+    SDPA's math path as the upper bound of its scores (4 fp32 B·H·Sq·max L matrices); eager flex's fp32 scores over
+    the whole pool (B·H·Sq·pool tokens, 4 of them) and its two int32 maps of the pool; a fused kernel its output
+    and log-sum-exp."""
+    e = DTYPE_BYTES[case.dtype]
+    b, h, kvh, sq, d = case.batch, case.heads, case.num_kv_heads, case.seq_q, case.head_dim
+    cap = max(case.kv_lengths)
+    pool = pool_tokens(case.kv_lengths, case.page_size)
+    out = b * h * sq * d
+    parts: dict[str, int]
+    if variant.startswith("paged_gather"):
+        parts = {"gathered K, V": 2 * b * kvh * cap * d * e, "mask": b * sq * cap}
+        if variant == "paged_gather_sdpa":
+            parts["4 fp32 score matrices (math path, upper bound)"] = 4 * b * h * sq * cap * FP32
+    elif variant == "paged_flex":
+        parts = {"4 fp32 score matrices over the pool": 4 * b * h * sq * pool * FP32, "pool maps": 2 * pool * 4}
+        parts["fp32 q, k, v"] = (out + 2 * pool * kvh * d) * FP32 if e < FP32 else 0
+    else:
+        parts = {"log-sum-exp": b * h * sq * FP32, "pool maps": 2 * pool * 4}
+    parts.update({"output": out * e, "workspace allowance": WORKSPACE_BYTES, "error check (fp64)": 2 * out * FP64})
+    return Estimate(variant, sum(parts.values()), parts)
+
+
 def variant_bytes(case: Case, variant: str) -> Estimate:
     """The extra peak of one call of ``variant``, including this run's error check."""
+    if case.is_serving:
+        return serving_variant_bytes(case, variant)
     e = DTYPE_BYTES[case.dtype]
     q, kv, out, score = _elems(case)
     mask = case.seq_q * case.num_seq_kv if case.causal else 0

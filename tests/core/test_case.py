@@ -34,6 +34,8 @@ RUN_FLAGS = [
     "--mode",
     "--mask-mod",
     "--score-mod",
+    "--page-size",
+    "--kv-lens",
 ]
 SWEEP_FLAGS = ["--batch", "--budget-tokens", "--heads", "--kv-heads", "--seq", "--seq-kv", "--head-dim", "--dtype"]
 SWEEP_FLAGS += ["--causal", "--mode", "--mask", "--softcap", "--alibi", "--device"]
@@ -71,7 +73,7 @@ def _options(command: str) -> set[str]:
 def test_every_dataclass_field_is_in_the_table_once_and_nothing_else():
     names = [f.name for f in FIELDS]
     assert sorted(names) == sorted(f.name for f in dataclasses.fields(Case))
-    assert len(names) == len(set(names)) == 15
+    assert len(names) == len(set(names)) == 17
     for f in dataclasses.fields(Case):
         assert FIELD[f.name].type == f.type, f.name  # the table says the dataclass's annotation
 
@@ -137,6 +139,8 @@ def test_a_trace_name_tells_apart_cases_that_differ_in_one_field():
         "mode": "fwd_bwd",
         "mask_mod": "mods.py:doc",
         "score_mod": "mods.py:cap",
+        "page_size": 16,
+        "kv_lens": "100",
     }
     assert set(other) == {f.name for f in FIELDS} - {"device"}  # one sweep runs on one device: not in the name
     base_name = trace_file_name("naive", base)
@@ -255,11 +259,11 @@ def test_the_recommender_takes_its_axes_from_the_table():
     # and the table gives what the recommender said by hand before it read the table
     assert ax.policy == (
         "mode", "seq_q", "head_dim", "causal", "mask", "dtype", "heads", "kv_heads", "seq_kv", "batch", "softcap",
-        "alibi", "device",
+        "alibi", "device", "page_size", "kv_lens",
     )  # fmt: skip
     assert ax.label == (
         "batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal", "mask", "softcap", "alibi",
-        "mode", "device",
+        "mode", "page_size", "kv_lens", "device",
     )  # fmt: skip
     assert ax.symbol == {
         "seq_q": "S",
@@ -268,8 +272,10 @@ def test_the_recommender_takes_its_axes_from_the_table():
         "batch": "B",
         "heads": "H",
         "kv_heads": "H_kv",
+        "page_size": "P",
+        "kv_lens": "L_kv",
     }
-    assert ax.numeric == {"seq_q", "seq_kv", "head_dim", "batch", "heads", "kv_heads", "softcap"}
+    assert ax.numeric == {"seq_q", "seq_kv", "head_dim", "batch", "heads", "kv_heads", "softcap", "page_size"}
     assert ax.twin == {"seq_kv": "seq_q", "kv_heads": "heads"}
     # a row whose case leaves seq_kv and kv_heads out reads them from their twins
     got = words.axes_of({"case": {"batch": 1, "heads": 8, "seq_q": 64, "head_dim": 16, "seq_kv": None}})

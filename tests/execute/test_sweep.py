@@ -429,3 +429,18 @@ def test_executors_give_the_inline_rows(name, test_variants):
     assert len(rows["inline"]) == len(jobs)
     assert [r[3] for r in rows["inline"]].count("ok") == 6  # the comparison is not of empty rows
     assert rows[name] == rows["inline"]
+
+
+def test_the_default_set_gives_a_serving_case_the_serving_variants_and_a_dense_case_the_others():
+    from attnscope.core.cases import make_case
+    from attnscope.execute.job import Options
+    from attnscope.execute.sweep import plan as plan_jobs
+
+    dense, paged = make_case("cpu", seq_q=64), make_case("cpu", seq_q=1, seq_kv=64, page_size=16)
+    names = ["sdpa_math", "paged_flex"]
+    got = [
+        (j.case.is_serving, j.variant) for j in plan_jobs([dense, paged], names, Options(), explicit=False, done=set())
+    ]
+    assert got == [(False, "sdpa_math"), (True, "paged_flex")]
+    # asked for by name: every pair is a job (the mismatched ones become skipped rows that say why)
+    assert len(plan_jobs([dense, paged], names, Options(), explicit=True, done=set())) == 4

@@ -13,7 +13,7 @@ from operator import attrgetter
 
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
-from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of
+from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of, library_op
 from attnscope.analysis.fingerprint.mask_build import describe as describe_mask
 from attnscope.analysis.fingerprint.mask_build import find as find_masks
 from attnscope.analysis.fingerprint.occupancy import ArchLimits, arch_limits
@@ -42,6 +42,8 @@ TYPE_BYTES: dict[str, int] = {
 HALF_TYPES = frozenset({"c10::BFloat16", "c10::Half"})
 # Ops that only carry a copy out for somebody else; the cause is the first op above them.
 _COPY_OP = frozenset({"aten::copy_"})
+# A gather of whole rows into a new tensor: paged KV's pages copied into a dense K/V (gather-then-attend)
+_GATHER_OP = frozenset({"aten::index_select"})
 COPY_WRAPPERS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to"})
 MASK_OPS = frozenset({"aten::tril", "aten::triu", "aten::tril_", "aten::triu_"})
 
@@ -154,6 +156,43 @@ def copies_and_upcasts_at(
     return copies, upcasts, upcast_at
 
 
+def gathers_at(tree: OpTree, records_by_op: dict[int, list[GpuEvent]]) -> list[HiddenCopy]:
+    """``index_select`` of 3-D or larger rows (``[tokens, heads, head_dim]``: a KV cache's shape) called by the user's
+    code itself (no aten op above it: an embedding's lookup is not one): each
+    writes a new tensor of the rows it picks, a copy of ``len(index) × (the row's elements) × (element bytes)``
+    (kind ``gather``: e.g. a paged KV cache's pages gathered into a dense K or V before attention)."""
+    out = []
+    for i in tree.indices_named(_GATHER_OP):
+        dims, types, _, concrete = tree.ops[i].shapes()
+        if not dims or len(dims) < 3 or not types or not isinstance(dims[0], list) or len(dims[0]) < 3:
+            continue  # a KV cache's rows are [heads, head_dim] matrices: a 1-D or 2-D lookup is left alone
+        if any(tree.ops[a].name.startswith("aten::") or library_op(tree.ops[a].name) for a in tree.ancestors(i)):
+            continue
+        src, idx = dims[0], dims[2]
+        try:
+            dim = int(concrete[1]) if concrete and len(concrete) > 1 and concrete[1] not in ("", None) else 0
+        except (TypeError, ValueError):
+            continue
+        n_idx, n_src = _numel(idx), _numel(src)
+        if not n_idx or not n_src or not -len(src) <= dim < len(src) or not src[dim]:
+            continue
+        out_dims = list(src)
+        out_dims[dim] = n_idx
+        devs = records_by_op.get(i, [])
+        out.append(
+            HiddenCopy(
+                op=_cause(tree, i),
+                copy_op=tree.ops[i].name,
+                bytes=n_idx * (n_src // src[dim]) * TYPE_BYTES.get(types[0], 0),
+                dims=tuple(out_dims),
+                device_event=devs[0].name if devs else None,
+                duration_us=sum(g.dur for g in devs) if devs else None,
+                kind="gather",
+            )
+        )
+    return out
+
+
 def _typed_copy(op: CpuOp) -> bool:
     """A copy_ whose recorded types and shape let copies_and_upcasts_at judge it."""
     return op.name == "aten::copy_" and len(op.input_types or []) >= 2 and bool(op.input_dims)
@@ -233,9 +272,11 @@ def analyse(trace: Trace) -> Analysis:
         notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
 
     copy_ops = tree.indices_named(_COPY_OP)
-    by_op = att.by_op(set(copy_ops))  # copies_and_upcasts_at and the DtoD links read the copy_ ops' events alone
+    # copies_and_upcasts_at and the DtoD links read the copy_ ops' events alone; gathers_at their own
+    by_op = att.by_op(set(copy_ops) | set(tree.indices_named(_GATHER_OP)))
     records = gpu_kernel_records(att, limits) if gpu_side else cpu_kernel_records(tree)
     copies, upcasts, upcast_at = copies_and_upcasts_at(tree, by_op)
+    copies += gathers_at(tree, by_op)
     if gpu_side:
         linked = {id(g) for i in copy_ops if i in by_op and _typed_copy(tree.ops[i]) for g in by_op[i]}
         copies += _orphan_dtod(att, linked)

@@ -129,6 +129,12 @@ def _passes_gqa(r: dict[str, Any]) -> bool:
 def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str | None:
     """Advice chosen from where the copy happened and what kind it is; None: the op-based advice applies."""
     if inside is None:
+        if kind == "gather":
+            return (
+                "the KV pages are gathered into a dense copy before attention, every call: a kernel that reads the "
+                "pages in place through the block table (flex with a page-table BlockMask, varlen_attn with "
+                "block_table, FlashInfer's paged wrappers) skips the copy (docs/serving.md)"
+            )
         if kind != "broadcast":
             return None
         if _passes_gqa(r):

@@ -43,6 +43,8 @@ PANEL_AXES = (
     "kv_heads",
     "batch",
     "seq_kv",
+    "page_size",
+    "kv_lens",
     "device",
 )
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]

@@ -866,6 +866,8 @@ def test_axes_of_takes_mode_from_the_row_then_its_case_then_fwd():
         "softcap": None,
         "alibi": None,
         "device": None,
+        "page_size": None,
+        "kv_lens": None,
     }
     assert axes_of({"case": {"mode": "fwd_bwd"}})["mode"] == "fwd_bwd"  # no mode in the row: the case's
     assert axes_of({"mode": None, "case": {}})["mode"] == "fwd"  # in neither: forward
@@ -874,7 +876,7 @@ def test_axes_of_takes_mode_from_the_row_then_its_case_then_fwd():
 def test_axes_of_keeps_extra_case_fields_sorted_after_the_known_axes():
     got = axes_of({"case": {"window": 256, "seq_q": 128, "kv_heads": 2, "heads": 8, "block": 64}})
     assert (got["window"], got["block"], got["kv_heads"], got["seq_kv"]) == (256, 64, 2, 128)
-    assert list(got)[-3:] == ["device", "block", "window"]  # after the 13 known axes, by name
+    assert list(got)[-3:] == ["kv_lens", "block", "window"]  # after the 15 known axes, by name
 
 
 def test_value_text_of_each_kind_of_axis():
@@ -993,6 +995,8 @@ def test_derived_axes_name_the_twin_they_follow_and_fixed_axes_are_neither():
         "softcap": None,
         "alibi": False,
         "device": "cuda",
+        "page_size": None,
+        "kv_lens": None,
     }
     (x,) = rec["crossovers"]
     assert (x["between"], x["from"], x["to"], x["also_changes"]) == ([1024, 2048], "x", "y", {"batch": [4, 2]})
