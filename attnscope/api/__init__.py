@@ -34,15 +34,23 @@ __all__ = [
 ]
 
 
-def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:
+def analyze(
+    path: str | Path,
+    variant: str | None = None,
+    *,
+    summary: bool = True,
+    require_gpu: bool = False,
+    capture: str | Path | None = None,
+) -> Result:
     """The fingerprint of a trace captured anywhere; fields a trace cannot tell stay None.
 
     ``summary`` adds the model-scale ``trace_summary`` (categories, attention families,
-    launching ops, launch overhead, idle time, top copies and upcasts).
+    launching ops, launch overhead, idle time, top copies and upcasts, CUDA graph replays, steps).
     ``require_gpu`` raises :class:`TraceError` for a trace without GPU events.
+    ``capture``: a trace of the capture of the CUDA graphs this trace replays (analysis/fingerprint/graphs.py).
     """
     with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
-        return _analyze(path, variant, summary=summary, require_gpu=require_gpu)
+        return _analyze(path, variant, summary=summary, require_gpu=require_gpu, capture=capture)
 
 
 def _one_sample(us: float | None, method: str) -> Timing | None:
@@ -50,7 +58,9 @@ def _one_sample(us: float | None, method: str) -> Timing | None:
     return Timing(us, us, us, us, 1, method) if us is not None else None
 
 
-def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool) -> Result:
+def _analyze(
+    path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool, capture: str | Path | None = None
+) -> Result:
     from attnscope.analysis.fingerprint.breakdown import summarize
 
     tr = load_trace(path)
@@ -61,7 +71,8 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
             f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"
             " or pass --cpu to fingerprint its CPU ops"
         )
-    an = analyse(tr)
+    cap = load_trace(capture) if capture is not None else None
+    an = analyse(tr, cap)
     fp = an.fingerprint
     trace_summary = summarize(tr, an) if summary and fp.device_kind == "gpu" else None
     gpu_t = _one_sample(fp.trace_gpu_time_us, "sum of GPU event durations in the trace (one sample)")

@@ -107,11 +107,37 @@ def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
     return [
         f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
         f"(correlation {att.get('correlation', 0):,}, by time on the thread {att.get('time', 0):,}, "
-        f"External id {att.get('external_id', 0):,})",
+        f"External id {att.get('external_id', 0):,}"
+        + (f", the op of a CUDA graph's capture {att['graph']:,}" if att.get("graph") else "")
+        + ")",
         f"runtime calls: {_us(launch['runtime_total_us'])} in all; {apis}",
         f"launch → kernel start: median {_us(d['p50_us'])}, p95 {_us(d['p95_us'])}, max {_us(d['max_us'])}; "
         f"{launch['num_shorter_than_launch']:,} GPU events ran shorter than their launch call",
     ]
+
+
+def graph_lines(g: dict[str, Any] | None) -> list[str]:
+    """The CUDA graph replays: how many, what share of GPU time, how their events were matched to the capture."""
+    if not g:
+        return []
+    methods = ", ".join(f"{m} {n:,}" for m, n in g["methods"].items())
+    cap = g["capture"]
+    src = "this trace" if cap["source"] == "this trace" else cap["source"]
+    kind = f"{cap['num_captures']:,} capture(s) of {cap['kind']} in {src}" if cap["kind"] else f"no capture in {src}"
+    out = [
+        f"CUDA graphs: {g['launches']:,} graph launch(es) replayed {g['replayed_events']:,} GPU events "
+        f"({_us(g['replayed_time_us'])}, {g['replayed_share_pct']:.1f}% of GPU time); "
+        f"{g['matched_events']:,} matched to the op of the capture ({_us(g['matched_time_us'])}), "
+        f"{g['unmatched_events']:,} linked to their launch alone",
+        f"   matched against {kind}; replays ordered by {g['order']}; launches by method: {methods}",
+    ]
+    for op in g["ops"][:5]:
+        out.append(
+            f"   {op['op']}: {op['num_events']:,} replayed events, {_us(op['time_us'])} ({op['share_pct']:.1f}%)"
+        )
+    for u in g["unmatched"][:3]:
+        out.append(f"   [yellow]launch at {u['launch_ts']:,.0f}: {u['why']}[/yellow]")
+    return out
 
 
 def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
@@ -175,7 +201,8 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
         console.print(plain_table(make, _family_cells(s["attention_families"]), console))
     make = partial(_folded_of, TOP_COLUMNS, f"{v}: top kernels and their launching ops")
     console.print(plain_table(make, _top_cells(s["top_kernels"][:top]), console))
-    for line in _launch_lines(s["launch"], s["attribution"]) + _idle_lines(s["idle"]) + _offender_lines(s, 5):
+    lines = _launch_lines(s["launch"], s["attribution"]) + graph_lines(s.get("cuda_graphs"))
+    for line in lines + _idle_lines(s["idle"]) + _offender_lines(s, 5):
         console.print(f"  • {line}", highlight=False, soft_wrap=True)
 
 
