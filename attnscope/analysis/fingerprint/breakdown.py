@@ -19,6 +19,7 @@ from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
 from attnscope.analysis.fingerprint.build import Analysis
 from attnscope.analysis.fingerprint.graphs import summary as graph_summary
+from attnscope.analysis.fingerprint.steps import summary as steps_summary
 from attnscope.core.types import Category
 from attnscope.trace import GpuEvent, Trace
 
@@ -395,4 +396,5 @@ def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
         "hidden_copies": top_copies(an, top),
         "upcasts": top_upcasts(an, top),
         **({"cuda_graphs": graph_summary(att, att.graph, total, top)} if att.graph is not None else {}),
+        **({"steps": steps} if (steps := steps_summary(att, fams, trace.annotations)) is not None else {}),
     }
