@@ -113,10 +113,13 @@ def _analyze(
 def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | None, float | None, dict[str, Any]]:
     """The case, FLOPs and TFLOP/s read from the trace's attention ops (analysis/shape.py), and what was read."""
     from attnscope.analysis.fingerprint import shape
+    from attnscope.analysis.fingerprint.graphs import call_runs
     from attnscope.core.flops import tflops
 
     att = an.attribution
-    calls = shape.attention_calls(att.tree)
+    at = shape.attention_calls_at(att.tree)
+    calls = [c for _, c in at]
+    runs = call_runs(att, [i for i, _ in at])  # a call a CUDA graph replayed N times ran N times
     fields, unknown = shape.case_of(calls)
     if not calls and any(k.category == "attention" for k in an.fingerprint.kernels):
         unknown = {
@@ -130,14 +133,16 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
         except ValueError as e:
             unknown = {"case": f"the recorded shape is not a valid case: {e}"}
     per_call = [c.flops() for c in calls]
-    flops = sum(f for f in per_call if f is not None) if calls and None not in per_call else None
+    flops = sum(f * n for f, n in zip(per_call, runs, strict=True) if f is not None)
+    flops = flops if calls and None not in per_call else None
     att_us = shape.attention_time_us(att.tree, att.launcher, att.durations) if att.gpu else 0.0
     rate = tflops(flops, att_us) if flops and att_us > 0 else None
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
     if flops is not None:
         masks = "; ".join(dict.fromkeys(b for c in calls if (b := c.mask_basis())))
+        replayed = f", run {sum(runs)} times (CUDA graph replays counted)" if att.graph is not None else ""
         read["flops_basis"] = (
-            f"{len(calls)} attention call(s): forward 4·H·D·(kept score entries), backward "
+            f"{len(calls)} attention call(s){replayed}: forward 4·H·D·(kept score entries), backward "
             f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
             f"({att_us:,.1f} µs); mask {masks}"
         )

@@ -387,3 +387,26 @@ def captures_of_trace(trace: Any) -> list[Capture]:
     gpu = [g for g, y in zip(catt.gpu, keep, strict=True) if y]
     launcher = [li for li, y in zip(catt.launcher, keep, strict=True) if y]
     return for_other_trace(captures_in(tree, trace.runtime, gpu, launcher, fams))
+
+
+def call_runs(att: Attribution, call_ops: list[int]) -> list[int]:
+    """How many times each call (the index of its outermost op) ran: once if the ops below it launched GPU events
+    themselves, plus once per graph replay that ran events matched to them.  Without replays, 1 each."""
+    g = att.graph
+    if g is None:
+        return [1] * len(call_ops)
+    owner: dict[int, int] = {}
+    for c in call_ops:
+        for j in att.tree.subtree(c):
+            owner[j] = c
+    eager: set[int] = set()
+    replays: dict[int, set[int]] = defaultdict(set)
+    for k, li in enumerate(att.launcher):
+        c = owner.get(li)
+        if c is None:
+            continue
+        if g.replay_of[k] >= 0 and g.op_name[k] is not None:
+            replays[c].add(g.replay_of[k])
+        else:
+            eager.add(c)
+    return [(c in eager) + len(replays[c]) for c in call_ops]

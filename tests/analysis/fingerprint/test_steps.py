@@ -176,3 +176,11 @@ def test_profiler_steps_of_a_real_trace_hold_what_the_raw_json_says() -> None:
     assert [s["gpu_time_us"] for s in got["steps"]] == pytest.approx(want)
     for s in got["steps"]:
         assert s["attention_us"] + s["rest_us"] + s["unattributed_us"] == pytest.approx(s["gpu_time_us"])
+
+
+def test_a_call_replayed_twice_counts_its_flops_twice(tmp_path: Path) -> None:
+    """One captured SDPA call, two replays: 2 × 4·B·H·Sq·Sk·D FLOPs over the two flash kernels' 20 + 30 µs."""
+    r = analyze(_write(tmp_path, _capture() + _graph_step(0, 1000, 50, 20.0) + _graph_step(1, 2000, 60, 30.0)))
+    assert r.flops == 2 * 4 * B * H * 1 * SK * D
+    assert r.tflops == pytest.approx(2 * 4 * B * H * SK * D / 50e-6 / 1e12)
+    assert "run 2 times" in (r.flops_basis or "")
