@@ -133,8 +133,8 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
         except ValueError as e:
             unknown = {"case": f"the recorded shape is not a valid case: {e}"}
     per_call = [c.flops() for c in calls]
-    flops = sum(f * n for f, n in zip(per_call, runs, strict=True) if f is not None)
-    flops = flops if calls and None not in per_call else None
+    ran = sum(f * n for f, n in zip(per_call, runs, strict=True) if f is not None)
+    flops = ran if calls and None not in per_call else None
     att_us = shape.attention_time_us(att.tree, att.launcher, att.durations) if att.gpu else 0.0
     rate = tflops(flops, att_us) if flops and att_us > 0 else None
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}

@@ -402,11 +402,11 @@ def call_runs(att: Attribution, call_ops: list[int]) -> list[int]:
     eager: set[int] = set()
     replays: dict[int, set[int]] = defaultdict(set)
     for k, li in enumerate(att.launcher):
-        c = owner.get(li)
-        if c is None:
+        o = owner.get(li)
+        if o is None:
             continue
         if g.replay_of[k] >= 0 and g.op_name[k] is not None:
-            replays[c].add(g.replay_of[k])
+            replays[o].add(g.replay_of[k])
         else:
-            eager.add(c)
+            eager.add(o)
     return [(c in eager) + len(replays[c]) for c in call_ops]
