@@ -87,14 +87,35 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
     return row
 
 
+def measure_decode_row(
+    model: Any, cfg: Any, impl: str, ids: Any, opts: BenchOptions, steps: int, replay: str
+) -> dict[str, Any]:
+    """A decode row over a growing static cache (attnscope.execute.model_decode): the step time summarised over the
+    steps, and ``steps``: the per-step series (time, KV length, attention's share)."""
+    from attnscope.execute import model_decode
+
+    path = bench.trace_path(opts, impl, f"decode_{replay}_{steps}steps")
+    got = model_decode.measure(model, cfg, ids, steps, replay, opts, path)
+    row = empty_row(impl, "decode", "ok", None)
+    row.update(
+        step_time_us=round(got["summary"].median_us, 3),
+        step_time=_timing(got["summary"]),
+        warmup_s=got["warmup_s"],
+        steps=got["steps"],
+        trace_path=str(path) if opts.trace_dir else None,
+    )
+    return row
+
+
 def generic(row: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
     """The fields every attnscope row has, so a store, ``--resume`` and the one recommender read model rows:
     ``variant`` (the implementation), ``case`` (config, layers, batch, seq, dtype, device and mode), the
     median and its quartiles (the timed steps), ``status``."""
     t = row.get("step_time") or {}
+    replay = row.get("replay")
     return {
         **row,
-        "variant": row["impl"],
+        "variant": row["impl"] + ("+graph" if replay == "graph" else ""),  # a graph-replayed row is its own entry
         "case": {**point, "mode": row["mode"]},
         "batch": point["batch"],
         "seq": point["seq"],
