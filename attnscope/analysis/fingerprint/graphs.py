@@ -77,6 +77,8 @@ class Captured:
     op: int  # index of its op in the analysed trace's tree; -1 when the capture is another trace's
     op_name: str | None  # its op's name (kept for a capture read from another trace)
     family: K.AttentionFamily | None  # the attention family of that op or an op around it
+    call: Any = None  # the attention call (shape.AttentionCall) its op belongs to, with its recorded shapes
+    call_id: int = -1  # that call's op index in the capture's own trace
 
 
 @dataclass
@@ -104,6 +106,7 @@ class GraphAttribution:
     replay_of: list[int]  # per GPU event: index into ``replays``, -1 for an event no graph replayed
     op_name: list[str | None]  # per GPU event: the capture op it stands for, when matched
     family: list[K.AttentionFamily | None]  # per GPU event: that op's attention family
+    call: list[tuple[int, Any] | None]  # per GPU event: (call id, AttentionCall) of the capture op's attention call
     order: str  # "graph node id" | "start time" | "graph node id and start time"
     capture_source: str  # "this trace" or the capture trace's path
     captures: list[Capture] = field(default_factory=list)
@@ -125,6 +128,7 @@ def captures_in(
             by_thread[(r.pid, r.tid)].append(r)
     caps: list[Capture] = []
     op_fam = _op_family_table(tree)
+    call_of = _CallOf(tree)
     for calls in by_thread.values():
         calls.sort(key=_TS)
         bracketed = any(c.name.startswith(CAPTURE_BEGIN) for c in calls)
@@ -152,15 +156,16 @@ def captures_in(
             if i < 0:
                 i = tree.innermost_at(c.pid, c.tid, c.ts)
             kind = launch_kind(c.name) or "kernel"
-            current.append(Captured(kind, None, i, tree.ops[i].name if i >= 0 else None, op_fam[i]))
+            current.append(Captured(kind, None, i, tree.ops[i].name if i >= 0 else None, op_fam[i], *call_of(i)))
         if current and not bracketed:
             caps.append(Capture(current, start, "captured launches"))
     if caps:
         return sorted(caps, key=_TS)
     eager = [
-        Captured(g.kind, g.name, li, tree.ops[li].name if li >= 0 else None, _family_of(g, li, op_fam, families, k))
+        Captured(g.kind, g.name, li, tree.ops[li].name if li >= 0 else None, _family_of(g, li, op_fam, families, k),
+                 *call_of(li))
         for k, (g, li) in enumerate(zip(gpu, launcher, strict=True))
-    ]
+    ]  # fmt: skip
     return [Capture(eager, gpu[0].ts, "eager kernels")] if eager else []
 
 
@@ -169,6 +174,29 @@ def _family_of(g: GpuEvent, li: int, op_fam: dict[int, Any], families: list[Any]
     if hit is not None:
         return hit[0]
     return op_fam[li]
+
+
+class _CallOf:
+    """The attention call (analysis/shape.py) op ``i`` belongs to, as (call, index of the call's op); (None, -1)
+    outside every attention call.  The calls are read on first use."""
+
+    def __init__(self, tree: OpTree) -> None:
+        self.tree = tree
+        self.calls: dict[int, Any] | None = None
+
+    def __call__(self, i: int) -> tuple[Any, int]:
+        if i < 0:
+            return None, -1
+        if self.calls is None:
+            from attnscope.analysis.fingerprint.shape import attention_calls_at
+
+            self.calls = dict(attention_calls_at(self.tree))
+        if not self.calls:
+            return None, -1
+        if i in self.calls:
+            return self.calls[i], i
+        a = next((a for a in self.tree.ancestors(i) if a in self.calls), None)
+        return (self.calls[a], a) if a is not None else (None, -1)
 
 
 class _op_family_table(dict[int, "K.AttentionFamily | None"]):
@@ -192,7 +220,8 @@ class _op_family_table(dict[int, "K.AttentionFamily | None"]):
 
 def for_other_trace(caps: list[Capture]) -> list[Capture]:
     """Captures read from another trace: their op indices mean nothing here (names and families stay)."""
-    return [Capture([Captured(c.kind, c.name, -1, c.op_name, c.family) for c in cap.items], cap.ts, cap.source)
+    return [Capture([Captured(c.kind, c.name, -1, c.op_name, c.family, c.call, c.call_id) for c in cap.items],
+                    cap.ts, cap.source)
             for cap in caps]  # fmt: skip
 
 
@@ -240,7 +269,7 @@ def resolve(
     if captures is None:
         captures = captures_in(att.tree, runtime, _not_replayed(att, replay_of),
                                _not_replayed_list(att.launcher, replay_of), [])  # fmt: skip
-    ga = GraphAttribution(replays, replay_of, [None] * n, [None] * n, order, capture_source, captures)
+    ga = GraphAttribution(replays, replay_of, [None] * n, [None] * n, [None] * n, order, capture_source, captures)
     known: dict[int, dict[int, Captured]] = {}  # graph id → node id → what it stands for
     for r in replays:
         _match(att, ga, r, captures, known)
@@ -258,6 +287,8 @@ def _not_replayed_list(launcher: list[int], replay_of: list[int]) -> list[int]:
 def _assign(att: Attribution, ga: GraphAttribution, k: int, c: Captured) -> None:
     ga.op_name[k] = c.op_name if c.op_name is not None else "(no op)"
     ga.family[k] = c.family
+    if c.call is not None:
+        ga.call[k] = (c.call_id, c.call)
     if c.op >= 0:
         att.launcher[k] = c.op
     att.rule[k] = "graph"

@@ -8,6 +8,8 @@ Step ranges recognised (first family found wins; a ``ProfilerStep#N`` around the
   loop; the kind is ``<kind>`` (prefill, decode, ...);
 - ``execute_context_<P>(<Pt>)_generation_<D>(<Dt>)``: vLLM's GPU model runner (P prefill requests of Pt tokens, D
   decode requests of Dt tokens); prefill when D = 0, decode when P = 0, else mixed;
+- ``decode_step_<N>``, ``prefill_step_<N>`` (``_``, ``-`` or a space between the words, any case): ranges named by
+  hand; the kind is the first word;
 - ``ProfilerStep#<N>``: ``torch.profiler.profile.step()``; kind unknown.
 
 A GPU event belongs to the step whose host range (``user_annotation``) holds its launch call on the same thread
@@ -21,7 +23,8 @@ backward thread), the step whose range holds the call's start; without host rang
 - ``unattributed``: no op known (rule ``none``, or a graph replay matched to no capture).
 
 Each step's attention calls are the attention ops that launched its attention events (for a graph replay, the ops
-of the capture), their shapes read from the ops' ``Input Dims`` (analysis/shape.py): with a static cache that is the
+of the capture, in this trace or the ``--capture`` one), their shapes read from the ops' ``Input Dims``
+(analysis/shape.py): with a static cache that is the
 cache's full length, what the kernel is given.  analysis/annotate.py turns them into the step's roofline.
 """
 
@@ -40,9 +43,12 @@ from attnscope.trace import Annotation
 ATTNSCOPE_STEP = re.compile(r"^attnscope\.step\[(?P<kind>[a-z_]+)\]\s*(?P<index>\d+)?(?:.*?\bkv=(?P<kv>\d+(?:,\d+)*))?")
 VLLM_STEP = re.compile(r"^execute_context_(?P<np>\d+)\((?P<pt>\d+)\)_generation_(?P<nd>\d+)\((?P<dt>\d+)\)")
 PROFILER_STEP = re.compile(r"^ProfilerStep#(?P<index>\d+)$")
+# a range a user names by hand: decode_step_12, prefill-step 0, decode step#3
+NAMED_STEP = re.compile(r"^(?P<kind>prefill|decode)[_\- ]?step[_\-# ]?(?P<index>\d+)$", re.IGNORECASE)
 SOURCES = (
     ("attnscope.step ranges", ATTNSCOPE_STEP),
     ("vLLM execute_context ranges", VLLM_STEP),
+    ("decode_step_<N> / prefill_step_<N> ranges", NAMED_STEP),
     ("ProfilerStep ranges", PROFILER_STEP),
 )
 MAX_STEPS = 2000  # steps listed in the JSON (the counts and sums cover every step)
@@ -74,7 +80,7 @@ def parse(name: str) -> tuple[str, str, int | None, list[int] | None, dict[str, 
             return source, kind, None, None, tokens
         kv = [int(x) for x in g["kv"].split(",")] if g.get("kv") else None
         index = int(g["index"]) if g.get("index") else None
-        return source, g.get("kind") or "unknown", index, kv, None
+        return source, (g.get("kind") or "unknown").lower(), index, kv, None
     return None
 
 
@@ -156,21 +162,23 @@ def summary(att: Attribution, fams: list[Any], annotations: list[Annotation]) ->
     outside = sum(d for d, j in zip(dur, of, strict=True) if j < 0)
     for s in steps:
         att_us = rest_us = none_us = 0.0
-        mine: Counter[int] = Counter()
+        mine: dict[tuple[str, int], Any] = {}  # the step's attention calls: (where, call op index) → call
         for k in s.events:
             d = dur[k]
             li = att.launcher[k]
             unmatched = graph is not None and graph.replay_of[k] >= 0 and graph.op_name[k] is None
             if fams[k] is not None:
                 att_us += d
-                if li >= 0 and not unmatched and (c := _outermost_call(att, calls, li)) is not None:
-                    mine[c] += 1
+                if graph is not None and (gc := graph.call[k]) is not None:  # the op of a graph's capture
+                    mine[("capture", gc[0])] = gc[1]
+                elif li >= 0 and not unmatched and (c := _outermost_call(att, calls, li)) is not None:
+                    mine[("trace", c)] = calls[c]
             elif (li >= 0 and not unmatched) or (graph is not None and graph.op_name[k] is not None):
                 rest_us += d
             else:
                 none_us += d
         total = att_us + rest_us + none_us
-        rows.append(_row(s, total, att_us, rest_us, none_us, [calls[c] for c in sorted(mine)]))
+        rows.append(_row(s, total, att_us, rest_us, none_us, [mine[c] for c in sorted(mine)]))
     kinds = Counter(s.kind for s in steps)
     return {
         "source": source,

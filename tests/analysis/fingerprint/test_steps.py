@@ -82,6 +82,9 @@ def test_parse_reads_the_three_families() -> None:
     assert parse("execute_context_2(4096)_generation_0(0)")[1] == "prefill"  # type: ignore[index]
     assert parse("execute_context_1(512)_generation_31(31)")[1] == "mixed"  # type: ignore[index]
     assert parse("ProfilerStep#7")[1:3] == ("unknown", 7)  # type: ignore[index]
+    assert parse("decode_step_12")[1:3] == ("decode", 12)  # type: ignore[index]
+    assert parse("Prefill-step 3")[1:3] == ("prefill", 3)  # type: ignore[index]
+    assert parse("decode_step_x") is None
     assert parse("ProfilerStep#7 extra") is None and parse("attnscope.model:layer:x") is None
 
 
