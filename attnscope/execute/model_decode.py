@@ -150,6 +150,7 @@ def profile_loop(loop: Loop, path: Path, cuda: bool, annotate_model: Callable[[]
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
         with ctx, profile(activities=acts, record_shapes=True) as prof:
             if loop.graph is not None:
+                loop.pos.fill_(loop.seq)
                 loop._forward()  # the eager reference: writes position seq, which step 0 writes again
                 torch.cuda.synchronize()
             for i in range(loop.steps):
