@@ -21,7 +21,7 @@ time then sits on one row.  What each replayed event stands for is found here, i
    The capture comes from the trace itself, or from a second trace (``analyze replay.json --capture capture.json``).
    A replay of a graph id already matched reuses that match node for node (**graph node id**).
 
-Whatever is not matched stays linked to its graph launch alone, and says why (``unmatched``).
+Whatever is not matched stays linked to its graph launch alone, and says why (``notes``).
 """
 
 from __future__ import annotations
@@ -335,6 +335,12 @@ def _match(
             cap = max((c for c in same if c.ts <= r.call.ts), key=_TS, default=same[0])  # the latest before it
             pairs = list(zip(r.events, cap.items, strict=True))
             r.method = "order and kind"
+            streams = {gpu[k].stream for k in r.events}
+            if len(streams) > 1 and r.graph_id is None:
+                r.why = (
+                    f"the replay ran on {len(streams)} streams and carries no graph node id: its start order may "
+                    "differ from the capture's, and kinds alone cannot tell (matched by start order anyway)"
+                )
         else:
             sizes = Counter(len(c.items) for c in caps)
             r.method = "none"
@@ -394,7 +400,7 @@ def summary(att: Attribution, ga: GraphAttribution, total_us: float, top: int = 
             }
             for op, v in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:top]
         ],
-        "unmatched": [
+        "notes": [
             {"launch_ts": r.call.ts, "num_events": len(r.events), "matched": r.matched, "why": r.why}
             for r in ga.replays
             if r.why

@@ -135,7 +135,7 @@ def graph_lines(g: dict[str, Any] | None) -> list[str]:
         out.append(
             f"   {op['op']}: {op['num_events']:,} replayed events, {_us(op['time_us'])} ({op['share_pct']:.1f}%)"
         )
-    for u in g["unmatched"][:3]:
+    for u in g["notes"][:3]:
         out.append(f"   [yellow]launch at {u['launch_ts']:,.0f}: {u['why']}[/yellow]")
     return out
 

@@ -70,7 +70,7 @@ def test_no_capture_leaves_the_replay_on_its_launch_and_says_why(tmp_path: Path)
     s = analyze(p).trace_summary
     g = s["cuda_graphs"]
     assert g["matched_events"] == 0 and g["unmatched_events"] == 3
-    assert "--capture" in g["unmatched"][0]["why"]
+    assert "--capture" in g["notes"][0]["why"]
     assert [o["op"] for o in s["top_ops"]] == ["cudaGraphLaunch (replay not matched to a capture)"]
     assert s["top_ops"][0]["time_us"] == sum(DURS)
 
@@ -81,7 +81,7 @@ def test_a_capture_of_other_launches_matches_nothing(tmp_path: Path) -> None:
     ev = [e for e in ev if not (e.get("args", {}).get("correlation") == 13 or e["name"] == "aten::add")]
     g = analyze(_write(tmp_path, ev + _replay(1000, 50))).trace_summary["cuda_graphs"]
     assert g["matched_events"] == 0
-    assert "3 events" in g["unmatched"][0]["why"] and "2 launches" in g["unmatched"][0]["why"]
+    assert "3 events" in g["notes"][0]["why"] and "2 launches" in g["notes"][0]["why"]
 
 
 def _eager(t0: float) -> list[dict[str, Any]]:
@@ -116,7 +116,7 @@ def test_start_order_without_node_ids_names_what_does_not_match(tmp_path: Path) 
     g = analyze(_write(tmp_path, ev)).trace_summary["cuda_graphs"]
     assert g["order"] == "start time"
     assert g["matched_events"] == 2  # mm, flash in order; add started first and matches nothing after them
-    assert "1 of 3" in g["unmatched"][0]["why"]
+    assert "1 of 3" in g["notes"][0]["why"]
 
 
 def test_capture_from_another_trace(tmp_path: Path) -> None:
@@ -164,3 +164,11 @@ def test_cli_prints_the_graph_lines(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "1 graph launch(es) replayed 3 GPU events" in out.stdout
     assert "3 matched to the op of the capture" in out.stdout
+
+
+def test_a_replay_on_several_streams_is_matched_with_a_warning(tmp_path: Path) -> None:
+    ev = _capture() + _replay(1000, 50)
+    ev[-1]["args"]["stream"] = 9  # the add kernel on another stream
+    g = analyze(_write(tmp_path, ev)).trace_summary["cuda_graphs"]
+    assert g["matched_events"] == 3 and g["methods"] == {"order and kind": 1}
+    assert "2 streams" in g["notes"][0]["why"]
