@@ -246,7 +246,7 @@ def step_rooflines(r: dict[str, Any]) -> None:
         return
     spec = lookup(r.get("device_name"))
     for st in steps.get("steps") or []:
-        st["roofline"] = None
+        st["roofline"] = st["roofline_kv_annotated"] = None
         calls = st.get("attention_calls") or []
         if not calls or any(c.get(f) is None for c in calls for f in ("batch", "heads", "seq_q", "head_dim")):
             continue
@@ -267,3 +267,30 @@ def step_rooflines(r: dict[str, Any]) -> None:
             over = [k for k in ("pct_compute_spec", "pct_bandwidth_spec") if (rf.get(k) or 0) > 100]
             rf["impossible"] = over or None  # over 100% of a spec ceiling: the bytes or the time are wrong
         st["roofline"] = rf
+        st["roofline_kv_annotated"] = _annotated(st, calls, spec)
+
+
+def _annotated(st: dict[str, Any], calls: list[dict[str, Any]], spec: GpuSpec | None) -> dict[str, Any] | None:
+    """The step's bandwidth on the KV lengths its range's name gives (``kv=L`` or one length per sequence) in place
+    of the cache length its ops were given: the bytes a kernel that reads only the valid keys would move.  None
+    without such lengths, or when a list of them does not have one length per sequence of every call."""
+    kv = st.get("kv_annotated")
+    if not kv:
+        return None
+    total = 0
+    for c in calls:
+        lens = kv if len(kv) == c["batch"] else [kv[0]] * c["batch"] if len(kv) == 1 else None
+        if lens is None:
+            return None
+        total += sum(call_bytes({**c, "batch": 1, "seq_kv": n})[0] for n in lens) * c["count"]
+    rf = roofline(
+        flops=None,
+        nbytes=total,
+        bytes_source="model: Q read, O written, K and V read over the annotated KV length of each sequence (kv=)",
+        time_us=st.get("attention_us"),
+        spec=spec,
+    )
+    if rf is not None:
+        over = [k for k in ("pct_bandwidth_spec",) if (rf.get(k) or 0) > 100]
+        rf["impossible"] = over or None
+    return rf

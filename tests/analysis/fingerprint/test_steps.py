@@ -187,3 +187,16 @@ def test_a_call_replayed_twice_counts_its_flops_twice(tmp_path: Path) -> None:
     assert r.flops == 2 * 4 * B * H * 1 * SK * D
     assert r.tflops == pytest.approx(2 * 4 * B * H * SK * D / 50e-6 / 1e12)
     assert "run 2 times" in (r.flops_basis or "")
+
+
+def test_a_step_named_with_its_kv_length_also_gets_the_bandwidth_on_that_length(tmp_path: Path) -> None:
+    """The op is given the static cache (Sk = 1024); the range says the step attends over 100 keys: the second
+    roofline counts K and V over 100 keys per sequence: 2·B·H·1·D·2 + 2·B·Hkv·100·D·2 bytes."""
+    ev = _capture() + _graph_step(0, 1000, 50, 20.0)
+    ev[len(_capture())]["name"] = "attnscope.step[decode] 0 kv=100"
+    d, _ = analyze_traces([_write(tmp_path, ev)])
+    assert d is not None
+    (s,) = d["results"][0]["trace_summary"]["steps"]["steps"]
+    assert s["kv_annotated"] == [100]
+    assert s["roofline"]["bytes"] == 2 * B * H * D * 2 + 2 * B * HKV * SK * D * 2
+    assert s["roofline_kv_annotated"]["bytes"] == 2 * B * H * D * 2 + 2 * B * HKV * 100 * D * 2
