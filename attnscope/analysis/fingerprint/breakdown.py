@@ -18,6 +18,7 @@ from typing import Any, get_args
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
 from attnscope.analysis.fingerprint.build import Analysis
+from attnscope.analysis.fingerprint.graphs import family_calls as graph_family_calls
 from attnscope.analysis.fingerprint.graphs import summary as graph_summary
 from attnscope.analysis.fingerprint.steps import summary as steps_summary
 from attnscope.core.types import Category
@@ -148,7 +149,7 @@ def families(
         a["num_kernels"] += 1
         a["time_us"] += g.dur
         by_name[fam][g.name] += g.dur
-    calls = _family_calls(att.tree)
+    calls = _family_calls(att.tree) if att.graph is None else graph_family_calls(att, fams)
     out = []
     for name, a in sorted(agg.items(), key=lambda kv: -kv[1]["time_us"]):
         fwd, bwd = calls.get(name, (0, 0))

@@ -447,3 +447,31 @@ def call_runs(att: Attribution, call_ops: list[int]) -> list[int]:
         else:
             eager.add(o)
     return [(c in eager) + len(replays[c]) for c in call_ops]
+
+
+def family_calls(att: Attribution, fams: list[Any]) -> dict[str, tuple[int, int]]:
+    """Attention calls per family (forward, backward) in a trace that replays graphs: each replay of a capture's
+    attention call counts once (the distinct (replay, call) pairs of the replayed events), and each outermost
+    attention op of the trace once if it launched events itself (an eager call; a captured op that only recorded
+    launches is counted through its replays)."""
+    from attnscope.analysis.fingerprint.shape import attention_calls_at
+
+    g = att.graph
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    seen: set[tuple[int, int]] = set()
+    if g is not None:
+        for k, gc in enumerate(g.call):
+            if gc is not None and (g.replay_of[k], gc[0]) not in seen:
+                seen.add((g.replay_of[k], gc[0]))
+                fam = fams[k][0] if fams[k] is not None else gc[1].family
+                out[fam][1 if gc[1].direction == "backward" else 0] += 1
+    owner: dict[int, int] = {}
+    at = attention_calls_at(att.tree)
+    for i, _ in at:
+        for j in att.tree.subtree(i):
+            owner[j] = i
+    eager = {owner[li] for k, li in enumerate(att.launcher) if li in owner and (g is None or g.replay_of[k] < 0)}
+    for i, c in at:
+        if i in eager:
+            out[c.family][1 if c.direction == "backward" else 0] += 1
+    return {f: (v[0], v[1]) for f, v in out.items()}

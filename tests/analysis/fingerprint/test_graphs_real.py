@@ -138,3 +138,13 @@ def test_an_impossible_bandwidth_is_flagged() -> None:
     assert len(rows) == 12
     over = [r for r in rows if r["roofline"]["pct_bandwidth_spec"] > 100]
     assert over == rows and all(r["roofline"]["impossible"] == ["pct_bandwidth_spec"] for r in rows)
+
+
+def test_each_replay_of_each_captured_attention_call_counts_as_a_call(summary: dict[str, Any]) -> None:
+    """4 SDPA ops in the capture, 16 replays: 64 forward calls of the family its kernels name (cuDNN)."""
+    ev = _events(CAPTURE)
+    n_sdpa = sum(1 for e in ev if e.get("cat") == "cpu_op" and e["name"] == "aten::scaled_dot_product_attention")
+    launches, _ = _replays()
+    (fam,) = summary["attention_families"]
+    assert fam["family"] == "cudnn" and fam["num_forward_calls"] == n_sdpa * len(launches) == 64
+    assert fam["num_backward_calls"] == 0
