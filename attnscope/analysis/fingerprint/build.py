@@ -227,7 +227,9 @@ def analyse(trace: Trace, capture: Trace | None = None) -> Analysis:
     att = attribute(tree, trace.runtime, gpu)
     if any(map(G.is_graph_launch, {rt.name for rt in trace.runtime})):
         caps = G.captures_of_trace(capture) if capture is not None else None
-        att.graph = G.resolve(att, trace.runtime, caps, capture.path if capture is not None else "this trace")
+        # the trace's own captures: within the analysed window (the ops of one outside it are not in the tree)
+        runtime = trace.runtime if win is None else [r for r in trace.runtime if win[0] <= r.ts <= win[1]]
+        att.graph = G.resolve(att, runtime, caps, capture.path if capture is not None else "this trace")
     gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
     # A CPU-only profile on a machine with a GPU still lists the GPU in deviceProperties.
     limits, cc, dev_name = _limits_for(trace) if gpu_side else (None, None, None)
