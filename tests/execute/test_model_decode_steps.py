@@ -78,3 +78,30 @@ def test_eager_decode_loop_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixt
     # the store's row resumes as every model row does: nothing left to measure
     assert main([*argv[:-6], "--out", str(out), "--resume"]) == 0
     assert len(out.read_text().splitlines()) == 1
+
+
+def test_graph_loop_split_matches_the_replays_to_the_eager_reference(tmp_path: Path) -> None:
+    """The graph loop's profiled trace, written by hand: one eager reference step (mm, flash SDPA, add), then two
+    replays, each in its attnscope.step range.  Each step: attention = its flash kernel, the rest = gemm + add."""
+    from attnscope.execute.model_decode import split_steps
+    from tests.synth import PID, TID, doc, kernel, launch, op, write_kineto
+
+    flash = "void pytorch_flash::flash_fwd_kernel<x>"
+    names, durs = ("nvjet_gemm", flash, "elementwise_add_kernel"), (10.0, 20.0, 5.0)
+    sdpa = "aten::_scaled_dot_product_flash_attention"
+    ev = []
+    for i, name in enumerate(("aten::mm", sdpa, "aten::add")):
+        ev += [
+            op(name, 30 * i, 20, 1 + i),
+            launch(2 + 30 * i, 11 + i, 1 + i),
+            kernel(names[i], 5 + 30 * i, durs[i], 11 + i),
+        ]
+    for s, (t, corr) in enumerate(((1000, 50), (2000, 60))):
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"attnscope.step[decode] {s} kv={9 + s}",
+                   "pid": PID, "tid": TID, "ts": t - 5, "dur": 100})  # fmt: skip
+        ev.append(launch(t, corr, None, name="cudaGraphLaunch"))
+        ev += [kernel(n, t + 10 + 30 * j, d, corr) for j, (n, d) in enumerate(zip(names, durs, strict=True))]
+    path = write_kineto(tmp_path / "loop.json", doc(ev))
+    got = split_steps(path, "graph")
+    want = {"attention_us": 20.0, "rest_us": 15.0, "unattributed_us": 0.0, "total_us": 35.0, "attention_share": 0.5714}
+    assert got == [want, want]
