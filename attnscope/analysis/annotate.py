@@ -17,7 +17,7 @@ from attnscope.analysis.equivalent import equivalent_case
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.recommend.model import split_insights
 from attnscope.analysis.recommend.run import recommend
-from attnscope.analysis.roofline import peak_basis, row_roofline
+from attnscope.analysis.roofline import peak_basis, row_roofline, step_rooflines
 from attnscope.analysis.rules.insights import kernels_read_once, main_kernel
 from attnscope.analysis.voice import agree_with_recommendation
 from attnscope.core.types import Prediction, Verdict
@@ -86,6 +86,7 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
     peak: dict[str, Any] = got if isinstance(got, dict) else {}
     for r in results:  # before the rules: they read the bound
         r["roofline"] = row_roofline(r, peak.get("tflops"), peak.get("bandwidth_tbps"))
+        step_rooflines(r)
         r["equivalent_case"] = equivalent_case(r.get("case"))
     explained = agree_with_recommendation(results, explain_results(results))  # one voice with the recommendation
     for r, (found, missing) in zip(results, explained, strict=True):

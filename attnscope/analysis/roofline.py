@@ -290,3 +290,63 @@ def _graph_replay(
         "pct_bandwidth_spec": _pct(tbps, spec.bandwidth_tbps if spec else None),
         "pct_bandwidth_measured": _pct(tbps, tbps_measured),
     }
+
+
+def step_rooflines(r: dict[str, Any]) -> None:
+    """A roofline on each step of a trace's ``steps`` (analysis/fingerprint/steps.py) whose attention calls are
+    known: their FLOPs and bytes (:func:`call_bytes`, summed over the step's calls) on the step's attention GPU time.
+    Set in place as ``step["roofline"]`` (None where the step has no calls or no attention time)."""
+    s = r.get("trace_summary")
+    steps = s.get("steps") if isinstance(s, dict) else None
+    if not isinstance(steps, dict):
+        return
+    spec = lookup(r.get("device_name"))
+    for st in steps.get("steps") or []:
+        st["roofline"] = st["roofline_kv_annotated"] = None
+        calls = st.get("attention_calls") or []
+        if not calls or any(c.get(f) is None for c in calls for f in ("batch", "heads", "seq_q", "head_dim")):
+            continue
+        try:
+            nbytes = sum(call_bytes(c)[0] * c["count"] for c in calls)
+        except (KeyError, TypeError):
+            continue
+        words = call_bytes(calls[0])[1] + f", summed over the step's {sum(c['count'] for c in calls)} attention call(s)"
+        rf = roofline(
+            flops=st.get("attention_flops"),
+            nbytes=nbytes,
+            bytes_source=words,
+            time_us=st.get("attention_us"),
+            spec=spec,
+        )
+        if rf is not None:
+            rf["time_basis"] = "the step's attention GPU time (attention_us: kernels and the helpers inside its ops)"
+            over = [k for k in ("pct_compute_spec", "pct_bandwidth_spec") if (rf.get(k) or 0) > 100]
+            rf["impossible"] = over or None  # over 100% of a spec ceiling: the bytes or the time are wrong
+        st["roofline"] = rf
+        st["roofline_kv_annotated"] = _annotated(st, calls, spec)
+
+
+def _annotated(st: dict[str, Any], calls: list[dict[str, Any]], spec: GpuSpec | None) -> dict[str, Any] | None:
+    """The step's bandwidth on the KV lengths its range's name gives (``kv=L`` or one length per sequence) in place
+    of the cache length its ops were given: the bytes a kernel that reads only the valid keys would move.  None
+    without such lengths, or when a list of them does not have one length per sequence of every call."""
+    kv = st.get("kv_annotated")
+    if not kv:
+        return None
+    total = 0
+    for c in calls:
+        lens = kv if len(kv) == c["batch"] else [kv[0]] * c["batch"] if len(kv) == 1 else None
+        if lens is None:
+            return None
+        total += sum(call_bytes({**c, "batch": 1, "seq_kv": n})[0] for n in lens) * c["count"]
+    rf = roofline(
+        flops=None,
+        nbytes=total,
+        bytes_source="model: Q read, O written, K and V read over the annotated KV length of each sequence (kv=)",
+        time_us=st.get("attention_us"),
+        spec=spec,
+    )
+    if rf is not None:
+        over = [k for k in ("pct_bandwidth_spec",) if (rf.get(k) or 0) > 100]
+        rf["impossible"] = over or None
+    return rf

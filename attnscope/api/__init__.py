@@ -34,15 +34,23 @@ __all__ = [
 ]
 
 
-def analyze(path: str | Path, variant: str | None = None, *, summary: bool = True, require_gpu: bool = False) -> Result:
+def analyze(
+    path: str | Path,
+    variant: str | None = None,
+    *,
+    summary: bool = True,
+    require_gpu: bool = False,
+    capture: str | Path | None = None,
+) -> Result:
     """The fingerprint of a trace captured anywhere; fields a trace cannot tell stay None.
 
     ``summary`` adds the model-scale ``trace_summary`` (categories, attention families,
-    launching ops, launch overhead, idle time, top copies and upcasts).
+    launching ops, launch overhead, idle time, top copies and upcasts, CUDA graph replays, steps).
     ``require_gpu`` raises :class:`TraceError` for a trace without GPU events.
+    ``capture``: a trace of the capture of the CUDA graphs this trace replays (analysis/fingerprint/graphs.py).
     """
     with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
-        return _analyze(path, variant, summary=summary, require_gpu=require_gpu)
+        return _analyze(path, variant, summary=summary, require_gpu=require_gpu, capture=capture)
 
 
 def _one_sample(us: float | None, method: str) -> Timing | None:
@@ -50,7 +58,9 @@ def _one_sample(us: float | None, method: str) -> Timing | None:
     return Timing(us, us, us, us, 1, method) if us is not None else None
 
 
-def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool) -> Result:
+def _analyze(
+    path: str | Path, variant: str | None, *, summary: bool, require_gpu: bool, capture: str | Path | None = None
+) -> Result:
     from attnscope.analysis.fingerprint.breakdown import summarize
 
     tr = load_trace(path)
@@ -61,7 +71,8 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
             f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"
             " or pass --cpu to fingerprint its CPU ops"
         )
-    an = analyse(tr)
+    cap = load_trace(capture) if capture is not None else None
+    an = analyse(tr, cap)
     fp = an.fingerprint
     trace_summary = summarize(tr, an) if summary and fp.device_kind == "gpu" else None
     gpu_t = _one_sample(fp.trace_gpu_time_us, "sum of GPU event durations in the trace (one sample)")
@@ -102,10 +113,13 @@ def _analyze(path: str | Path, variant: str | None, *, summary: bool, require_gp
 def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | None, float | None, dict[str, Any]]:
     """The case, FLOPs and TFLOP/s read from the trace's attention ops (analysis/shape.py), and what was read."""
     from attnscope.analysis.fingerprint import shape
+    from attnscope.analysis.fingerprint.graphs import call_runs
     from attnscope.core.flops import tflops
 
     att = an.attribution
-    calls = shape.attention_calls(att.tree)
+    at = shape.attention_calls_at(att.tree)
+    calls = [c for _, c in at]
+    runs = call_runs(att, [i for i, _ in at])  # a call a CUDA graph replayed N times ran N times
     fields, unknown = shape.case_of(calls)
     if not calls and any(k.category == "attention" for k in an.fingerprint.kernels):
         unknown = {
@@ -119,14 +133,16 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
         except ValueError as e:
             unknown = {"case": f"the recorded shape is not a valid case: {e}"}
     per_call = [c.flops() for c in calls]
-    flops = sum(f for f in per_call if f is not None) if calls and None not in per_call else None
+    ran = sum(f * n for f, n in zip(per_call, runs, strict=True) if f is not None)
+    flops = ran if calls and None not in per_call else None
     att_us = shape.attention_time_us(att.tree, att.launcher, att.durations) if att.gpu else 0.0
     rate = tflops(flops, att_us) if flops and att_us > 0 else None
     read: dict[str, Any] = {"attention_calls": [shape.to_dict(c) for c in calls], "case_unknown": unknown}
     if flops is not None:
         masks = "; ".join(dict.fromkeys(b for c in calls if (b := c.mask_basis())))
+        replayed = f", run {sum(runs)} times (CUDA graph replays counted)" if att.graph is not None else ""
         read["flops_basis"] = (
-            f"{len(calls)} attention call(s): forward 4·H·D·(kept score entries), backward "
+            f"{len(calls)} attention call(s){replayed}: forward 4·H·D·(kept score entries), backward "
             f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
             f"({att_us:,.1f} µs); mask {masks}"
         )

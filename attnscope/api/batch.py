@@ -28,11 +28,11 @@ def expand(paths: list[str]) -> list[Path]:
     return out
 
 
-def _one(path: Path, require_gpu: bool) -> Result | str:
+def _one(path: Path, require_gpu: bool, capture: str | None = None) -> Result | str:
     from attnscope.api import analyze
 
     try:
-        return analyze(path, require_gpu=require_gpu)
+        return analyze(path, require_gpu=require_gpu, capture=capture)
     except TraceError as e:
         return str(e)
     except (OSError, MemoryError, RecursionError) as e:  # one bad file must not sink the others
@@ -51,13 +51,13 @@ def _set_rank(r: Result, index: int) -> None:
 
 
 def analyze_many(
-    paths: list[Path], *, jobs: int | None = None, require_gpu: bool = True
+    paths: list[Path], *, jobs: int | None = None, require_gpu: bool = True, capture: str | None = None
 ) -> tuple[list[Result], list[str]]:
     """Results in input order and one error line per file that could not be analysed."""
     n = len(paths)
     workers = max(1, min(jobs or os.cpu_count() or 1, n))
     if workers == 1:
-        outs = [_one(p, require_gpu) for p in paths]
+        outs = [_one(p, require_gpu, capture) for p in paths]
     else:
         import multiprocessing  # only here: its import is a tenth of a one-trace run's budget
         from concurrent.futures import ProcessPoolExecutor
@@ -65,7 +65,7 @@ def analyze_many(
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            outs = list(pool.map(_one, paths, [require_gpu] * n))
+            outs = list(pool.map(_one, paths, [require_gpu] * n, [capture] * n))
     results = [o for o in outs if isinstance(o, Result)]
     errors = [o for o in outs if isinstance(o, str)]
     if n > 1:
@@ -75,15 +75,16 @@ def analyze_many(
 
 
 def analyze_traces(
-    traces: list[str] | list[Path], *, jobs: int | None = None
+    traces: list[str] | list[Path], *, jobs: int | None = None, capture: str | None = None
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """The annotated document `attnscope analyze --json` writes for these traces (files or directories of them),
     and one error line per file that could not be analysed; the document is None when none could.  A trace without
-    GPU events is fingerprinted by its CPU ops; several traces also get the ranks combined (``overall``)."""
+    GPU events is fingerprinted by its CPU ops; several traces also get the ranks combined (``overall``).  ``capture``:
+    a trace of the capture of the CUDA graphs the traces replay."""
     from attnscope.trace import no_gc
 
     with no_gc():  # ~10^5 long-lived objects: collections would find nothing to free
-        results, errors = analyze_many(expand([str(t) for t in traces]), jobs=jobs, require_gpu=False)
+        results, errors = analyze_many(expand([str(t) for t in traces]), jobs=jobs, require_gpu=False, capture=capture)
         if not results:
             return None, errors
         from attnscope.analysis.fingerprint.ranks import combine

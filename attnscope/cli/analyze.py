@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, _write_html, add_assets_arg
@@ -14,6 +15,11 @@ from attnscope.core.files import check_outputs
 def add_parser(sub: Any, text: str) -> None:
     a = sub.add_parser("analyze", help=text)
     a.add_argument("traces", nargs="+", help=".json or .json.gz Kineto traces, or directories of them (one per rank)")
+    a.add_argument(
+        "--capture",
+        metavar="TRACE",
+        help="a trace of the capture of the CUDA graphs the traces replay: replayed kernels are matched to its ops",
+    )
     a.add_argument("--json", help="write the versioned JSON document here")
     a.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report here")
     add_assets_arg(a)
@@ -43,9 +49,16 @@ def _analyze(args: argparse.Namespace) -> int:
 
     check_output_file(args.json, "--json")
     _check_html(args)
-    check_outputs([("input", t) for t in args.traces], [("--json", args.json), ("--html", args.html)])
+    capture = getattr(args, "capture", None)
+    if capture is not None and not Path(capture).is_file():
+        print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
+        return EXIT_USAGE
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
-    doc, errors = analyze_traces(args.traces, jobs=args.jobs)
+    check_outputs(
+        [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
+        [("--json", args.json), ("--html", args.html)],
+    )
+    doc, errors = analyze_traces(args.traces, jobs=args.jobs, capture=capture)
     from attnscope.report.text.terminal import one_line
 
     for e in errors:

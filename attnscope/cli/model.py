@@ -44,6 +44,17 @@ def add_parser(sub: Any, help_text: str) -> None:
         type=positive_int("layers", MAX_LAYERS),
         help="override the depth (number of blocks) so that big models fit",
     )
+    m.add_argument(
+        "--steps",
+        type=positive_int("steps", 100_000),
+        help="decode over a static KV cache that grows by one token a step, this many steps after the --seq "
+        "prefill: each step timed and split (needs --mode with decode)",
+    )
+    m.add_argument(
+        "--replay",
+        help="with --steps: comma list of eager, graph (a CUDA graph captured once, replayed each step; CUDA only) "
+        "(default: eager,graph on CUDA, eager on a CPU)",
+    )
     m.add_argument("--dtype", default="bf16", help="bf16, fp16 or fp32 (default bf16)")
     m.add_argument("--budget", type=seconds("budget"), default=1.0, help="seconds of timing per row (default 1.0)")
     m.add_argument(
@@ -81,6 +92,27 @@ def _split(arg: str | None, allowed: tuple[str, ...], what: str) -> list[str] | 
     if twice:
         raise ValueError(f"--{what}: {', '.join(twice)} given more than once")
     return items
+
+
+def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[str] | None:
+    """The replays of a --steps decode loop, checked: --replay without --steps, --steps without decode, and a graph
+    on a CPU are refused in one line."""
+    from attnscope.execute.model_decode import REPLAYS, graph_refusal
+
+    steps = getattr(args, "steps", None)
+    replay = getattr(args, "replay", None)
+    if steps is None:
+        if replay is not None:
+            raise ValueError("--replay applies to a decode loop: add --steps N")
+        return None
+    if "decode" not in modes:
+        raise ValueError(f"--steps {steps}: the decode loop needs decode in --mode (got {','.join(modes)})")
+    replays = _split(replay, REPLAYS, "replay") or (list(REPLAYS) if device.startswith("cuda") else ["eager"])
+    for r in replays:
+        why = graph_refusal(r, device)
+        if why:
+            raise ValueError(why)
+    return replays
 
 
 def _device(arg: str | None) -> str:
@@ -171,8 +203,9 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
         raise ValueError("--timeout needs a worker it can stop: use --executor process or ray")
     if args.devices and args.executor == "inline":
         raise ValueError("--devices needs one worker per GPU: use --executor process or ray")
+    args.replays = _replays(args, modes, device)
     limit = max_positions(cfg)
-    need = seq + (1 if "decode" in modes and not spec.is_encoder else 0)
+    need = seq + ((args.steps or 1) if "decode" in modes and not spec.is_encoder else 0)
     if limit is not None and need > limit:
         raise ValueError(f"{spec.name}: --seq {seq} needs {need} positions, the config allows {limit}")
     _check_size(cfg, modes, impls or list(IMPLS), batch, seq, args.dtype, device, args.layers)
@@ -276,7 +309,7 @@ def _model(args: argparse.Namespace) -> int:
     from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
     from attnscope.execute.store import Store
-    from attnscope.report.text.model import render, render_layers
+    from attnscope.report.text.model import render, render_decode_steps, render_layers
     from attnscope.report.text.terminal import console as terminal_console
 
     spec, cfg, impls, modes, opts, points = prepare(args)
@@ -289,9 +322,10 @@ def _model(args: argparse.Namespace) -> int:
     earlier = [r for r in (store.rows() if store else []) if _same_run(r, label, opts, impls, modes, points)]
     rows: list[dict[str, Any]] = list(earlier)
     console = terminal_console()  # the terminal's width (COLUMNS where set); names printed as data
+    jobs = _jobs(args, spec, cfg, impls, modes, opts, points, chosen)
     if store is not None:
         console.print(
-            f"attnscope model: {len(impls) * len(points) * len(modes)} row(s); {len(earlier)} already in {args.out}"
+            f"attnscope model: {len(jobs)} row(s); {len(earlier)} already in {args.out}"
             + (f"; {store.num_torn} unreadable line(s) in it skipped" if store.num_torn else ""),
             highlight=False,
         )
@@ -307,7 +341,6 @@ def _model(args: argparse.Namespace) -> int:
     from attnscope.measure import host
 
     load = host.read_load()  # before the steps add their own threads to the load
-    jobs = _jobs(args, spec, cfg, impls, modes, opts, points, chosen)
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     todo = [j for j in jobs if j.key not in done]
     ex = _executor(args)
@@ -346,6 +379,7 @@ def _model(args: argparse.Namespace) -> int:
         f"transformers {env['transformers']}"
     )
     render(doc, console, title=title)
+    render_decode_steps(doc, console)
     render_layers(doc, console)
     if host.line(doc["host"]):
         console.print(f"  {host.line(doc['host'])}", style="yellow", highlight=False, markup=False)

@@ -83,6 +83,8 @@ def _jobs(
         from attnscope.workloads.hf.config import _with_depth
 
         values = _with_depth(values, args.layers)
+    steps = getattr(args, "steps", None)
+    replays: list[str | None] = list(getattr(args, "replays", None) or []) or [None]
     return [
         ModelJob(
             ModelCase(
@@ -96,6 +98,8 @@ def _jobs(
                 opts.dtype,
                 opts.device,
                 mode,
+                steps if mode == "decode" and steps else None,
+                replay if mode == "decode" and steps else None,
             ),
             impl,
             budget_s=opts.budget_s,
@@ -106,6 +110,7 @@ def _jobs(
         for impl in impls
         for b, q in points
         for mode in modes
+        for replay in (replays if mode == "decode" and steps else [None])
     ]
 
 

@@ -28,12 +28,15 @@ class ModelCase:
     dtype: str
     device: str
     mode: str
+    steps: int | None = None  # decode over a growing static cache, this many steps (model_decode.py)
+    replay: str | None = None  # with steps: "eager" or "graph"
 
     def label(self) -> str:
-        return f"{self.config} B={self.batch} S={self.seq} {self.dtype}"
+        more = f" {self.steps} steps {self.replay}" if self.steps else ""
+        return f"{self.config} B={self.batch} S={self.seq} {self.dtype}{more}"
 
     def point(self) -> dict[str, Any]:
-        """The row's ``case``: what identifies it in a store."""
+        """The row's ``case``: what identifies it in a store (steps and replay only where set: older keys stay)."""
         return {
             "config": self.config,
             "layers": self.depth,
@@ -42,6 +45,7 @@ class ModelCase:
             "dtype": self.dtype,
             "device": self.device,
             "mode": self.mode,
+            **({"steps": self.steps, "replay": self.replay} if self.steps else {}),
         }
 
 
@@ -56,13 +60,16 @@ class ModelJob:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return job_key(self.variant, self.case.point())
+        graph = "+graph" if self.case.replay == "graph" else ""  # as the row's variant (model_runner.generic)
+        return job_key(self.variant + graph, self.case.point())
 
     def failed(self, status: str, reason: str | None) -> ModelResult:
         """The row of a job whose worker could not answer (crashed, timeout) or that did not run."""
         from attnscope.execute.model_runner import empty_row, generic
 
         row = empty_row(self.variant, self.case.mode, status, reason)
+        if self.case.replay:
+            row["replay"] = self.case.replay
         return ModelResult(self.variant, status, generic(row, _point_less_mode(self.case)))
 
 
@@ -98,6 +105,10 @@ def measure(job: ModelJob) -> ModelResult:
     spec = ModelSpec(c.source, c.config, None, json.loads(c.values_json))
     cuda = c.device.startswith("cuda")
     why = bench.unavailable(job.variant, c.mode, c.device, spec.is_encoder, job.explicit)
+    if why is None and c.replay:
+        from attnscope.execute.model_decode import graph_refusal
+
+        why = graph_refusal(c.replay, c.device)
     if why:
         row = empty_row(job.variant, c.mode, "skipped", why)
     else:
@@ -106,6 +117,8 @@ def measure(job: ModelJob) -> ModelResult:
         except Exception as e:  # noqa: BLE001 -- one job's failure is its row
             row = _failure(job.variant, c.mode, e)
         bench.free(cuda)
+    if c.replay:
+        row["replay"] = c.replay
     row = generic(row, _point_less_mode(c))
     return ModelResult(job.variant, row["status"], row, {"total": time.perf_counter() - t0})
 
@@ -133,4 +146,8 @@ def _measure(job: ModelJob, spec: Any, cfg: Any, cuda: bool) -> dict[str, Any]:
         _model[key] = bench.build_model(cfg, job.variant, opts, spec.is_encoder)
     gen = torch.Generator(device="cpu").manual_seed(0)
     ids = torch.randint(0, cfg.vocab_size, (c.batch, c.seq), generator=gen).to(c.device)
+    if c.steps:
+        from attnscope.execute.model_runner import measure_decode_row
+
+        return measure_decode_row(_model[key], cfg, job.variant, ids, opts, c.steps, c.replay or "eager")
     return measure_row(_model[key], job.variant, c.mode, ids, opts, spec.is_encoder)

@@ -103,14 +103,46 @@ def measure_row(model: Any, impl: str, mode: str, ids: Any, opts: BenchOptions, 
     return row
 
 
+def measure_decode_row(
+    model: Any, cfg: Any, impl: str, ids: Any, opts: BenchOptions, steps: int, replay: str
+) -> dict[str, Any]:
+    """A decode row over a growing static cache (attnscope.execute.model_decode): the step time summarised over the
+    steps, and ``steps``: the per-step series (time, KV length, attention's share)."""
+    from attnscope.execute import model_decode
+
+    # the loop's trace exported into a private folder (removed at once), moved to --trace-dir when one is named
+    kept, not_kept = None, None
+    with private_dir("attnscope-model-") as tmp:
+        name = bench.trace_name(opts, impl, f"decode_{replay}_{steps}steps")
+        path = tmp / name
+        got = model_decode.measure(model, cfg, ids, steps, replay, opts, path)
+        if opts.trace_dir and path.exists():
+            try:
+                kept = keep_file(path, opts.trace_dir, name)
+            except OSError as e:  # a full disk costs the trace, not the row
+                not_kept = f"trace not kept in {opts.trace_dir}: {os_error_text(e)}"
+    row = empty_row(impl, "decode", "ok", None)
+    row.update(
+        step_time_us=round(got["summary"].median_us, 3),
+        step_time=_timing(got["summary"]),
+        warmup_s=got["warmup_s"],
+        steps=got["steps"],
+        trace_path=str(kept) if kept else None,
+    )
+    if not_kept:
+        row["notes"] = [*(row.get("notes") or []), not_kept]
+    return row
+
+
 def generic(row: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
     """The fields every attnscope row has, so a store, ``--resume`` and the one recommender read model rows:
     ``variant`` (the implementation), ``case`` (config, layers, batch, seq, dtype, device and mode), the
     median and its quartiles (the timed steps), ``status``."""
     t = row.get("step_time") or {}
+    replay = row.get("replay")
     return {
         **row,
-        "variant": row["impl"],
+        "variant": row["impl"] + ("+graph" if replay == "graph" else ""),  # a graph-replayed row is its own entry
         "case": {**point, "mode": row["mode"]},
         "batch": point["batch"],
         "seq": point["seq"],

@@ -161,6 +161,9 @@ class GpuEvent(_Record):
     shared_memory_bytes: int | None = None
     kineto_occupancy_pct: float | None = None
     bytes: int | None = None
+    # Kineto's "graph id" / "graph node id" (CUDA ≥ 12 builds of Kineto): non-zero for an event a CUDA graph replayed
+    graph_id: int | None = None
+    graph_node_id: int | None = None
 
 
 @dataclass(slots=True)

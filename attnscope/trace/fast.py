@@ -33,6 +33,8 @@ class Args(Struct, gc=False):
     block: tuple[int, int, int] | None = None
     occupancy: float | None = field(default=None, name="est. achieved occupancy %")
     nbytes: int | None = field(default=None, name="bytes")
+    graph: int | None = field(default=None, name="graph id")
+    graph_node: int | None = field(default=None, name="graph node id")
     # cpu_op's recorded inputs, kept as their JSON text
     dims: Raw = field(default=Raw(), name="Input Dims")
     types: Raw = field(default=Raw(), name="Input type")
@@ -75,7 +77,7 @@ def _fields(of: type[Struct]) -> tuple[Any, ...]:
 # of a trace), is decoded again with ``Event`` (the same events, a few milliseconds more).
 _CPU_ARGS = _part("CpuOpArgs", Args, ("ext", "dims", "types", "strides", "concrete"))
 _GPU_ARGS = _part("GpuArgs", Args, ("ext", "correlation", "device", "stream", "regs", "smem", "grid", "block",
-                                    "occupancy", "nbytes"))  # fmt: skip
+                                    "occupancy", "nbytes", "graph", "graph_node"))  # fmt: skip
 _RUNTIME_ARGS = _part("RuntimeArgs", Args, ("ext", "correlation"))
 _MEMORY_ARGS = _part("MemoryArgs", Args, ("device_type", "total_allocated", "mem_bytes"))
 _CATEGORIES: tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...] = (
@@ -205,6 +207,8 @@ class Reader:
                         a.smem,
                         a.occupancy,
                         a.nbytes,
+                        a.graph,
+                        a.graph_node,
                     )
                 )
             elif c == "cuda_runtime" or c == "cuda_driver":

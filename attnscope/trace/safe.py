@@ -176,6 +176,8 @@ def _gpu(tr: Trace, kind: str, name: str, ts: float, dur: float, a: dict[str, An
             _opt_int(a.get("shared memory")),
             _opt_float(a.get("est. achieved occupancy %")),
             _opt_int(a.get("bytes")),
+            _opt_int(a.get("graph id")),
+            _opt_int(a.get("graph node id")),
         )
     )
 

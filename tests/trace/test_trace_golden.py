@@ -91,6 +91,8 @@ ADDED = {
     "host",
     "unresolved",  # the recommendation's unresolved tie
     "peak_basis",  # which ceiling a row's %peak is of (the roofline's bound)
+    "steps",  # a trace summary's steps, read from step ranges (ProfilerStep#N in HTA's traces)
+    "cuda_graphs",  # a trace summary's CUDA graph replays
 }
 
 

@@ -11,6 +11,9 @@ Rules, tried in order for every kernel, memcpy and memset (each one pinned by a 
 3. ``external_id``: no runtime call (flows dropped, driver-only traces): the GPU
    event's own ``External id``.
 4. ``none``: nothing links it.
+
+A GPU event replayed from a CUDA graph is linked by rule 1 to the ``cudaGraphLaunch`` call; :mod:`graphs` then
+links it to the op of the capture it stands for (rule ``graph``), and keeps the launch beside it (``graph``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, groupby, islice, repeat
 from operator import add, attrgetter, lt
+from typing import Any
 
 from attnscope.trace import CpuOp, GpuEvent, RuntimeCall
 
@@ -226,7 +230,8 @@ class Attribution:
     gpu: list[GpuEvent]
     launcher: list[int]  # index into tree.ops, -1 when nothing links it
     runtime: list[RuntimeCall | None]
-    rule: list[str]  # one of RULES
+    rule: list[str]  # one of RULES, or "graph" (graphs.py: a replayed event matched to the op of its capture)
+    graph: Any = None  # graphs.GraphAttribution where the trace replayed CUDA graphs
 
     # Columns read once (the summary's tables each pass over the 10^4-10^5 events); replace() starts afresh.
     @cached_property
@@ -248,7 +253,14 @@ class Attribution:
     def launcher_names(self) -> list[str]:
         """The name of the op that launched each event, UNATTRIBUTED where none did."""
         names = self.tree.op_names
-        return [names[li] if li >= 0 else UNATTRIBUTED for li in self.launcher]
+        out = [names[li] if li >= 0 else UNATTRIBUTED for li in self.launcher]
+        g = self.graph
+        if g is not None:  # replayed events: the op of the capture, or the launch that replayed them
+            for k, j in enumerate(g.replay_of):
+                if j >= 0:
+                    op = g.op_name[k]
+                    out[k] = op if op is not None else f"{g.replays[j].call.name} (replay not matched to a capture)"
+        return out
 
     def launcher_of(self, k: int) -> CpuOp | None:
         i = self.launcher[k]
@@ -268,7 +280,7 @@ class Attribution:
     def rule_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(RULES, 0)
         for r in self.rule:
-            counts[r] += 1
+            counts[r] = counts.get(r, 0) + 1
         return counts
 
 

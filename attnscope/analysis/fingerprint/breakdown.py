@@ -18,6 +18,9 @@ from typing import Any, get_args
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
 from attnscope.analysis.fingerprint.build import Analysis
+from attnscope.analysis.fingerprint.graphs import family_calls as graph_family_calls
+from attnscope.analysis.fingerprint.graphs import summary as graph_summary
+from attnscope.analysis.fingerprint.steps import summary as steps_summary
 from attnscope.core.types import Category
 from attnscope.trace import GpuEvent, Trace
 
@@ -100,6 +103,11 @@ def kernel_families(att: Attribution) -> list[tuple[K.AttentionFamily, str] | No
         if out[k] is None:
             f = fam_of[att.launcher[k]]
             out[k] = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
+    g = att.graph
+    if g is not None:  # replayed events matched to a capture read from another trace: the capture op's family
+        for k, f in enumerate(g.family):
+            if f is not None and out[k] is None:
+                out[k] = (f, "decomposed into generic kernels" if f in ("math", "flex") else "helper kernel")
     return out
 
 
@@ -141,7 +149,7 @@ def families(
         a["num_kernels"] += 1
         a["time_us"] += g.dur
         by_name[fam][g.name] += g.dur
-    calls = _family_calls(att.tree)
+    calls = _family_calls(att.tree) if att.graph is None else graph_family_calls(att, fams)
     out = []
     for name, a in sorted(agg.items(), key=lambda kv: -kv[1]["time_us"]):
         fwd, bwd = calls.get(name, (0, 0))
@@ -388,4 +396,6 @@ def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
         "idle": idle_time(att.gpu) if att.gpu else None,
         "hidden_copies": top_copies(an, top),
         "upcasts": top_upcasts(an, top),
+        **({"cuda_graphs": graph_summary(att, att.graph, total, top)} if att.graph is not None else {}),
+        **({"steps": steps} if (steps := steps_summary(att, fams, trace.annotations)) is not None else {}),
     }

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from operator import attrgetter
 
+from attnscope.analysis.fingerprint import graphs as G
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of, library_op
@@ -257,11 +258,17 @@ def fingerprint(trace: Trace) -> Fingerprint:
     return analyse(trace).fingerprint
 
 
-def analyse(trace: Trace) -> Analysis:
-    """One pass: op tree, attribution, records, copies and upcasts."""
+def analyse(trace: Trace, capture: Trace | None = None) -> Analysis:
+    """One pass: op tree, attribution (through CUDA graph replays: ``capture`` is a trace of the graphs' capture,
+    else the trace's own captures are used), records, copies and upcasts."""
     ops, gpu, win = select_window(trace)
     tree = build_op_tree(ops)
     att = attribute(tree, trace.runtime, gpu)
+    if any(map(G.is_graph_launch, {rt.name for rt in trace.runtime})):
+        caps = G.captures_of_trace(capture) if capture is not None else None
+        # the trace's own captures: within the analysed window (the ops of one outside it are not in the tree)
+        runtime = trace.runtime if win is None else [r for r in trace.runtime if win[0] <= r.ts <= win[1]]
+        att.graph = G.resolve(att, runtime, caps, capture.path if capture is not None else "this trace")
     gpu_side = bool(gpu) or bool(trace.device_properties and trace.has_gpu)
     # A CPU-only profile on a machine with a GPU still lists the GPU in deviceProperties.
     limits, cc, dev_name = _limits_for(trace) if gpu_side else (None, None, None)

@@ -412,3 +412,58 @@ def fit_to_timed(split: dict[str, Any], timed_us: float | None) -> dict[str, Any
     out = _scaled(split, 1 / ratio) if mismatch else dict(split)
     out["profile"] = profile
     return out
+
+
+def breakdown_per_step(trace: Trace) -> list[dict[str, Any]]:
+    """:func:`breakdown` of each step of a decode loop, the steps read from their ``attnscope.step[...]`` ranges
+    (analysis/fingerprint/steps.py), each holding one ``step`` scope: per step, attention, the rest and the
+    unattributed (µs), their total (the step's GPU time on CUDA, its span on CPU) and attention's share.  A step
+    whose window holds no attention scope gets Nones."""
+    import bisect
+    from dataclasses import replace
+
+    from attnscope.analysis.fingerprint.steps import find_steps
+
+    found = find_steps(trace.annotations)
+    if found is None or found[1] != "host":
+        return []
+    by_ts = sorted(trace.annotations, key=lambda a: a.ts)
+    starts = [a.ts for a in by_ts]
+    ops = sorted(trace.cpu_ops, key=lambda o: o.ts)
+    op_starts = [o.ts for o in ops]
+    rts = sorted(trace.runtime, key=lambda r: r.ts)
+    rt_starts = [r.ts for r in rts]
+    out: list[dict[str, Any]] = []
+    for st in found[2]:
+        t0, t1 = st.range.ts - _EPS_US, st.range.ts + st.range.dur + _EPS_US
+
+        def cut(xs: list[Any], at: list[float], t0: float = t0, t1: float = t1) -> list[Any]:
+            return xs[bisect.bisect_left(at, t0) : bisect.bisect_right(at, t1)]
+
+        inside = [a for a in cut(by_ts, starts) if a.ts + a.dur <= t1]
+        runtime = cut(rts, rt_starts)
+        corr = {r.correlation for r in runtime if r.correlation is not None}
+        sub = replace(
+            trace,
+            annotations=inside,
+            cpu_ops=cut(ops, op_starts),
+            runtime=runtime,
+            gpu=[g for g in trace.gpu if g.correlation in corr],
+            modules=[],
+        )
+        b = breakdown(sub)
+        if b is None:
+            out.append({"attention_us": None, "rest_us": None, "unattributed_us": None, "total_us": None,
+                        "attention_share": None})  # fmt: skip
+            continue
+        a, r, u, total = b["attention"]["time_us"], b["rest"]["time_us"], b["unattributed_us"], b["total_us"]
+        out.append(
+            {
+                "attention_us": a,
+                "rest_us": r,
+                "unattributed_us": u,
+                "total_us": total,
+                "attention_share": round(a / total, 4) if total else None,
+            }
+        )
+    return out

@@ -281,6 +281,11 @@ def _is_attention(name: str) -> bool:
 
 def attention_calls(tree: OpTree) -> list[AttentionCall]:
     """Every outermost attention op of the trace, read into an :class:`AttentionCall`."""
+    return [c for _, c in attention_calls_at(tree)]
+
+
+def attention_calls_at(tree: OpTree) -> list[tuple[int, AttentionCall]]:
+    """:func:`attention_calls`, each with the index of its op in ``tree.ops``."""
     out = []
     at: dict[int, AttentionCall] = {}
     calls = {n for n in tree.names if _is_attention(n) and _starts_call(n)}
@@ -290,7 +295,7 @@ def attention_calls(tree: OpTree) -> list[AttentionCall]:
         if any(_is_attention(tree.ops[a].name) for a in tree.ancestors(i)):
             continue  # inside another attention op: part of that call
         at[i] = _call_at(tree, i, attention_op_family(op.name) or "sdpa")
-        out.append(at[i])
+        out.append((i, at[i]))
     if at and not MASK_BUILD_OPS.isdisjoint(tree.names):
         _read_built_masks(tree, at)
     return out

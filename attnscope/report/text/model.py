@@ -51,6 +51,10 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
     for r in doc["results"]:
         a, rest = r.get("attention"), r.get("rest")
         mode = f"{r['mode']} B{r.get('batch')} S{r.get('seq')}" if grid else r["mode"]
+        if isinstance(r.get("steps"), dict):  # a decode loop: its split per step is in render_decode_steps
+            mode += f" ×{r['steps']['num_steps']} {r['steps']['replay']}"
+        elif r.get("replay"):
+            mode += f" ({r['replay']})"
         if r["status"] != "ok" or a is None or rest is None:
             t.add_row(r["impl"], mode, r["status"], _time(r), *["—"] * 8, "")
             continue
@@ -134,6 +138,46 @@ def _render_insights(doc: dict[str, Any], console: Any) -> None:
         mark = "!" if i["severity"] == "warning" else "·"
         console.print(f"  {mark} {r['impl']} {r['mode']} [{i['id']}] {i['message']}", highlight=False, markup=False)
         console.print(f"      → {i['advice']}", highlight=False, markup=False)
+
+
+def _sample(n: int, most: int) -> list[int]:
+    """Up to ``most`` step indices evenly spread over ``n``, the first and the last among them."""
+    if n <= most:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (most - 1)) for k in range(most)})
+
+
+def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> None:
+    """The decode loops (``--steps``): per step, the KV length, the step time and attention's share as the cache
+    grows (attention, the rest and the unattributed of the profiled step, which sum to its total)."""
+    from rich.table import Table
+
+    rows = [r for r in doc["results"] if r.get("status") == "ok" and isinstance(r.get("steps"), dict)]
+    if not rows:
+        return
+    t = Table(title="decode over a growing static cache, per step", header_style="bold")
+    for c in ("impl", "replay", "step", "KV", "step µs", "attn %", "rest %", "unattr %"):
+        t.add_column(c, justify="left" if c in ("impl", "replay") else "right")
+    for r in rows:
+        st = r["steps"]
+        series = st["series"]
+        for i in _sample(len(series), most):
+            p = series[i]
+            total = p.get("total_us") or 0.0
+            cells = (p.get(k) for k in ("attention_us", "rest_us", "unattributed_us"))
+            t.add_row(
+                r["impl"],
+                st["replay"],
+                str(p["step"]),
+                str(p["kv_len"]),
+                _us(p["time_us"]),
+                *(_pct(v, total) if v is not None else "—" for v in cells),
+            )
+    console.print(t)
+    for m in sorted({r["steps"]["time_method"] for r in rows}):
+        console.print(f"  step µs: each step's median over its passes; {m}", highlight=False)
+    for m in sorted({r["steps"]["split_method"] for r in rows}):
+        console.print(f"  shares: {m}; of the profiled step's total (attention + rest + unattributed)", highlight=False)
 
 
 def render_layers(doc: dict[str, Any], console: Any) -> None:

@@ -117,11 +117,87 @@ def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
     return [
         f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
         f"(correlation {att.get('correlation', 0):,}, by time on the thread {att.get('time', 0):,}, "
-        f"External id {att.get('external_id', 0):,})",
+        f"External id {att.get('external_id', 0):,}"
+        + (f", the op of a CUDA graph's capture {att['graph']:,}" if att.get("graph") else "")
+        + ")",
         f"runtime calls: {_us(launch['runtime_total_us'])} in all; {apis}",
         f"launch → kernel start: median {_us(d['p50_us'])}, p95 {_us(d['p95_us'])}, max {_us(d['max_us'])}; "
         f"{launch['num_shorter_than_launch']:,} GPU events ran shorter than their launch call",
     ]
+
+
+def graph_lines(g: dict[str, Any] | None) -> list[str]:
+    """The CUDA graph replays: how many, what share of GPU time, how their events were matched to the capture."""
+    if not g:
+        return []
+    methods = ", ".join(f"{m} {n:,}" for m, n in g["methods"].items())
+    cap = g["capture"]
+    src = "this trace" if cap["source"] == "this trace" else cap["source"]
+    kind = f"{cap['num_captures']:,} capture(s) of {cap['kind']} in {src}" if cap["kind"] else f"no capture in {src}"
+    out = [
+        f"CUDA graphs: {g['launches']:,} graph launch(es) replayed {g['replayed_events']:,} GPU events "
+        f"({_us(g['replayed_time_us'])}, {g['replayed_share_pct']:.1f}% of GPU time); "
+        f"{g['matched_events']:,} matched to the op of the capture ({_us(g['matched_time_us'])}), "
+        f"{g['unmatched_events']:,} linked to their launch alone",
+        f"   matched against {kind}; replays ordered by {g['order']}; launches by method: {methods}",
+    ]
+    for op in g["ops"][:5]:
+        out.append(
+            f"   {op['op']}: {op['num_events']:,} replayed events, {_us(op['time_us'])} ({op['share_pct']:.1f}%)"
+        )
+    for u in g["notes"][:3]:
+        out.append(f"   [yellow]launch at {u['launch_ts']:,.0f}: {u['why']}[/yellow]")
+    return out
+
+
+STEP_COLUMNS = ("#", "kind", "GPU", "attention", "rest", "unattr.", "attn %", "Sk", "TB/s", "%spec")
+
+
+def _step_cells(steps: list[tuple[int, dict[str, Any]]]) -> list[list[str]]:
+    out = []
+    for pos, st in steps:
+        sk = sorted({c["seq_kv"] for c in st.get("attention_calls") or [] if c.get("seq_kv") is not None})
+        kv = ",".join(map(str, sk)) or (
+            ",".join(map(str, st["kv_annotated"])) + " (named)" if st.get("kv_annotated") else "—"
+        )
+        rf = st.get("roofline") or {}
+        pct = rf.get("pct_bandwidth_spec")
+        share = st.get("attention_share_pct")
+        out.append(
+            [
+                str(pos),
+                st["kind"],
+                _us(st["gpu_time_us"]),
+                _us(st["attention_us"]),
+                _us(st["rest_us"]),
+                _us(st["unattributed_us"]),
+                "—" if share is None else f"{share:.1f}%",
+                kv,
+                "—" if rf.get("tbps") is None else f"{rf['tbps']:.3f}",
+                "—" if pct is None else f"{pct:.1f}%" + (" [red](impossible)[/red]" if pct > 100 else ""),
+            ]
+        )
+    return out
+
+
+def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: int = 10) -> None:
+    """The steps read from step ranges: attention, the rest and the unattributed (they sum to the step's GPU time),
+    and each step's roofline (TB/s on its attention time; % of the spec's bandwidth)."""
+    if not s:
+        return
+    rows = list(enumerate(s["steps"], 1))
+    shown = rows if len(rows) <= top else rows[: top - 1] + rows[-1:]
+    make = partial(_folded_of, STEP_COLUMNS, f"{title}: {s['num_steps']:,} steps from {s['source']}")
+    console.print(plain_table(make, _step_cells(shown), console))
+    kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
+    more = f" (the first {top - 1} and the last shown; names in the JSON)" if len(rows) > top else ""
+    console.print(
+        f"  • steps by kind: {kinds}{more}; GPU time launched outside any step: {_us(s['outside_steps_us'])}; "
+        "attention + rest + unattr. = the step's GPU time; TB/s: the attention calls' bytes (Q, K, V read, O "
+        "written) over the step's attention time",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
@@ -184,7 +260,9 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
         console.print(_grid(make, _family_cells(s["attention_families"]), console))
     make = partial(_folded_of, TOP_COLUMNS, f"{v}: top kernels and their launching ops")
     console.print(_grid(make, _top_cells(s["top_kernels"][:top]), console))
-    for line in _launch_lines(s["launch"], s["attribution"]) + _idle_lines(s["idle"]) + _offender_lines(s, 5):
+    render_steps(s.get("steps"), console, v, top)
+    lines = _launch_lines(s["launch"], s["attribution"]) + graph_lines(s.get("cuda_graphs"))
+    for line in lines + _idle_lines(s["idle"]) + _offender_lines(s, 5):
         console.print(bullet(console, "  • ", line), highlight=False)
 
 

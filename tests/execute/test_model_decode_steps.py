@@ -1,0 +1,107 @@
+"""`attnscope model --mode decode --steps N`: decode over a growing static cache, each step timed and split.
+
+Runs the tiny preset on the CPU (transformers installed).  Expected values: the KV length of step i is seq + i + 1
+(arithmetic), the cache the attention op is given is seq + steps long (read from the raw trace's Input Dims with the
+json module), and the three parts of each step add up to its total.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from attnscope.cli.main import main
+
+SEQ, STEPS = 8, 3
+
+
+def _usage(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    t0 = time.monotonic()
+    assert main(["model", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnscope: error:") and "\n" not in err
+    assert time.monotonic() - t0 < 10  # refused before any model is built
+    return err
+
+
+def test_graph_replay_on_a_cpu_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage(capsys, ["--device", "cpu", "--mode", "decode", "--steps", "2", "--replay", "graph"])
+    assert "CUDA graphs need a CUDA device" in err and "cpu" in err
+
+
+def test_steps_need_decode_and_replay_needs_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "decode in --mode" in _usage(capsys, ["--device", "cpu", "--mode", "prefill", "--steps", "2"])
+    assert "add --steps" in _usage(capsys, ["--device", "cpu", "--mode", "decode", "--replay", "eager"])
+    assert "unknown lazy" in _usage(capsys, ["--device", "cpu", "--mode", "decode", "--steps", "2", "--replay", "lazy"])
+
+
+def test_steps_beyond_the_positions_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # the tiny preset's positions (max_position_embeddings) bound seq + steps
+    from attnscope.workloads.hf.config import build_config, max_positions, resolve
+
+    limit = max_positions(build_config(resolve("tiny"), layers=None))
+    assert limit is not None
+    err = _usage(capsys, ["--device", "cpu", "--mode", "decode", "--seq", str(limit - 1), "--steps", "2"])
+    assert f"needs {limit + 1} positions" in err
+
+
+@pytest.mark.slow
+def test_eager_decode_loop_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, js, traces = tmp_path / "rows.jsonl", tmp_path / "m.json", tmp_path / "traces"
+    argv = ["model", "--device", "cpu", "--mode", "decode", "--impl", "sdpa", "--seq", str(SEQ), "--steps",
+            str(STEPS), "--executor", "inline", "--budget", "0.05", "--json", str(js), "--out", str(out),
+            "--trace-dir", str(traces)]  # fmt: skip
+    assert main(argv) == 0
+    (row,) = json.loads(js.read_text())["results"]
+    assert row["status"] == "ok" and row["variant"] == "sdpa" and row["mode"] == "decode"
+    assert row["case"]["steps"] == STEPS and row["case"]["replay"] == "eager"
+    st = row["steps"]
+    assert (st["num_steps"], st["replay"], st["cache"], st["cache_len"]) == (STEPS, "eager", "static", SEQ + STEPS)
+    assert [p["kv_len"] for p in st["series"]] == [SEQ + i + 1 for i in range(STEPS)]
+    for p in st["series"]:
+        assert p["time_us"] > 0
+        assert p["attention_us"] + p["rest_us"] + p["unattributed_us"] == pytest.approx(p["total_us"], abs=1e-2)
+        assert 0 < p["attention_share"] < 1
+    # the profiled loop: one range per step, and the attention op given the whole static cache (seq + steps keys)
+    (trace,) = traces.glob("*.json")
+    ev = json.loads(trace.read_text())["traceEvents"]
+    ranges = [e["name"] for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("attnscope.step[")]
+    assert ranges == [f"attnscope.step[decode] {i} kv={SEQ + i + 1}" for i in range(STEPS)]
+    sdpa = [e for e in ev if e.get("cat") == "cpu_op" and e["name"] == "aten::scaled_dot_product_attention"]
+    assert sdpa and {e["args"]["Input Dims"][1][2] for e in sdpa} == {SEQ + STEPS}
+    assert "decode over a growing static cache" in capsys.readouterr().out
+    # the store's row resumes as every model row does: nothing left to measure
+    assert main([*argv[:-6], "--out", str(out), "--resume"]) == 0
+    assert len(out.read_text().splitlines()) == 1
+
+
+def test_graph_loop_split_matches_the_replays_to_the_eager_reference(tmp_path: Path) -> None:
+    """The graph loop's profiled trace, written by hand: one eager reference step (mm, flash SDPA, add), then two
+    replays, each in its attnscope.step range.  Each step: attention = its flash kernel, the rest = gemm + add."""
+    from attnscope.execute.model_decode import split_steps
+    from tests.synth import PID, TID, doc, kernel, launch, op, write_kineto
+
+    flash = "void pytorch_flash::flash_fwd_kernel<x>"
+    names, durs = ("nvjet_gemm", flash, "elementwise_add_kernel"), (10.0, 20.0, 5.0)
+    sdpa = "aten::_scaled_dot_product_flash_attention"
+    ev = []
+    for i, name in enumerate(("aten::mm", sdpa, "aten::add")):
+        ev += [
+            op(name, 30 * i, 20, 1 + i),
+            launch(2 + 30 * i, 11 + i, 1 + i),
+            kernel(names[i], 5 + 30 * i, durs[i], 11 + i),
+        ]
+    for s, (t, corr) in enumerate(((1000, 50), (2000, 60))):
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"attnscope.step[decode] {s} kv={9 + s}",
+                   "pid": PID, "tid": TID, "ts": t - 5, "dur": 100})  # fmt: skip
+        ev.append(launch(t, corr, None, name="cudaGraphLaunch"))
+        ev += [kernel(n, t + 10 + 30 * j, d, corr) for j, (n, d) in enumerate(zip(names, durs, strict=True))]
+    path = write_kineto(tmp_path / "loop.json", doc(ev))
+    got = split_steps(path, "graph")
+    want = {"attention_us": 20.0, "rest_us": 15.0, "unattributed_us": 0.0, "total_us": 35.0, "attention_share": 0.5714}
+    assert got == [want, want]
