@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from attnscope.trace.events import (
     SHAPES_READ,
@@ -32,9 +33,12 @@ from attnscope.trace.events import (
 )
 from attnscope.trace.jsonlib import JSONError, loads
 from attnscope.trace.safe import load_whole as _safe_whole
+from attnscope.trace.safe import run_each as _safe_run
 from attnscope.trace.safe import scan_each as _scan_each
 from attnscope.trace.safe import trace_from_doc
-from attnscope.trace.source import GPU_HEAD, check_path, chunks, event_runs, read_head
+from attnscope.trace.source import GPU_HEAD, MAX_EVENT, check_path, chunks, event_runs, read_head, whole
+
+MAX_SAFE = 4 << 20  # a document msgspec cannot split is parsed whole up to this size (~10x in objects)
 
 try:
     from attnscope.trace import fast as _fast
@@ -62,9 +66,12 @@ def load_trace(path: str | Path) -> Trace:
     p = Path(path)
     check_path(p)
     with no_gc():
-        tr = _load(p, keep_all_shapes=False)
-        if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
-            tr = _load(p, keep_all_shapes=True)
+        try:
+            tr = _load(p, keep_all_shapes=False)
+            if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
+                tr = _load(p, keep_all_shapes=True)
+        except RecursionError:  # msgspec, orjson and json each stop at a depth; no trace nests past ~10 levels
+            raise TraceError(f"{p}: JSON nested deeper than Python's recursion limit: not a trace") from None
     for note in tr.notes:
         print(f"attnscope: note: {note}", file=sys.stderr)
     return tr
@@ -75,7 +82,7 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
     try:
         head, m = read_head(p, source)
         if m is None:
-            return _load_whole(p, head + b"".join(source))
+            return _load_whole(p, whole(p, head, source))
         # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
         return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
@@ -84,17 +91,48 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
 
 
 def _load_whole(p: Path, raw: bytes) -> Trace:
-    if _fast is not None and raw.strip():
-        tr = Trace(path=str(p), device_properties=[])
-        why = _fast.load_whole(tr, raw)
-        if why is None:
-            if tr.gpu:
-                drop_unread_shapes(tr)
-            return tr
+    """A document not in Kineto's layout (at most ``MAX_WHOLE`` bytes): its events in runs of ~0.5 MiB, each through
+    the typed decoder, and what it refuses through the safe path, run by run; a document msgspec cannot split (or
+    without msgspec) is parsed whole by the safe path when it is small enough that doing so stays bounded."""
+    if not raw.strip():
+        raise TraceError(f"{p}: empty file")
+    if _fast is None:  # the safe path alone: the document parsed whole (at most MAX_WHOLE bytes of it)
+        return _safe_whole(p, raw)
+    split = _fast.split_whole(raw)
+    if isinstance(split, str):
+        if split == _fast.NO_EVENTS:
+            raise TraceError(f"{p}: not a Kineto trace (no 'traceEvents' list)")
+        if len(raw) > MAX_SAFE:
+            raise TraceError(f"{p}: not valid JSON ({split.splitlines()[0][:160]})")
         tr = _safe_whole(p, raw)
-        tr.notes.append(_note(p, tr.num_events, tr.num_events, why))
+        tr.notes.append(_note(p, tr.num_events, tr.num_events, split))
         return tr
-    return _safe_whole(p, raw)
+    top, text = split
+    tr = Trace(path=str(p), device_properties=[])
+    reader = _fast.Reader(tr, keep_all_shapes=True)
+    names: dict[Any, str] = {}
+    refused, first_why = 0, ""
+    try:
+        for run in _fast.element_runs(text, MAX_EVENT):
+            why = reader.read(run)
+            if why is not None:
+                before = tr.num_events
+                _safe_run(tr, run, names)
+                refused += tr.num_events - before
+                first_why = first_why or why
+    except ValueError as e:
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    props = top.pop("deviceProperties", None)
+    try:
+        tr.device_properties = list(loads(bytes(props)) or []) if props is not None else []
+        tr.meta = {k: loads(bytes(v)) for k, v in top.items()}
+    except JSONError as e:
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    if tr.gpu:
+        drop_unread_shapes(tr)
+    if refused:
+        tr.notes.append(_note(p, refused, tr.num_events, first_why))
+    return tr
 
 
 def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: bool) -> Trace:

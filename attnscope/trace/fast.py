@@ -12,13 +12,14 @@ the same events for the same fields; the reader says so in a note.
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Iterator
 from typing import Any, Union
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from attnscope.trace.events import SHAPES_READ, Annotation, CpuOp, GpuEvent, MemEvent, RuntimeCall, Trace
-from attnscope.trace.jsonlib import loads
 
 
 class Args(Struct, gc=False):
@@ -256,20 +257,52 @@ def _shape_text(a: Args) -> bytes | None:
     return b"".join(b for kv in parts for b in kv)
 
 
-def load_whole(tr: Trace, raw: bytes) -> str | None:
-    """A document in any layout, decoded whole into ``tr``; None, or why the decoder refused it (``tr`` untouched)."""
+_SKIP = msgspec.json.Decoder(list[Raw])  # JSON syntax checked, elements kept as spans: is a cut between two events?
+_CUT = re.compile(rb"\}\s*,\s*\{")  # where two events may meet in a document of any layout
+NO_EVENTS = "no traceEvents list"
+RUN = 1 << 19  # ~0.5 MiB of events decoded at a time
+
+
+def split_whole(raw: bytes) -> tuple[dict[str, Raw], memoryview] | str:
+    """A document's top-level members, and the text inside its ``traceEvents`` list; or why it cannot be read so."""
     try:
         top = _TOP.decode(raw)
     except DecodeErrors as e:
         return str(e)
     events = top.pop("traceEvents", None)
-    if events is None:
-        return "no traceEvents"
-    reader = Reader(tr, keep_all_shapes=True)
-    why = reader.read(bytes(events))
-    if why is not None:
-        return why
-    props = loads(bytes(top.pop("deviceProperties"))) if "deviceProperties" in top else None
-    tr.device_properties = list(props or [])
-    tr.meta = {k: loads(bytes(v)) for k, v in top.items()}
-    return None
+    text = memoryview(events) if events is not None else None
+    if text is None or text[:1] != b"[":
+        return NO_EVENTS
+    return top, text[1:-1]
+
+
+def element_runs(text: memoryview, too_long: int) -> Iterator[bytes]:
+    """Runs of whole events of a list's inside (any layout), ~``RUN`` bytes each, as JSON arrays.
+
+    A cut is put at a ``}, {`` found past ``RUN`` bytes and kept when the run before it is valid JSON: a cut inside a
+    string or a nested object leaves a bracket or a quote open, so only a cut between two events is kept.  Where
+    none is, the next try is twice as far, and a run past ``too_long`` bytes is refused (ValueError): no event is
+    that long, and broken JSON is not decoded whole."""
+    pos, n = 0, len(text)
+    while n - pos > RUN:
+        step = RUN
+        while True:
+            m = _CUT.search(text, pos + step)  # type: ignore[call-overload]
+            if m is None:
+                break
+            run = b"".join((b"[", text[pos : m.start() + 1], b"]"))
+            try:
+                _SKIP.decode(run)
+            except DecodeErrors:
+                if m.start() - pos > too_long:
+                    raise ValueError(f"no event boundary in {too_long >> 20} MiB") from None
+                step = max(2 * step, m.end() - pos)
+                continue
+            yield run
+            pos = m.end() - 1
+            break
+        if m is None:
+            break
+    if n - pos > too_long:
+        raise ValueError(f"no event boundary in the last {too_long >> 20} MiB")
+    yield b"".join((b"[", text[pos:], b"]"))
