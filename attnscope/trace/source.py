@@ -40,7 +40,8 @@ MAX_WHOLE = 32 << 20  # a document not in Kineto's layout is decoded whole: its 
 MAX_RATIO = 200  # inflated bytes per compressed byte of the file ...
 MIN_INFLATE = 64 << 20  # ... once past this many inflated bytes (a small file may inflate more)
 OUT = 1 << 21  # at most this many bytes inflated from one piece at a time (a bomb's piece inflates ~1000x)
-PSEUDO = ("/proc/", "/sys/", "/dev/")  # files there may say "regular file" and size 0, yet never end
+# files there may say "regular file" and size 0, yet never end (a regular file under /dev/shm is a file like any other)
+PSEUDO = ("/proc/", "/sys/")
 
 
 def check_path(path: Path) -> None:

@@ -8,8 +8,10 @@ child, from ``os.wait4``) is the reader's and nothing else's.  The sizes are sca
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -151,3 +153,16 @@ def test_broken_json_in_a_whole_document_is_refused_bounded(tmp_path: Path) -> N
             f.write(b', {"cat": "kernel", "name": "k"}' * (MIB // 32))
         f.write(b"]}")
     refused(p, "not valid JSON")
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_a_regular_file_under_dev_shm_is_read() -> None:
+    """Only what is not a regular file is refused under /dev: a trace kept in shared memory is read."""
+    d = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    try:
+        p = d / "flex.json"
+        shutil.copy(ROOT / "tests" / "data" / "h200" / "flex.json", p)
+        rc, lines, _ = analyze(p)
+        assert rc == 0, lines
+    finally:
+        shutil.rmtree(d)
