@@ -15,7 +15,9 @@ trigger many full collections that free nothing.
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from attnscope.trace.safe import load_whole as _safe_whole
 from attnscope.trace.safe import run_each as _safe_run
 from attnscope.trace.safe import scan_each as _scan_each
 from attnscope.trace.safe import trace_from_doc
-from attnscope.trace.source import GPU_HEAD, MAX_EVENT, check_path, chunks, event_runs, read_head, whole
+from attnscope.trace.source import GPU_HEAD, MAX_EVENT, MAX_WHOLE, check_path, chunks, event_runs, read_head, whole
 
 MAX_SAFE = 4 << 20  # a document msgspec cannot split is parsed whole up to this size (~10x in objects)
 
@@ -82,7 +84,8 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
     try:
         head, m = read_head(p, source)
         if m is None:
-            return _load_whole(p, whole(p, head, source))
+            raw, complete = whole(head, source)
+            return _load_whole(p, bytes(raw)) if complete else _load_any_streaming(p, raw, source)
         # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
         return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
@@ -122,6 +125,72 @@ def _load_whole(p: Path, raw: bytes) -> Trace:
                 first_why = first_why or why
     except ValueError as e:
         raise TraceError(f"{p}: not valid JSON ({e})") from None
+    _finish(p, tr, top)
+    if refused:
+        tr.notes.append(_note(p, refused, tr.num_events, first_why))
+    return tr
+
+
+def _load_any_streaming(p: Path, buf: bytearray, source: Iterator[bytes]) -> Trace:
+    """A document not in Kineto's layout, past ``MAX_WHOLE`` bytes: its events cut into runs as the text comes
+    (:func:`fast.next_cut`), ~1 MiB of text held at a time.  At the end, the document up to its ``traceEvents``
+    list, the last events and what follows the list make a small document of their own, decoded whole: its other
+    members, and the check that the whole was valid JSON with the list at its top level."""
+    mt = _fast.EVENTS_KEY.search(buf, 0, 1 << 20) if _fast is not None else None
+    if mt is None:
+        raise TraceError(
+            f"{p}: over {MAX_WHOLE >> 20} MiB of JSON not in Kineto's layout without a traceEvents list in its first"
+            " MiB" + ("" if _fast is not None else " (such a document is read whole without msgspec)") + ": not a trace"
+        )
+    prefix = bytes(buf[: mt.end() - 1])  # the document up to the list's "["
+    del buf[: mt.end()]
+    text, pos = buf, 0  # the list's inside from ``pos``: whole events from there on
+    tr = Trace(path=str(p), device_properties=[])
+    reader = _fast.Reader(tr, keep_all_shapes=True)
+    names: dict[Any, str] = {}
+    refused, first_why = 0, ""
+
+    def read(run: bytes) -> None:
+        nonlocal refused, first_why
+        why = reader.read(run)
+        if why is not None:
+            before = tr.num_events
+            _safe_run(tr, run, names)
+            refused += tr.num_events - before
+            first_why = first_why or why
+
+    try:
+        for c in itertools.chain((b"",), source):
+            text += c
+            while len(text) - pos > 2 * _fast.RUN and (got := _fast.next_cut(text, pos, MAX_EVENT)) is not None:
+                run, pos = got
+                read(run)
+            if len(text) - pos > MAX_EVENT + 2 * _fast.RUN:  # no cut at all (a whitespace run, one long value)
+                raise TraceError(
+                    f"{p}: an event, or the text after the last one, runs past {MAX_EVENT >> 20} MiB"
+                    " (a trace's are under 1 MiB): not a trace"
+                )
+            if pos > _fast.RUN:
+                del text[:pos]
+                pos = 0
+        split = _fast.split_whole(prefix + b"[" + bytes(text[pos:]))
+        if isinstance(split, str):
+            raise TraceError(f"{p}: not valid JSON ({split.splitlines()[0][:160]})")
+        top, rest = split
+        for run in _fast.element_runs(rest, MAX_EVENT):
+            read(run)
+    except ValueError as e:
+        if isinstance(e, TraceError):
+            raise
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    _finish(p, tr, top)
+    if refused:
+        tr.notes.append(_note(p, refused, tr.num_events, first_why))
+    return tr
+
+
+def _finish(p: Path, tr: Trace, top: dict[str, Any]) -> None:
+    """The document's members other than traceEvents, and the shapes no analysis reads dropped."""
     props = top.pop("deviceProperties", None)
     try:
         tr.device_properties = list(loads(bytes(props)) or []) if props is not None else []
@@ -130,9 +199,6 @@ def _load_whole(p: Path, raw: bytes) -> Trace:
         raise TraceError(f"{p}: not valid JSON ({e})") from None
     if tr.gpu:
         drop_unread_shapes(tr)
-    if refused:
-        tr.notes.append(_note(p, refused, tr.num_events, first_why))
-    return tr
 
 
 def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: bool) -> Trace:

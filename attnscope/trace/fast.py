@@ -259,8 +259,10 @@ def _shape_text(a: Args) -> bytes | None:
 
 _SKIP = msgspec.json.Decoder(list[Raw])  # JSON syntax checked, elements kept as spans: is a cut between two events?
 _CUT = re.compile(rb"\}\s*,\s*\{")  # where two events may meet in a document of any layout
+EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 NO_EVENTS = "no traceEvents list"
 RUN = 1 << 19  # ~0.5 MiB of events decoded at a time
+_NEXT_TRIES = 8
 
 
 def split_whole(raw: bytes) -> tuple[dict[str, Raw], memoryview] | str:
@@ -276,33 +278,40 @@ def split_whole(raw: bytes) -> tuple[dict[str, Raw], memoryview] | str:
     return top, text[1:-1]
 
 
-def element_runs(text: memoryview, too_long: int) -> Iterator[bytes]:
-    """Runs of whole events of a list's inside (any layout), ~``RUN`` bytes each, as JSON arrays.
+def next_cut(text: Any, pos: int, too_long: int) -> tuple[bytes, int] | None:
+    """The first run of whole events from ``text[pos]`` (an event's ``{``) longer than ``RUN`` bytes, as a JSON array,
+    and where the next event starts; None when ``text`` holds no such run yet (more text may bring one).
 
-    A cut is put at a ``}, {`` found past ``RUN`` bytes and kept when the run before it is valid JSON: a cut inside a
-    string or a nested object leaves a bracket or a quote open, so only a cut between two events is kept.  Where
-    none is, the next try is twice as far, and a run past ``too_long`` bytes is refused (ValueError): no event is
-    that long, and broken JSON is not decoded whole."""
+    A cut is put at a ``}, {`` and kept when the run before it is valid JSON: a cut inside a string or a nested
+    object leaves a bracket or a quote open, so only a cut between two events is kept.  Where it is not, the next
+    try is the next candidate, after a few failures twice as far, and a run past ``too_long`` bytes is refused
+    (ValueError): no event is that long, and broken JSON is not decoded whole."""
+    step, tries = RUN, 0
+    while True:
+        m = _CUT.search(text, pos + step)
+        if m is None:
+            return None
+        run = b"".join((b"[", text[pos : m.start() + 1], b"]"))
+        try:
+            _SKIP.decode(run)
+        except DecodeErrors:
+            if m.start() - pos > too_long:
+                raise ValueError(f"no event boundary in {too_long >> 20} MiB") from None
+            tries += 1  # the next few candidates, then twice as far each time: O(n log n) on any input
+            step = m.end() - pos if tries < _NEXT_TRIES else max(2 * step, m.end() - pos)
+            continue
+        return run, m.end() - 1
+
+
+def element_runs(text: memoryview, too_long: int) -> Iterator[bytes]:
+    """Runs of whole events of a list's inside (any layout), ~``RUN`` bytes each, as JSON arrays (:func:`next_cut`)."""
     pos, n = 0, len(text)
     while n - pos > RUN:
-        step = RUN
-        while True:
-            m = _CUT.search(text, pos + step)  # type: ignore[call-overload]
-            if m is None:
-                break
-            run = b"".join((b"[", text[pos : m.start() + 1], b"]"))
-            try:
-                _SKIP.decode(run)
-            except DecodeErrors:
-                if m.start() - pos > too_long:
-                    raise ValueError(f"no event boundary in {too_long >> 20} MiB") from None
-                step = max(2 * step, m.end() - pos)
-                continue
-            yield run
-            pos = m.end() - 1
+        got = next_cut(text, pos, too_long)
+        if got is None:
             break
-        if m is None:
-            break
+        run, pos = got
+        yield run
     if n - pos > too_long:
         raise ValueError(f"no event boundary in the last {too_long >> 20} MiB")
     yield b"".join((b"[", text[pos:], b"]"))

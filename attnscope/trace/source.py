@@ -36,7 +36,7 @@ BLOCK = 1 << 23  # compressed bytes per read (8 MiB)
 # Bounds, each far past any real trace's (tests/data: events of at most 17 KiB, gzip ratios 7.5-23x), so that
 # input that is not a trace (a device, a bomb, a mistaken file) is refused in one line before it fills memory:
 MAX_EVENT = 16 << 20  # one event's text, or the text before the first event or after the last
-MAX_WHOLE = 32 << 20  # a document not in Kineto's layout is decoded whole: its text
+MAX_WHOLE = 8 << 20  # a document not in Kineto's layout is read whole up to this size, then run by run
 MAX_RATIO = 200  # inflated bytes per compressed byte of the file ...
 MIN_INFLATE = 64 << 20  # ... once past this many inflated bytes (a small file may inflate more)
 OUT = 1 << 21  # at most this many bytes inflated from one piece at a time (a bomb's piece inflates ~1000x)
@@ -178,18 +178,15 @@ def read_head(path: Path, source: Iterator[bytes]) -> tuple[bytes, re.Match[byte
     return head, KINETO_HEAD.search(head)
 
 
-def whole(path: Path, head: bytes, source: Iterator[bytes]) -> bytes:
-    """The document's text, up to ``MAX_WHOLE`` bytes: a document not in Kineto's layout is decoded whole."""
+def whole(head: bytes, source: Iterator[bytes]) -> tuple[bytearray, bool]:
+    """The document's text, and whether that is all of it: reading stops past ``MAX_WHOLE`` bytes (the rest is read
+    run by run, never whole)."""
     buf = bytearray(head)
-    for c in source:
+    for c in itertools.chain((b"",), source):
         buf += c
         if len(buf) > MAX_WHOLE:
-            raise TraceError(
-                f"{path}: over {MAX_WHOLE >> 20} MiB of JSON not in Kineto's layout (one event per block, as"
-                " torch.profiler writes it), which is read whole up to that size: not a trace, or one re-saved"
-                " by another tool"
-            )
-    return bytes(buf)
+            return buf, False
+    return buf, True
 
 
 def event_runs(path: Path, buf: bytes, source: Iterator[bytes], tail: list[bytes]) -> Iterator[bytes]:

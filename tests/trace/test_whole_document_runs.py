@@ -6,13 +6,17 @@ standard library's ``json`` reading the whole document, never from the reader.
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 
+import attnscope.trace as T
 import attnscope.trace.fast as F
+import attnscope.trace.source as S
 from attnscope.trace import TraceError, load_trace
 
 
@@ -91,4 +95,71 @@ def test_a_broken_one_line_document_is_one_line(tmp_path) -> None:
     p = tmp_path / "broken.json"
     p.write_text('{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 1}, {"cat": ')
     with pytest.raises(TraceError, match="not valid JSON"):
+        load_trace(p)
+
+
+# A document over MAX_WHOLE is never held whole: its events are cut as the text comes, and the document's other
+# members (before the list and after it) are read from a small document made of them and the last events.
+
+
+def _one_line(tmp_path, events, name="big.json") -> object:
+    doc = {"schemaVersion": 1, "traceEvents": events, "deviceProperties": [{"id": 0, "name": "H"}]}
+    doc["distributedInfo"] = {"rank": 3}
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize("run", [64, 1000])
+def test_a_long_one_line_document_is_read_as_it_comes(tmp_path, monkeypatch, run) -> None:
+    events = _tricky_events(900)
+    p = _one_line(tmp_path, events)
+    monkeypatch.setattr(S, "MAX_WHOLE", 4000)  # the file is ~130 kB: read run by run past the first 4 kB
+    monkeypatch.setattr(F, "RUN", run)
+    seen: list[int] = []
+    real = F.Reader.read
+    monkeypatch.setattr(F.Reader, "read", lambda self, data: seen.append(len(data)) or real(self, data))
+    tr = load_trace(p)
+    assert len(seen) > 5 and max(seen) < 20 * run + 4000  # many runs, none of them the whole document
+    assert tr.num_events == 900
+    assert [g.name for g in tr.gpu] == [e["name"] for e in events if e["cat"] == "kernel"]
+    assert [o.ts for o in tr.cpu_ops] == [e["ts"] for e in events if e["cat"] == "cpu_op"]
+    assert tr.device_properties == [{"id": 0, "name": "H"}]  # written after the list
+    assert tr.meta == {"schemaVersion": 1, "distributedInfo": {"rank": 3}}
+
+
+def test_a_real_trace_in_one_line_gives_the_same_analysis(tmp_path, monkeypatch) -> None:
+    """The H200 model training trace re-saved by ``json.dump`` (another layout, deviceProperties moved after the
+    events), read run by run: the same analysis document as from Kineto's own layout."""
+    from attnscope.api import analyze
+    from attnscope.document.schema import document
+
+    src = Path(__file__).resolve().parents[1] / "data" / "h200" / "model" / "model_sdpa_train.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    doc["deviceProperties"] = doc.pop("deviceProperties")
+    p = tmp_path / "model_sdpa_train.json"
+    p.write_text(json.dumps(doc))
+    want = document(None, [analyze(src, variant="v")])
+    monkeypatch.setattr(S, "MAX_WHOLE", 100_000)  # 1.9 MB read run by run
+    got = document(None, [analyze(p, variant="v")])
+    for d in (want, got):
+        d["results"][0].pop("trace_path")
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        pytest.param(b'{"traceEvents": [' + b'{"cat": "x"}, ' * 3000 + b"{}", "not valid JSON", id="cut short"),
+        pytest.param(b'{"other": [' + b'{"cat": "x"}, ' * 3000 + b"{}]}", "without a traceEvents list", id="no list"),
+        pytest.param(b'{"traceEvents": [' + b" " * 40_000 + b"]}", "runs past", id="a whitespace run"),
+    ],
+)
+def test_a_long_broken_document_is_one_line(tmp_path, monkeypatch, text, why) -> None:
+    p = tmp_path / "broken.json"
+    p.write_bytes(text)
+    monkeypatch.setattr(S, "MAX_WHOLE", 4000)
+    monkeypatch.setattr(F, "RUN", 64)
+    monkeypatch.setattr(T, "MAX_EVENT", 8000)
+    with pytest.raises(TraceError, match=why):
         load_trace(p)
