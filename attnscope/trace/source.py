@@ -204,7 +204,8 @@ def event_runs(path: Path, buf: bytes, source: Iterator[bytes], tail: list[bytes
             rest = c[cut + len(SEP) - 1 :]
             continue
         rest += c  # no separator inside the piece: one may straddle the two, or the event goes on
-        cut = rest.rfind(SEP)
+        # what was held before had no separator, but for the events read with the head (the first, empty, piece)
+        cut = rest.rfind(SEP, max(0, len(rest) - len(c) - len(SEP) + 1) if c else 0)
         if cut >= 0:
             yield b"".join((b"[", memoryview(rest)[: cut + 4], b"]"))
             rest = rest[cut + len(SEP) - 1 :]
