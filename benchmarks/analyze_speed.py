@@ -44,7 +44,8 @@ import sys, time
 t0 = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
 path, rank_dir, aten, visualize = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1"
-ta = TraceAnalysis(trace_files={0: path}, trace_dir=rank_dir)
+# a directory of ranks: HTA reads every trace in it (ranks from distributedInfo); a file: rank 0 alone
+ta = TraceAnalysis(trace_dir=rank_dir) if path == "-" else TraceAnalysis(trace_files={0: path}, trace_dir=rank_dir)
 kernel_type_df, kernel_df = ta.get_gpu_kernel_breakdown(visualize=visualize)
 t1 = time.perf_counter()
 print(f"hta breakdown rows: {len(kernel_type_df)} types, {len(kernel_df)} kernels; in-process {t1 - t0:.2f} s",
@@ -181,9 +182,64 @@ def paired(ours: list[str], hta: list[str], rounds: int) -> None:
     )
 
 
+def side_by_side(traces: list[Path], hta_py: str, rounds: int) -> bool:
+    """Each round runs, for every trace in turn, ``attnscope analyze TRACE --json`` then HTA's load + breakdown
+    (visualize=False) on the same trace: per trace, the medians of each tool and of the per-round ratio (wall and
+    CPU).  A directory is a job's ranks: ``attnscope analyze DIR --json``, HTA's ``TraceAnalysis(trace_dir=DIR)``."""
+    work = Path(tempfile.mkdtemp(prefix="side_by_side_"))
+    cmds = []
+    for i, t in enumerate(traces):
+        if t.is_dir():
+            hta = [hta_py, "-c", HTA_SCRIPT, "-", str(t), "0", "0"]
+        else:
+            d = work / f"t{i}"
+            d.mkdir()
+            shutil.copy(t, d / t.name)  # HTA wants a trace directory
+            hta = [hta_py, "-c", HTA_SCRIPT, str(d / t.name), str(d), "0", "0"]
+        ours = [ATTNSCOPE_PY[0], "-m", "attnscope.cli.main", "analyze", str(t), "--json", str(work / f"out{i}.json")]
+        cmds.append((t, ours, hta))
+    got: dict[Path, list[tuple[float, float, float, float, float]]] = {t: [] for t in traces}
+    for r in range(rounds):
+        for t, ours, hta in cmds:
+            a, ar, ac, _ = measure(ours)
+            b, _, bc, _ = measure(hta)
+            got[t].append((a, ac, b, bc, ar))
+            print(
+                f"  round {r + 1}, {t.name}: attnscope {a:.3f} s wall {ac:.3f} s CPU {ar:.0f} MiB; HTA {b:.3f} s "
+                f"wall {bc:.3f} s CPU: {b / a:.1f}× wall, {bc / ac:.1f}× CPU",
+                flush=True,
+            )
+    shutil.rmtree(work)
+    head = f"{'attnscope wall':>15}{'CPU':>8}{'RSS':>9}{'HTA wall':>10}{'CPU':>8}{'ratio wall':>12}{'CPU':>16}"
+    print(f"\n{'trace':44}{head}")
+    ok = True
+    for t, rows in got.items():
+        med = [statistics.median(x) for x in zip(*rows, strict=True)]
+        walls = sorted(b / a for a, _, b, _, _ in rows)
+        cpus = sorted(bc / ac for _, ac, _, bc, _ in rows)
+        w, c = statistics.median(walls), statistics.median(cpus)
+        ok = ok and min(w, c) >= TARGET_SIDE
+        print(
+            f"{t.name[:44]:44}{med[0]:>13.3f} s{med[1]:>6.3f} s{max(r[4] for r in rows):>5.0f} MiB{med[2]:>8.3f} s"
+            f"{med[3]:>6.3f} s{w:>7.1f}× ({walls[0]:.1f}–{walls[-1]:.1f}){c:>7.1f}× ({cpus[0]:.1f}–{cpus[-1]:.1f})"
+        )
+    print(f"(medians of {rounds} rounds; ratios are HTA / attnscope per round, their median and range; RSS: the worst)")
+    return ok
+
+
+TARGET_SIDE = 15.0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace", nargs="?", default=str(DEFAULT_TRACE))
+    ap.add_argument(
+        "--side-by-side",
+        nargs="+",
+        metavar="TRACE",
+        help="these traces (files, or directories of a job's ranks) each with --json, paired with HTA in every round "
+        "(rounds: --paired, default 5); medians and ratios per trace",
+    )
     ap.add_argument("--runs", type=int, default=5, help="runs of attnscope (median reported)")
     ap.add_argument("--hta-runs", type=int, default=3, help="runs of HTA (median reported)")
     ap.add_argument("--hta-python", help="interpreter with HolisticTraceAnalysis installed")
@@ -212,6 +268,20 @@ def main() -> int:
     )
     args = ap.parse_args()
     ATTNSCOPE_PY[0] = args.python
+    if args.side_by_side:
+        compile_package()
+        hta_py = find_hta(args.hta_python)
+        if hta_py is None:
+            print("HTA not installed (pip install HolisticTraceAnalysis in a separate venv)", file=sys.stderr)
+            return 2
+        print(
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start; attnscope under "
+            f"{ATTNSCOPE_PY[0]}, HTA under {hta_py}"
+        )
+        ok = side_by_side([Path(t).resolve() for t in args.side_by_side], hta_py, args.paired or 5)
+        verdict = "met" if ok else "NOT met"
+        print(f"load average {os.getloadavg()[0]:.1f} at the end; goal ≥ {TARGET_SIDE}× on each: {verdict}")
+        return 0 if ok else 1
     trace = Path(args.trace).resolve()
     if not trace.exists():
         print(f"no trace at {trace}", file=sys.stderr)

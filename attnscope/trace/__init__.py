@@ -15,8 +15,11 @@ trigger many full collections that free nothing.
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from attnscope.trace.events import (
     SHAPES_READ,
@@ -32,9 +35,12 @@ from attnscope.trace.events import (
 )
 from attnscope.trace.jsonlib import JSONError, loads
 from attnscope.trace.safe import load_whole as _safe_whole
+from attnscope.trace.safe import run_each as _safe_run
 from attnscope.trace.safe import scan_each as _scan_each
 from attnscope.trace.safe import trace_from_doc
-from attnscope.trace.source import GPU_HEAD, check_path, chunks, event_runs, read_head
+from attnscope.trace.source import GPU_HEAD, MAX_EVENT, MAX_WHOLE, check_path, chunks, event_runs, read_head, whole
+
+MAX_SAFE = 4 << 20  # a document msgspec cannot split is parsed whole up to this size (~10x in objects)
 
 try:
     from attnscope.trace import fast as _fast
@@ -62,9 +68,12 @@ def load_trace(path: str | Path) -> Trace:
     p = Path(path)
     check_path(p)
     with no_gc():
-        tr = _load(p, keep_all_shapes=False)
-        if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
-            tr = _load(p, keep_all_shapes=True)
+        try:
+            tr = _load(p, keep_all_shapes=False)
+            if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
+                tr = _load(p, keep_all_shapes=True)
+        except RecursionError:  # msgspec, orjson and json each stop at a depth; no trace nests past ~10 levels
+            raise TraceError(f"{p}: JSON nested deeper than Python's recursion limit: not a trace") from None
     for note in tr.notes:
         print(f"attnscope: note: {note}", file=sys.stderr)
     return tr
@@ -75,7 +84,8 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
     try:
         head, m = read_head(p, source)
         if m is None:
-            return _load_whole(p, head + b"".join(source))
+            raw, complete = whole(head, source)
+            return _load_whole(p, bytes(raw)) if complete else _load_any_streaming(p, raw, source)
         # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
         return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
@@ -84,17 +94,111 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
 
 
 def _load_whole(p: Path, raw: bytes) -> Trace:
-    if _fast is not None and raw.strip():
-        tr = Trace(path=str(p), device_properties=[])
-        why = _fast.load_whole(tr, raw)
-        if why is None:
-            if tr.gpu:
-                drop_unread_shapes(tr)
-            return tr
+    """A document not in Kineto's layout (at most ``MAX_WHOLE`` bytes): its events in runs of ~0.5 MiB, each through
+    the typed decoder, and what it refuses through the safe path, run by run; a document msgspec cannot split (or
+    without msgspec) is parsed whole by the safe path when it is small enough that doing so stays bounded."""
+    if not raw.strip():
+        raise TraceError(f"{p}: empty file")
+    if _fast is None:  # the safe path alone: the document parsed whole (at most MAX_WHOLE bytes of it)
+        return _safe_whole(p, raw)
+    split = _fast.split_whole(raw)
+    if isinstance(split, str):
+        if split == _fast.NO_EVENTS:
+            raise TraceError(f"{p}: not a Kineto trace (no 'traceEvents' list)")
+        if len(raw) > MAX_SAFE:
+            raise TraceError(f"{p}: not valid JSON ({split.splitlines()[0][:160]})")
         tr = _safe_whole(p, raw)
-        tr.notes.append(_note(p, tr.num_events, tr.num_events, why))
+        tr.notes.append(_note(p, tr.num_events, tr.num_events, split))
         return tr
-    return _safe_whole(p, raw)
+    top, text = split
+    tr = Trace(path=str(p), device_properties=[])
+    reader = _fast.Reader(tr, keep_all_shapes=True)
+    names: dict[Any, str] = {}
+    refused, first_why = 0, ""
+    try:
+        for run in _fast.element_runs(text, MAX_EVENT):
+            why = reader.read(run)
+            if why is not None:
+                before = tr.num_events
+                _safe_run(tr, run, names)
+                refused += tr.num_events - before
+                first_why = first_why or why
+    except ValueError as e:
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    _finish(p, tr, top)
+    if refused:
+        tr.notes.append(_note(p, refused, tr.num_events, first_why))
+    return tr
+
+
+def _load_any_streaming(p: Path, buf: bytearray, source: Iterator[bytes]) -> Trace:
+    """A document not in Kineto's layout, past ``MAX_WHOLE`` bytes: its events cut into runs as the text comes
+    (:func:`fast.next_cut`), ~1 MiB of text held at a time.  At the end, the document up to its ``traceEvents``
+    list, the last events and what follows the list make a small document of their own, decoded whole: its other
+    members, and the check that the whole was valid JSON with the list at its top level."""
+    mt = _fast.EVENTS_KEY.search(buf, 0, 1 << 20) if _fast is not None else None
+    if mt is None:
+        raise TraceError(
+            f"{p}: over {MAX_WHOLE >> 20} MiB of JSON not in Kineto's layout without a traceEvents list in its first"
+            " MiB" + ("" if _fast is not None else " (such a document is read whole without msgspec)") + ": not a trace"
+        )
+    prefix = bytes(buf[: mt.end() - 1])  # the document up to the list's "["
+    del buf[: mt.end()]
+    text, pos = buf, 0  # the list's inside from ``pos``: whole events from there on
+    tr = Trace(path=str(p), device_properties=[])
+    reader = _fast.Reader(tr, keep_all_shapes=True)
+    names: dict[Any, str] = {}
+    refused, first_why = 0, ""
+
+    def read(run: bytes) -> None:
+        nonlocal refused, first_why
+        why = reader.read(run)
+        if why is not None:
+            before = tr.num_events
+            _safe_run(tr, run, names)
+            refused += tr.num_events - before
+            first_why = first_why or why
+
+    try:
+        for c in itertools.chain((b"",), source):
+            text += c
+            while len(text) - pos > 2 * _fast.RUN and (got := _fast.next_cut(text, pos, MAX_EVENT)) is not None:
+                run, pos = got
+                read(run)
+            if len(text) - pos > MAX_EVENT + 2 * _fast.RUN:  # no cut at all (a whitespace run, one long value)
+                raise TraceError(
+                    f"{p}: an event, or the text after the last one, runs past {MAX_EVENT >> 20} MiB"
+                    " (a trace's are under 1 MiB): not a trace"
+                )
+            if pos > _fast.RUN:
+                del text[:pos]
+                pos = 0
+        split = _fast.split_whole(prefix + b"[" + bytes(text[pos:]))
+        if isinstance(split, str):
+            raise TraceError(f"{p}: not valid JSON ({split.splitlines()[0][:160]})")
+        top, rest = split
+        for run in _fast.element_runs(rest, MAX_EVENT):
+            read(run)
+    except ValueError as e:
+        if isinstance(e, TraceError):
+            raise
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    _finish(p, tr, top)
+    if refused:
+        tr.notes.append(_note(p, refused, tr.num_events, first_why))
+    return tr
+
+
+def _finish(p: Path, tr: Trace, top: dict[str, Any]) -> None:
+    """The document's members other than traceEvents, and the shapes no analysis reads dropped."""
+    props = top.pop("deviceProperties", None)
+    try:
+        tr.device_properties = list(loads(bytes(props)) or []) if props is not None else []
+        tr.meta = {k: loads(bytes(v)) for k, v in top.items()}
+    except JSONError as e:
+        raise TraceError(f"{p}: not valid JSON ({e})") from None
+    if tr.gpu:
+        drop_unread_shapes(tr)
 
 
 def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: bool) -> Trace:

@@ -12,13 +12,14 @@ the same events for the same fields; the reader says so in a note.
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Iterator
 from typing import Any, Union
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from attnscope.trace.events import SHAPES_READ, Annotation, CpuOp, GpuEvent, MemEvent, RuntimeCall, Trace
-from attnscope.trace.jsonlib import loads
 
 
 class Args(Struct, gc=False):
@@ -260,20 +261,61 @@ def _shape_text(a: Args) -> bytes | None:
     return b"".join(b for kv in parts for b in kv)
 
 
-def load_whole(tr: Trace, raw: bytes) -> str | None:
-    """A document in any layout, decoded whole into ``tr``; None, or why the decoder refused it (``tr`` untouched)."""
+_SKIP = msgspec.json.Decoder(list[Raw])  # JSON syntax checked, elements kept as spans: is a cut between two events?
+_CUT = re.compile(rb"\}\s*,\s*\{")  # where two events may meet in a document of any layout
+EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+NO_EVENTS = "no traceEvents list"
+RUN = 1 << 19  # ~0.5 MiB of events decoded at a time
+_NEXT_TRIES = 8
+
+
+def split_whole(raw: bytes) -> tuple[dict[str, Raw], memoryview] | str:
+    """A document's top-level members, and the text inside its ``traceEvents`` list; or why it cannot be read so."""
     try:
         top = _TOP.decode(raw)
     except DecodeErrors as e:
         return str(e)
     events = top.pop("traceEvents", None)
-    if events is None:
-        return "no traceEvents"
-    reader = Reader(tr, keep_all_shapes=True)
-    why = reader.read(bytes(events))
-    if why is not None:
-        return why
-    props = loads(bytes(top.pop("deviceProperties"))) if "deviceProperties" in top else None
-    tr.device_properties = list(props or [])
-    tr.meta = {k: loads(bytes(v)) for k, v in top.items()}
-    return None
+    text = memoryview(events) if events is not None else None
+    if text is None or text[:1] != b"[":
+        return NO_EVENTS
+    return top, text[1:-1]
+
+
+def next_cut(text: Any, pos: int, too_long: int) -> tuple[bytes, int] | None:
+    """The first run of whole events from ``text[pos]`` (an event's ``{``) longer than ``RUN`` bytes, as a JSON array,
+    and where the next event starts; None when ``text`` holds no such run yet (more text may bring one).
+
+    A cut is put at a ``}, {`` and kept when the run before it is valid JSON: a cut inside a string or a nested
+    object leaves a bracket or a quote open, so only a cut between two events is kept.  Where it is not, the next
+    try is the next candidate, after a few failures twice as far, and a run past ``too_long`` bytes is refused
+    (ValueError): no event is that long, and broken JSON is not decoded whole."""
+    step, tries = RUN, 0
+    while True:
+        m = _CUT.search(text, pos + step)
+        if m is None:
+            return None
+        run = b"".join((b"[", text[pos : m.start() + 1], b"]"))
+        try:
+            _SKIP.decode(run)
+        except DecodeErrors:
+            if m.start() - pos > too_long:
+                raise ValueError(f"no event boundary in {too_long >> 20} MiB") from None
+            tries += 1  # the next few candidates, then twice as far each time: O(n log n) on any input
+            step = m.end() - pos if tries < _NEXT_TRIES else max(2 * step, m.end() - pos)
+            continue
+        return run, m.end() - 1
+
+
+def element_runs(text: memoryview, too_long: int) -> Iterator[bytes]:
+    """Runs of whole events of a list's inside (any layout), ~``RUN`` bytes each, as JSON arrays (:func:`next_cut`)."""
+    pos, n = 0, len(text)
+    while n - pos > RUN:
+        got = next_cut(text, pos, too_long)
+        if got is None:
+            break
+        run, pos = got
+        yield run
+    if n - pos > too_long:
+        raise ValueError(f"no event boundary in the last {too_long >> 20} MiB")
+    yield b"".join((b"[", text[pos:], b"]"))

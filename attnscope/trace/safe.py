@@ -89,6 +89,20 @@ def scan_each(tr: Trace, buf: bytes, stop: int, names: dict[Any, str], start: in
         start = end + nsep - 5  # the next event's "{"
 
 
+def run_each(tr: Trace, run: bytes, names: dict[Any, str]) -> None:
+    """The events of a run (a JSON array of events in any layout) parsed together, then added one by one."""
+    try:
+        evs = tolerant_loads(run)
+    except ValueError as e:
+        raise TraceError(f"{tr.path}: not valid JSON ({e})") from None
+    for ev in evs if isinstance(evs, list) else ():
+        tr.num_events += 1
+        try:
+            _add_event(tr, ev, names)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            tr.num_skipped += 1
+
+
 def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:
     props = doc.get("deviceProperties") or []
     meta = {k: v for k, v in doc.items() if k not in ("traceEvents", "deviceProperties")}

@@ -9,7 +9,9 @@ by the chunk size whatever the file's length.
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import stat
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -31,13 +33,32 @@ KINETO_HEAD = re.compile(rb'"traceEvents":\s*(\[)\n  (\{)\n')
 GPU_HEAD = re.compile(rb'"deviceProperties":\s*\[\s*\{')
 CHUNK = 1 << 15  # compressed bytes inflated at a time: ~0.5 MiB of JSON, decoded while still in the cache
 BLOCK = 1 << 23  # compressed bytes per read (8 MiB)
+# Bounds, each far past any real trace's (tests/data: events of at most 17 KiB, gzip ratios 7.5-23x), so that
+# input that is not a trace (a device, a bomb, a mistaken file) is refused in one line before it fills memory:
+MAX_EVENT = 16 << 20  # one event's text, or the text before the first event or after the last
+MAX_WHOLE = 8 << 20  # a document not in Kineto's layout is read whole up to this size, then run by run
+MAX_RATIO = 200  # inflated bytes per compressed byte of the file ...
+MIN_INFLATE = 64 << 20  # ... once past this many inflated bytes (a small file may inflate more)
+OUT = 1 << 21  # at most this many bytes inflated from one piece at a time (a bomb's piece inflates ~1000x)
+# files there may say "regular file" and size 0, yet never end (a regular file under /dev/shm is a file like any other)
+PSEUDO = ("/proc/", "/sys/")
 
 
 def check_path(path: Path) -> None:
-    if not path.exists():
-        raise TraceError(f"{path}: no such file")
-    if path.is_dir():
+    """A regular file: a device (``/dev/zero``), a FIFO, a socket or a ``/proc`` file could be read forever."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror or type(e).__name__})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise TraceError(f"{path}: is a directory, not a trace file")
+    real = os.path.realpath(path)
+    if not stat.S_ISREG(st.st_mode) or real.startswith(PSEUDO):
+        what = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else None
+        what = what or ("a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else f"a file of {real[:5]}")
+        raise TraceError(f"{path}: {what}, not a regular file: a trace is a .json or .json.gz file")
 
 
 def chunks(path: Path) -> Generator[bytes, None, None]:
@@ -52,16 +73,17 @@ def chunks(path: Path) -> Generator[bytes, None, None]:
             yield first
             yield from iter(lambda: f.read(CHUNK << 3), b"")
             return
-        yield from gunzip(path, f, first)
+        yield from gunzip(path, f, first, max(MIN_INFLATE, MAX_RATIO * os.fstat(f.fileno()).st_size))
 
 
-def gunzip(path: Path, f: IO[bytes], first: bytes) -> Iterator[bytes]:
+def gunzip(path: Path, f: IO[bytes], first: bytes, limit: int) -> Iterator[bytes]:
     """The members' inflated bytes.  Each member is inflated as raw deflate after its header is read here, by
     ISA-L where python-isal is installed (10 ms instead of zlib's 35 ms for the 40 MB Llama trace), else by zlib.
     The trailer's CRC-32 and length (ISIZE) are checked; a stream that is not valid deflate, or that ends early,
-    is an error."""
+    is an error, and so is one that inflates past ``limit`` bytes in all (a gzip bomb)."""
     pieces = _pieces(f, first)
     buf = b""
+    total = 0
     try:
         while True:
             buf = _skip_header(path, buf, pieces)
@@ -72,10 +94,16 @@ def gunzip(path: Path, f: IO[bytes], first: bytes) -> Iterator[bytes]:
                 data = buf or next(pieces, b"")
                 if not data:
                     raise TraceError(f"{path}: corrupt gzip (truncated compressed stream)")
-                out = dec.decompress(data)
-                buf = b""
+                out = dec.decompress(data, OUT)
+                buf = dec.unconsumed_tail
                 size += len(out)
                 if out:
+                    total += len(out)
+                    if total > limit:
+                        raise TraceError(
+                            f"{path}: inflates to more than {limit >> 20} MiB, over {MAX_RATIO}x its compressed"
+                            " size (traces inflate 7-25x): a gzip bomb, not a trace"
+                        )
                     crc = crc32(out, crc)
                     yield out
             buf = _fill(dec.unused_data, 8, pieces)
@@ -150,6 +178,17 @@ def read_head(path: Path, source: Iterator[bytes]) -> tuple[bytes, re.Match[byte
     return head, KINETO_HEAD.search(head)
 
 
+def whole(head: bytes, source: Iterator[bytes]) -> tuple[bytearray, bool]:
+    """The document's text, and whether that is all of it: reading stops past ``MAX_WHOLE`` bytes (the rest is read
+    run by run, never whole)."""
+    buf = bytearray(head)
+    for c in itertools.chain((b"",), source):
+        buf += c
+        if len(buf) > MAX_WHOLE:
+            return buf, False
+    return buf, True
+
+
 def event_runs(path: Path, buf: bytes, source: Iterator[bytes], tail: list[bytes]) -> Iterator[bytes]:
     """Runs of whole events, each as a JSON array (``[{`` … ``}]``, the events separated by ``SEP``).
 
@@ -165,10 +204,16 @@ def event_runs(path: Path, buf: bytes, source: Iterator[bytes], tail: list[bytes
             rest = c[cut + len(SEP) - 1 :]
             continue
         rest += c  # no separator inside the piece: one may straddle the two, or the event goes on
-        cut = rest.rfind(SEP)
+        # what was held before had no separator, but for the events read with the head (the first, empty, piece)
+        cut = rest.rfind(SEP, max(0, len(rest) - len(c) - len(SEP) + 1) if c else 0)
         if cut >= 0:
             yield b"".join((b"[", memoryview(rest)[: cut + 4], b"]"))
             rest = rest[cut + len(SEP) - 1 :]
+        elif len(rest) > MAX_EVENT:
+            raise TraceError(
+                f"{path}: an event, or the text after the last one, runs past {MAX_EVENT >> 20} MiB"
+                " (a trace's are under 1 MiB): not a Kineto trace"
+            )
     end = rest.find(b"\n  }")
     after = rest[end + 4 :].lstrip() if end >= 0 else b""
     if end < 0 or not after.startswith(b"]"):
