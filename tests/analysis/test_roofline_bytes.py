@@ -121,3 +121,107 @@ def test_a_ratio_at_the_bound_is_quiet_and_a_cause_is_always_given():
     assert i.evidence["bytes_ratio"] == pytest.approx(48 * mib / (32 * mib + 16_384), abs=1e-4)
     assert "read K and V" not in i.advice  # one query: nothing to re-read per query block
     assert "no cause the DRAM counters alone show" in i.advice
+
+
+# Tests written for the survivors of mutation testing: the exact evidence and advice, each cause's path.
+
+MIB = 1 << 20
+EW = "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast>"
+
+
+def _insight(kernels, case=CASE, **kw):
+    row = _row(kernels, case=case, **kw)
+    row["roofline"] = row_roofline(row)
+    return traffic_over_model(row)
+
+
+def test_every_cause_in_full():
+    """Attention reads 16 + 3·32 MiB and writes 16 (128 MiB), three helper kernels move 8 MiB each, and the
+    call read a dense mask: 152 MiB against 64 MiB, ratio 2.375; helpers 24 MiB = 15.8%."""
+    names = ["void a_copy_kernel<1>", "void b_cast_kernel<2>", EW]
+    ks = [{"name": FLASH, "dram_read_bytes": 112 * MIB, "dram_write_bytes": 16 * MIB}] + [
+        {"name": n, "dram_read_bytes": 4 * MIB, "dram_write_bytes": 4 * MIB} for n in names
+    ]
+    note = "attn_mask: dense boolean attn_mask (1, 1, 2048, 2048) for sliding:64"
+    (i,) = _insight(ks, run_notes=["another note", note])
+    assert i.variant == "sdpa_flash"
+    assert i.evidence == {
+        "bytes_measured": 152 * MIB,
+        "bytes_model": MODEL,
+        "bytes_ratio": 2.375,
+        "measured_mb": 159.4,
+        "model_mb": 67.1,
+        "other_kernels_bytes": 24 * MIB,
+        "other_kernels_pct": 15.8,
+        "kv_passes": 3.0,
+    }
+    assert i.advice == (
+        "25.2 MB (15.8%) move in kernels beside attention (void a_copy_kernel<1>, void "
+        "at::native::elementwise_kernel<128,, void b_cast_kernel<2>): copies, casts or a mask built on the device; "
+        "the attention "
+        "kernel read K and V 3.0 times (its DRAM reads less Q, over K and V's bytes): each block of queries streams "
+        "them again where the L2 cannot hold them (prefill); the call read a dense mask tensor (" + note[:80] + "); "
+        "the roofline here uses the measured bytes"
+    )
+
+
+def test_four_helpers_name_three_and_a_note_without_both_words_is_no_mask():
+    names = [f"void k{j}_kernel<{j}>" for j in range(4)]
+    ks = [{"name": FLASH, "dram_read_bytes": 48 * MIB, "dram_write_bytes": 16 * MIB}] + [
+        {"name": n, "dram_read_bytes": 8 * MIB, "dram_write_bytes": 0} for n in names
+    ]
+    (i,) = _insight(ks, run_notes=["a dense tensor", "an attn_mask"])
+    assert "(void k0_kernel<0>, void k1_kernel<1>, void k2_kernel<2>)" in i.advice
+    assert "dense mask" not in i.advice
+
+
+def test_a_tenth_in_helpers_is_not_named_and_the_fallback_words():
+    """Attention 90 MiB (read 80, written 10: (80 − 16)/32 = 2.0 passes over K and V) and a helper moving
+    exactly 10 MiB of the 100: not over a tenth, so not named."""
+    ks = [
+        {"name": FLASH, "dram_read_bytes": 80 * MIB, "dram_write_bytes": 10 * MIB},
+        {"name": EW, "dram_read_bytes": 10 * MIB, "dram_write_bytes": 0},
+    ]
+    (i,) = _insight(ks)
+    assert "beside attention" not in i.advice and "read K and V 2.0 times" in i.advice
+    decode = dict(CASE, seq_q=1, seq_kv=2048)
+    (j,) = _insight([{"name": FLASH, "dram_read_bytes": 48 * MIB, "dram_write_bytes": 0}], case=decode)
+    assert j.advice == (
+        "no cause the DRAM counters alone show: a register spill to local memory or a partial L2 reuse (ncu's "
+        "MemoryWorkloadAnalysis and the spill counters say which); the roofline here uses the measured bytes"
+    )
+
+
+def test_passes_use_the_case_shapes_dtype_and_kv_heads():
+    """fp32, 2 KV heads of 4, Sk 1024 ≠ Sq 512: Q = 1·4·512·64·4 = 524,288 B; K+V = 2·1·2·1024·64·4 =
+    1,048,576 B; attention reads 0.5 + 3·1 MiB: (3.5 − 0.5) MiB / 1 MiB = 3.0 passes, at exactly 1.2 not re-read."""
+    case = {"batch": 1, "heads": 4, "kv_heads": 2, "seq_q": 512, "seq_kv": 1024, "head_dim": 64, "dtype": "fp32"}
+    (i,) = _insight([{"name": FLASH, "dram_read_bytes": 3_670_016, "dram_write_bytes": 524_288}], case=case)
+    assert i.evidence["kv_passes"] == 3.0
+    # 1.2 passes: reads 0.5 MiB + 1.2 MiB; writes padded to pass 1.25×: model 2·0.5 + 1 = 2 MiB
+    (j,) = _insight([{"name": FLASH, "dram_read_bytes": 1_782_579, "dram_write_bytes": 1 * MIB}], case=case)
+    assert j.evidence["kv_passes"] == 1.2 and "read K and V" not in j.advice
+    bwd = dict(case, mode="fwd_bwd")
+    rows = _insight([{"name": FLASH, "dram_read_bytes": 40 * MIB, "dram_write_bytes": 0}], case=bwd)
+    assert rows and "kv_passes" not in rows[0].evidence  # the backward's reads are not one forward's passes
+
+
+def test_no_insight_without_a_ratio_or_at_zero_bytes():
+    assert (
+        traffic_over_model({"variant": "v", "roofline": {"bytes_ratio": None, "bytes_measured": 1, "bytes_model": 1}})
+        == []
+    )
+    assert (
+        traffic_over_model({"variant": "v", "roofline": {"bytes_ratio": 9.0, "bytes_measured": 0, "bytes_model": 1}})
+        == []
+    )
+    assert (
+        traffic_over_model({"variant": "v", "roofline": {"bytes_ratio": 9.0, "bytes_measured": 1, "bytes_model": 0}})
+        == []
+    )
+
+
+def test_measured_bytes_reasons_exactly():
+    row = _row([{"name": FLASH, "dram_read_bytes": 5, "dram_write_bytes": None}])
+    assert measured_bytes(row) == (None, [], f"Nsight Compute did not collect DRAM bytes for {FLASH}")
+    assert measured_bytes(_row([])) == (None, [], "Nsight Compute profiled no kernel of the call")

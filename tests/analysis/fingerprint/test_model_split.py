@@ -448,3 +448,33 @@ def test_a_profiled_step_within_1_25x_either_way_keeps_its_us():
     assert fit_to_timed(_split_by_hand(), 799.0)["profile"]["scaled"] is True
     assert fit_to_timed(_split_by_hand(), 1251.0)["profile"]["scaled"] is True
     assert "profile" not in fit_to_timed(_split_by_hand(), None)
+
+
+def test_fit_to_timed_reads_the_step_span_first_and_its_bounds():
+    """step 1000 µs (the span) beside total_us 900 (the GPU-time sum): the span is the profiled step."""
+    from attnscope.analysis.fingerprint.model_split import fit_to_timed
+
+    s = _split_by_hand()
+    s["total_us"] = 900.0
+    out = fit_to_timed(s, 80.0)
+    assert out["profile"]["profiled_step_us"] == 1000.0
+    del s["step"]
+    assert fit_to_timed(s, 80.0)["profile"]["profiled_step_us"] == 900.0  # no span: the total
+    assert "profile" not in fit_to_timed({"total_us": 0.0}, 80.0)
+    assert "profile" not in fit_to_timed({}, 80.0)
+    assert "profile" not in fit_to_timed(_split_by_hand(), -5.0)
+    small = fit_to_timed(_split_by_hand(), 0.5)  # a sub-µs timed step is still a step: 2000×
+    assert small["profile"]["scaled"] is True and small["profile"]["profiled_over_timed"] == 2000.0
+    tiny = {**_split_by_hand(), "step": {"step_us": 0.5}}
+    assert fit_to_timed(tiny, 0.04)["profile"]["profiled_over_timed"] == 12.5
+    assert fit_to_timed(_split_by_hand(), 800.0)["profile"]["scaled"] is False  # exactly 1.25
+    assert fit_to_timed(_split_by_hand(), 1250.0)["profile"]["scaled"] is False  # exactly 1/1.25
+    p = fit_to_timed(_split_by_hand(), 801.0)["profile"]
+    assert p["profiled_over_timed"] == 1.248  # 1000/801 = 1.2484…
+    assert p["method"] == "the profiled step took 1.25× the timed median (within 1.25× either way): µs as profiled"
+    q = fit_to_timed(_split_by_hand(), 80.0)["profile"]
+    assert q["method"] == (
+        "the profiled step took 12.50× the timed median (beyond 1.25× either way): every µs of the split is scaled "
+        "by 0.0800 (timed / profiled), the profiled step's shares applied to the timed step: an estimate, since the "
+        "profiler's cost is per op"
+    )

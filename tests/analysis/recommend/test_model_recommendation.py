@@ -469,3 +469,20 @@ def test_a_scaled_split_is_flagged_and_the_share_says_what_its_us_are():
     annotate_rows([row])
     assert _insight(row, "profile_mismatch") is None
     assert "(450.0 of 1,000.0 µs profiled)" in _insight(row, "attention_share")["message"]
+
+
+def test_the_profile_mismatch_insight_in_full():
+    row = _row("eager", _timing(1000, 990, 1010), mode="prefill")
+    row["breakdown"]["profile"] = {
+        "profiled_step_us": 12500.0,
+        "timed_step_us": 1000.0,
+        "profiled_over_timed": 12.5,
+        "scaled": True,
+    }
+    annotate_rows([row])
+    pm = _insight(row, "profile_mismatch")
+    assert pm["advice"] == (
+        "read the split as shares: the profiler's cost is per op, so parts made of many small ops (rotary, norms, "
+        "masks) keep too large a share; the step medians, not the split, compare implementations"
+    )
+    assert pm["evidence"] == {"profiled_step_us": 12500.0, "timed_step_us": 1000.0, "profiled_over_timed": 12.5}
