@@ -153,6 +153,10 @@ def profile_loop(loop: Loop, path: Path, cuda: bool, annotate_model: Callable[[]
                 loop.pos.fill_(loop.seq)
                 loop._forward()  # the eager reference: writes position seq, which step 0 writes again
                 torch.cuda.synchronize()
+                # the cache prefilled again: transformers 5's StaticCache writes at its own running length (not at
+                # cache_position), so the reference step would push the last replayed step one past the cache's end
+                loop.start()
+                torch.cuda.synchronize()
             for i in range(loop.steps):
                 with record_function(f"attnscope.step[decode] {i} kv={loop.seq + i + 1}"):
                     if loop.graph is None:
