@@ -105,3 +105,38 @@ def test_graph_loop_split_matches_the_replays_to_the_eager_reference(tmp_path: P
     got = split_steps(path, "graph")
     want = {"attention_us": 20.0, "rest_us": 15.0, "unattributed_us": 0.0, "total_us": 35.0, "attention_share": 0.5714}
     assert got == [want, want]
+
+
+class _Replay:
+    """A stand-in for a captured CUDA graph on the CPU: each replay runs the step eagerly, as the graph would."""
+
+    def __init__(self, loop: object) -> None:
+        self.loop = loop
+
+    def replay(self) -> None:
+        self.loop._forward()  # type: ignore[attr-defined]
+
+
+def test_the_profiled_graph_loop_stays_inside_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # transformers 5's StaticCache writes each step at its own running length, not at cache_position: the capture's
+    # eager reference step, run before the replayed steps, must not push the last step past the cache's seq + steps
+    # positions (on a GPU that was a device-side index_copy_ assert; on the CPU index_copy_ raises)
+    import torch
+
+    from attnscope.execute import model_decode
+    from attnscope.workloads.hf.config import build_config, resolve
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)  # the loop's syncs, on a CPU
+    torch.manual_seed(0)
+    cfg = build_config(resolve("tiny"), layers=None)
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_config(cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, SEQ))
+    loop = model_decode.Loop(model, cfg, ids, STEPS, "graph", torch.float32)
+    loop.start()
+    loop.graph = _Replay(loop)
+    path = model_decode.profile_loop(loop, tmp_path / "loop.json", cuda=False, annotate_model=None)
+    assert path.exists()
+    written = loop.cache.layers[0].keys[0, 0].abs().sum(-1)  # per position: nonzero where a token was written
+    assert int((written != 0).sum()) == SEQ + STEPS  # the prefill and every step, each in its own position
