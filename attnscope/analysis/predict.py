@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.compare import ran_backend, timing_of
-from attnscope.analysis.rules.insights import MIB, compute_kernels, main_kernel, safe_softmax_kernels
+from attnscope.analysis.rules.insights import MIB, main_kernel, safe_softmax_kernels
+from attnscope.analysis.rules.peers import timing_of
+from attnscope.analysis.rules.row_kernels import compute_kernels
+from attnscope.analysis.rules.ties import ran_backend
 from attnscope.core.types import Prediction, Verdict
 
 # kind → (what the value is, the shape it takes)

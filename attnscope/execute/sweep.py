@@ -99,9 +99,9 @@ def run_sweep(
 
 
 def recommendation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
-    """The recommendation over a sweep's rows (attnscope.analysis.recommend.sweep, as `attnscope recommend`
+    """The recommendation over a sweep's rows (attnscope.analysis.recommend, as `attnscope recommend`
     gives it) and its rendering."""
-    from attnscope.analysis.recommend.sweep import recommend
+    from attnscope.analysis.recommend import recommend
     from attnscope.report.text.sweep import render
 
     rec = recommend(rows)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from attnscope.analysis.compare import timing_of
 from attnscope.analysis.predict import check_predictions, judge, noise_band
+from attnscope.analysis.rules.peers import timing_of
 from attnscope.core.types import Prediction
 from attnscope.tour.steps import Question
 

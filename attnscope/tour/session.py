@@ -259,8 +259,8 @@ def _now() -> str:
 
 def result_record(r: dict[str, Any]) -> dict[str, Any]:
     """What the transcript keeps of one result: enough for the reveal and the page, nothing to recompute."""
-    from attnscope.analysis.compare import timing_of
     from attnscope.analysis.predict import kernel_accounting
+    from attnscope.analysis.rules.peers import timing_of
     from attnscope.tour.strip import in_time_order
 
     t = timing_of(r) if r.get("status") == "ok" else None

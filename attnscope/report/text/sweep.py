@@ -1,6 +1,6 @@
 """The sweep recommendation in the terminal (rich): the best variant per case as a grid, crossovers,
 the policy, where sdpa_default is not the best, and what was left out.  Reads the dict of
-:func:`attnscope.analysis.recommend.sweep.recommend`; computes nothing of its own."""
+:func:`attnscope.analysis.recommend.recommend`; computes nothing of its own."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def test_upcasts_quote_the_breakdown_part_or_else_the_casts_own_durations():
 
 
 def test_a_trace_alone_gets_the_insights_it_supports():
-    from attnscope.analysis.recommend.model import split_insights
+    from attnscope.analysis.rules.model_step import split_insights
 
     row = _row("x", _timing(1, 1, 1), [_copy("l.0", False, 2 * MIB)])
     split = {**row["breakdown"], "attention": row["attention"], "scopes": {"impl": "eager", "mode": "train"}}
@@ -179,7 +179,7 @@ def _parted(kernel, proj, around, idle, cpu_only, unattr, rest_parts):
 
 
 def test_part_differences_name_the_parts_that_shrink_most_with_their_size():
-    from attnscope.analysis.recommend.model import part_differences
+    from attnscope.analysis.rules.model_step import part_differences
 
     slow = _parted(9_000, 5_000, 7_000, 3_000, 2_500, 1_500, {"mlp": 4_000, "other": 800, "norm": 600})
     fast = _parted(1_000, 4_900, 1_000, 1_000, 2_000, 1_000, {"mlp": 4_000, "other": 100})
@@ -274,11 +274,11 @@ def test_recommendation_texts_by_hand():
 
 
 def test_the_share_insight_by_hand():
-    from attnscope.analysis.recommend.model import share
+    from attnscope.analysis.rules.model_step import Step, share
 
     best = _row("sdpa", _timing(8_000, 7_950, 8_050))
     best["breakdown"] = {"total_us": 1_000.0, "step": {"step_us": 2_000.0}}
-    s = share(best, best)
+    s = share(best, Step(best=best))
     # attention 450 of the 2 000 µs profiled step: 22.5 %; kernel 15 %, projections 5 %, around 2.5 %
     assert s["message"] == (
         "attention is 22.5% of the train step (450.0 of 2,000.0 µs profiled): kernel 15.0%, projections 5.0%, "
@@ -292,19 +292,19 @@ def test_the_share_insight_by_hand():
         "around_us": 50.0,
         "step_total_us": 2_000.0,
     }
-    assert share(best, None)["advice"] == s["advice"] and s["severity"] == "info"
+    assert share(best)["advice"] == s["advice"] and s["severity"] == "info"
     small = _row("sdpa", _timing(8_000, 7_950, 8_050))
     small["breakdown"] = {"total_us": 3_000.0}  # no step: the GPU total; 450 / 3 000 = 15 %
-    assert share(small, None)["advice"] == (
+    assert share(small)["advice"] == (
         "the fastest implementation measured for train; attention is 15.0% of the step, so the rest (see the split) "
         "is where time goes"
     )
     tied = _row("flex", _timing(8_040, 7_990, 8_090))
-    t = share(tied, best)
+    t = share(tied, Step(best=best))
     assert t["advice"] == "sdpa is within the noise of it for train (interquartile ranges overlap)"
     assert t["severity"] == "info" and t["evidence"]["saved_us"] == 40 and t["evidence"]["best_step_us"] == 8_000
     slow = _row("eager", _timing(10_000, 9_800, 10_200))
-    w = share(slow, best)
+    w = share(slow, Step(best=best))
     # saved 2 000 µs = 2.00 ms, 20.0 % of 10.00 ms; noise (400 + 100) / 2 = 250 µs = 0.25 ms
     assert w["severity"] == "warning"
     assert w["advice"] == (
@@ -377,7 +377,7 @@ def test_repeat_kv_over_layers_with_uneven_copies_and_sizes():
 
 
 def test_sizes_in_kib_mib_and_large_mib():
-    from attnscope.analysis.recommend.model_rules import _mib
+    from attnscope.analysis.rules.model_step import _mib
 
     assert _mib(1536) == "1.5 KiB" and _mib(MIB - 1) == "1,024.0 KiB"
     assert _mib(MIB) == "1.00 MiB" and _mib(10 * MIB - 1) == "10.00 MiB" and _mib(10 * MIB) == "10.0 MiB"
