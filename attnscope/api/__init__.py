@@ -167,7 +167,7 @@ def sweep(
     """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
 
     ``resume`` skips the (variant, case, mode) rows ``out`` already holds; without it a non-empty ``out``
-    is an error.  Cases come from ``attnscope.execute.sweep.grid`` or anywhere; ``devices`` pins one worker per
+    is an error.  Cases come from ``attnscope.core.cases.grid`` or anywhere; ``devices`` pins one worker per
     GPU (``["0", "1"]``).  Returns this call's results (the file holds them all).
     """
     from attnscope.execute.executors import make_executor

@@ -128,7 +128,7 @@ def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
 
 
 def _axes(args: argparse.Namespace, device: str) -> Any:
-    from attnscope.execute.sweep import axes_from
+    from attnscope.core.cases import axes_from
 
     defaults = GPU_DEFAULTS if device.startswith("cuda") else CPU_DEFAULTS
     ns = argparse.Namespace(**vars(args))
@@ -148,10 +148,11 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
 def check(args: argparse.Namespace) -> Plan:
     """Everything that can be wrong before a worker starts; the jobs still to measure."""
     from attnscope.core.arguments import variant_names
+    from attnscope.core.cases import MAX_JOBS, grid
     from attnscope.execute.executors import make_executor
     from attnscope.execute.job import Options
     from attnscope.execute.store import Store
-    from attnscope.execute.sweep import MAX_JOBS, grid, plan
+    from attnscope.execute.sweep import plan
     from attnscope.variants import resolve
 
     if args.ray_address and args.executor != "ray":

@@ -9,97 +9,14 @@ bandwidth) are judged here with the same band.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from attnscope.analysis.predict import check_predictions, judge, noise_band
 from attnscope.analysis.rules.peers import timing_of
+from attnscope.core.answers import Question
 from attnscope.core.types import Prediction
-from attnscope.tour.steps import Question
 
-RATIO_SPREAD = 1.25  # a plain number x for a ratio stands for [x/1.25, x·1.25]
-PCT_SPREAD = 10.0  # a plain number x for a percentage stands for [x-10, x+10]
 BOUND_MARGIN = 2.0  # within 2× of the machine's balance: too close to call
-
-
-class AnswerError(ValueError):
-    """An answer that cannot be read; the message is the hint."""
-
-
-def _num(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise AnswerError(f"not a number: {s!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise AnswerError(f"expected a finite number ≥ 0, got {s!r}")
-    return v
-
-
-def read_answer(q: Question, text: str, items: tuple[str, ...] = ()) -> Any:
-    """A typed answer → its expected value (the shapes of ``run --guess``: a number, [lo, hi], a string…)."""
-    s = str(text).strip().lower().replace(" to ", "-").replace("..", "-")
-    if not s:
-        raise AnswerError("empty answer")
-    if q.answer == "yesno":
-        if s in ("y", "yes", "true"):
-            return True
-        if s in ("n", "no", "false"):
-            return False
-        raise AnswerError("answer y or n")
-    if q.answer == "choice":
-        pool = items if q.judge == "winner" else q.choices
-        hits = [c for c in pool if c == s] or [c for c in pool if c.startswith(s)]
-        if len(hits) != 1:
-            raise AnswerError(f"answer one of {', '.join(pool)}")
-        return hits[0]
-    if q.answer == "ranking":
-        return _ranking(s, items)
-    s = s.replace(" ", "")
-    if s.startswith((">=", "≥")):  # "at least x", as "x+"
-        s = s.removeprefix(">=").removeprefix("≥") + "+"
-    lo, sep, hi = s.partition("-")
-    if q.answer == "count":
-        s = s.removesuffix("+")
-        lo, sep, hi = s.partition("-")
-        try:
-            got: Any = [int(lo), int(hi)] if sep else int(s)
-        except ValueError:
-            raise AnswerError("a whole number, or lo-hi") from None
-        if sep and got[0] > got[1]:
-            raise AnswerError("lo must be ≤ hi")
-        return got
-    if sep:
-        rng = [_num(lo), _num(hi)]
-        if rng[0] > rng[1]:
-            raise AnswerError("lo must be ≤ hi")
-        if q.answer == "ratio" and rng[0] <= 0:
-            raise AnswerError("a ratio is > 0")
-        return rng
-    if q.answer == "ratio":
-        at_least = s.endswith("+")
-        x = _num(s.removesuffix("+"))
-        if x <= 0:
-            raise AnswerError("a ratio is > 0")
-        return x if at_least else [round(x / RATIO_SPREAD, 4), round(x * RATIO_SPREAD, 4)]
-    x = _num(s)
-    return [max(0.0, x - PCT_SPREAD), x + PCT_SPREAD]
-
-
-def _ranking(s: str, items: tuple[str, ...]) -> list[str]:
-    parts = [p for p in s.replace(">", ",").replace(" ", ",").split(",") if p]
-    out: list[str] = []
-    for p in parts:
-        if p.isdigit() and 1 <= int(p) <= len(items):
-            out.append(items[int(p) - 1])
-            continue
-        hits = [c for c in items if c == p] or [c for c in items if c.startswith(p)]
-        if len(hits) != 1:
-            raise AnswerError(f"{p!r} is none of {', '.join(items)}")
-        out.append(hits[0])
-    if sorted(out) != sorted(items):
-        raise AnswerError(f"rank each of {', '.join(items)} once")
-    return out
 
 
 def predictions(q: Question, expected: Any, items: tuple[str, ...]) -> list[Prediction]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from attnscope.core.units import fmt_us
 from attnscope.tour.strip import legend, rich_strip
 
 MARK = {
@@ -16,10 +17,6 @@ MARK = {
     "unknown": "[dim]not measurable here[/dim]",
     "skipped": "[dim]skipped[/dim]",
 }
-
-
-def _us(x: float | None) -> str:
-    return "—" if x is None else f"{x:,.1f} µs"
 
 
 def fingerprint_line(r: dict[str, Any]) -> str:
@@ -33,7 +30,7 @@ def fingerprint_line(r: dict[str, Any]) -> str:
         parts.append(f"backend {r['backend']}")
     if r.get("tflops") is not None:
         parts.append(f"{r['tflops']:.2f} TFLOP/s")
-    return f"{r['variant']}: {_us(r.get('time_us'))} ({r.get('time_basis')}); " + "; ".join(parts)
+    return f"{r['variant']}: {fmt_us(r.get('time_us'))} ({r.get('time_basis')}); " + "; ".join(parts)
 
 
 def show(rec: dict[str, Any], say: Callable[[str], None]) -> None:

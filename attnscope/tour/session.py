@@ -18,8 +18,9 @@ from typing import Any
 
 from rich.markup import escape
 
+from attnscope.core.answers import Question, read_answer
 from attnscope.tour import judge as J
-from attnscope.tour.steps import STEPS, Question, Size, Step, case_for, variants_for
+from attnscope.tour.steps import STEPS, Size, Step, case_for, variants_for
 
 TRANSCRIPT_KIND = "tour"
 TRANSCRIPT_VERSION = 1
@@ -190,7 +191,7 @@ class Session:
         return list(doc["results"])
 
     def _copy_bandwidth(self) -> None:
-        from attnscope.tour.probe import copy_bandwidth
+        from attnscope.measure.timing import copy_bandwidth
 
         bw, how = copy_bandwidth(self.device, COPY_BYTES[self.size])
         self._extra.update(copy_bytes_per_s=bw, copy_method=how)
@@ -209,7 +210,7 @@ class Session:
         }
         if text is None:
             return rec | {"expected": None, "outcome": "skipped", "measured": None, "text": "no answer given"}
-        expected = J.read_answer(q, str(text), items)
+        expected = read_answer(q, str(text), items)
         rec["expected"] = expected
         rec["predictions"] = [
             {"variant": p.variant, "kind": p.kind, "expected": p.expected} for p in J.predictions(q, expected, items)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from attnscope.core.answers import Question
 from attnscope.core.types import Case
 
-Kind = Literal["number", "choice", "ranking"]
 Size = Literal["gpu", "cpu", "tiny"]  # gpu: the study's shapes; cpu: ≤ 3 minutes on 2 cores; tiny: tests
 
 SEED = "the article the study reproduces (its claims are set against our H200 run in docs/results/h200.md)"
@@ -25,20 +25,6 @@ H200_MASKS = "attnscope on one H200 (docs/results/masks_h200.md)"
 H200_DECODE = "attnscope on one H200 (docs/results/h200_2026-12-04.md, decode)"
 H200_FORMULATIONS = "compiled flex and attnscope on one H200 (docs/results/masks_formulations.md, h200_2026-12-04.md)"
 H200_SWEEP = "attnscope sweep on one H200, forward and backward (docs/results/sweep_h200.md)"
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    prompt: str
-    kind: Kind
-    answer: str  # how a typed answer is read: count | ratio | pct | yesno | choice | ranking
-    study: Any  # the --auto answer, as typed text (a ranking: names joined by commas)
-    insight: str  # the insight that explains a surprise here
-    predict: tuple[str, str, str | None] | None = None  # (variant, --guess kind, other variant)
-    choices: tuple[str, ...] = ()
-    judge: str = "predict"  # predict | ranking | winner | occupancy_design | bound | bandwidth_pct
-    gpu_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,9 @@ from attnscope.analysis.predict import (
     to_toml,
 )
 from attnscope.analysis.recommend.run import recommend
-from attnscope.cli.guess import Question, ask, parse_answer, questions, strict_failure
+from attnscope.api.guesses import strict_failure
+from attnscope.cli.guess import ask, guess_question, prediction, questions
+from attnscope.core.answers import AnswerError
 from attnscope.core.types import Case, Prediction, Verdict
 
 RUN_JSON = Path(__file__).parents[1] / "data" / "h200" / "run.json"  # the run that captured these traces
@@ -201,21 +203,21 @@ def test_no_recommendation_across_unknown_cases():
 def test_questions_follow_device_dtype_and_variants():
     gpu = Case(4, 16, 2048, 64, device="cuda")
     qs = questions(gpu, ["naive", "sdpa_math", "sdpa_default", "sdpa_flash"])
-    assert ("sdpa_math", "upcast") in {(q.variant, q.kind) for q in qs}
-    assert ("sdpa_flash", "occupancy_pct") in {(q.variant, q.kind) for q in qs}
+    assert ("sdpa_math", "upcast") in {q.predict[:2] for q in qs}
+    assert ("sdpa_flash", "occupancy_pct") in {q.predict[:2] for q in qs}
     cpu32 = Case(1, 8, 512, 64, dtype="fp32", device="cpu")
     qs = questions(cpu32, ["sdpa_math", "sdpa_default"])
-    assert {(q.variant, q.kind) for q in qs} == {("sdpa_math", "kernels"), ("sdpa_default", "backend")}
-    assert "flash or math" in next(q.prompt for q in qs if q.kind == "backend")
+    assert {q.predict[:2] for q in qs} == {("sdpa_math", "kernels"), ("sdpa_default", "backend")}
+    assert "flash or math" in next(q.prompt for q in qs if q.predict[1] == "backend")
 
 
 def test_ask_with_injected_input_reasks_skips_and_stops():
     qs = [
-        Question("naive", "kernels", "k?", "count"),
-        Question("naive", "hidden_copy", "copy?", "bool"),
-        Question("sdpa_math", "slower_than", "ratio?", "ratio", "naive"),
-        Question("sdpa_default", "backend", "backend?", "choice"),
-        Question("sdpa_flash", "occupancy_pct", "occ?", "range"),
+        guess_question("naive", "kernels", "k?", "count"),
+        guess_question("naive", "hidden_copy", "copy?", "yesno"),
+        guess_question("sdpa_math", "slower_than", "ratio?", "at_least", "naive"),
+        guess_question("sdpa_default", "backend", "backend?", "choice"),
+        guess_question("sdpa_flash", "occupancy_pct", "occ?", "range"),
     ]
     answers = iter(["five", "5", "", "2..4", "cudnn"])
     printed: list[str] = []
@@ -241,23 +243,29 @@ def test_ask_with_injected_input_reasks_skips_and_stops():
     [
         ("count", "4-8", [4, 8]),
         ("count", "20", 20),
-        ("bool", "Yes", True),
-        ("bool", "n", False),
+        ("yesno", "Yes", True),
+        ("yesno", "n", False),
         ("range", "10 to 20", [10.0, 20.0]),
         ("choice", "Math", "math"),
-        ("ratio", "3", {"variant": "x", "by": 3.0}),
+        ("choice", "cud", "cudnn"),  # the start of exactly one backend's name
+        ("at_least", "3", {"variant": "x", "by": 3.0}),
+        ("at_least", "2..4", {"variant": "x", "by": [2.0, 4.0]}),
     ],
 )
-def test_parse_answer(answer, text, expected):
-    assert parse_answer(Question("v", "k", "?", answer, "x"), text) == expected
+def test_an_answer_is_the_prediction_it_stands_for(answer, text, expected):
+    assert (
+        prediction(guess_question("v", "k", "?", answer, "x" if answer == "at_least" else None), text).expected
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
-    ("answer", "text"), [("count", "8-4"), ("bool", "maybe"), ("range", "12"), ("ratio", "0"), ("choice", "fast")]
+    ("answer", "text"),
+    [("count", "8-4"), ("yesno", "maybe"), ("range", "12"), ("at_least", "0"), ("choice", "fast"), ("choice", "f")],
 )
-def test_parse_answer_rejects(answer, text):
-    with pytest.raises(ValueError):
-        parse_answer(Question("v", "k", "?", answer, "x"), text)
+def test_an_answer_that_cannot_be_read_is_refused(answer, text):
+    with pytest.raises(AnswerError):
+        prediction(guess_question("v", "k", "?", answer, "x" if answer == "at_least" else None), text)
 
 
 def test_recommendation_warns_when_a_timing_is_noisy():

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from attnscope.cli.main import main
+from attnscope.core.case_text import parse_causal, parse_choice_axis, parse_int_axis
+from attnscope.core.cases import Axes, grid
 from attnscope.execute.job import job_key
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import Axes, grid, parse_causal, parse_choice_axis, parse_int_axis, plan
+from attnscope.execute.sweep import plan
 from attnscope.report.text.sweep_summary import cost_medians, status_counts
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnscope.analysis.rules.ties import overlaps
+from attnscope.core.units import fmt_bytes
 
 MIB = 1024 * 1024
 FUSED = ("sdpa", "flex_attention", "flash_attention_2")
@@ -34,12 +35,6 @@ class Step:
 
 
 ALONE = Step()  # one trace's split: no other implementation, no timings
-
-
-def _mib(b: float) -> str:
-    if b < MIB:
-        return f"{b / 1024:,.1f} KiB"
-    return f"{b / MIB:,.2f} MiB" if b < 10 * MIB else f"{b / MIB:,.1f} MiB"
 
 
 def _pct(part: float, whole: float) -> float:
@@ -71,8 +66,9 @@ def repeat_kv(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     n = counts[-1]
     plural = "s" if n_layers > 1 else ""
     msg = (
-        f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{_mib(one)} per layer per {row['mode']} "
-        f"step ({len(copies)} copies in {n_layers} layer{plural}, {_mib(total)} in all, {t_us:,.1f} µs in repeat_kv, "
+        f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{fmt_bytes(one)} per layer per "
+        f"{row['mode']} step ({len(copies)} copies in {n_layers} layer{plural}, {fmt_bytes(total)} in all, "
+        f"{t_us:,.1f} µs in repeat_kv, "
         f"{_pct(t_us, row['breakdown']['total_us'])}% of the profiled step)"
     )
     clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]
@@ -134,7 +130,7 @@ def upcasts(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     t_us = part if part is not None else sum(u.get("duration_us") or 0.0 for u in ups)
     ops = sorted({u["op"] for u in ups})
     msg = (
-        f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {_mib(total)} written in fp32, "
+        f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {fmt_bytes(total)} written in fp32, "
         f"{t_us:,.1f} µs in the copies"
     )
     if row["impl"] == "eager":
@@ -182,7 +178,10 @@ def layout_copies(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | N
         return None
     total = sum(c["bytes"] for c in copies)
     ops = sorted({c["op"] for c in copies})
-    msg = f"{len(copies)} other full-tensor copies inside attention's forward ({', '.join(ops)}), {_mib(total)} in all"
+    msg = (
+        f"{len(copies)} other full-tensor copies inside attention's forward ({', '.join(ops)}), "
+        f"{fmt_bytes(total)} in all"
+    )
     advice = (
         "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
         "not in yours: weigh them with the 'copies' part of the split"

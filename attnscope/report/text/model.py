@@ -6,10 +6,7 @@ import re
 from typing import Any
 
 from attnscope.core.scopes import AROUND_PARTS
-
-
-def _us(v: float | None) -> str:
-    return "—" if v is None else f"{v:,.1f}"
+from attnscope.core.units import fmt_us
 
 
 def _pct(part: float, whole: float) -> str:
@@ -131,7 +128,7 @@ def render_layers(doc: dict[str, Any], console: Any) -> None:
                 r["mode"],
                 str(lay["layer"]),
                 *(
-                    _us(lay.get(k))
+                    fmt_us(lay.get(k), unit=False)
                     for k in ("total_us", "attention_us", "kernel_us", "projections_us", "around_us", "mlp_us")
                 ),
             )

@@ -11,15 +11,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from attnscope.core.units import fmt_us
 from attnscope.report.text.plain_table import plain_table
 
 MIB = 1024 * 1024
-
-
-def _us(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v / 1000:,.2f} ms" if v >= 10_000 else f"{v:,.1f} µs"
 
 
 def _short(name: str, n: int = 90) -> str:
@@ -33,7 +28,7 @@ TOP_COLUMNS = ("kernel", "category", "calls", "GPU time", "share", "launched by"
 
 def _category_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     return [
-        [c["category"], f"{c['num_kernels']:,}", _us(c["time_us"]), f"{c['share_pct']:.1f}%"]
+        [c["category"], f"{c['num_kernels']:,}", fmt_us(c["time_us"]), f"{c['share_pct']:.1f}%"]
         for c in rows
         if c["num_kernels"]
     ]
@@ -66,7 +61,7 @@ def _family_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
                 ", ".join(f.get("implementations") or []),
                 f"{f['num_kernels']:,}",
                 calls,
-                _us(f["time_us"]),
+                fmt_us(f["time_us"]),
                 f"{f['share_pct']:.1f}%",
                 _short((f.get("kernels") or [""])[0], 70),
             ]
@@ -92,7 +87,7 @@ def _top_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     for k in rows:
         by = ", ".join(f"{b['op']} ×{b['count']}" for b in k["launched_by"])
         cat = k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else "")
-        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", _us(k["time_us"]), f"{k['share_pct']:.1f}%", by])
+        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", fmt_us(k["time_us"]), f"{k['share_pct']:.1f}%", by])
     return out
 
 
@@ -102,14 +97,14 @@ def top_kernels_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
     d = launch["launch_to_start_us"]
-    apis = ", ".join(f"{a['name']} ×{a['num']:,} {_us(a['total_us'])}" for a in launch["runtime_calls"][:4])
+    apis = ", ".join(f"{a['name']} ×{a['num']:,} {fmt_us(a['total_us'])}" for a in launch["runtime_calls"][:4])
     linked = sum(att.values()) - att.get("none", 0)
     return [
         f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
         f"(correlation {att.get('correlation', 0):,}, by time on the thread {att.get('time', 0):,}, "
         f"External id {att.get('external_id', 0):,})",
-        f"runtime calls: {_us(launch['runtime_total_us'])} in all; {apis}",
-        f"launch → kernel start: median {_us(d['p50_us'])}, p95 {_us(d['p95_us'])}, max {_us(d['max_us'])}; "
+        f"runtime calls: {fmt_us(launch['runtime_total_us'])} in all; {apis}",
+        f"launch → kernel start: median {fmt_us(d['p50_us'])}, p95 {fmt_us(d['p95_us'])}, max {fmt_us(d['max_us'])}; "
         f"{launch['num_shorter_than_launch']:,} GPU events ran shorter than their launch call",
     ]
 
@@ -121,11 +116,11 @@ def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
     for d in idle["devices"]:
         buckets = ", ".join(f"{k} {v:,}" for k, v in d["gaps_by_length"].items())
         out.append(
-            f"GPU {d['device']}: busy {_us(d['busy_us'])} of {_us(d['span_us'])}, idle {d['idle_pct']:.1f}% "
+            f"GPU {d['device']}: busy {fmt_us(d['busy_us'])} of {fmt_us(d['span_us'])}, idle {d['idle_pct']:.1f}% "
             f"in {d['num_gaps']:,} gaps ({buckets})"
         )
         for g in d["largest_gaps"][:3]:
-            out.append(f"   gap of {_us(g['gap_us'])} at +{_us(g['after_us'])} before {_short(g['next'], 70)}")
+            out.append(f"   gap of {fmt_us(g['gap_us'])} at +{fmt_us(g['after_us'])} before {_short(g['next'], 70)}")
     return out
 
 
@@ -133,18 +128,18 @@ def _offender_lines(s: dict[str, Any], top: int) -> list[str]:
     out = []
     hc, up = s["hidden_copies"], s["upcasts"]
     if hc["num"]:
-        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {_us(hc['time_us'])} on the GPU")
+        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {fmt_us(hc['time_us'])} on the GPU")
         for c in hc["top"][:top]:
             out.append(
                 f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {c['bytes'] / MIB:,.1f} MiB, "
-                f"{_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
+                f"{fmt_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
             )
     if up["num"]:
-        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {_us(up['time_us'])}")
+        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {fmt_us(up['time_us'])}")
         for u in up["top"][:top]:
             out.append(
                 f"   {u['count']:,}× {u['src_dtype']} → {u['dst_dtype']} inside {u['op']}: "
-                f"{u['bytes'] / MIB:,.1f} MiB, {_us(u['time_us'])}"
+                f"{u['bytes'] / MIB:,.1f} MiB, {fmt_us(u['time_us'])}"
             )
     return out
 
@@ -157,7 +152,7 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     name = r["variant"] + (f" ({'trace' if pos else 'rank'} {s['rank']})" if s.get("rank") is not None else "")
     console.print()
     console.print(
-        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
+        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {fmt_us(s['gpu_time_us'])} of GPU time, "
         f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events"
         + (
             f", [yellow]{s['num_skipped_events']:,} malformed events skipped[/yellow]"
@@ -197,8 +192,8 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
             str(p["rank"]),
             p["variant"],
             f"{p['num_gpu_events']:,}",
-            _us(p["gpu_time_us"]),
-            _us(p["busy_us"]),
+            fmt_us(p["gpu_time_us"]),
+            fmt_us(p["busy_us"]),
             f"{p['idle_pct']:.1f}%" if p.get("idle_pct") is not None else "—",
             f"{p['attention_share_pct']:.1f}%",
             f"{p['communication_share_pct']:.1f}%",
@@ -211,7 +206,7 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
     b = o.get("busy_us")
     if b:
         console.print(
-            f"  • GPU busy time per {unit}: {_us(b['min'])} ({unit} {b['min_rank']}) to {_us(b['max'])} "
+            f"  • GPU busy time per {unit}: {fmt_us(b['min'])} ({unit} {b['min_rank']}) to {fmt_us(b['max'])} "
             f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
             + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
             highlight=False,

@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.core.units import fmt_us
 from attnscope.document.recommendation import (
     DEFAULT,
     SYMBOL,
@@ -29,10 +30,6 @@ from attnscope.document.recommendation import (
 )
 
 LIMIT = 30  # rows per long table; the JSON holds every one
-
-
-def _us(x: float | None) -> str:
-    return "—" if x is None else f"{x:,.1f}"
 
 
 def _ratio(x: float | None) -> str:
@@ -56,7 +53,7 @@ def _cell(b: dict[str, Any]) -> Text:
     t = Text(_short([b["variant"], *b["same_as"]]), style="bold")
     if b["preferred_over"]:
         t.append(" *")
-    t.append(f"\n{_us(b['median_us'])} µs")
+    t.append(f"\n{fmt_us(b['median_us'])}")
     if b["runner_up"]:
         t.append(f"\n{_short([b['runner_up'], *b['runner_up_same_as']])} {_ratio(b['margin'])}")
         if b["tied"]:
@@ -152,10 +149,10 @@ def _defaults(rec: dict[str, Any]) -> list[RenderableType]:
         t.add_row(
             g["label"],
             impl_text(g["best"], g["best_same_as"], None),
-            _us(g["best_us"]),
-            _us(g["default_us"]),
+            fmt_us(g["best_us"], unit=False),
+            fmt_us(g["default_us"], unit=False),
             _ratio(g["ratio"]),
-            _us(g["lost_us"]),
+            fmt_us(g["lost_us"], unit=False),
             ran,
         )
     out: list[RenderableType] = [head, t]

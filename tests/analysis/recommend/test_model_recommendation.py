@@ -35,7 +35,7 @@ def test_a_training_step_counts_the_forward_repeat_kv_copies_only():
     ev = kv["evidence"]
     assert ev["copies_per_layer"] == 2 and ev["num_copies"] == 4 and ev["num_layers"] == 2
     assert ev["bytes_per_copy"] == 4 * MIB and ev["bytes_total"] == 16 * MIB
-    assert "2×4.00 MiB per layer per train step (4 copies in 2 layers, 16.0 MiB in all" in kv["message"]
+    assert "2×4.0 MiB per layer per train step (4 copies in 2 layers, 16.0 MiB in all" in kv["message"]
 
 
 def test_backward_copies_alone_give_no_repeat_kv_insight():
@@ -123,7 +123,7 @@ def test_layout_copies_leave_out_repeat_kv_the_mask_and_the_backward():
     lc = _insight(row, "attention_copies")
     assert lc["evidence"] == {"num_copies": 2, "bytes_total": 4 * MIB, "ops": ["aten::contiguous", "aten::transpose"]}
     assert lc["message"].startswith("2 other full-tensor copies inside attention's forward (aten::contiguous, ")
-    assert "4.00 MiB in all" in lc["message"]
+    assert "4.0 MiB in all" in lc["message"]
 
 
 def test_upcasts_quote_the_breakdown_part_or_else_the_casts_own_durations():
@@ -340,8 +340,8 @@ def _kv_case(impl: str, sdpa: str | None, mode: str = "train") -> dict:
 def test_repeat_kv_advice_for_each_case_by_hand():
     kv = _kv_case("eager", "copies")
     assert kv["message"] == (
-        "eager repeat_kv copies K and V to every query head: 2×1.00 MiB per layer per train step (2 copies in 1 "
-        "layer, 2.00 MiB in all, 50.0 µs in repeat_kv, 5.0% of the profiled step)"
+        "eager repeat_kv copies K and V to every query head: 2×1.0 MiB per layer per train step (2 copies in 1 "
+        "layer, 2.0 MiB in all, 50.0 µs in repeat_kv, 5.0% of the profiled step)"
     )
     assert kv["advice"] == (
         "sdpa repeated K and V too in this run (this transformers did not pass enable_gqa to torch's SDPA here); "
@@ -361,7 +361,7 @@ def test_repeat_kv_advice_for_each_case_by_hand():
         "brings the copy back)" + CLEAN2 + "; in decode the copy covers the whole KV cache on every generated token"
     )
     assert _kv_case("eager", None, mode="decode")["message"].startswith(
-        "eager repeat_kv copies K and V to every query head: 2×1.00 MiB per layer per decode step"
+        "eager repeat_kv copies K and V to every query head: 2×1.0 MiB per layer per decode step"
     )
 
 
@@ -372,15 +372,8 @@ def test_repeat_kv_over_layers_with_uneven_copies_and_sizes():
     kv = _insight(row, "repeat_kv_copy")
     # most copies in one layer: 2; the largest copy 3 MiB; 3.5 + 3 = 6.5 MiB in all
     assert kv["evidence"]["copies_per_layer"] == 2 and kv["evidence"]["bytes_per_copy"] == 3 * MIB
-    assert "2×3.00 MiB per layer per train step (3 copies in 2 layers, 6.50 MiB in all" in kv["message"]
+    assert "2×3.0 MiB per layer per train step (3 copies in 2 layers, 6.5 MiB in all" in kv["message"]
     assert kv["advice"].endswith("so K and V stay at their KV heads")  # nobody else ran: no "seen in this run"
-
-
-def test_sizes_in_kib_mib_and_large_mib():
-    from attnscope.analysis.rules.model_step import _mib
-
-    assert _mib(1536) == "1.5 KiB" and _mib(MIB - 1) == "1,024.0 KiB"
-    assert _mib(MIB) == "1.00 MiB" and _mib(10 * MIB - 1) == "10.00 MiB" and _mib(10 * MIB) == "10.0 MiB"
 
 
 def test_upcast_and_layout_and_mask_advice_texts():
@@ -391,7 +384,7 @@ def test_upcast_and_layout_and_mask_advice_texts():
     u = _insight(row, "attention_upcast")
     assert u["severity"] == "warning"
     assert u["message"] == (
-        "1 bf16/fp16→fp32 upcast(s) inside attention (aten::softmax), 2.00 MiB written in fp32, 4.0 µs in the copies"
+        "1 bf16/fp16→fp32 upcast(s) inside attention (aten::softmax), 2.0 MiB written in fp32, 4.0 µs in the copies"
     )
     assert u["advice"] == (
         "eager attention runs its softmax in fp32 by design (transformers' eager_attention_forward); "
@@ -404,7 +397,7 @@ def test_upcast_and_layout_and_mask_advice_texts():
         "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
         "not in yours: weigh them with the 'copies' part of the split"
     )
-    assert lc["message"] == "1 other full-tensor copies inside attention's forward (aten::reshape), 1.00 MiB in all"
+    assert lc["message"] == "1 other full-tensor copies inside attention's forward (aten::reshape), 1.0 MiB in all"
     row["attention"]["parts"]["mask"] = 10.0
     annotate_rows([row])
     assert (
