@@ -161,7 +161,7 @@ def check(args: argparse.Namespace) -> Plan:
     if getattr(args, "force", False) and not args.resume:
         raise UsageError("--force is for --resume (it resumes although the recorded settings differ)")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
-        raise UsageError("--executor ray needs Ray: pip install 'attnscope[ray]'")
+        raise UsageError("--executor ray needs Ray: pip install -e '.[ray]' in the attnscope clone")
     if args.variants is not None:
         names = variant_names(args.variants)
         if "all" in names and len(names) > 1:

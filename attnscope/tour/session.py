@@ -85,7 +85,8 @@ class Session:
     def steps(self) -> list[Step]:
         from attnscope.tour.model import MODEL_STEP
 
-        return [*STEPS, MODEL_STEP] if self.model else list(STEPS)
+        steps = [s for s in STEPS if self.gpu or not s.gpu_only]  # a GPU-only step has nothing to show on a CPU
+        return [*steps, MODEL_STEP] if self.model else steps
 
     def done_ids(self) -> set[str]:
         return {s["id"] for s in self.transcript.get("steps", [])}
@@ -151,7 +152,7 @@ class Session:
             "not_asked": [q.id for q in step.questions if q not in asked],
             "results": [result_record(r) for r in results],
             "differs": self.differs(step, results),
-            "why": step.why,
+            "why": step.why_cpu if not self.gpu and step.why_cpu else step.why,
             "h200": {"figures": list(step.h200), "source": step.h200_source},
             "evidence": list(step.evidence or items),
             "extra": dict(self._extra) if step.id == "decode" else {},
@@ -218,6 +219,8 @@ class Session:
         rec |= J.verdict(q, expected, results, items, self._extra)
         msgs = [i["message"] for r in results for i in r.get("insights") or [] if i["id"] == q.insight]
         rec["insight_message"] = msgs[0] if msgs else None
+        if not msgs and not self.gpu:  # a GPU insight that cannot fire here is not offered as the explanation
+            rec["insight"] = None
         return rec
 
     def differs(self, step: Step, results: list[dict[str, Any]]) -> list[str]:

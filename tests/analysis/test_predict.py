@@ -77,7 +77,9 @@ def test_hit_and_miss(variant, kind, hit, miss, why):
 def test_kernel_miss_is_explained_like_the_study():
     (v,) = verdicts([Prediction("sdpa_math", "kernels", 5)])
     assert v["text"] == "sdpa_math kernels: predicted 5, measured 20"
-    assert v["explanation"].startswith("fp32 upcast (5 dtype-conversion kernels); mask rebuilt (1: tril); safe softmax")
+    assert v["explanation"].startswith(
+        "fp32 upcast (3 upcasts to fp32 among 5 copy kernels); mask rebuilt (1: tril); safe softmax"
+    )
 
 
 def test_ratio_is_measured_from_the_median_times():
@@ -529,7 +531,7 @@ def test_a_comparison_is_not_measurable_without_both_times():
     """Against a variant not in the run, from a row with no time, against a row with no time."""
     p = Prediction("a", "faster_than", {"variant": "b", "by": 2.0})
     why = "not measurable in this result (gpu): other's time / this time, at least `by` (or within [lo, hi])"
-    text = "a faster_than: predicted ≥ 2.00× vs b, measured nothing"
+    text = "b's time ÷ a's: predicted ≥ 2.00×, measured nothing"
     absent = check_predictions([p], [timed("a", 100.0)])
     mine_untimed = check_predictions([p], [row("a"), timed("b", 300.0)])
     theirs_untimed = check_predictions([p], [timed("a", 100.0), row("b")])
@@ -679,10 +681,8 @@ def test_comparison_lines_carry_the_ratio_sign_on_value_and_band():
     p1 = Prediction("a", "faster_than", {"variant": "b", "by": [1.5, 5.0]})
     p2 = Prediction("b", "slower_than", {"variant": "a", "by": 2.0})
     assert check_predictions([p1, p2], [a, b]) == [
-        Verdict(p1, "hit", 3.0, "a faster_than: predicted 1.50–5.00× vs b, measured 3.00× (noise band 1.92–4.50×)"),
-        Verdict(
-            p2, "close", 3.0, "b slower_than: predicted ≥ 2.00× vs a, measured 3.00× (noise band 1.92–4.50×)", CLOSE
-        ),
+        Verdict(p1, "hit", 3.0, "b's time ÷ a's: predicted 1.50–5.00×, measured 3.00× (noise band 1.92–4.50×)"),
+        Verdict(p2, "close", 3.0, "b's time ÷ a's: predicted ≥ 2.00×, measured 3.00× (noise band 1.92–4.50×)", CLOSE),
     ]
 
 
@@ -694,10 +694,8 @@ def test_a_gpu_comparison_line_uses_the_gpu_floor():
     p1 = Prediction("a", "faster_than", {"variant": "b", "by": 2.9})
     p2 = Prediction("a", "faster_than", {"variant": "b", "by": 2})
     assert check_predictions([p1, p2], [a, b]) == [
-        Verdict(
-            p1, "close", 3.0, "a faster_than: predicted ≥ 2.90× vs b, measured 3.00× (noise band 2.88–3.12×)", CLOSE
-        ),
-        Verdict(p2, "hit", 3.0, "a faster_than: predicted ≥ 2× vs b, measured 3.00× (noise band 2.88–3.12×)"),
+        Verdict(p1, "close", 3.0, "b's time ÷ a's: predicted ≥ 2.90×, measured 3.00× (noise band 2.88–3.12×)", CLOSE),
+        Verdict(p2, "hit", 3.0, "b's time ÷ a's: predicted ≥ 2×, measured 3.00× (noise band 2.88–3.12×)"),
     ]
 
 
@@ -775,7 +773,7 @@ def test_kernel_accounting_gpu_upcast_mask_and_guard():
         ],
     )
     assert kernel_accounting(r) == (
-        "fp32 upcast (3 dtype-conversion kernels); mask rebuilt (1: tril); "
+        "fp32 upcast (3 copy kernels); mask rebuilt (1: tril); "
         "safe softmax (4: all, fill_, isneginf, where); the rest: 2 gemm, 1 elementwise, 1 softmax"
     )
 
@@ -803,7 +801,7 @@ def test_kernel_accounting_cpu_names_ops_by_themselves():
         ],
     )
     assert kernel_accounting(r) == (
-        "fp32 upcast (2 dtype-conversion ops); mask rebuilt (2: tril, triu); "
+        "fp32 upcast (2 copy ops); mask rebuilt (2: tril, triu); "
         "safe softmax (3: all, isneginf, where); the rest: 2 gemm, 1 softmax"
     )
 
@@ -848,10 +846,7 @@ def test_kernel_accounting_counts_a_kernel_once_in_the_first_group_that_takes_it
             k("aten::where", "elementwise", "aten::tril"),
         ],
     )
-    assert (
-        kernel_accounting(r)
-        == "fp32 upcast (2 dtype-conversion ops); mask rebuilt (2: tril); safe softmax (1: isneginf)"
-    )
+    assert kernel_accounting(r) == "fp32 upcast (2 copy ops); mask rebuilt (2: tril); safe softmax (1: isneginf)"
 
 
 def test_kernel_accounting_mask_kernels_by_launcher_or_by_triu_tril_name():
@@ -887,10 +882,22 @@ def test_kernel_accounting_guard_names_from_the_launcher_or_the_kernel():
     assert kernel_accounting(r) == "safe softmax (2: isneginf, kernel_for_aten::where); the rest: 1 softmax"
 
 
+def test_kernel_accounting_counts_upcasts_as_the_insight_does():
+    """Two upcasts recorded (the fp32_upcast insight's count) among three copy kernels: one count of upcasts."""
+    r = row(
+        "m",
+        "gpu",
+        upcast_fp32=True,
+        upcasts=[{"op": "aten::_to_copy"}, {"op": "aten::_to_copy"}],
+        kernels=[k("copy_k", "copy", "aten::copy_")] * 3,
+    )
+    assert kernel_accounting(r) == "fp32 upcast (2 upcasts to fp32 among 3 copy kernels)"
+
+
 def test_kernel_accounting_of_nothing_is_empty():
     assert kernel_accounting(row("e", "gpu", kernels=[])) == ""
     assert kernel_accounting(row("e", "gpu", upcast_fp32=True, kernels=[k("copy_k", "copy", "aten::copy_")])) == (
-        "fp32 upcast (1 dtype-conversion kernels)"
+        "fp32 upcast (1 copy kernel)"
     )
 
 

@@ -46,8 +46,10 @@ def slower_than_best(r: dict[str, Any], peers: Peers) -> Out:
     ratio = us / best_us
     if ratio < SLOWER_MIN_RATIO or tied((r, us, t, basis), (best, best_us, best_t, basis)):
         return []  # inside the noise, or the same kernels: run-to-run variation, not a slower variant
+    n = len(peers.rows)  # what "best" is best among: a run of two variants names the faster of two, no more
     ev = {
         "best": best["variant"],
+        "num_compared": n,
         "best_us": r1(best_us),
         "this_us": r1(us),
         "ratio": round(ratio, 2),
@@ -55,7 +57,7 @@ def slower_than_best(r: dict[str, Any], peers: Peers) -> Out:
         "basis": basis,
     }
     msg = (
-        f"{ev['ratio']:.2f}× slower than {best['variant']}, the best for this case "
+        f"{ev['ratio']:.2f}× slower than {best['variant']}, the recommended one of the {n} variants measured here "
         f"({ev['this_us']:,.1f} µs vs {ev['best_us']:,.1f} µs, {basis}): {ev['lost_us']:,.1f} µs lost per call"
     )
     single = one_sample(t) or one_sample(best_t)
