@@ -54,10 +54,17 @@ def test_auto_runs_every_step_and_verdicts_follow_the_measurements(auto_transcri
     # so the study's "5" is what the CPU measures too (2 gemm, 2 elementwise, 1 softmax)
     naive_q = first["naive_kernels"]
     assert (naive_q["measured"], naive_q["outcome"]) == (5, "hit")
-    # a CPU decode step is overhead-bound, with no SM advice in its explanation
+    # a CPU decode step is explained without SMs; whether its tiny case is overhead- or memory-bound depends on the
+    # machine (tests/tour/test_custom_verdicts.py pins the rule on hand-made numbers), and an overhead verdict says
+    # how much of the time the roofs explain
     decode = next(s for s in t["steps"] if s["id"] == "decode")
     bound = next(q for q in decode["questions"] if q["id"] == "decode_bound")
-    assert bound["measured"] == "overhead" and "SM" not in decode["why"]
+    assert "SM" not in decode["why"] and "overhead-bound" in decode["why"]
+    assert bound["measured"] in ("overhead", "memory", "compute") and bound["text"].startswith(
+        f"measured: {bound['measured']}-bound"
+    )
+    if bound["measured"] == "overhead":
+        assert "% of the measured" in bound["text"]
     html = (d / "t.html").read_text()
     assert "attnscope tour" in html and "Step 9: A decode step" in html and "too close to call" in t["noise_rule"]
 
