@@ -11,9 +11,9 @@
   (None, (Sq, Sk) or (B, 1, Sq, Sk) booleans), :func:`dense_bias` (an additive float mask with ALiBi),
   :func:`alibi_bias`, and for flex attention :func:`mask_mod_for`, :func:`score_mod_for`, :func:`block_mask_for`.
 
-The old import paths (``attnscope.variants.base``, ``attnscope.variants``, ``attnscope.core.types``,
-``attnscope.types``, ``attnscope.variants.mask_mods``, ``attnscope.mask_mods``) keep working: these are the same
-objects.  Importing this module imports no torch; the mask helpers import it when called.
+The modules that define these names (``attnscope.variants.base``, ``attnscope.variants``,
+``attnscope.core.types``, ``attnscope.variants.mask_mods``) hold the same objects.  Importing this module imports
+no torch; the mask helpers import it when called.
 """
 
 from __future__ import annotations

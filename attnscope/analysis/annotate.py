@@ -12,15 +12,17 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from attnscope.analysis.compare import explain_results
 from attnscope.analysis.equivalent import equivalent_case
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
-from attnscope.analysis.recommend.model import split_insights
+from attnscope.analysis.recommend.recommender import recommend as recommend_rows
 from attnscope.analysis.recommend.run import recommend
 from attnscope.analysis.roofline import peak_basis, row_roofline, step_rooflines
-from attnscope.analysis.rules.insights import kernels_read_once, main_kernel
-from attnscope.analysis.voice import agree_with_recommendation
-from attnscope.core.types import Prediction, Verdict
+from attnscope.analysis.rules import explain
+from attnscope.analysis.rules.insights import main_kernel
+from attnscope.analysis.rules.model_step import split_insights
+from attnscope.analysis.rules.peers import ALONE, Peers, case_key, ranked
+from attnscope.analysis.rules.row_kernels import kernels_read_once
+from attnscope.core.types import Insight, NotChecked, Prediction, Verdict
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 
@@ -53,6 +55,31 @@ def verdict_to_dict(v: Verdict) -> dict[str, Any]:
     d = dataclasses.asdict(v)
     d["prediction"] = dataclasses.asdict(v.prediction)
     return d
+
+
+def peers_of(results: list[dict[str, Any]]) -> Peers:
+    """The results of one case as the rules receive them: ranked once, with the one recommender's answer over
+    them (asked once)."""
+    return Peers(results, ranked(results), recommend_rows(results))
+
+
+def _cases(results: list[dict[str, Any]]) -> tuple[list[Peers], dict[str, Peers]]:
+    """Each result's peers (in order), and the peers of each known case (by its key): results whose case is not
+    known are compared with nothing."""
+    keys = [case_key(r) for r in results]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r, k in zip(results, keys, strict=True):
+        if k is not None:
+            groups.setdefault(k, []).append(r)
+    by_case = {k: peers_of(g) for k, g in groups.items()}
+    return [by_case[k] if k is not None else ALONE for k in keys], by_case
+
+
+def explain_results(results: list[dict[str, Any]]) -> list[tuple[list[Insight], list[NotChecked]]]:
+    """Every rule on each result, in order (:func:`attnscope.analysis.rules.explain`; skipped rows get none), the
+    recommendation of each case worked out once and handed to the rules."""
+    each, _ = _cases(results)
+    return [explain(r, p) for r, p in zip(results, each, strict=True)]
 
 
 # variant name -> (family, backend) as the registry declares it, or None for a name it does not know
@@ -88,8 +115,9 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
         r["roofline"] = row_roofline(r, peak.get("tflops"), peak.get("bandwidth_tbps"))
         step_rooflines(r)
         r["equivalent_case"] = equivalent_case(r.get("case"))
-    explained = agree_with_recommendation(results, explain_results(results))  # one voice with the recommendation
-    for r, (found, missing) in zip(results, explained, strict=True):
+    each, by_case = _cases(results)
+    for r, peers in zip(results, each, strict=True):
+        found, missing = explain(r, peers)
         r["insights"] = [as_data(i) for i in found]
         r["insights_not_checked"] = [as_data(n) for n in missing]
         store_for_report(r)
@@ -101,7 +129,9 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
         or doc.get("equivalent_case")
         or next((r["equivalent_case"] for r in results if r.get("equivalent_case")), None)
     )
-    rec = recommend(results)
+    # the document's sentence reads the same answer the rules read, where the document holds one case
+    one = next(iter(by_case.values())) if len(by_case) == 1 and all(p is not ALONE for p in each) else None
+    rec = recommend(results, one.recommendation if one is not None else None)
     out["recommendation"] = as_data(rec) if rec else None
     if predictions is not None:
         out["predictions"] = [dataclasses.asdict(p) for p in predictions]

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.compare import ran_backend, timing_of
-from attnscope.analysis.rules.insights import MIB, compute_kernels, main_kernel, safe_softmax_kernels
+from attnscope.analysis.rules.insights import MIB, main_kernel, safe_softmax_kernels
+from attnscope.analysis.rules.peers import timing_of
+from attnscope.analysis.rules.row_kernels import compute_kernels
+from attnscope.analysis.rules.ties import ran_backend
 from attnscope.core.types import Prediction, Verdict
 
 # kind → (what the value is, the shape it takes)
@@ -306,10 +308,12 @@ def kernel_accounting(r: dict[str, Any]) -> str:
     if r.get("upcast_fp32"):
         conv = [k for k in ks if k["category"] == "copy"]
         taken |= {id(k) for k in conv}
-        if conv:
-            parts.append(f"fp32 upcast ({len(conv)} dtype-conversion {unit}s)")
+        if conv:  # one count of upcasts: the insight's (the upcasts list), beside the copy work they sit in
+            ups = len(r.get("upcasts") or [])
+            among = f"{ups} upcast{'' if ups == 1 else 's'} to fp32 among " if ups else ""
+            parts.append(f"fp32 upcast ({among}{len(conv)} copy {unit}{'' if len(conv) == 1 else 's'})")
     elif r.get("hidden_copies"):
-        copies = [k for k in ks if k["category"] == "copy"]  # on GPU the copy is a memcpy, not counted here
+        copies = [k for k in ks if k["category"] == "copy"]  # a plain copy is a memcpy on every device: not here
         taken |= {id(k) for k in copies}
         if copies:
             causes = sorted({c["op"].removeprefix("aten::") for c in r["hidden_copies"]})
@@ -360,12 +364,22 @@ def explain_miss(p: Prediction, r: dict[str, Any], by_name: dict[str, dict[str, 
     return f"nothing in the trace shows {KINDS[p.kind][0]}"
 
 
+def _head(p: Prediction) -> str:
+    """What a verdict's text opens with.  A ratio is named as the quotient it is (the slower time over the faster
+    one the prediction speaks of), so a guess below 1 never reads as "slower by 0.5×"."""
+    if p.kind in ("faster_than", "slower_than") and isinstance(p.expected, dict):
+        o, by = p.expected["variant"], p.expected["by"]
+        num, den = (o, p.variant) if p.kind == "faster_than" else (p.variant, o)
+        return f"{num}'s time ÷ {den}'s: predicted {'' if isinstance(by, list) else '≥ '}{_fmt(by)}×"
+    return f"{p.variant} {p.kind}: predicted {_fmt(p.expected)}"
+
+
 def check_predictions(preds: list[Prediction], results: list[dict[str, Any]]) -> list[Verdict]:
     """One verdict per prediction, against JSON-shaped results that already carry their insights."""
     by_name = {r["variant"]: r for r in results}
     out: list[Verdict] = []
     for p in preds:
-        head = f"{p.variant} {p.kind}: predicted {_fmt(p.expected)}"
+        head = _head(p)
         r = by_name.get(p.variant)
         if r is None or r.get("status") != "ok":
             why = "not in this run" if r is None else f"{r['status']}: {r.get('reason')}"

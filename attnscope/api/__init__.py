@@ -188,7 +188,7 @@ def sweep(
     ``resume`` skips the (variant, case, mode) rows ``out`` already holds (a ``crashed`` row is measured again);
     without it a non-empty ``out`` is an error; a resume whose settings (``timing_budget_s``, ``flush_l2``, torch,
     the device) differ from those recorded in ``<out>.settings.json`` is refused unless ``force``.  Cases come
-    from ``attnscope.execute.sweep.grid`` or anywhere; ``devices`` pins one worker per GPU (``["0", "1"]``).
+    from ``attnscope.core.cases.grid`` or anywhere; ``devices`` pins one worker per GPU (``["0", "1"]``).
     Everything the command line checks before work is checked here first, and refused with the same one-line
     ``ValueError`` (a device torch cannot reach, numbers that are no usable numbers, unknown variants).
     Returns this call's results (the file holds them all).

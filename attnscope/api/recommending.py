@@ -29,7 +29,7 @@ def recommend(files: Sequence[str | Path], *, on_note: Callable[[str], None] | N
     head = {"schema_version": SCHEMA_VERSION, "tool": "attnscope"}
     if rows and all(is_model_row(r) for r in rows):  # `model --out` rows
         return {**head, "kind": "model", "files": names, "recommendations": _model(rows, names)}
-    from attnscope.analysis.recommend.sweep import recommend as recommend_rows
+    from attnscope.analysis.recommend import recommend as recommend_rows
 
     rec = recommend_rows(rows)
     if not rec["best"] and not rec.get("unresolved"):

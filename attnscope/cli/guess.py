@@ -8,26 +8,16 @@ mismatches.  ``ask`` takes its input and output functions as arguments, so tests
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from attnscope.analysis.predict import BACKENDS, PredictionError, to_toml
-from attnscope.api.guesses import load_predictions, strict_failure, with_verdicts  # noqa: F401
+from attnscope.core.answers import Answer, AnswerError, Question, read_answer
 from attnscope.core.types import Case, Prediction
 
 MAX_TRIES = 3
 
 
 # ---- interactive -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Question:
-    variant: str
-    kind: str
-    prompt: str
-    answer: str  # count | bool | ratio | range | choice
-    other: str | None = None  # the variant a ratio compares with
 
 
 def questions(case: Case, variants: list[str]) -> list[Question]:
@@ -37,76 +27,57 @@ def questions(case: Case, variants: list[str]) -> list[Question]:
     half = case.dtype in ("bf16", "fp16")
     choices = "flash, efficient, cudnn or math" if gpu else "flash or math"
     qs = [
-        Question("naive", "kernels", f"How many {unit} will naive launch per call? (n or lo-hi)", "count"),
-        Question("naive", "hidden_copy", "Will naive copy a full tensor behind your back? (y/n)", "bool"),
-        Question("sdpa_math", "kernels", f"How many {unit} will sdpa_math launch per call? (n or lo-hi)", "count"),
-        Question(
+        guess_question("naive", "kernels", f"How many {unit} will naive launch per call? (n or lo-hi)", "count"),
+        guess_question("naive", "hidden_copy", "Will naive copy a full tensor behind your back? (y/n)", "yesno"),
+        guess_question(
+            "sdpa_math", "kernels", f"How many {unit} will sdpa_math launch per call? (n or lo-hi)", "count"
+        ),
+        guess_question(
             "sdpa_math",
             "slower_than",
             "sdpa_math is slower than naive by at least what ratio? (e.g. 1.5)",
-            "ratio",
+            "at_least",
             "naive",
         ),
-        Question("sdpa_default", "backend", f"Which backend will default SDPA pick? ({choices})", "choice"),
-        Question(
+        guess_question("sdpa_default", "backend", f"Which backend will default SDPA pick? ({choices})", "choice"),
+        guess_question(
             "sdpa_flash",
             "faster_than",
             "sdpa_flash is faster than naive by at least what ratio? (e.g. 5)",
-            "ratio",
+            "at_least",
             "naive",
         ),
     ]
     if half:
-        qs.insert(4, Question("sdpa_math", "upcast", f"Will sdpa_math upcast {case.dtype} to fp32? (y/n)", "bool"))
+        qs.insert(
+            4, guess_question("sdpa_math", "upcast", f"Will sdpa_math upcast {case.dtype} to fp32? (y/n)", "yesno")
+        )
     if gpu:
         qs.append(
-            Question(
+            guess_question(
                 "sdpa_flash",
                 "occupancy_pct",
                 "Theoretical occupancy of sdpa_flash's kernel, in % (lo-hi, e.g. 25-50)?",
                 "range",
             )
         )
-    return [q for q in qs if q.variant in variants and (q.other is None or q.other in variants)]
+    return [q for q in qs if q.predict and all(v in variants for v in (q.predict[0], q.predict[2]) if v)]
 
 
-def _number(s: str) -> float:
-    v = float(s)
-    if v < 0:
-        raise ValueError("negative")
-    return v
+def guess_question(variant: str, kind: str, prompt: str, answer: Answer, other: str | None = None) -> Question:
+    """A question whose answer is the ``run --guess`` prediction (variant, kind[, other])."""
+    choices = BACKENDS if answer == "choice" else ()
+    return Question(f"{variant}_{kind}", prompt, answer=answer, predict=(variant, kind, other), choices=choices)
 
 
-def parse_answer(q: Question, text: str) -> Any:
-    """The prediction value for one answer; raises ValueError with a hint when it does not parse."""
-    s = text.strip().lower().replace("..", "-").replace(" to ", "-").replace(" ", "")
-    if q.answer == "bool":
-        if s in ("y", "yes", "true"):
-            return True
-        if s in ("n", "no", "false"):
-            return False
-        raise ValueError("answer y or n")
-    if q.answer == "choice":
-        if s in BACKENDS:
-            return s
-        raise ValueError(f"answer one of {', '.join(BACKENDS)}")
-    lo, sep, hi = s.partition("-")
-    if q.answer == "count":
-        if sep:
-            return [int(lo), int(hi)] if int(lo) <= int(hi) else _bad("lo must be <= hi")
-        return int(s)
-    if q.answer == "range":
-        if not sep:
-            raise ValueError("give a range lo-hi")
-        return [_number(lo), _number(hi)] if _number(lo) <= _number(hi) else _bad("lo must be <= hi")
-    by: Any = [_number(lo), _number(hi)] if sep else _number(s)
-    if (by[0] if isinstance(by, list) else by) <= 0:
-        raise ValueError("a ratio is > 0")
-    return {"variant": q.other, "by": by}
-
-
-def _bad(msg: str) -> Any:
-    raise ValueError(msg)
+def prediction(q: Question, text: str) -> Prediction:
+    """The prediction one typed answer is (a ratio names the variant it compares with); raises AnswerError."""
+    assert q.predict is not None  # every question of :func:`questions` is a prediction
+    variant, kind, other = q.predict
+    value = read_answer(q, text)
+    return Prediction(
+        variant, kind, {"variant": other, "by": value} if other else value, note="asked by attnscope guess"
+    )
 
 
 def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[str], None]) -> list[Prediction]:
@@ -123,9 +94,9 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
             if not text.strip():
                 break
             try:
-                out.append(Prediction(q.variant, q.kind, parse_answer(q, text), note="asked by attnscope guess"))
+                out.append(prediction(q, text))
                 break
-            except ValueError as e:
+            except AnswerError as e:
                 print_fn(f"    could not read {text.strip()!r}: {e}")
     return out
 

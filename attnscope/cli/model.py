@@ -173,8 +173,8 @@ def _check_size(
 
 def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[str], Any, list[tuple[int, int]]]:
     """Everything checked before any model is built: bad input is one line and exit 2."""
+    from attnscope.core.case_text import parse_int_axis
     from attnscope.execute.model_bench import BenchOptions
-    from attnscope.execute.sweep import parse_int_axis
     from attnscope.workloads.hf.config import build_config, max_positions, require_transformers, resolve
 
     impls = _split(args.impl, IMPLS, "impl")

@@ -130,7 +130,7 @@ def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
 
 
 def _axes(args: argparse.Namespace, device: str) -> Any:
-    from attnscope.execute.sweep import axes_from
+    from attnscope.core.cases import axes_from
 
     defaults = GPU_DEFAULTS if device.startswith("cuda") else CPU_DEFAULTS
     ns = argparse.Namespace(**vars(args))
@@ -150,10 +150,11 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
 def check(args: argparse.Namespace) -> Plan:
     """Everything that can be wrong before a worker starts; the jobs still to measure."""
     from attnscope.core.arguments import variant_names
+    from attnscope.core.cases import MAX_JOBS, grid
     from attnscope.execute.executors import make_executor
     from attnscope.execute.job import Options
     from attnscope.execute.store import Store
-    from attnscope.execute.sweep import MAX_JOBS, default_variants, grid, left_out_line, plan
+    from attnscope.execute.sweep import default_variants, left_out_line, plan
     from attnscope.variants import resolve
 
     if args.ray_address and args.executor != "ray":
@@ -162,7 +163,7 @@ def check(args: argparse.Namespace) -> Plan:
     if getattr(args, "force", False) and not args.resume:
         raise UsageError("--force is for --resume (it resumes although the recorded settings differ)")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
-        raise UsageError("--executor ray needs Ray: pip install 'attnscope[ray]'")
+        raise UsageError("--executor ray needs Ray: pip install -e '.[ray]' in the attnscope clone")
     if args.variants is not None:
         names = variant_names(args.variants)
         if "all" in names and len(names) > 1:

@@ -125,7 +125,7 @@ def load_answers(path: str) -> dict[str, str]:
 
 
 def _interactive(console: Any) -> Any:
-    from attnscope.tour.judge import AnswerError, read_answer
+    from attnscope.core.answers import AnswerError, read_answer
 
     def ask(step: Any, q: Any, items: tuple[str, ...]) -> tuple[str | None, str]:
         hint = f" [{', '.join(items)}]" if q.answer == "ranking" or q.judge == "winner" else ""
@@ -147,7 +147,7 @@ def _interactive(console: Any) -> Any:
 
 
 def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
-    from attnscope.tour.judge import AnswerError, read_answer
+    from attnscope.core.answers import AnswerError, read_answer
     from attnscope.tour.model import MODEL_STEP
     from attnscope.tour.steps import STEPS, study_answer, variants_for
 

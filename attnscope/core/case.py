@@ -352,7 +352,8 @@ FIELDS: tuple[CaseField, ...] = (
     ),
     CaseField(
         "mask", "str | None",
-        run=(Flag("--mask", f"{MASK_HELP}; with seq != seq-kv say the alignment (README: Masks)", exclusive=True),),
+        run=(Flag("--mask", f"{MASK_HELP}; with seq != seq-kv say the alignment (docs/mask_reference.md)",
+                  exclusive=True),),
         sweep=(Flag("--mask", "comma list of masks, e.g. none,sliding:256,document:1000,1500,600,996 (an entry "
                     "starts at a mask name; replaces --causal)"),),
         label=lambda c: f" {c.mask}" if c.mask is not None else "",

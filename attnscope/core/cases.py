@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 from attnscope.core.case import AXIS_FIELDS, FIELD, FIELDS, Case, default_fields
-from attnscope.core.case_text import DTYPE_ALIASES, parse_dtype  # noqa: F401  (their old home)
 
 MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
 

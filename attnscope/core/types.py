@@ -324,6 +324,6 @@ class Recommendation:
     basis: str  # which time was compared, in words
     excluded: tuple[str, ...]  # variants left out (numerically off), with the reason
     text: str
-    # A tie across a gap over 1.5× in median (analysis.compare.unresolved_tie): the timings were disturbed;
+    # A tie across a gap over 1.5× in median (analysis.rules.ties.unresolved_tie): the timings were disturbed;
     # then ``best`` is only what the tie rule would pick, not advice, and the text says to measure again.
     unresolved: bool = False

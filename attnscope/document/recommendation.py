@@ -1,5 +1,5 @@
 """The words of a sweep recommendation: its axes, case labels and the texts a terminal or a page shows for the
-dict :func:`attnscope.analysis.recommend.sweep.recommend` returns.  Plain data in, text out: the report reads a
+dict :func:`attnscope.analysis.recommend.recommend` returns.  Plain data in, text out: the report reads a
 recommendation through these without importing the analysis."""
 
 from __future__ import annotations

@@ -13,22 +13,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-# The axes, their parsers and their product are generated from the table of the case's fields (core/case.py);
-# named here too, where sweeps used to define them.
-from attnscope.core.case_text import (  # noqa: F401
-    ALIBI,
-    CAUSAL,
-    LIST_KINDS,
-    MASK_NAMES,
-    MAX_AXIS_VALUES,
-    parse_alibi_axis,
-    parse_causal,
-    parse_choice_axis,
-    parse_int_axis,
-    parse_mask_axis,
-    parse_softcap_axis,
-)
-from attnscope.core.cases import MAX_JOBS, Axes, axes_from, grid  # noqa: F401
 from attnscope.core.types import Case, Env, Result
 from attnscope.document.schema import result_to_dict
 from attnscope.execute.executors import Executor
@@ -134,9 +118,9 @@ def run_sweep(
 
 
 def recommendation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
-    """The recommendation over a sweep's rows (attnscope.analysis.recommend.sweep, as `attnscope recommend`
+    """The recommendation over a sweep's rows (attnscope.analysis.recommend, as `attnscope recommend`
     gives it) and its rendering."""
-    from attnscope.analysis.recommend.sweep import recommend
+    from attnscope.analysis.recommend import recommend
     from attnscope.report.text.sweep import render
 
     rec = recommend(rows)

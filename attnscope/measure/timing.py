@@ -141,6 +141,22 @@ def time_host(
     return summarise(samples, f"{what}, median of {n}")
 
 
+def copy_bandwidth(device: str, nbytes: int, budget_s: float = 0.3) -> tuple[float, str]:
+    """Bytes per second of ``dst.copy_(src)`` for an ``nbytes`` float32 buffer, timed by :func:`time_gpu` on CUDA
+    (no L2 flush: the tour's GPU buffer, 1 GiB, is far larger than any L2) or :func:`time_host` on a CPU: 2 × bytes
+    (read + write) ÷ the median; and how, in words."""
+    import torch
+
+    n = max(1, nbytes // 4)
+    src = torch.ones(n, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    cuda = device.startswith("cuda")
+    fn = lambda: dst.copy_(src)  # noqa: E731
+    t = time_gpu(fn, budget_s=budget_s, flush_l2=False) if cuda else time_host(fn, cuda=False, budget_s=budget_s)
+    how = f"device copy of {4 * n / 2**20:,.0f} MiB, 2×bytes (read + write) ÷ median; {t.method}"
+    return 2 * 4 * n / (t.median_us * 1e-6), how
+
+
 def cuda_peak_extra_bytes(fn: Callable[[], Any]) -> int:
     """Peak allocated during one call minus what was allocated before it."""
     import torch

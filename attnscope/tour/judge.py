@@ -9,97 +9,19 @@ bandwidth) are judged here with the same band.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from attnscope.analysis.compare import timing_of
 from attnscope.analysis.predict import check_predictions, judge, noise_band
+from attnscope.analysis.rules.peers import timing_of
+from attnscope.core.answers import Question
 from attnscope.core.types import Prediction
-from attnscope.tour.steps import Question
 
-RATIO_SPREAD = 1.25  # a plain number x for a ratio stands for [x/1.25, x·1.25]
-PCT_SPREAD = 10.0  # a plain number x for a percentage stands for [x-10, x+10]
 BOUND_MARGIN = 2.0  # within 2× of the machine's balance: too close to call
-
-
-class AnswerError(ValueError):
-    """An answer that cannot be read; the message is the hint."""
-
-
-def _num(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise AnswerError(f"not a number: {s!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise AnswerError(f"expected a finite number ≥ 0, got {s!r}")
-    return v
-
-
-def read_answer(q: Question, text: str, items: tuple[str, ...] = ()) -> Any:
-    """A typed answer → its expected value (the shapes of ``run --guess``: a number, [lo, hi], a string…)."""
-    s = str(text).strip().lower().replace(" to ", "-").replace("..", "-")
-    if not s:
-        raise AnswerError("empty answer")
-    if q.answer == "yesno":
-        if s in ("y", "yes", "true"):
-            return True
-        if s in ("n", "no", "false"):
-            return False
-        raise AnswerError("answer y or n")
-    if q.answer == "choice":
-        pool = items if q.judge == "winner" else q.choices
-        hits = [c for c in pool if c == s] or [c for c in pool if c.startswith(s)]
-        if len(hits) != 1:
-            raise AnswerError(f"answer one of {', '.join(pool)}")
-        return hits[0]
-    if q.answer == "ranking":
-        return _ranking(s, items)
-    s = s.replace(" ", "")
-    if s.startswith((">=", "≥")):  # "at least x", as "x+"
-        s = s.removeprefix(">=").removeprefix("≥") + "+"
-    lo, sep, hi = s.partition("-")
-    if q.answer == "count":
-        s = s.removesuffix("+")
-        lo, sep, hi = s.partition("-")
-        try:
-            got: Any = [int(lo), int(hi)] if sep else int(s)
-        except ValueError:
-            raise AnswerError("a whole number, or lo-hi") from None
-        if sep and got[0] > got[1]:
-            raise AnswerError("lo must be ≤ hi")
-        return got
-    if sep:
-        rng = [_num(lo), _num(hi)]
-        if rng[0] > rng[1]:
-            raise AnswerError("lo must be ≤ hi")
-        if q.answer == "ratio" and rng[0] <= 0:
-            raise AnswerError("a ratio is > 0")
-        return rng
-    if q.answer == "ratio":
-        at_least = s.endswith("+")
-        x = _num(s.removesuffix("+"))
-        if x <= 0:
-            raise AnswerError("a ratio is > 0")
-        return x if at_least else [round(x / RATIO_SPREAD, 4), round(x * RATIO_SPREAD, 4)]
-    x = _num(s)
-    return [max(0.0, x - PCT_SPREAD), x + PCT_SPREAD]
-
-
-def _ranking(s: str, items: tuple[str, ...]) -> list[str]:
-    parts = [p for p in s.replace(">", ",").replace(" ", ",").split(",") if p]
-    out: list[str] = []
-    for p in parts:
-        if p.isdigit() and 1 <= int(p) <= len(items):
-            out.append(items[int(p) - 1])
-            continue
-        hits = [c for c in items if c == p] or [c for c in items if c.startswith(p)]
-        if len(hits) != 1:
-            raise AnswerError(f"{p!r} is none of {', '.join(items)}")
-        out.append(hits[0])
-    if sorted(out) != sorted(items):
-        raise AnswerError(f"rank each of {', '.join(items)} once")
-    return out
+# Where the bytes at the copy bandwidth and the FLOPs at the matmul peak explain less than this share of the measured
+# time, neither roof sets it: the call's fixed cost does (overhead-bound).  Within OVERHEAD_MARGIN× of the share:
+# too close to call.
+OVERHEAD_SHARE = 0.5
+OVERHEAD_MARGIN = 1.25
 
 
 def predictions(q: Question, expected: Any, items: tuple[str, ...]) -> list[Prediction]:
@@ -170,6 +92,7 @@ def verdict(
         "bound": _bound,
         "bandwidth_pct": _bandwidth_pct,
         "model_share": _model_share,
+        "host_ratio": _host_ratio,
     }[q.judge]
     return fn(expected, results, extra)
 
@@ -229,16 +152,60 @@ def _bound(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) 
         return _unknown("needs the FLOPs, the bytes, the matmul peak and the copy bandwidth")
     intensity = r["flops"] / nbytes
     balance = peak["tflops"] * 1e12 / bw
-    got = "memory" if intensity < balance else "compute"
-    text = (
-        f"measured: {got}-bound: {intensity:.1f} FLOP/byte (FLOPs {r['flops']:,} ÷ {nbytes:,} bytes of Q, K, V, O) "
-        f"against a balance of {balance:.1f} FLOP/byte (matmul peak {peak['tflops']:.2f} TFLOP/s ÷ copy "
-        f"{bw / 1e9:.1f} GB/s)"
+    roofs = (
+        f"{intensity:.1f} FLOP/byte (FLOPs {r['flops']:,} ÷ {nbytes:,} bytes of Q, K, V, O) against a balance of "
+        f"{balance:.1f} FLOP/byte (matmul peak {peak['tflops']:.2f} TFLOP/s ÷ copy {bw / 1e9:.1f} GB/s)"
     )
+    tb = _time_and_band(r)
+    if tb is not None:  # how much of the measured time the two roofs explain
+        t_us = tb[0]
+        mem_us, flop_us = nbytes / bw * 1e6, r["flops"] / (peak["tflops"] * 1e12) * 1e6
+        share = max(mem_us, flop_us) / t_us
+        if share < OVERHEAD_SHARE * OVERHEAD_MARGIN:
+            text = (
+                f"measured: overhead-bound: the bytes at the copy bandwidth take {mem_us:,.1f} µs and the FLOPs at "
+                f"the matmul peak {flop_us:,.1f} µs, {100 * share:.1f}% of the measured {t_us:,.1f} µs; the rest is "
+                f"the call's fixed cost ({roofs})"
+            )
+            near = share > OVERHEAD_SHARE / OVERHEAD_MARGIN
+            why = (
+                f"the roofs explain {100 * share:.1f}% of the time, within {OVERHEAD_MARGIN:g}× of "
+                f"{100 * OVERHEAD_SHARE:.0f}%: too close to call"
+                if near
+                else None
+            )
+            out = "close" if near else ("hit" if expected == "overhead" else "miss")
+            return {"outcome": out, "measured": "overhead", "text": text, "explanation": why}
+    got = "memory" if intensity < balance else "compute"
+    text = f"measured: {got}-bound: {roofs}"
     near = balance / BOUND_MARGIN < intensity < balance * BOUND_MARGIN
     out = "close" if near else ("hit" if got == expected else "miss")
     why = f"within {BOUND_MARGIN:g}× of the balance: too close to call" if near else None
     return {"outcome": out, "measured": got, "text": text, "explanation": why}
+
+
+def _host_ratio(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """cuDNN's host time per call over flash's, judged on the band their quartiles (and the CPU noise floor) give,
+    with each one's GPU time beside it, as the study shows them."""
+    by = {r["variant"]: r for r in results if r.get("status") == "ok"}
+    c, f = by.get("sdpa_cudnn"), by.get("sdpa_flash")
+    if c is None or f is None or not c.get("cpu_time_us") or not f.get("cpu_time_us"):
+        return _unknown("needs the host time per call of both sdpa_cudnn and sdpa_flash")
+    c_lo, c_hi = noise_band("cpu_us", None, c, {})
+    f_lo, f_hi = noise_band("cpu_us", None, f, {})
+    ratio = c["cpu_time_us"] / f["cpu_time_us"]
+    band = (c_lo / f_hi, c_hi / f_lo)
+    out = judge(expected, "ratio", band)
+
+    def gpu(r: dict[str, Any]) -> str:
+        return f" against its {r['gpu_time_us']:,.1f} µs on the GPU" if r.get("gpu_time_us") else ""
+
+    text = (
+        f"measured {ratio:.2f}× (noise band {band[0]:.2f}–{band[1]:.2f}×): sdpa_cudnn {c['cpu_time_us']:,.1f} µs of "
+        f"host time per call{gpu(c)}, sdpa_flash {f['cpu_time_us']:,.1f} µs{gpu(f)}"
+    )
+    why = "too close to call: the noise band straddles the guess" if out == "close" else None
+    return {"outcome": out, "measured": round(ratio, 2), "text": text, "explanation": why}
 
 
 def _bandwidth_pct(expected: Any, results: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:

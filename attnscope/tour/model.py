@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attnscope.tour.steps import Question, Size, Step
+from attnscope.core.answers import Question
+from attnscope.tour.steps import Size, Step
 
 SEQ = {"gpu": 2048, "cpu": 128, "tiny": 32}
 BATCH = {"gpu": 2, "cpu": 1, "tiny": 1}

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from attnscope.core.units import fmt_us
 from attnscope.tour.strip import legend, rich_strip
 
 MARK = {
@@ -16,10 +17,6 @@ MARK = {
     "unknown": "[dim]not measurable here[/dim]",
     "skipped": "[dim]skipped[/dim]",
 }
-
-
-def _us(x: float | None) -> str:
-    return "—" if x is None else f"{x:,.1f} µs"
 
 
 def fingerprint_line(r: dict[str, Any]) -> str:
@@ -33,7 +30,9 @@ def fingerprint_line(r: dict[str, Any]) -> str:
         parts.append(f"backend {r['backend']}")
     if r.get("tflops") is not None:
         parts.append(f"{r['tflops']:.2f} TFLOP/s")
-    return f"{r['variant']}: {_us(r.get('time_us'))} ({r.get('time_basis')}); " + "; ".join(parts)
+    if r.get("device_kind") == "gpu" and r.get("cpu_time_us") and r.get("gpu_time_us"):
+        parts.append(f"host {fmt_us(r['cpu_time_us'])} per call against {fmt_us(r['gpu_time_us'])} on the GPU")
+    return f"{r['variant']}: {fmt_us(r.get('time_us'))} ({r.get('time_basis')}); " + "; ".join(parts)
 
 
 def show(rec: dict[str, Any], say: Callable[[str], None]) -> None:
@@ -84,4 +83,5 @@ def show_end(t: dict[str, Any], say: Callable[[str], None]) -> None:
         say("No clear miss: nothing surprised you.")
     for i, x in enumerate(sur, 1):
         say(f"  {i}. [bold]{escape(x['prompt'])}[/bold] {escape(str(x.get('text')))}")
-        say(f"     insight [cyan]{x['insight']}[/cyan]: {escape(str(x.get('insight_message') or ''))}")
+        head = f"insight [cyan]{x['insight']}[/cyan]" if x.get("insight") else "why"
+        say(f"     {head}: {escape(str(x.get('insight_message') or ''))}")

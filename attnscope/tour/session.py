@@ -18,8 +18,9 @@ from typing import Any
 
 from rich.markup import escape
 
+from attnscope.core.answers import Question, read_answer
 from attnscope.tour import judge as J
-from attnscope.tour.steps import STEPS, Question, Size, Step, case_for, variants_for
+from attnscope.tour.steps import STEPS, Size, Step, case_for, variants_for
 
 TRANSCRIPT_KIND = "tour"
 TRANSCRIPT_VERSION = 1
@@ -88,7 +89,8 @@ class Session:
     def steps(self) -> list[Step]:
         from attnscope.tour.model import MODEL_STEP
 
-        return [*STEPS, MODEL_STEP] if self.model else list(STEPS)
+        steps = [s for s in STEPS if self.gpu or not s.gpu_only]  # a GPU-only step has nothing to show on a CPU
+        return [*steps, MODEL_STEP] if self.model else steps
 
     def done_ids(self) -> set[str]:
         return {s["id"] for s in self.transcript.get("steps", [])}
@@ -167,7 +169,7 @@ class Session:
             "not_asked": [q.id for q in step.questions if q not in asked],
             "results": [result_record(r) for r in results],
             "differs": self.differs(step, results),
-            "why": step.why,
+            "why": step.why_cpu if not self.gpu and step.why_cpu else step.why,
             "h200": {"figures": list(step.h200), "source": step.h200_source},
             "evidence": list(step.evidence or items),
             "extra": dict(self._extra) if step.id == "decode" else {},
@@ -207,7 +209,7 @@ class Session:
         return list(doc["results"])
 
     def _copy_bandwidth(self) -> None:
-        from attnscope.tour.probe import copy_bandwidth
+        from attnscope.measure.timing import copy_bandwidth
 
         bw, how = copy_bandwidth(self.device, COPY_BYTES[self.size])
         self._extra.update(copy_bytes_per_s=bw, copy_method=how)
@@ -226,7 +228,7 @@ class Session:
         }
         if text is None:
             return rec | {"expected": None, "outcome": "skipped", "measured": None, "text": "no answer given"}
-        expected = J.read_answer(q, str(text), items)
+        expected = read_answer(q, str(text), items)
         rec["expected"] = expected
         rec["predictions"] = [
             {"variant": p.variant, "kind": p.kind, "expected": p.expected} for p in J.predictions(q, expected, items)
@@ -234,6 +236,8 @@ class Session:
         rec |= J.verdict(q, expected, results, items, self._extra)
         msgs = [i["message"] for r in results for i in r.get("insights") or [] if i["id"] == q.insight]
         rec["insight_message"] = msgs[0] if msgs else None
+        if not msgs and not self.gpu:  # a GPU insight that cannot fire here is not offered as the explanation
+            rec["insight"] = None
         return rec
 
     def differs(self, step: Step, results: list[dict[str, Any]]) -> list[str]:
@@ -276,8 +280,8 @@ def _now() -> str:
 
 def result_record(r: dict[str, Any]) -> dict[str, Any]:
     """What the transcript keeps of one result: enough for the reveal and the page, nothing to recompute."""
-    from attnscope.analysis.compare import timing_of
     from attnscope.analysis.predict import kernel_accounting
+    from attnscope.analysis.rules.peers import timing_of
     from attnscope.tour.strip import in_time_order
 
     t = timing_of(r) if r.get("status") == "ok" else None

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from attnscope.core.answers import Question
 from attnscope.core.types import Case
 
-Kind = Literal["number", "choice", "ranking"]
 Size = Literal["gpu", "cpu", "tiny"]  # gpu: the study's shapes; cpu: ≤ 3 minutes on 2 cores; tiny: tests
 
 SEED = "the article the study reproduces (its claims are set against our H200 run in docs/results/h200.md)"
@@ -25,20 +25,6 @@ H200_MASKS = "attnscope on one H200 (docs/results/masks_h200.md)"
 H200_DECODE = "attnscope on one H200 (docs/results/h200_2026-12-04.md, decode)"
 H200_FORMULATIONS = "compiled flex and attnscope on one H200 (docs/results/masks_formulations.md, h200_2026-12-04.md)"
 H200_SWEEP = "attnscope sweep on one H200, forward and backward (docs/results/sweep_h200.md)"
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    prompt: str
-    kind: Kind
-    answer: str  # how a typed answer is read: count | ratio | pct | yesno | choice | ranking
-    study: Any  # the --auto answer, as typed text (a ranking: names joined by commas)
-    insight: str  # the insight that explains a surprise here
-    predict: tuple[str, str, str | None] | None = None  # (variant, --guess kind, other variant)
-    choices: tuple[str, ...] = ()
-    judge: str = "predict"  # predict | ranking | winner | occupancy_design | bound | bandwidth_pct
-    gpu_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +40,8 @@ class Step:
     h200_source: str
     on_cpu: str = ""  # what differs when there is no GPU
     evidence: tuple[str, ...] = field(default=())  # variants whose fingerprint and strip the reveal shows
+    why_cpu: str = ""  # the explanation on a CPU, where the GPU's (``why``) does not hold
+    gpu_only: bool = False  # a step about the GPU alone: left out of a tour on a CPU
 
 
 def case_for(kind: str, size: Size, device: str) -> Case:
@@ -127,7 +115,10 @@ STEPS: tuple[Step, ...] = (
         "Each primitive is its own kernel, and the out-of-place masked_fill first copies the whole score tensor "
         "(aten::clone → copy_) before writing the mask into the copy. That copy is a Memcpy on a GPU: memory "
         "traffic the code never asked for, once per layer and call.",
-        ("7 kernels per call: the 5 primitives, a Memcpy DtoD (masked_fill's clone) and a Memset; 2259 µs GPU",),
+        (
+            "5 kernels per call, the 5 primitives; masked_fill's clone adds a Memcpy DtoD and cuBLAS a Memset, "
+            "counted apart from the kernels as every attnscope count does; 2259 µs GPU",
+        ),
         H200_RUN,
         evidence=("naive",),
     ),
@@ -150,7 +141,10 @@ STEPS: tuple[Step, ...] = (
         "prefill",
         "The copy is gone and nothing else changed, so the gain is the copy's share of the call: small against "
         "two GEMMs and a softmax over the S×S scores, but paid on every layer of every step.",
-        ("naive 2259 µs → naive_inplace 2004 µs GPU: 1.13× faster; the Memcpy DtoD is gone (6 kernels)",),
+        (
+            "naive 2259 µs → naive_inplace 2004 µs GPU: 1.13× faster; the Memcpy DtoD is gone (the same 5 "
+            "kernels and the Memset)",
+        ),
         H200_RUN,
         evidence=("naive", "naive_inplace"),
     ),
@@ -361,13 +355,13 @@ STEPS: tuple[Step, ...] = (
         (
             Question(
                 "decode_bound",
-                "Compute-bound or memory-bound? (compute/memory)",
+                "Compute-bound, memory-bound or overhead-bound? (compute/memory/overhead)",
                 "choice",
                 "choice",
                 "memory",
                 "split_kv",
                 None,
-                ("compute", "memory"),
+                ("compute", "memory", "overhead"),
                 judge="bound",
             ),
             Question(
@@ -391,5 +385,41 @@ STEPS: tuple[Step, ...] = (
             "x.sum() over the same bytes reaches 3.7 TB/s",
         ),
         H200_DECODE,
+        why_cpu="On a CPU the call's fixed cost (dispatch, allocation, waking the threads) takes most of a decode "
+        "step this small: the bytes at the copy bandwidth and the FLOPs at the matmul rate explain a small share of "
+        "the time, so the step is overhead-bound, and the split-KV kernels of a GPU have no counterpart here.",
+    ),
+    Step(
+        "cudnn_host",
+        "cuDNN's host cost per call",
+        "The same prefill attention forced onto cuDNN and onto flash. Before the GPU has work, the host prepares "
+        "each call: torch's checks, the cuDNN frontend's graph (built the first time a shape is seen, then looked "
+        "up), the launch. `CPU µs` in `attnscope run` is that host time per call, `GPU µs` the kernels'.",
+        (
+            Question(
+                "cudnn_host_ratio",
+                "cuDNN's host time per call ÷ flash's? (x, x+ for at least, or lo-hi)",
+                "number",
+                "ratio",
+                "1.55",
+                "opaque_library",
+                judge="host_ratio",
+                gpu_only=True,
+            ),
+        ),
+        ("sdpa_flash", "sdpa_cudnn"),
+        "prefill",
+        "Host time per call is what the CPU spends before the GPU can start. Where it is below the GPU time the "
+        "GPU never waits and the host cost is hidden; on short kernels (small shapes, decode) it can exceed the "
+        "GPU time and the GPU waits for launches (CPU-bound). The two backends' host costs differ by little "
+        "against their GPU times at this shape.",
+        (
+            "B4 H16 S2048 D64: cuDNN 20.0 µs of host time per call against its 104.7 µs on the GPU, flash 18.7 "
+            "against 160.7 µs: 1.07× (1.05–1.15× over paired rounds); at B1 H8 S512 D64 the sign flips, "
+            "0.73–0.80× (the article: 214 against 138 µs, 1.55×)",
+        ),
+        "attnscope on one H200 (docs/results/h200_launch_host.md, h200.md)",
+        evidence=("sdpa_flash", "sdpa_cudnn"),
+        gpu_only=True,
     ),
 )

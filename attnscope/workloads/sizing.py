@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from attnscope.core.flops import attention_flops
 from attnscope.core.serving import pool_tokens
 from attnscope.core.types import DTYPE_BYTES, Case
+from attnscope.core.units import fmt_bytes
 
 GIB = 1024**3
 FP32, FP64 = 4, 8
@@ -56,13 +57,6 @@ class Estimate:
     def text(self) -> str:
         terms = " + ".join(f"{k} {fmt_bytes(v)}" for k, v in self.parts.items() if v)
         return f"~{fmt_bytes(self.bytes)} ({terms})"
-
-
-def fmt_bytes(n: float) -> str:
-    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def _elems(case: Case) -> tuple[int, int, int, int]:

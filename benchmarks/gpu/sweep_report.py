@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.cases import Axes, grid
 from attnscope.execute.job import job_key
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import Axes, grid
 from attnscope.report.text.sweep_summary import COST_STAGES, cost_medians, counts_text, status_counts
 
 SWEEP_VARIANTS = ["sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "sdpa_default", "sdpa_math", "naive", "flex_compiled"]

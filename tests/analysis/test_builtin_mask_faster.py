@@ -3,7 +3,7 @@ resources as the reason.  Rows built by hand (the H200's document-mask numbers f
 
 from __future__ import annotations
 
-from attnscope.analysis.compare import explain_results
+from attnscope.analysis.annotate import explain_results
 
 CASE = {"batch": 2, "heads": 16, "seq_q": 4096, "head_dim": 64, "mask": "document:1000,1500,600,996"}
 

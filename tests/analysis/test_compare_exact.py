@@ -1,21 +1,16 @@
-"""The comparisons between variants of one case (analysis/compare.py) on hand-made rows: the
-slower-than-best insight at its boundaries, SDPA's default choice explained, and the timing, tie and
+"""The comparisons between variants of one case (analysis/rules/slower.py, analysis/rules/sdpa_choice.py) on
+hand-made rows: the slower-than-best insight at its boundaries, SDPA's default choice explained, and the timing, tie and
 case helpers they rest on.  Ratios and times are worked out in the comments."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.compare import (
-    ONE_SAMPLE_NOTE,
-    case_key,
-    explain_results,
-    overlaps,
-    ran_backend,
-    sdpa_choice,
-    slower_than_best,
-    timing_of,
-)
+from attnscope.analysis.annotate import explain_results, peers_of
+from attnscope.analysis.rules.peers import case_key, timing_of
+from attnscope.analysis.rules.sdpa_choice import sdpa_choice
+from attnscope.analysis.rules.slower import slower_than_best
+from attnscope.analysis.rules.ties import ONE_SAMPLE_NOTE, overlaps, ran_backend
 from attnscope.core.types import Insight, NotChecked
 
 CASE = {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 16, "dtype": "bf16", "causal": True}
@@ -73,20 +68,31 @@ def test_ran_backend_from_the_kernel_else_the_aten_op():
 def test_slower_than_best_whole():
     """150 / 100 = 1.50× exactly: a warning (1.5 is the threshold, inclusive); 50 µs lost."""
     best, slow = row("sdpa_flash", 100.0), row("naive", 150.0)
-    ev = {"best": "sdpa_flash", "best_us": 100.0, "this_us": 150.0, "ratio": 1.5, "lost_us": 50.0, "basis": GPU}
-    msg = f"1.50× slower than sdpa_flash, the best for this case (150.0 µs vs 100.0 µs, {GPU}): 50.0 µs lost per call"
+    ev = {
+        "best": "sdpa_flash",
+        "num_compared": 2,
+        "best_us": 100.0,
+        "this_us": 150.0,
+        "ratio": 1.5,
+        "lost_us": 50.0,
+        "basis": GPU,
+    }
+    msg = (
+        "1.50× slower than sdpa_flash, the recommended one of the 2 variants measured here "
+        f"(150.0 µs vs 100.0 µs, {GPU}): 50.0 µs lost per call"
+    )
     advice = "use sdpa_flash for this shape and dtype (see the recommendation)"
-    assert slower_than_best(slow, [best, slow]) == [
+    assert slower_than_best(slow, peers_of([best, slow])) == [
         Insight("slower_than_best", "naive", "warning", msg, advice, {**ev, "one_sample": False})
     ]
-    assert slower_than_best(best, [best, slow]) == []
+    assert slower_than_best(best, peers_of([best, slow])) == []
 
 
 def test_slower_than_best_ratio_and_loss_by_hand():
     """1234.5 / 1000 = 1.2345 → 1.23 (info, under 1.5); 234.5 µs lost; 12,345.6 µs shows its separator."""
-    [i] = slower_than_best(row("naive", 1234.5), [row("sdpa_flash", 1000.0), row("naive", 1234.5)])
+    [i] = slower_than_best(row("naive", 1234.5), peers_of([row("sdpa_flash", 1000.0), row("naive", 1234.5)]))
     assert (i.evidence["ratio"], i.evidence["lost_us"], i.severity) == (1.23, 234.5, "info")
-    [j] = slower_than_best(row("naive", 12345.6), [row("sdpa_flash", 1000.0), row("naive", 12345.6)])
+    [j] = slower_than_best(row("naive", 12345.6), peers_of([row("sdpa_flash", 1000.0), row("naive", 12345.6)]))
     assert "(12,345.6 µs vs 1,000.0 µs" in j.message and "11,345.6 µs lost per call" in j.message
 
 
@@ -94,26 +100,26 @@ def test_slower_than_best_from_1_10_on_beyond_the_noise_only():
     """110 / 100 = 1.10 exactly counts; 105 / 100 = 1.05 does not, even with quartiles apart."""
     best = row("sdpa_flash", 100.0, spread=0.001)
     assert 110.0 / 100.0 == 1.1
-    [at] = slower_than_best(row("naive", 110.0, spread=0.001), [best])
+    [at] = slower_than_best(row("naive", 110.0, spread=0.001), peers_of([best]))
     assert at.evidence["ratio"] == 1.1
-    assert slower_than_best(row("naive", 105.0, spread=0.001), [best]) == []
+    assert slower_than_best(row("naive", 105.0, spread=0.001), peers_of([best])) == []
 
 
 def test_slower_than_best_with_one_sample_is_only_info():
     one = row("naive", 300.0)
     one["gpu_time"]["num_samples"] = 1
-    [i] = slower_than_best(one, [row("sdpa_flash", 100.0), one])
+    [i] = slower_than_best(one, peers_of([row("sdpa_flash", 100.0), one]))
     assert i.severity == "info" and i.evidence["one_sample"] is True
     assert i.advice == f"use sdpa_flash for this shape and dtype (see the recommendation); {ONE_SAMPLE_NOTE}"
 
 
 def test_slower_than_best_needs_the_case():
     head = "needs each result's case, to know the variants solve the same problem; "
-    assert slower_than_best(row("naive", 1.0, case=None), []) == NotChecked(
+    assert slower_than_best(row("naive", 1.0, case=None), peers_of([])) == NotChecked(
         "slower_than_best", head + "not known for this result"
     )
     unknown = row("naive", 1.0, case=None, case_unknown={"seq_q": "no shapes recorded", "dtype": "mixed"})
-    assert slower_than_best(unknown, []) == NotChecked(
+    assert slower_than_best(unknown, peers_of([])) == NotChecked(
         "slower_than_best", head + "this trace's case is not known (seq_q: no shapes recorded; dtype: mixed)"
     )
 
@@ -127,7 +133,7 @@ PIN = (
 
 
 def test_sdpa_choice_plain():
-    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K), [])
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K), peers_of([]))
     short_k = FLASH_K.removeprefix("void ")[:59] + "…"  # 60 characters at most
     assert i == Insight(
         "sdpa_choice",
@@ -138,20 +144,20 @@ def test_sdpa_choice_plain():
         {"ran": "flash", "seen_in": FLASH_K},
         kernels=(FLASH_K,),
     )
-    assert sdpa_choice(row("sdpa_flash", 100.0, kernel=FLASH_K), []) == []
+    assert sdpa_choice(row("sdpa_flash", 100.0, kernel=FLASH_K), peers_of([])) == []
 
 
 def test_sdpa_choice_kernel_name_of_61_characters_is_cut_at_60():
     name = "flash_fwd_kernel_" + "x" * 44
     assert len(name) == 61
-    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=name), [])
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=name), peers_of([]))
     assert i.message == f"default SDPA ran the flash backend (seen in {name[:59]}…)"
 
 
 def test_sdpa_choice_seen_in_the_aten_op_or_nowhere():
-    [op] = sdpa_choice(row("sdpa_default", 100.0, sdpa_backend="math"), [])
+    [op] = sdpa_choice(row("sdpa_default", 100.0, sdpa_backend="math"), peers_of([]))
     assert op.message == "default SDPA ran the math backend (seen in aten op)" and op.kernels == ()
-    [none] = sdpa_choice(row("sdpa_default", 100.0), [])
+    [none] = sdpa_choice(row("sdpa_default", 100.0), peers_of([]))
     assert none.message == "default SDPA ran the None backend (seen in ?)" and none.kernels == ()
 
 
@@ -170,7 +176,7 @@ WHY = {
 def test_sdpa_choice_with_torchs_checks():
     """flash ran (its kernel); torch's checks predicted efficient: a warning.  Rejected before flash:
     cudnn (two reasons) and efficient (none given); math comes after flash and is not listed."""
-    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=WHY), [])
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=WHY), peers_of([]))
     assert i.severity == "warning"
     assert i.evidence == {
         "ran": "flash",
@@ -184,7 +190,7 @@ def test_sdpa_choice_with_torchs_checks():
         "no reason); torch's checks predicted efficient, yet flash ran"
     )
     agreed = dict(WHY, chosen="flash", order=[])
-    [j] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=agreed), [])
+    [j] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=agreed), peers_of([]))
     short_k = FLASH_K.removeprefix("void ")[:59] + "…"
     assert j.severity == "info"
     assert j.message == (
@@ -206,7 +212,7 @@ def test_sdpa_choice_names_the_fastest_forced_backend_beyond_the_noise():
         row("sdpa_twin", 5.0, family="sdpa", backend=None),
         row("sdpa_cudnn", 1.0, family="sdpa", backend="cudnn", case=dict(CASE, seq_q=128)),
     ]
-    [i] = sdpa_choice(default, peers)
+    [i] = sdpa_choice(default, peers_of(peers))
     assert i.severity == "warning"
     assert i.message.endswith(f"; but sdpa_efficient was 2.50× faster here (40.0 µs vs 100.0 µs, {GPU})")
     assert i.advice == (
@@ -226,7 +232,9 @@ def test_sdpa_choice_names_the_fastest_forced_backend_beyond_the_noise():
 def test_sdpa_choice_ratio_rounds_to_2_places():
     """100 / 30 = 3.333… → 3.33."""
     default = row("sdpa_default", 100.0, kernel=FLASH_K)
-    [i] = sdpa_choice(default, [default, row("sdpa_efficient", 30.0, kernel=EFF_K, family="sdpa", backend="efficient")])
+    [i] = sdpa_choice(
+        default, peers_of([default, row("sdpa_efficient", 30.0, kernel=EFF_K, family="sdpa", backend="efficient")])
+    )
     assert i.evidence["default_over_fastest"] == 3.33
 
 
@@ -236,21 +244,23 @@ def test_sdpa_choice_keeps_quiet_within_1_10_or_a_tie():
     near = row("sdpa_efficient", 91.0, kernel=EFF_K, family="sdpa", backend="efficient")
     twin = row("sdpa_flash", 50.0, kernel=FLASH_K, family="sdpa", backend="flash")
     for peer in (near, twin):
-        [i] = sdpa_choice(default, [default, peer])
+        [i] = sdpa_choice(default, peers_of([default, peer]))
         assert "faster here" not in i.message and i.advice == PIN and i.severity == "info"
 
 
 def test_sdpa_choice_without_a_case_compares_nothing():
     default = row("sdpa_default", 100.0, kernel=FLASH_K, case=None)
     forced = row("sdpa_efficient", 40.0, kernel=EFF_K, family="sdpa", backend="efficient", case=None)
-    [i] = sdpa_choice(default, [default, forced])
+    [i] = sdpa_choice(default, peers_of([default, forced]))
     assert "faster here" not in i.message
 
 
 def test_sdpa_choice_with_one_sample_is_info():
     default = row("sdpa_default", 100.0, kernel=FLASH_K)
     default["gpu_time"]["num_samples"] = 1
-    [i] = sdpa_choice(default, [default, row("sdpa_efficient", 40.0, kernel=EFF_K, family="sdpa", backend="efficient")])
+    [i] = sdpa_choice(
+        default, peers_of([default, row("sdpa_efficient", 40.0, kernel=EFF_K, family="sdpa", backend="efficient")])
+    )
     assert i.severity == "info" and i.evidence["one_sample"] is True
     assert i.advice.endswith(f"; {ONE_SAMPLE_NOTE}")
 
@@ -290,7 +300,7 @@ def test_slower_than_best_says_the_noise_is_unknown_when_only_the_best_is_one_sa
     best = row("sdpa_cudnn", 100.0, kernel=EFF_K)
     best["gpu_time"]["num_samples"] = 1
     mine = row("sdpa_flash", 300.0, kernel=FLASH_K)
-    [i] = slower_than_best(mine, [best, mine])
+    [i] = slower_than_best(mine, peers_of([best, mine]))
     assert i.severity == "info" and i.evidence["one_sample"] is True and i.advice.endswith(ONE_SAMPLE_NOTE)
 
 
@@ -300,7 +310,7 @@ def test_a_usable_backend_before_the_one_that_ran_is_no_rejection():
         {"backend": "flash", "usable": True},
         {"backend": "efficient", "usable": True},
     ]}  # fmt: skip
-    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=EFF_K, sdpa_why=why), [])
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=EFF_K, sdpa_why=why), peers_of([]))
     assert i.evidence["rejected"] == ["cudnn: r"]
 
 
@@ -316,10 +326,10 @@ def test_sdpa_choice_names_the_forced_backend_only_beyond_1_10x():
     """A default exactly 1.10× the fastest forced backend (100 µs × 1.10, as floats multiply) is inside the bar,
     not named; 110.01 µs is beyond it."""
     d, peers = _forced_case(100.0 * 1.10, 100.0)
-    [i] = sdpa_choice(d, peers)
+    [i] = sdpa_choice(d, peers_of(peers))
     assert "fastest_forced" not in i.evidence
     d, peers = _forced_case(110.01, 100.0)
-    [i] = sdpa_choice(d, peers)
+    [i] = sdpa_choice(d, peers_of(peers))
     assert i.evidence["fastest_forced"] == "sdpa_efficient"
     short_k = FLASH_K.removeprefix("void ")[:59] + "…"
     assert i.message == (
@@ -332,7 +342,7 @@ def test_sdpa_choice_names_the_forced_backend_only_beyond_1_10x():
 def test_sdpa_choice_with_a_one_sample_forced_backend_is_an_info_with_the_note():
     """The fastest forced backend's own timing is one traced call (the default's is not): noise unknown."""
     d, peers = _forced_case(200.0, 100.0, fastest_samples=1)
-    [i] = sdpa_choice(d, peers)
+    [i] = sdpa_choice(d, peers_of(peers))
     assert i.evidence["one_sample"] is True and i.severity == "info"
     assert i.advice == (
         "force sdpa_efficient with torch.nn.attention.sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) for this shape; "
@@ -341,7 +351,7 @@ def test_sdpa_choice_with_a_one_sample_forced_backend_is_an_info_with_the_note()
 
 
 def test_pin_advice_names_one_backend_and_set_priority_only_where_torch_has_it():
-    from attnscope.analysis.compare import pin_advice
+    from attnscope.analysis.rules.sdpa_choice import pin_advice
 
     base = "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel("
     assert pin_advice("cudnn", True) == (

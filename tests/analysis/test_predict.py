@@ -24,7 +24,9 @@ from attnscope.analysis.predict import (
     to_toml,
 )
 from attnscope.analysis.recommend.run import recommend
-from attnscope.cli.guess import Question, ask, parse_answer, questions, strict_failure
+from attnscope.api.guesses import strict_failure
+from attnscope.cli.guess import ask, guess_question, prediction, questions
+from attnscope.core.answers import AnswerError
 from attnscope.core.types import Case, Prediction, Verdict
 
 RUN_JSON = Path(__file__).parents[1] / "data" / "h200" / "run.json"  # the run that captured these traces
@@ -75,7 +77,9 @@ def test_hit_and_miss(variant, kind, hit, miss, why):
 def test_kernel_miss_is_explained_like_the_study():
     (v,) = verdicts([Prediction("sdpa_math", "kernels", 5)])
     assert v["text"] == "sdpa_math kernels: predicted 5, measured 20"
-    assert v["explanation"].startswith("fp32 upcast (5 dtype-conversion kernels); mask rebuilt (1: tril); safe softmax")
+    assert v["explanation"].startswith(
+        "fp32 upcast (3 upcasts to fp32 among 5 copy kernels); mask rebuilt (1: tril); safe softmax"
+    )
 
 
 def test_ratio_is_measured_from_the_median_times():
@@ -201,21 +205,21 @@ def test_no_recommendation_across_unknown_cases():
 def test_questions_follow_device_dtype_and_variants():
     gpu = Case(4, 16, 2048, 64, device="cuda")
     qs = questions(gpu, ["naive", "sdpa_math", "sdpa_default", "sdpa_flash"])
-    assert ("sdpa_math", "upcast") in {(q.variant, q.kind) for q in qs}
-    assert ("sdpa_flash", "occupancy_pct") in {(q.variant, q.kind) for q in qs}
+    assert ("sdpa_math", "upcast") in {q.predict[:2] for q in qs}
+    assert ("sdpa_flash", "occupancy_pct") in {q.predict[:2] for q in qs}
     cpu32 = Case(1, 8, 512, 64, dtype="fp32", device="cpu")
     qs = questions(cpu32, ["sdpa_math", "sdpa_default"])
-    assert {(q.variant, q.kind) for q in qs} == {("sdpa_math", "kernels"), ("sdpa_default", "backend")}
-    assert "flash or math" in next(q.prompt for q in qs if q.kind == "backend")
+    assert {q.predict[:2] for q in qs} == {("sdpa_math", "kernels"), ("sdpa_default", "backend")}
+    assert "flash or math" in next(q.prompt for q in qs if q.predict[1] == "backend")
 
 
 def test_ask_with_injected_input_reasks_skips_and_stops():
     qs = [
-        Question("naive", "kernels", "k?", "count"),
-        Question("naive", "hidden_copy", "copy?", "bool"),
-        Question("sdpa_math", "slower_than", "ratio?", "ratio", "naive"),
-        Question("sdpa_default", "backend", "backend?", "choice"),
-        Question("sdpa_flash", "occupancy_pct", "occ?", "range"),
+        guess_question("naive", "kernels", "k?", "count"),
+        guess_question("naive", "hidden_copy", "copy?", "yesno"),
+        guess_question("sdpa_math", "slower_than", "ratio?", "at_least", "naive"),
+        guess_question("sdpa_default", "backend", "backend?", "choice"),
+        guess_question("sdpa_flash", "occupancy_pct", "occ?", "range"),
     ]
     answers = iter(["five", "5", "", "2..4", "cudnn"])
     printed: list[str] = []
@@ -241,23 +245,29 @@ def test_ask_with_injected_input_reasks_skips_and_stops():
     [
         ("count", "4-8", [4, 8]),
         ("count", "20", 20),
-        ("bool", "Yes", True),
-        ("bool", "n", False),
+        ("yesno", "Yes", True),
+        ("yesno", "n", False),
         ("range", "10 to 20", [10.0, 20.0]),
         ("choice", "Math", "math"),
-        ("ratio", "3", {"variant": "x", "by": 3.0}),
+        ("choice", "cud", "cudnn"),  # the start of exactly one backend's name
+        ("at_least", "3", {"variant": "x", "by": 3.0}),
+        ("at_least", "2..4", {"variant": "x", "by": [2.0, 4.0]}),
     ],
 )
-def test_parse_answer(answer, text, expected):
-    assert parse_answer(Question("v", "k", "?", answer, "x"), text) == expected
+def test_an_answer_is_the_prediction_it_stands_for(answer, text, expected):
+    assert (
+        prediction(guess_question("v", "k", "?", answer, "x" if answer == "at_least" else None), text).expected
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
-    ("answer", "text"), [("count", "8-4"), ("bool", "maybe"), ("range", "12"), ("ratio", "0"), ("choice", "fast")]
+    ("answer", "text"),
+    [("count", "8-4"), ("yesno", "maybe"), ("range", "12"), ("at_least", "0"), ("choice", "fast"), ("choice", "f")],
 )
-def test_parse_answer_rejects(answer, text):
-    with pytest.raises(ValueError):
-        parse_answer(Question("v", "k", "?", answer, "x"), text)
+def test_an_answer_that_cannot_be_read_is_refused(answer, text):
+    with pytest.raises(AnswerError):
+        prediction(guess_question("v", "k", "?", answer, "x" if answer == "at_least" else None), text)
 
 
 def test_recommendation_warns_when_a_timing_is_noisy():
@@ -521,7 +531,7 @@ def test_a_comparison_is_not_measurable_without_both_times():
     """Against a variant not in the run, from a row with no time, against a row with no time."""
     p = Prediction("a", "faster_than", {"variant": "b", "by": 2.0})
     why = "not measurable in this result (gpu): other's time / this time, at least `by` (or within [lo, hi])"
-    text = "a faster_than: predicted ≥ 2.00× vs b, measured nothing"
+    text = "b's time ÷ a's: predicted ≥ 2.00×, measured nothing"
     absent = check_predictions([p], [timed("a", 100.0)])
     mine_untimed = check_predictions([p], [row("a"), timed("b", 300.0)])
     theirs_untimed = check_predictions([p], [timed("a", 100.0), row("b")])
@@ -671,10 +681,8 @@ def test_comparison_lines_carry_the_ratio_sign_on_value_and_band():
     p1 = Prediction("a", "faster_than", {"variant": "b", "by": [1.5, 5.0]})
     p2 = Prediction("b", "slower_than", {"variant": "a", "by": 2.0})
     assert check_predictions([p1, p2], [a, b]) == [
-        Verdict(p1, "hit", 3.0, "a faster_than: predicted 1.50–5.00× vs b, measured 3.00× (noise band 1.92–4.50×)"),
-        Verdict(
-            p2, "close", 3.0, "b slower_than: predicted ≥ 2.00× vs a, measured 3.00× (noise band 1.92–4.50×)", CLOSE
-        ),
+        Verdict(p1, "hit", 3.0, "b's time ÷ a's: predicted 1.50–5.00×, measured 3.00× (noise band 1.92–4.50×)"),
+        Verdict(p2, "close", 3.0, "b's time ÷ a's: predicted ≥ 2.00×, measured 3.00× (noise band 1.92–4.50×)", CLOSE),
     ]
 
 
@@ -686,10 +694,8 @@ def test_a_gpu_comparison_line_uses_the_gpu_floor():
     p1 = Prediction("a", "faster_than", {"variant": "b", "by": 2.9})
     p2 = Prediction("a", "faster_than", {"variant": "b", "by": 2})
     assert check_predictions([p1, p2], [a, b]) == [
-        Verdict(
-            p1, "close", 3.0, "a faster_than: predicted ≥ 2.90× vs b, measured 3.00× (noise band 2.88–3.12×)", CLOSE
-        ),
-        Verdict(p2, "hit", 3.0, "a faster_than: predicted ≥ 2× vs b, measured 3.00× (noise band 2.88–3.12×)"),
+        Verdict(p1, "close", 3.0, "b's time ÷ a's: predicted ≥ 2.90×, measured 3.00× (noise band 2.88–3.12×)", CLOSE),
+        Verdict(p2, "hit", 3.0, "b's time ÷ a's: predicted ≥ 2×, measured 3.00× (noise band 2.88–3.12×)"),
     ]
 
 
@@ -767,7 +773,7 @@ def test_kernel_accounting_gpu_upcast_mask_and_guard():
         ],
     )
     assert kernel_accounting(r) == (
-        "fp32 upcast (3 dtype-conversion kernels); mask rebuilt (1: tril); "
+        "fp32 upcast (3 copy kernels); mask rebuilt (1: tril); "
         "safe softmax (4: all, fill_, isneginf, where); the rest: 2 gemm, 1 elementwise, 1 softmax"
     )
 
@@ -795,7 +801,7 @@ def test_kernel_accounting_cpu_names_ops_by_themselves():
         ],
     )
     assert kernel_accounting(r) == (
-        "fp32 upcast (2 dtype-conversion ops); mask rebuilt (2: tril, triu); "
+        "fp32 upcast (2 copy ops); mask rebuilt (2: tril, triu); "
         "safe softmax (3: all, isneginf, where); the rest: 2 gemm, 1 softmax"
     )
 
@@ -840,10 +846,7 @@ def test_kernel_accounting_counts_a_kernel_once_in_the_first_group_that_takes_it
             k("aten::where", "elementwise", "aten::tril"),
         ],
     )
-    assert (
-        kernel_accounting(r)
-        == "fp32 upcast (2 dtype-conversion ops); mask rebuilt (2: tril); safe softmax (1: isneginf)"
-    )
+    assert kernel_accounting(r) == "fp32 upcast (2 copy ops); mask rebuilt (2: tril); safe softmax (1: isneginf)"
 
 
 def test_kernel_accounting_mask_kernels_by_launcher_or_by_triu_tril_name():
@@ -879,10 +882,22 @@ def test_kernel_accounting_guard_names_from_the_launcher_or_the_kernel():
     assert kernel_accounting(r) == "safe softmax (2: isneginf, kernel_for_aten::where); the rest: 1 softmax"
 
 
+def test_kernel_accounting_counts_upcasts_as_the_insight_does():
+    """Two upcasts recorded (the fp32_upcast insight's count) among three copy kernels: one count of upcasts."""
+    r = row(
+        "m",
+        "gpu",
+        upcast_fp32=True,
+        upcasts=[{"op": "aten::_to_copy"}, {"op": "aten::_to_copy"}],
+        kernels=[k("copy_k", "copy", "aten::copy_")] * 3,
+    )
+    assert kernel_accounting(r) == "fp32 upcast (2 upcasts to fp32 among 3 copy kernels)"
+
+
 def test_kernel_accounting_of_nothing_is_empty():
     assert kernel_accounting(row("e", "gpu", kernels=[])) == ""
     assert kernel_accounting(row("e", "gpu", upcast_fp32=True, kernels=[k("copy_k", "copy", "aten::copy_")])) == (
-        "fp32 upcast (1 dtype-conversion kernels)"
+        "fp32 upcast (1 copy kernel)"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.recommend.sweep import recommend
+from attnscope.analysis.recommend import recommend
 
 DOC = "document:1000,1500,600,996"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.compare import choose_best, unresolved_tie
-from attnscope.analysis.recommend.sweep import recommend
+from attnscope.analysis.recommend import recommend
+from attnscope.analysis.rules.ties import choose_best, unresolved_tie
 from attnscope.report.text.sweep import render
 
 GEMM = [{"name": "at::native::cpublas::gemm_bf16", "category": "gemm"}]  # naive writes the scores out
@@ -127,14 +127,15 @@ def test_the_sweep_page_lists_the_unresolved_points():
 
 
 def test_no_use_x_advice_at_an_unresolved_case():
-    from attnscope.analysis.compare import slower_than_best
+    from attnscope.analysis.annotate import peers_of
+    from attnscope.analysis.rules.slower import slower_than_best
     from attnscope.core.types import NotChecked
 
     loaded = rows()[:2]  # naive 513 µs and sdpa_flash 4,758 µs, quartiles overlapping
-    got = slower_than_best(loaded[1], loaded)
+    got = slower_than_best(loaded[1], peers_of(loaded))
     assert isinstance(got, NotChecked) and "measure again on a quiet machine" in got.why and "9.3×" in got.why
     clear = rows()[2:4]  # naive 100 µs, sdpa_flash 200 µs, apart: flash is 2× slower than the best
-    (i,) = slower_than_best(clear[1], clear)
+    (i,) = slower_than_best(clear[1], peers_of(clear))
     assert i.advice.startswith("use naive ") and i.evidence["ratio"] == 2.0
 
 
@@ -170,7 +171,7 @@ def test_run_and_recommend_agree_at_the_1_5x_bar(s, unresolved, tmp_path, capsys
 
 
 def test_same_kernels_compares_the_compute_kernels_names() -> None:
-    from attnscope.analysis.recommend.ties import kernel_names, same_kernels
+    from attnscope.analysis.rules.ties import kernel_names, same_kernels
 
     k = lambda name, cat="attention": {"name": name, "category": cat}  # noqa: E731
     a = {"variant": "sdpa_default", "kernels": [k("fmha_cudnn"), k("Memset (Device)", "memset")]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attnscope.analysis.predict import check_predictions, judge, noise_band
-from attnscope.cli.guess import strict_failure
+from attnscope.api.guesses import strict_failure
 from attnscope.core.types import Prediction
 
 

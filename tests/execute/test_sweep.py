@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from attnscope.cli.main import main
+from attnscope.core.case_text import parse_causal, parse_choice_axis, parse_int_axis
+from attnscope.core.cases import Axes, grid
 from attnscope.execute.job import job_key
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import Axes, grid, parse_causal, parse_choice_axis, parse_int_axis, plan
+from attnscope.execute.sweep import plan
 from attnscope.report.text.sweep_summary import cost_medians, status_counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,11 +150,12 @@ def _sweep(tmp_path: Path, *extra: str, out: str = "s.jsonl") -> tuple[int, list
 def _fake_recommender(monkeypatch) -> list[list[dict]]:
     """Stand-ins for the recommendation and its rendering: they record what the sweep hands them."""
     seen: list[list[dict]] = []
-    rec = types.ModuleType("attnscope.analysis.recommend.sweep")
-    rec.recommend = lambda rows: (seen.append(rows), {"best": [{"variant": "x"}], "crossovers": [], "policy": []})[1]
+    import attnscope.analysis.recommend
+
+    fake = lambda rows: (seen.append(rows), {"best": [{"variant": "x"}], "crossovers": [], "policy": []})[1]  # noqa: E731
     text = types.ModuleType("attnscope.report.text.sweep")
     text.render = lambda r: f"FAKE POLICY with {len(r['best'])} entry"
-    monkeypatch.setitem(sys.modules, "attnscope.analysis.recommend.sweep", rec)
+    monkeypatch.setattr(attnscope.analysis.recommend, "recommend", fake)
     monkeypatch.setitem(sys.modules, "attnscope.report.text.sweep", text)
     return seen
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from attnscope.cli.main import main
+from attnscope.core.case_text import parse_alibi_axis, parse_mask_axis, parse_softcap_axis
+from attnscope.core.cases import Axes, grid
 from attnscope.core.types import Case
 from attnscope.execute.job import Options, trace_file_name
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import Axes, grid, parse_alibi_axis, parse_mask_axis, parse_softcap_axis, plan
+from attnscope.execute.sweep import plan
 
 TINY = ["--device", "cpu", "--batch", "1", "--heads", "1", "--head-dim", "16", "--dtype", "fp32"]
 FAST = ["--budget", "0.01", "--no-peak", "--quiet"]

@@ -243,3 +243,15 @@ def test_a_call_that_waits_inside_says_how_much_slower_its_fastest_batch_was():
         "inside it)"
     )
     assert (got.median_us, got.num_samples) == (10.0, 9)
+
+
+def test_copy_bandwidth_is_twice_the_bytes_over_the_median_of_the_one_timing_loop(monkeypatch):
+    """The tour's copy bandwidth is timed by time_host on a CPU (the one timing loop): with every call timed at
+    exactly 2,000 µs (a stub clock), 4 MiB copied read + written → 2 × 4,194,304 B ÷ 0.002 s = 4,194,304,000 B/s."""
+    from attnscope.measure import timing
+
+    ticks = iter(range(0, 10**9, 2000))  # perf_counter in µs steps of 2,000: each call measures 2,000 µs
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(ticks) * 1e-6)
+    bw, how = timing.copy_bandwidth("cpu", 4 * 2**20, budget_s=0.02)
+    assert bw == pytest.approx(2 * 4 * 2**20 / 0.002)
+    assert how.startswith("device copy of 4 MiB, 2×bytes (read + write) ÷ median; wall time per call, median of 10")

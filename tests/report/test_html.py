@@ -136,10 +136,10 @@ def test_sweep_panels_crossovers_and_default():
 
 
 def test_sweep_names_implementations_and_hides_changes_within_the_noise():
-    """test_sweep_recommend.py's impl_sweep: sdpa_default ran flash's kernel at S 128 and 256, cuDNN's after.
+    """sweeps.py's impl_sweep: sdpa_default ran flash's kernel at S 128 and 256, cuDNN's after.
     By hand from its table: the best implementation per S and the next one, two crossovers beyond the noise and
     one within it (flash → cudnn at S 2048 → 4096, tied at 4096)."""
-    from tests.analysis.recommend.test_sweep_recommend import impl_sweep
+    from tests.analysis.recommend.sweeps import impl_sweep
 
     page = render_html([impl_sweep()])
     html_only = html.unescape(without_scripts(page))
@@ -175,7 +175,7 @@ def test_sweep_names_implementations_and_hides_changes_within_the_noise():
 def test_sweep_leaves_a_compiled_row_that_ran_eager_code_out_of_plots_and_ranking():
     """A flex_compiled row with aten kernels only (dynamo's recompile limit reached: eager flex), timed fastest at
     S=128: it is neither plotted nor ranked, and the recommendation says why, as the terminal does."""
-    from tests.analysis.recommend.test_sweep_recommend import impl_sweep, row
+    from tests.analysis.recommend.sweeps import impl_sweep, row
 
     eager = row("flex_compiled", 128, 64, 5.0, 4.9, 5.1, kernels=[{"name": "aten_mul_kernel", "category": "other"}])
     eager |= {"family": "flex", "compile_time_s": 3.0, "device_kind": "gpu"}

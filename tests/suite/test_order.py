@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STATEFUL = [
     "tests/variants/test_plugins.py",
     "tests/variants/test_external.py",
-    "tests/analysis/recommend/test_one_voice.py",
+    "tests/analysis/recommend/test_rules_agree.py",
     "tests/workloads/test_sizing.py",
 ]
 

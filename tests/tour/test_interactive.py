@@ -27,7 +27,7 @@ SCRIPT = [
     ("Rank them", "3,1,2"),  # numbers stand for the listed variants
     ("Who wins", "sdpa_default"),
     ("Who wins", ""),  # empty: skipped
-    ("Compute-bound or memory-bound", "memory"),
+    ("Compute-bound, memory-bound or overhead-bound", "memory"),
     ("copy bandwidth", "1-50"),
 ]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnscope.tour.judge import AnswerError, combine, predictions, read_answer
+from attnscope.core.answers import AnswerError, read_answer
+from attnscope.tour.judge import combine, predictions
 from attnscope.tour.steps import STEPS, case_for
 
 Q = {q.id: q for s in STEPS for q in s.questions}

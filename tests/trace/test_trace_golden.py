@@ -97,7 +97,8 @@ ADDED = {
 
 
 # The insights are the rules' words on the reader's numbers: issue-driven rule changes (occupancy verdicts by
-# roofline bound, one voice) reword them, and their own tests pin them; the reader's numbers stay compared whole.
+# roofline bound, advice that reads the recommendation) reword them, and their own tests pin them; the reader's
+# numbers stay compared whole.
 RULES_OWN = {"insights"}
 
 

@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
+from attnscope.analysis.fingerprint.copy_context import copy_kind
 from attnscope.analysis.fingerprint.occupancy import ArchLimits, theoretical_occupancy
 from attnscope.core.types import Category, KernelRecord
 from attnscope.trace import CpuOp
@@ -107,8 +108,21 @@ def _is_scalar_op(op: CpuOp) -> bool:
     return not any(isinstance(d, list) and len(d) > 0 for d in dims)
 
 
+def _cpu_category(tree: OpTree, i: int) -> Category:
+    """A leaf op's category; a same-dtype ``aten::copy_`` of a contiguous source (copy kind ``value``) is
+    ``memcpy``: the plain memory copy a GPU runs as a Memcpy rather than a kernel, so on every device the count of
+    kernels leaves it apart (``num_memcpy``), as the study counts."""
+    op = tree.ops[i]
+    if op.name == "aten::copy_":
+        types = op.input_types or []
+        if len(types) >= 2 and types[0] == types[1] and copy_kind(tree, i) == "value":
+            return "memcpy"
+    return K.classify_cpu(op.name)
+
+
 def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
-    """On CPU the unit of work is a leaf compute aten op (no device kernels exist)."""
+    """On CPU the unit of work is a leaf compute aten op (no device kernels exist); a plain memory copy is a
+    ``memcpy`` record (:func:`_cpu_category`)."""
     n = len(tree.ops)
     counted = [False] * n
 
@@ -135,7 +149,7 @@ def cpu_kernel_records(tree: OpTree) -> list[KernelRecord]:
     return [
         KernelRecord(
             name=tree.ops[i].name,
-            category=K.classify_cpu(tree.ops[i].name),
+            category=_cpu_category(tree, i),
             duration_us=tree.ops[i].dur,
             device="cpu",
             launched_by=tree.ops[tree.parent[i]].name if tree.parent[i] >= 0 else None,

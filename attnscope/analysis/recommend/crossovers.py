@@ -6,13 +6,13 @@ from collections import defaultdict
 from itertools import pairwise
 from typing import Any
 
-from attnscope.analysis.recommend.points import _Point
-from attnscope.analysis.recommend.ranges import _cond_text, _twinned
-from attnscope.analysis.recommend.rows import _key
+from attnscope.analysis.recommend.points import Point
+from attnscope.analysis.recommend.ranges import cond_text, twinned
+from attnscope.analysis.recommend.rows import point_key
 from attnscope.document.recommendation import impl_text, label, value_order
 
 
-def same_implementation(bi: dict[str, Any], pi: _Point, bj: dict[str, Any], pj: _Point) -> bool:
+def same_implementation(bi: dict[str, Any], pi: Point, bj: dict[str, Any], pj: Point) -> bool:
     """Whether the best at two points is one implementation: some variant is the best or ran the best's kernels
     at both (e.g. sdpa_cudnn best at one, sdpa_default running the same cuDNN kernels best at the other), and
     the backend the kernels show did not change (sdpa_default running cuDNN at one and flash at the other)."""
@@ -21,7 +21,7 @@ def same_implementation(bi: dict[str, Any], pi: _Point, bj: dict[str, Any], pj: 
     return not (bi["ran"] and bj["ran"] and bi["ran"] != bj["ran"])
 
 
-def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) -> list[dict[str, Any]]:
+def crossovers(best: list[dict[str, Any]], points: list[Point], axes: list[str]) -> list[dict[str, Any]]:
     """Along each axis, holding the other axes fixed: where the best implementation changes between adjacent
     measured values (not where the name of the best changes between variants that ran the same kernels:
     :func:`same_implementation`).  ``within_noise``: the two variants were tied (quartiles overlap, or the
@@ -31,7 +31,7 @@ def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]
         others = [b for b in axes if b != a]
         lines: dict[str, list[int]] = defaultdict(list)
         for i, p in enumerate(points):
-            lines[_key({b: p.axes.get(b) for b in others})].append(i)
+            lines[point_key({b: p.axes.get(b) for b in others})].append(i)
         for idx in lines.values():
             idx.sort(key=lambda i: value_order(points[i].axes.get(a)))
             for i, j in pairwise(idx):
@@ -42,7 +42,7 @@ def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]
                 also = {
                     k: [pi.axes.get(k), pj.axes.get(k)]
                     for k in pi.axes
-                    if k != a and k not in axes and pi.axes.get(k) != pj.axes.get(k) and not _twinned(k, pi, pj)
+                    if k != a and k not in axes and pi.axes.get(k) != pj.axes.get(k) and not twinned(k, pi, pj)
                 }
                 frm = impl_text(bi, best[i]["same_as"], best[i]["ran"])
                 to = impl_text(bj, best[j]["same_as"], best[j]["ran"])
@@ -61,7 +61,7 @@ def crossovers(best: list[dict[str, Any]], points: list[_Point], axes: list[str]
                         "within_noise": bi != bj and (bj in pi.agree or bi in pj.agree),
                         "points": [i, j],
                         "text": (
-                            f"{_cond_text(a, '=', pi.axes.get(a))} → {_cond_text(a, '=', pj.axes.get(a))}: "
+                            f"{cond_text(a, '=', pi.axes.get(a))} → {cond_text(a, '=', pj.axes.get(a))}: "
                             f"{frm} → {to}" + (f" ({label(pi.axes, others)})" if others else "")
                         ),
                     }

@@ -3,45 +3,18 @@
 Which implementation is best at a point, its runner-up, margin, ties and an unresolved point are the one
 recommender's (:func:`attnscope.analysis.recommend.recommend` on the rows as :func:`as_generic` gives them):
 `attnscope model`, `attnscope recommend` on its rows and a run of one case say the same.  The insights are the
-model's rules (:mod:`attnscope.analysis.recommend.model_rules`, re-exported here).
+model's rules (the ``model`` rules of :data:`attnscope.analysis.rules.RULES`), each handed the row the one
+recommender named best at its point.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.recommend.model_rules import (
-    FUSED,
-    MIB,
-    host_bound,
-    layout_copies,
-    mask,
-    part_differences,
-    profile_mismatch,
-    repeat_kv,
-    share,
-    split_insights,
-    upcasts,
-)
 from attnscope.analysis.recommend.recommender import recommend as recommend_rows
-from attnscope.analysis.recommend.ties import MAX_TIE_RATIO, UNRESOLVED_ADVICE
-
-__all__ = [
-    "FUSED",
-    "MIB",
-    "annotate_rows",
-    "as_generic",
-    "host_bound",
-    "layout_copies",
-    "mask",
-    "part_differences",
-    "profile_mismatch",
-    "recommend",
-    "repeat_kv",
-    "share",
-    "split_insights",
-    "upcasts",
-]
+from attnscope.analysis.rules import explain_step
+from attnscope.analysis.rules.model_step import Step
+from attnscope.analysis.rules.ties import MAX_TIE_RATIO, UNRESOLVED_ADVICE
 
 Point = tuple[str, Any, Any, Any]
 
@@ -63,15 +36,7 @@ def annotate_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         best = _best_row(entry, ok)
         failed = [r for r in here if r["status"] in ("skipped", "error", "oom")]
         for r in ok:
-            others = [o for o in ok if o is not r]
-            found = [share(r, best)] if r.get("attention") else []
-            for f in (repeat_kv(r, others, failed), upcasts(r), mask(r, others), layout_copies(r)):
-                if f is not None and r.get("attention"):
-                    found.append(f)
-            for f in (host_bound(r), profile_mismatch(r)):
-                if f is not None:
-                    found.append(f)
-            r["insights"] = found
+            r["insights"] = explain_step(r, Step([o for o in ok if o is not r], failed, best))
         if ok and entry is not None:
             one = len({p[0] for p in points}) == len(points)  # one point per mode: keyed by the mode, as before
             configs = {p[3][0] for p in points}

@@ -7,8 +7,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnscope.analysis.recommend.rows import _basis, _key, _median, _quartiles, _source, _why_out, checked
-from attnscope.analysis.recommend.ties import (
+from attnscope.analysis.recommend.rows import _basis, _median, _quartiles, _source, _why_out, checked, point_key
+from attnscope.analysis.rules.row_kernels import is_fused, materialises_scores
+from attnscope.analysis.rules.ties import (
     MAX_TIE_RATIO,
     UNRESOLVED_ADVICE,
     Row,
@@ -19,12 +20,11 @@ from attnscope.analysis.recommend.ties import (
     tied,
     unresolved_tie,
 )
-from attnscope.analysis.rules.insights import is_fused, materialises_scores
 from attnscope.document.recommendation import AXES, DEFAULT, axes_of, label, value_order
 
 
 @dataclass
-class _Point:
+class Point:
     axes: dict[str, Any]
     case: dict[str, Any]
     source: str
@@ -42,7 +42,7 @@ class _Point:
         return {v, *self.twins.get(v, [])}
 
 
-def _twins(rows: list[Row]) -> dict[str, list[str]]:
+def twins(rows: list[Row]) -> dict[str, list[str]]:
     """For each variant, the others that ran the same compute kernels, fastest first (none: no kernels known)."""
     names = [kernel_names(r[0]) for r in rows]  # once per row: a trace's row holds ~10^4 kernels
     return {
@@ -51,7 +51,7 @@ def _twins(rows: list[Row]) -> dict[str, list[str]]:
     }
 
 
-def _best_entry(p: _Point, index: int) -> dict[str, Any]:
+def best_entry(p: Point, index: int) -> dict[str, Any]:
     best, preferred_over = choose_best(p.rows)
     b, best_us, bt, basis = best
     mine = p.group(b["variant"])
@@ -84,7 +84,7 @@ def _best_entry(p: _Point, index: int) -> dict[str, Any]:
         "time_method": bt.get("method") if bt else None,
         "noisy": False,
         "variants_compared": len(p.rows),
-        "default": _default_at(p, best),
+        "default": default_at(p, best),
         # the words a run's sentence and a model's advice say (analysis.recommend.run, .model)
         "same_as_us": [next(r[1] for r in p.rows if r[0]["variant"] == v) for v in p.twins.get(b["variant"], [])],
         "next_clear": None,
@@ -115,7 +115,7 @@ def _best_entry(p: _Point, index: int) -> dict[str, Any]:
     return entry
 
 
-def _default_at(p: _Point, best: Row) -> dict[str, Any] | None:
+def default_at(p: Point, best: Row) -> dict[str, Any] | None:
     """sdpa_default against the best, and the backend its kernels show it ran.  It is the best when it is
     the variant named best or ran the same kernels (``same_kernels_as_best``: then it is one implementation
     with the best, timed a little slower or faster by run-to-run variation)."""
@@ -141,9 +141,9 @@ def _default_at(p: _Point, best: Row) -> dict[str, Any] | None:
     return out
 
 
-def _points(
+def points_of(
     rows: list[dict[str, Any]],
-) -> tuple[list[_Point], list[dict[str, Any]], Counter[str], int, int]:
+) -> tuple[list[Point], list[dict[str, Any]], Counter[str], int, int]:
     groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     axes_by: dict[str, dict[str, Any]] = {}
     excluded: list[dict[str, Any]] = []
@@ -156,7 +156,7 @@ def _points(
             excluded.append({"variant": r.get("variant"), "label": None, "why": "no case recorded (e.g. a trace)"})
             continue
         ax = axes_of(r)
-        k = _key(ax)
+        k = point_key(ax)
         axes_by[k] = ax
         if r["variant"] in groups[k]:
             superseded += 1  # the same (variant, case, mode) again: the later row stands
@@ -180,8 +180,8 @@ def _points(
         if usable:
             best = choose_best(usable)[0]
             best_us = best[1]
-            p = _Point(axes_by[k], by_v[next(iter(by_v))]["case"], src, usable, best, by_variant=by_v, checked=check)
-            p.twins = _twins(usable)
+            p = Point(axes_by[k], by_v[next(iter(by_v))]["case"], src, usable, best, by_variant=by_v, checked=check)
+            p.twins = twins(usable)
             p.ran = {x[0]["variant"]: ran_backend(x[0])[0] for x in usable}
             p.agree = {best[0]["variant"]} | {x[0]["variant"] for x in usable if x is not best and tied(best, x)}
             p.unresolved = unresolved_tie(usable)
@@ -197,7 +197,7 @@ def _points(
     return points, excluded, status, superseded, no_case
 
 
-def _unresolved_entry(p: _Point) -> dict[str, Any]:
+def unresolved_entry(p: Point) -> dict[str, Any]:
     """A point whose tie spans more than ``MAX_TIE_RATIO``× in median: marked, never given a best."""
     assert p.unresolved is not None
     fast, slow = p.unresolved

@@ -7,8 +7,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from attnscope.analysis.recommend.points import _Point
-from attnscope.analysis.recommend.ranges import _cond_text
+from attnscope.analysis.recommend.points import Point
+from attnscope.analysis.recommend.ranges import cond_text
 from attnscope.analysis.recommend.rows import _why_out
 from attnscope.core.case import recommender_axes
 from attnscope.document.recommendation import DEFAULT, SYMBOL, value_order
@@ -21,7 +21,7 @@ MIN_GAIN = 2  # a rule must put right at least this many points: a lone point is
 
 
 @dataclass
-class _Cond:
+class Cond:
     axis: str
     op: str
     value: Any
@@ -32,13 +32,13 @@ class _Cond:
 
     @property
     def text(self) -> str:
-        return _cond_text(self.axis, self.op, self.value)
+        return cond_text(self.axis, self.op, self.value)
 
 
-def _conditions(points: list[_Point], axes: list[str]) -> list[_Cond]:
+def conditions(points: list[Point], axes: list[str]) -> list[Cond]:
     """Conditions over measured values only: '=' for each value, and '≤'/'≥' cuts between measured values
     of a numeric axis; of two with the same points, the first (the plainer) is kept."""
-    conds: list[_Cond] = []
+    conds: list[Cond] = []
     seen: set[int] = set()
     full = (1 << len(points)) - 1
     for a in axes:
@@ -59,11 +59,11 @@ def _conditions(points: list[_Point], axes: list[str]) -> list[_Cond]:
         for ax, op, v, m in cands:
             if m not in seen and m != full:
                 seen.add(m)
-                conds.append(_Cond(ax, op, v, m))
+                conds.append(Cond(ax, op, v, m))
     return conds
 
 
-def conditions_text(conds: list[_Cond]) -> str:
+def conditions_text(conds: list[Cond]) -> str:
     """'S ≤ 256 and D = 128'; a range of one axis as '256 ≤ S ≤ 512'."""
     parts = []
     for c in conds:
@@ -75,14 +75,14 @@ def conditions_text(conds: list[_Cond]) -> str:
     return " and ".join(parts)
 
 
-def _candidates(conds: list[_Cond]) -> list[tuple[tuple[_Cond, ...], int]]:
+def candidates(conds: list[Cond]) -> list[tuple[tuple[Cond, ...], int]]:
     """Conjunctions of up to ``MAX_CONDITIONS`` conditions, each on its own axis except a range
     (≥ and ≤ on one numeric axis), simplest first; of two with the same points the simpler is kept."""
-    level: list[tuple[tuple[_Cond, ...], int, int]] = [((c,), c.mask, i) for i, c in enumerate(conds)]
-    out: list[tuple[tuple[_Cond, ...], int]] = [(cs, m) for cs, m, _ in level]
+    level: list[tuple[tuple[Cond, ...], int, int]] = [((c,), c.mask, i) for i, c in enumerate(conds)]
+    out: list[tuple[tuple[Cond, ...], int]] = [(cs, m) for cs, m, _ in level]
     seen = {c.mask for c in conds}
     for _ in range(MAX_CONDITIONS - 1):
-        nxt: list[tuple[tuple[_Cond, ...], int, int]] = []
+        nxt: list[tuple[tuple[Cond, ...], int, int]] = []
         for cs, mask, last in level:
             for i in range(last + 1, len(conds)):
                 c = conds[i]
@@ -98,7 +98,7 @@ def _candidates(conds: list[_Cond]) -> list[tuple[tuple[_Cond, ...], int]]:
     return out
 
 
-def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) -> list[dict[str, Any]]:
+def policy(best: list[dict[str, Any]], points: list[Point], axes: list[str]) -> list[dict[str, Any]]:
     """A decision list over the measured points: the first rule that matches applies, then "otherwise".
 
     An exception is a point where the variant named for it is neither best nor tied for best.  Built
@@ -131,7 +131,7 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
         )
         return v, m.bit_count() - (m & agree[v]).bit_count()
 
-    def spans(rules: list[tuple[tuple[_Cond, ...], str, int]]) -> tuple[list[int], int]:
+    def spans(rules: list[tuple[tuple[Cond, ...], str, int]]) -> tuple[list[int], int]:
         """The points each rule takes (those no rule before it took), and what is left for "otherwise"."""
         taken, out = 0, []
         for _, _, cmask in rules:
@@ -139,8 +139,8 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
             taken |= cmask
         return out, full & ~taken
 
-    cands = _candidates(_conditions(points, axes))
-    rules: list[tuple[tuple[_Cond, ...], str, int]] = []
+    cands = candidates(conditions(points, axes))
+    rules: list[tuple[tuple[Cond, ...], str, int]] = []
     while len(rules) < MAX_RULES:
         took, rem = spans(rules)
         rule_err = 0
@@ -184,7 +184,7 @@ def policy(best: list[dict[str, Any]], points: list[_Point], axes: list[str]) ->
     return out
 
 
-def _rule(best: list[dict[str, Any]], points: list[_Point], conds: list[_Cond], v: str, mask: int) -> dict[str, Any]:
+def _rule(best: list[dict[str, Any]], points: list[Point], conds: list[Cond], v: str, mask: int) -> dict[str, Any]:
     idx = [i for i in range(len(points)) if mask >> i & 1]
     exceptions = []
     for i in idx:

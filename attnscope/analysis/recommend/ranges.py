@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attnscope.analysis.recommend.points import _Point
-from attnscope.analysis.recommend.rows import _key
+from attnscope.analysis.recommend.points import Point
+from attnscope.analysis.recommend.rows import point_key
 from attnscope.core.case import recommender_axes
 from attnscope.document.recommendation import AXES, SYMBOL, value_order
 from attnscope.document.recommendation import fmt as _fmt
@@ -15,7 +15,7 @@ from attnscope.document.recommendation import value_text as _value_text
 TWIN = recommender_axes().twin  # filled in from these where the case leaves them out (the case table)
 
 
-def _axes(points: list[_Point]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+def point_axes(points: list[Point]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     """(axes that vary on their own, axes that only follow the others, axes held at one value)."""
     names = [a for a in AXES if any(a in p.axes for p in points)]
     names += sorted({a for p in points for a in p.axes} - set(names))
@@ -27,7 +27,8 @@ def _axes(points: list[_Point]) -> tuple[list[str], dict[str, str], dict[str, An
         others = [b for b in kept if b != a]
         seen: dict[str, Any] = {}
         if all(
-            seen.setdefault(_key({b: p.axes.get(b) for b in others}), p.axes.get(a)) == p.axes.get(a) for p in points
+            seen.setdefault(point_key({b: p.axes.get(b) for b in others}), p.axes.get(a)) == p.axes.get(a)
+            for p in points
         ):
             kept.remove(a)
             twin = TWIN.get(a)
@@ -38,19 +39,19 @@ def _axes(points: list[_Point]) -> tuple[list[str], dict[str, str], dict[str, An
     return kept, derived, fixed
 
 
-def _twinned(k: str, *ps: _Point) -> bool:
+def twinned(k: str, *ps: Point) -> bool:
     twin = TWIN.get(k)
     return twin is not None and all(p.axes.get(k) == p.axes.get(twin) for p in ps)
 
 
-def _cond_text(a: str, op: str, v: Any) -> str:
+def cond_text(a: str, op: str, v: Any) -> str:
     if a in ("causal", "alibi") and op == "=":
         return _value_text(a, v)
     name = SYMBOL.get(a, a)
     return f"{name} {op} {_fmt(v)}"
 
 
-def measured_ranges(points: list[_Point], axes: list[str]) -> dict[str, list[Any]]:
+def measured_ranges(points: list[Point], axes: list[str]) -> dict[str, list[Any]]:
     """The measured values of each varying axis: the policy says nothing beyond them."""
     return {
         a: sorted({json.dumps(p.axes.get(a), default=str): p.axes.get(a) for p in points}.values(), key=value_order)

@@ -4,13 +4,13 @@ is not the best.  Pure: plain row dicts in (``report/json.py``'s rows, e.g. from
 ``attnscope.execute.store.load_rows``; a run document's results; a model's rows as
 :func:`attnscope.analysis.recommend.model.as_generic` gives them), plain dicts out.
 
-It speaks with the run recommendation's voice (:mod:`attnscope.analysis.recommend.run`): the same tie
-rule (:func:`attnscope.analysis.compare.tied`: interquartile ranges overlap, or the same compute
-kernels ran) and the same choice (:func:`attnscope.analysis.compare.choose_best`: a variant that
+It gives the run recommendation its answer (:mod:`attnscope.analysis.recommend.run`): the same tie
+rule (:func:`attnscope.analysis.rules.ties.tied`: interquartile ranges overlap, or the same compute
+kernels ran) and the same choice (:func:`attnscope.analysis.rules.ties.choose_best`: a variant that
 writes the S×S scores out is recommended only when every fused variant is slower beyond the noise).
 
 Implementations, not names: variants whose rows at a point ran the same compute kernels
-(:func:`attnscope.analysis.compare.same_kernels`, e.g. ``sdpa_default`` running cuDNN and ``sdpa_cudnn``)
+(:func:`attnscope.analysis.rules.ties.same_kernels`, e.g. ``sdpa_default`` running cuDNN and ``sdpa_cudnn``)
 are one implementation there.  A best entry names the fastest of them (``variant``) and the others
 (``same_as``); its runner-up and margin are those of the next implementation, the fastest variant that
 ran other kernels.  A change of best between variants of one implementation is no crossover, and a
@@ -49,9 +49,9 @@ from collections import Counter
 from typing import Any
 
 from attnscope.analysis.recommend.crossovers import crossovers
-from attnscope.analysis.recommend.points import _best_entry, _points, _unresolved_entry
+from attnscope.analysis.recommend.points import best_entry, points_of, unresolved_entry
 from attnscope.analysis.recommend.policy import policy
-from attnscope.analysis.recommend.ranges import _axes, measured_ranges
+from attnscope.analysis.recommend.ranges import measured_ranges, point_axes
 from attnscope.document.recommendation import SUMMARY_KEYS, policy_text
 
 TIE_RULE = (
@@ -68,12 +68,12 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The recommendation over the rows of a sweep (any number of files' rows, in order: a later row of
     the same (variant, case, mode) stands).  ``best`` is empty when no row could compete.  A point whose
     tie spans more than ``MAX_TIE_RATIO``× is in ``unresolved``, never in ``best``, the crossovers or the policy."""
-    points, excluded, status, superseded, no_case = _points(rows)
-    unresolved = [_unresolved_entry(p) for p in points if p.unresolved]
+    points, excluded, status, superseded, no_case = points_of(rows)
+    unresolved = [unresolved_entry(p) for p in points if p.unresolved]
     compared = sum(len(p.rows) for p in points)
     points = [p for p in points if not p.unresolved]
-    best = [_best_entry(p, i) for i, p in enumerate(points)]
-    axes, derived, fixed = _axes(points)
+    best = [best_entry(p, i) for i, p in enumerate(points)]
+    axes, derived, fixed = point_axes(points)
     gaps = []
     summary = Counter[str]()
     for b in best:

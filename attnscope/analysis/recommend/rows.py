@@ -23,13 +23,13 @@ ONE_SAMPLE_BASIS = {
 }
 
 
-def _num(x: Any) -> float | None:
+def num(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, int | float):
         return None
     return float(x) if math.isfinite(x) else None
 
 
-def _key(axes: dict[str, Any]) -> str:
+def point_key(axes: dict[str, Any]) -> str:
     return json.dumps(axes, sort_keys=True, default=str)
 
 
@@ -50,9 +50,9 @@ def _timing(r: dict[str, Any], source: str) -> Any:
 
 def _median(r: dict[str, Any], source: str) -> float | None:
     t = _timing(r, source)
-    med = _num(r.get("median_us") if source == "step" else r.get(f"{'cpu' if source == 'host' else source}_time_us"))
+    med = num(r.get("median_us") if source == "step" else r.get(f"{'cpu' if source == 'host' else source}_time_us"))
     if med is None and isinstance(t, dict):
-        med = _num(t.get("median_us"))
+        med = num(t.get("median_us"))
     return med
 
 
@@ -61,7 +61,7 @@ def _quartiles(r: dict[str, Any], source: str) -> dict[str, Any] | None:
     t = _timing(r, source)
     if not isinstance(t, dict):
         return None
-    p25, p75 = _num(t.get("p25_us")), _num(t.get("p75_us"))
+    p25, p75 = num(t.get("p25_us")), num(t.get("p75_us"))
     if p25 is None or p75 is None:
         return None
     out = {"p25_us": p25, "p75_us": p75, "noisy": bool(t.get("noisy")), "method": t.get("method")}
@@ -94,7 +94,7 @@ def _why_out(r: dict[str, Any], source: str, checked: bool = True) -> str | None
             "dynamo reaches its recompile limit in a process; its time is eager flex's"
         )
     if r.get("numerics_ok") is False:
-        err, tol = _num(r.get("max_rel_error")), _num(r.get("error_tolerance"))
+        err, tol = num(r.get("max_rel_error")), num(r.get("error_tolerance"))
         if r.get("nonfinite"):
             return "numerics off: NaN/Inf in the output"
         if err is not None and tol is not None:

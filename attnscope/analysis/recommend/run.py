@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.recommend.recommender import recommend as recommend_rows
-from attnscope.analysis.recommend.ties import MAX_TIE_RATIO, ONE_SAMPLE_NOTE, UNRESOLVED_ADVICE, ran_backend
+from attnscope.analysis.rules.ties import MAX_TIE_RATIO, ONE_SAMPLE_NOTE, UNRESOLVED_ADVICE, ran_backend
 from attnscope.core.types import Recommendation
 
 # Two variants that ran the same kernels differ by a few % from run to run on a quiet machine (1.00–1.05× on
@@ -72,13 +72,14 @@ def _excluded(rec: dict[str, Any], results: list[dict[str, Any]]) -> tuple[str, 
     return tuple(f"{e['variant']} ({e['why'].split(':')[0].split(' (')[0]})" for e in out)
 
 
-def recommend(results: list[dict[str, Any]]) -> Recommendation | None:
+def recommend(results: list[dict[str, Any]], rows_rec: dict[str, Any] | None = None) -> Recommendation | None:
     """The one recommender's answer for the one case of ``results``, as a sentence; None when there is no single
-    case to rank (analyze of traces of unknown shape, or a document mixing cases)."""
+    case to rank (analyze of traces of unknown shape, or a document mixing cases).  ``rows_rec``: the one
+    recommender's answer on these same ``results`` where the caller already has it (asked once per case)."""
     ok = [r for r in results if r.get("status") == "ok"]
     if not ok or any(not isinstance(r.get("case"), dict) for r in ok):
         return None
-    rec = recommend_rows(results)
+    rec = rows_rec if rows_rec is not None else recommend_rows(results)
     if len(rec["best"]) + len(rec["unresolved"]) != 1:
         return None
     label = _labeller(results)

@@ -1,34 +1,13 @@
-"""Insights about how the work executed: occupancy, host cost, opaque libraries, numerics.  Pure.
-
-Also the table of every single-result rule (:data:`RULES`) and :func:`result_insights`.
-"""
+"""Insights about how the work executed: host cost, opaque libraries, numerics, a rate above the peak.  Pure."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.rules.insights import (
-    Out,
-    Rule,
-    by_launching_op,
-    compute_kernels,
-    fp32_upcast,
-    hidden_copy,
-    no_tensor_cores,
-    on_gpu,
-    r1,
-    safe_softmax,
-    short,
-)
-from attnscope.analysis.rules.low_occupancy import HIGH_TENSOR_PIPE_PCT, _ncu_kernel, low_occupancy
-from attnscope.analysis.rules.traffic import traffic_over_model
-
-__all__ = ["HIGH_TENSOR_PIPE_PCT", "RULES", "low_occupancy", "result_insights"]  # their old import path keeps working
-from attnscope.analysis.rules.mask_build import mask_rebuilt
-from attnscope.analysis.rules.masks import RULES as MASK_RULES
-from attnscope.analysis.rules.memory import score_matrix
+from attnscope.analysis.rules.insights import Out, by_launching_op, on_gpu, r1, short
+from attnscope.analysis.rules.low_occupancy import _ncu_kernel
 from attnscope.analysis.rules.occupancy import waits_on_device
-from attnscope.analysis.rules.row_kernels import names, read_once
+from attnscope.analysis.rules.row_kernels import compute_kernels, names, read_once
 from attnscope.core.types import Insight, NotChecked
 
 # ---- host cost, libraries, numerics ----------------------------------------------------------
@@ -236,35 +215,3 @@ def rate_above_peak(r: dict[str, Any]) -> Out:
             evidence=ev,
         )
     ]
-
-
-RULES: tuple[tuple[str, Rule], ...] = (
-    ("numerics_off", numerics_off),
-    ("rate_above_peak", rate_above_peak),
-    ("hidden_copy", hidden_copy),
-    ("fp32_upcast", fp32_upcast),
-    ("no_tensor_cores", no_tensor_cores),
-    ("mask_rebuilt", mask_rebuilt),
-    ("safe_softmax", safe_softmax),
-    ("score_matrix", score_matrix),
-    ("low_occupancy", low_occupancy),
-    ("cpu_bound", cpu_bound),
-    ("opaque_library", opaque_library),
-    ("traffic_over_model", traffic_over_model),
-    *MASK_RULES,
-)
-
-
-def result_insights(r: dict[str, Any]) -> tuple[list[Insight], list[NotChecked]]:
-    """Every single-result rule on one ok result."""
-    found: list[Insight] = []
-    missing: list[NotChecked] = []
-    if r.get("status") != "ok":
-        return found, missing
-    for _id, rule in RULES:
-        out = rule(r)
-        if isinstance(out, NotChecked):
-            missing.append(out)
-        else:
-            found.extend(out)
-    return found, missing

@@ -4,18 +4,24 @@ Every rule reads one JSON-shaped result dict (what ``report.json.result_to_dict`
 the same for ``attnscope run`` and ``attnscope analyze``) and returns insights, or a
 ``NotChecked`` that says which evidence was missing.  Every number a message shows is a
 value in the insight's ``evidence``; kernels and ops are named in ``kernels``/``ops``.
-Execution rules (occupancy, host cost, libraries, numerics) and the rule table live in
-:mod:`attnscope.analysis.rules.execution`; rules that compare variants in :mod:`attnscope.analysis.compare`.
+Execution rules (host cost, libraries, numerics) live in :mod:`attnscope.analysis.rules.execution`; every rule
+is registered in :data:`attnscope.analysis.rules.RULES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from attnscope.analysis.fingerprint.copy_context import copy_advice, upcast_advice
 from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
-from attnscope.analysis.rules.row_kernels import compute_kernels, kernels_read_once, longest, names, read_once
+from attnscope.analysis.rules.peers import ALONE, Peers
+from attnscope.analysis.rules.row_kernels import (
+    compute_kernels,
+    longest,
+    names,
+    read_once,
+)
+from attnscope.analysis.rules.ties import tied
 from attnscope.core.types import Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -26,8 +32,6 @@ SAFE_SOFTMAX_OPS = ("aten::isneginf", "aten::all", "aten::where", "aten::fill_",
 DTYPE_NAMES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64"}
 
 Out = list[Insight] | NotChecked
-Rule = Callable[[dict[str, Any]], Out]
-__all__ = ["compute_kernels", "kernels_read_once"]  # from rules.row_kernels; this import path keeps working
 
 
 def r1(x: float) -> float:
@@ -54,20 +58,7 @@ def on_gpu(r: dict[str, Any]) -> bool:
     return r.get("device_kind") == "gpu"
 
 
-FUSED_SDPA = ("flash", "efficient", "cudnn")
 BACKEND_NAMES = {"cudnn": "cuDNN", "flash": "flash", "efficient": "efficient", "math": "math"}
-
-
-def is_fused(r: dict[str, Any]) -> bool:
-    """Whether the whole attention ran in one fused kernel (or CPU op), scores kept on chip."""
-    if r.get("sdpa_backend") in FUSED_SDPA:
-        return True
-    return any(k["category"] == "attention" for k in compute_kernels(r))
-
-
-def materialises_scores(r: dict[str, Any]) -> bool:
-    """Whether the variant writes the score matrix out: matrix work that is not one fused attention."""
-    return not is_fused(r) and any(k["category"] == "gemm" for k in compute_kernels(r))
 
 
 def fused_names(r: dict[str, Any]) -> str:
@@ -91,14 +82,34 @@ INPLACE_OPS = frozenset(
 LAYOUT_COPY_OPS = frozenset("reshape contiguous flatten to clone expand_as view_as".split())
 
 
-def _copy_advice(op: str, r: dict[str, Any], kind: str | None = None, inside: str | None = None) -> str:
+def _inplace_slower(r: dict[str, Any], peers: Peers) -> dict[str, Any] | None:
+    """Evidence that the case measured naive_inplace slower than ``r`` beyond the noise; None otherwise."""
+    mine, other = peers.row_of(r), peers.row_named("naive_inplace")
+    if mine is None or other is None or other[0] is r or other[1] <= mine[1] or tied(mine, other):
+        return None
+    return {"naive_inplace_us": r1(other[1]), "this_us": r1(mine[1]), "ratio": round(other[1] / mine[1], 2)}
+
+
+def _copy_advice(
+    op: str,
+    r: dict[str, Any],
+    kind: str | None = None,
+    inside: str | None = None,
+    inplace_slower: dict[str, Any] | None = None,
+) -> str:
+    """The advice for one group of copies; ``inplace_slower``: the case measured naive_inplace slower than this row
+    (:func:`_inplace_slower`), so the in-place fill is not advised."""
     ctx = copy_advice(kind, inside, r)  # where the copy happened decides first (analysis/copy_context.py)
     if ctx is not None:
         return ctx
     if op.startswith("aten::masked_fill"):
+        fused = f"a fused SDPA backend ({fused_names(r)}) that never materialises them"
+        s = inplace_slower
+        if s is None:
+            return f"use the in-place masked_fill_ on the scores (naive_inplace), or {fused}"
         return (
-            "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
-            f"({fused_names(r)}) that never materialises them"
+            f"use {fused}; naive_inplace measured {s['naive_inplace_us']:,.1f} µs here, {s['ratio']:.2f}× slower "
+            f"than {r['variant']} ({s['this_us']:,.1f} µs): the in-place fill does not pay at this case"
         )
     if "repeat_interleave" in op:  # a repeat in this code, whatever kind the copy was read as
         advice = str(copy_advice("broadcast", None, r))
@@ -138,7 +149,9 @@ def _copy_advice(op: str, r: dict[str, Any], kind: str | None = None, inside: st
     return f"{base} returns a copy here: check whether a view would do, or fuse the step (torch.compile)"
 
 
-def hidden_copy(r: dict[str, Any]) -> Out:
+def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
+    """Full-tensor copies the code asked for, grouped by the op that asked; ``peers``: the row's case, whose
+    measurements decide whether the in-place fill is advised."""
     groups: dict[tuple[str, str, str | None, str | None], list[dict[str, Any]]] = {}
     for c in r.get("hidden_copies") or []:
         groups.setdefault((c["op"], c["copy_op"], c.get("kind"), c.get("inside")), []).append(c)
@@ -169,13 +182,19 @@ def hidden_copy(r: dict[str, Any]) -> Out:
         if events and us > 0:
             ev.update(device_event=events[0], copy_us=r1(us), gpu_share_pct=share_pct(us, r))
             msg += f" ({short(events[0])}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
+        slower = None
+        if op.startswith("aten::masked_fill") and copy_advice(kind, inside, r) is None:
+            slower = _inplace_slower(r, peers)
+        if slower is not None:
+            ev["naive_inplace_measured"] = slower
+        advice = _copy_advice(op, r, kind, inside, slower)
         out.append(
             Insight(
                 id="hidden_copy",
                 variant=r["variant"],
                 severity="warning" if total >= MIB else "info",
                 message=msg,
-                advice=_copy_advice(op, r, kind, inside),
+                advice=advice,
                 evidence=ev,
                 kernels=tuple(events),
                 ops=(op, copy_op),

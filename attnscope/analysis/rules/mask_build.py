@@ -11,12 +11,12 @@ from attnscope.analysis.rules.insights import (
     BACKEND_NAMES,
     Out,
     _share_text,
-    compute_kernels,
     fused_names,
     on_gpu,
     r1,
     share_pct,
 )
+from attnscope.analysis.rules.row_kernels import compute_kernels
 from attnscope.core.types import Insight
 
 

@@ -3,6 +3,10 @@
 - ``dense_mask``: the mask reached SDPA as a dense ``attn_mask``: flash cannot take it, and whichever
   backend runs computes every score and reads the mask, though the mask keeps only part of them.
 - ``block_sparsity``: flex's BlockMask skips a share of the tiles (compiled), or eager flex does not.
+
+Both read the case (:class:`~attnscope.analysis.rules.peers.Peers`): where it measured compiled flex slower, beyond
+the noise, than the variant the one recommendation names best, their advice names that variant and the figures
+instead of pointing to flex.
 - ``split_kv``: a split-KV kernel and its combine kernel: one attention step in two kernels.
 """
 
@@ -13,8 +17,10 @@ import re
 from typing import Any
 
 from attnscope.analysis.fingerprint.kernels import attention_family, lowered, search_ignoring_case
-from attnscope.analysis.rules.insights import Out, compute_kernels, r1, short
-from attnscope.analysis.rules.row_kernels import names, read_once
+from attnscope.analysis.rules.insights import Out, r1, short
+from attnscope.analysis.rules.peers import ALONE, Peers
+from attnscope.analysis.rules.row_kernels import compute_kernels, names, read_once
+from attnscope.analysis.rules.ties import Row, tied
 from attnscope.core.types import DTYPE_BYTES, Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -56,7 +62,44 @@ def _kept_pct(case: dict[str, Any]) -> float | None:
         return None
 
 
-def dense_mask(r: dict[str, Any]) -> Out:
+def _compiled_flex(peers: Peers) -> Row | None:
+    """The case's ranked built-in compiled flex row (a user's mask_mod row is not the built-in)."""
+    for row in peers.rows:
+        r = row[0]
+        if (
+            r.get("family") == "flex"
+            and r.get("compile_time_s") is not None
+            and not (r.get("extra") or {}).get("user_mods")
+        ):
+            return row
+    return None
+
+
+def flex_behind_best(peers: Peers) -> dict[str, Any] | None:
+    """Evidence that the case measured compiled flex slower, beyond the noise, than the variant the recommendation
+    names best; None otherwise (no compiled flex ranked, no single best, flex is the best, or inside the noise)."""
+    flex, best = _compiled_flex(peers), peers.best
+    if flex is None or best is None or flex[0] is best[0] or flex[1] <= best[1] or tied(flex, best):
+        return None
+    return {
+        "recommended": best[0]["variant"],
+        "recommended_us": r1(best[1]),
+        "flex_variant": flex[0]["variant"],
+        "flex_us": r1(flex[1]),
+        "flex_ratio": round(flex[1] / best[1], 2),
+        "basis": best[3],
+    }
+
+
+def _behind_text(b: dict[str, Any]) -> str:
+    return (
+        f"{b['flex_variant']} measured {b['flex_us']:,.1f} µs here, {b['flex_ratio']:.2f}× slower than "
+        f"{b['recommended']} ({b['recommended_us']:,.1f} µs, {b['basis']}), the recommendation"
+    )
+
+
+def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
+    """A mask passed to SDPA as a dense attn_mask; the advice reads the case's recommendation."""
     case = r.get("case")
     if not _x(r, "dense_mask"):  # only SDPA runs record how the mask was passed
         return []
@@ -89,21 +132,34 @@ def dense_mask(r: dict[str, Any]) -> Out:
         + f" computes all {ev['scores_computed']:,} scores and reads the mask"
         + (f", though the mask keeps only {ev['kept_pct']:.1f}% of them" if kept is not None else "")
     )
+    behind = flex_behind_best(peers)
+    if behind is None:
+        advice = (
+            "a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a "
+            "BlockMask (flex_compiled), or a library's native form (FlashAttention window_size or varlen, FlashInfer "
+            "window_left)"
+        )
+    else:
+        ev["flex_behind_best"] = behind
+        advice = (
+            f"keep {behind['recommended']} at this case: {_behind_text(behind)}; a library's native form of the mask "
+            "(FlashAttention window_size or varlen, FlashInfer window_left) may still skip what it hides"
+        )
     return [
         Insight(
             id="dense_mask",
             variant=r["variant"],
             severity="warning" if kept is not None and kept < 60 else "info",
             message=msg,
-            advice="a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a "
-            "BlockMask (flex_compiled), or a library's native form (FlashAttention window_size or varlen, FlashInfer "
-            "window_left)",
+            advice=advice,
             evidence=ev,
         )
     ]
 
 
-def block_sparsity(r: dict[str, Any]) -> Out:
+def block_sparsity(r: dict[str, Any], peers: Peers = ALONE) -> Out:
+    """The share of tiles flex's BlockMask skips; on the compiled flex row the advice reads the case's
+    recommendation."""
     pct, case = _x(r, "block_sparsity_pct"), r.get("case")
     if pct is None or not case:  # only flex runs record their BlockMask
         return []
@@ -120,11 +176,15 @@ def block_sparsity(r: dict[str, Any]) -> Out:
     size = "×".join(str(b) for b in _x(r, "block_size") or []) or "?"
     kept_txt = f" (the mask keeps {ev['kept_pct']:.1f}% of the scores)" if kept is not None else ""
     msg = f"flex skips {ev['block_sparsity_pct']:.1f}% of the {size} tiles of the score matrix{kept_txt}"
-    advice = (
-        "nothing to fix: the empty tiles cost nothing; partly masked tiles still compute all their scores"
-        if pct > 0
-        else "the mask leaves no tile empty at this block size: all of them are computed"
-    )
+    flex = _compiled_flex(peers)
+    behind = flex_behind_best(peers) if pct > 0 and flex is not None and flex[0] is r else None
+    if behind is not None:
+        ev["flex_behind_best"] = behind
+        advice = f"the skipped tiles do not make flex the fastest here: {_behind_text(behind)}"
+    elif pct > 0:
+        advice = "nothing to fix: the empty tiles cost nothing; partly masked tiles still compute all their scores"
+    else:
+        advice = "the mask leaves no tile empty at this block size: all of them are computed"
     return [Insight("block_sparsity", r["variant"], "info", msg, advice, ev)]
 
 
@@ -201,11 +261,3 @@ def compiled_fallback(r: dict[str, Any]) -> Out:
         "limit is reached); the recommendation leaves this row out"
     )
     return [Insight("compiled_fallback", r["variant"], "warning", why, advice, ev)]
-
-
-RULES = (
-    ("dense_mask", dense_mask),
-    ("block_sparsity", block_sparsity),
-    ("split_kv", split_kv),
-    ("compiled_fallback", compiled_fallback),
-)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.rules.insights import MIB, Out, fused_names, materialises_scores, r1
+from attnscope.analysis.rules.insights import MIB, Out, fused_names, r1
+from attnscope.analysis.rules.row_kernels import materialises_scores
 from attnscope.core.types import DTYPE_BYTES, Insight, NotChecked
 
 

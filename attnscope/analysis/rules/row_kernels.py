@@ -75,3 +75,18 @@ def longest(ks: Kernels) -> dict[str, Any] | None:
 
 def names(ks: Kernels) -> frozenset[str]:
     return frozenset(map(itemgetter("name"), ks))
+
+
+FUSED_SDPA = ("flash", "efficient", "cudnn")
+
+
+def is_fused(r: dict[str, Any]) -> bool:
+    """Whether the whole attention ran in one fused kernel (or CPU op), scores kept on chip."""
+    if r.get("sdpa_backend") in FUSED_SDPA:
+        return True
+    return any(k["category"] == "attention" for k in compute_kernels(r))
+
+
+def materialises_scores(r: dict[str, Any]) -> bool:
+    """Whether the variant writes the score matrix out: matrix work that is not one fused attention."""
+    return not is_fused(r) and any(k["category"] == "gemm" for k in compute_kernels(r))

@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.fingerprint.occupancy import arch_limits, theoretical_occupancy
-from attnscope.analysis.rules.insights import main_kernel, r1, short
+from attnscope.analysis.rules.insights import Out, main_kernel, r1, short
+from attnscope.analysis.rules.peers import Peers, timing_of
+from attnscope.analysis.rules.ties import overlaps
 from attnscope.core.types import Insight
 
 
@@ -94,7 +96,17 @@ def why_slower(mine: dict[str, Any], theirs: dict[str, Any]) -> str | None:
 Timed = tuple[float, dict[str, Any] | None, str]  # median µs, its timing (quartiles), what it is
 
 
-def builtin_mask_faster(r: dict[str, Any], peer: dict[str, Any], mine: Timed, theirs: Timed) -> list[Insight]:
+def builtin_mask_faster(r: dict[str, Any], case: Peers) -> Out:
+    """A user's mask_mod slower, beyond the noise, than the built-in it equals."""
+    mods = user_mods_of(r)
+    peer = builtin_peer(r, case.results) if mods and mods.get("mask_mod") else None
+    mine, theirs = timing_of(r), timing_of(peer) if peer else None
+    if peer is None or mine is None or theirs is None or theirs[0] >= mine[0] or overlaps(mine[1], theirs[1]):
+        return []
+    return _slower_than_builtin(r, peer, mine, theirs)
+
+
+def _slower_than_builtin(r: dict[str, Any], peer: dict[str, Any], mine: Timed, theirs: Timed) -> list[Insight]:
     """``r`` ran the user's mask_mod, ``peer`` the built-in it equals; the caller has found the built-in's
     median below the user's and their quartiles apart (beyond the noise of both)."""
     mods = user_mods_of(r) or {}

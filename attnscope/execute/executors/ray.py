@@ -2,7 +2,7 @@
 
 An actor pays once for importing torch and initialising CUDA (seconds); a task per job would pay
 it every time.  An actor that dies or hangs past the timeout becomes a ``crashed`` or
-``timeout`` row and is replaced.  Ray is optional: ``pip install 'attnscope[ray]'``.
+``timeout`` row and is replaced.  Ray is optional: ``pip install -e '.[ray]'`` in the clone.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise ValueError("--executor ray needs Ray: pip install 'attnscope[ray]'") from None
+            raise ValueError("--executor ray needs Ray: pip install -e '.[ray]' in the attnscope clone") from None
         env = {MODULES_ENV: os.environ.get(MODULES_ENV, "")}
         if self.address is None:  # a local cluster sees this checkout: give it our import path
             env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)

@@ -168,7 +168,7 @@ def plotly_js() -> str:
     try:
         from plotly.offline import get_plotlyjs
     except ImportError:
-        raise HtmlError("the HTML report needs plotly: pip install 'attnscope[html]'") from None
+        raise HtmlError("the HTML report needs plotly: pip install -e '.[html]' in the attnscope clone") from None
     js = get_plotlyjs()
     if "</script" in js.lower():  # would end the inline script early
         raise HtmlError("this plotly.js bundle holds '</script': cannot inline it safely")

@@ -2,7 +2,7 @@
 head_dim/causal/mode and any other axis that varies), and the recommendation: the best variant at each
 point, where it changes, the policy, and where PyTorch's default choice (sdpa_default) is not the best.
 Winners, ties, crossovers, the policy and the default's gaps all come from
-:func:`attnscope.analysis.recommend.sweep.recommend`, the dict ``attnscope recommend`` prints, stored in the
+:func:`attnscope.analysis.recommend.recommend`, the dict ``attnscope recommend`` prints, stored in the
 source by :func:`attnscope.api.report.prepare` (the page computes none of it)."""
 
 from __future__ import annotations

@@ -11,20 +11,20 @@ from typing import Any
 
 from attnscope.core.files import os_error_text, write_atomic
 from attnscope.core.host_line import host_line
-from attnscope.report.html.markup import HtmlError, Markup, Page, plot_text, render_page, table, tag
+from attnscope.report.html.markup import HtmlError, Markup, Page, esc, join, plot_text, render_page, table, tag
+from attnscope.report.html.timeline import CATEGORY_COLOURS
 
 COLORS = {"hit": "#1a7f37", "miss": "#cf222e", "close": "#9a6700", "unknown": "#6e7781", "skipped": "#6e7781"}
-CATEGORY_COLORS = {
-    "gemm": "#1f77b4",
-    "attention": "#2ca02c",
-    "softmax": "#9467bd",
-    "elementwise": "#7f7f7f",
-    "reduction": "#8c564b",
-    "copy": "#d62728",
-    "memcpy": "#d62728",
-    "memset": "#bcbd22",
-}
+BAR_COLOUR = "#1f77b4"  # the run page's bars (plotly's first colour)
 LABEL = {"hit": "hit", "miss": "miss", "close": "too close to call", "unknown": "not measurable", "skipped": "skipped"}
+
+
+def prose(text: Any) -> Markup:
+    """The steps' text as the reader meets it: each `code` span in backticks rendered as code, the rest escaped."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: no code span to close, shown as written
+        return esc(text or "")
+    return join(tag("code", p) if i % 2 else esc(p) for i, p in enumerate(parts))
 
 
 def _value(v: Any) -> str:
@@ -48,7 +48,7 @@ def _verdict(outcome: str) -> Markup:
 def _guess_table(step: dict[str, Any]) -> Markup:
     rows = [
         (
-            q["prompt"],
+            prose(q["prompt"]),
             f"{q.get('answer') if q.get('answer') is not None else '—'} ({q.get('answer_source')})",
             q.get("text") or _value(q.get("measured")),
             _verdict(q["outcome"]),
@@ -75,13 +75,13 @@ def _times_figure(page: Page, step: dict[str, Any]) -> Markup | str:
             "x": [r["time_us"] for r in ok],
             "error_x": {"type": "data", "symmetric": False, "array": err[1], "arrayminus": err[0]},
             "hovertext": [plot_text(r.get("time_basis") or "") for r in ok],
-            "marker": {"color": "#4c78a8"},
+            "marker": {"color": BAR_COLOUR},
         }
     ]
     layout = {
         "height": 90 + 40 * len(ok),
-        "xaxis": {"title": "µs per call (median; bars: quartiles)"},
-        "yaxis": {"automargin": True},
+        "xaxis": {"title": "time per call (µs): median, bars p25–p75"},
+        "yaxis": {"title": "variant", "automargin": True},
     }
     return page.figure(data, layout, "time per call on this machine, median with its quartiles")
 
@@ -104,7 +104,10 @@ def _strip_figure(page: Page, step: dict[str, Any]) -> Markup | str:
                     "name": cat,
                     "legendgroup": cat,
                     "showlegend": cat not in seen,
-                    "marker": {"color": CATEGORY_COLORS.get(cat, "#aaaaaa"), "line": {"color": "#fff", "width": 1}},
+                    "marker": {
+                        "color": CATEGORY_COLOURS.get(cat, CATEGORY_COLOURS["other"]),
+                        "line": {"color": "#fff", "width": 1},
+                    },
                     "hovertext": plot_text(f"{k.get('name')} ({cat}, {float(k.get('duration_us') or 0):,.1f} µs)"),
                     "hoverinfo": "text",
                 }
@@ -113,8 +116,8 @@ def _strip_figure(page: Page, step: dict[str, Any]) -> Markup | str:
     layout = {
         "barmode": "stack",
         "height": 150 + 45 * len(shown),
-        "xaxis": {"title": "kernel time, µs, in time order (idle gaps left out)"},
-        "yaxis": {"automargin": True},
+        "xaxis": {"title": "kernel time (µs), kernels in time order, idle gaps left out"},
+        "yaxis": {"title": "variant", "automargin": True},
         "legend": {"orientation": "h", "y": -0.6},
     }
     return page.figure(data, layout, "the kernels of one call in time order, coloured by category")
@@ -124,7 +127,7 @@ def _step_section(page: Page, i: int, step: dict[str, Any]) -> Markup:
     h200 = tag(
         "ul",
         *(
-            tag("li", tag("b", "H200: "), f, " ", tag("small", f"(source: {step['h200']['source']})"))
+            tag("li", tag("b", "H200: "), prose(f), " ", tag("small", f"(source: {step['h200']['source']})"))
             for f in step["h200"]["figures"]
         ),
     )
@@ -132,7 +135,7 @@ def _step_section(page: Page, i: int, step: dict[str, Any]) -> Markup:
     return tag(
         "section",
         tag("h2", f"Step {i}: {step['title']}", id=f"step-{step['id']}"),
-        tag("p", step["setup"]),
+        tag("p", prose(step["setup"])),
         _guess_table(step),
         _times_figure(page, step),
         _strip_figure(page, step),
@@ -140,7 +143,7 @@ def _step_section(page: Page, i: int, step: dict[str, Any]) -> Markup:
         differs,
         h200,
         tag("h3", "Why"),
-        tag("p", step["why"]),
+        tag("p", prose(step["why"])),
     )
 
 
@@ -166,12 +169,14 @@ def tour_page(t: dict[str, Any]) -> str:
         items = [
             tag(
                 "li",
-                tag("a", x["prompt"], href=f"#step-{x['step']}"),
+                tag("a", prose(x["prompt"]), href=f"#step-{x['step']}"),
                 f": {x.get('text') or ''} ",
-                " — insight ",
-                tag("code", x["insight"], id=f"insight-{x['insight']}"),
-                ": ",
-                x.get("insight_message") or "",
+                join(
+                    [" — insight ", tag("code", x["insight"], id=f"insight-{x['insight']}"), ": "]
+                    if x.get("insight")
+                    else [" — why: "]
+                ),
+                prose(x.get("insight_message") or ""),
             )
             for x in sur
         ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.units import fmt_us
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, short, table, tag
 from attnscope.report.html.run import (
@@ -18,12 +19,6 @@ from attnscope.report.html.run import (
 from attnscope.report.html.timeline import CATEGORY_COLOURS
 
 MIB = 1024 * 1024
-
-
-def us(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v / 1000:,.2f} ms" if v >= 10_000 else f"{v:,.1f} µs"
 
 
 def summary_of(r: dict[str, Any]) -> dict[str, Any] | None:
@@ -65,7 +60,7 @@ def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
             "—"
             if f.get("num_forward_calls") is None
             else f"{f.get('num_forward_calls')}/{f.get('num_backward_calls', '—')}",
-            us(f["time_us"]),
+            fmt_us(f["time_us"]),
             f"{f['share_pct']:.1f}%",
             short((f.get("kernels") or [""])[0]),
         ]
@@ -93,7 +88,7 @@ def top_kernels_table(rows: list[dict[str, Any]]) -> Markup:
             short(k["name"]),
             k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else ""),
             f"{k['num_calls']:,}",
-            us(k["time_us"]),
+            fmt_us(k["time_us"]),
             f"{k['share_pct']:.1f}%",
             ", ".join(f"{b['op']} ×{b['count']}" for b in k.get("launched_by") or []),
         ]
@@ -111,13 +106,14 @@ def idle_block(idle: dict[str, Any] | None) -> Markup:
         out.append(
             tag(
                 "p",
-                f"device {d.get('device')}: span {us(d.get('span_us'))}, busy {us(d.get('busy_us'))}, "
-                f"idle {us(d.get('idle_us'))} ({d.get('idle_pct', 0):.1f}%) in {d.get('num_gaps', 0):,} gaps ({gaps})",
+                f"device {d.get('device')}: span {fmt_us(d.get('span_us'))}, busy {fmt_us(d.get('busy_us'))}, "
+                f"idle {fmt_us(d.get('idle_us'))} ({d.get('idle_pct', 0):.1f}%) "
+                f"in {d.get('num_gaps', 0):,} gaps ({gaps})",
             )
         )
         big = d.get("largest_gaps") or []
         if big:
-            rows = [[us(g.get("gap_us")), short(g.get("before")), short(g.get("next"))] for g in big]
+            rows = [[fmt_us(g.get("gap_us")), short(g.get("before")), short(g.get("next"))] for g in big]
             out.append(table(["gap", "after kernel", "before kernel"], rows))
     return join(out)
 
@@ -125,9 +121,14 @@ def idle_block(idle: dict[str, Any] | None) -> Markup:
 def ranked_block(sec: dict[str, Any] | None, what: str, keys: tuple[str, ...]) -> Markup:
     if not sec or not sec.get("num"):
         return tag("p", f"no {what}", class_="dim")
-    head = tag("p", f"{sec['num']:,} {what}, {sec['bytes'] / MIB:,.1f} MiB, {us(sec.get('time_us'))} of GPU time")
+    head = tag("p", f"{sec['num']:,} {what}, {sec['bytes'] / MIB:,.1f} MiB, {fmt_us(sec.get('time_us'))} of GPU time")
     rows = [
-        [*(short(t.get(k)) for k in keys), f"{t.get('count', 1):,}", f"{t['bytes'] / MIB:,.1f}", us(t.get("time_us"))]
+        [
+            *(short(t.get(k)) for k in keys),
+            f"{t.get('count', 1):,}",
+            f"{t['bytes'] / MIB:,.1f}",
+            fmt_us(t.get("time_us")),
+        ]
         for t in sec.get("top") or []
     ]
     return join([head, table([*keys, "count", "MiB", "GPU time"], rows)])
@@ -136,7 +137,7 @@ def ranked_block(sec: dict[str, Any] | None, what: str, keys: tuple[str, ...]) -
 def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
     return join(
         [
-            tag("h3", f"{name}: {us(s.get('gpu_time_us'))} of GPU events, {s.get('num_gpu_events', 0):,} events"),
+            tag("h3", f"{name}: {fmt_us(s.get('gpu_time_us'))} of GPU events, {s.get('num_gpu_events', 0):,} events"),
             categories_figure(page, s.get("categories") or [], "GPU time by category"),
             tag("h4", "Attention by family"),
             families_block(page, s.get("attention_families") or []),

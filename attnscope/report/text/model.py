@@ -8,11 +8,8 @@ from typing import Any
 from rich.text import Text
 
 from attnscope.core.scopes import AROUND_PARTS
+from attnscope.core.units import fmt_us
 from attnscope.report.text.terminal import fit
-
-
-def _us(v: float | None) -> str:
-    return "—" if v is None else f"{v:,.1f}"
 
 
 def _pct(part: float, whole: float) -> str:
@@ -170,7 +167,7 @@ def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> No
                 st["replay"],
                 str(p["step"]),
                 str(p["kv_len"]),
-                _us(p["time_us"]),
+                fmt_us(p["time_us"]),
                 *(_pct(v, total) if v is not None else "—" for v in cells),
             )
     console.print(t)
@@ -193,7 +190,7 @@ def render_layers(doc: dict[str, Any], console: Any) -> None:
                 r["mode"],
                 str(lay["layer"]),
                 *(
-                    _us(lay.get(k))
+                    fmt_us(lay.get(k), unit=False)
                     for k in ("total_us", "attention_us", "kernel_us", "projections_us", "around_us", "mlp_us")
                 ),
             )

@@ -10,24 +10,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
+from attnscope.core.units import fmt_us
 from attnscope.report.text.plain_table import plain_table
 from attnscope.report.text.terminal import Blocks, bullet, fit, words_fit
 
 MIB = 1024 * 1024
-
-
-def _us(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v / 1000:,.2f} ms" if v >= 10_000 else f"{v:,.1f} µs"
-
-
-def _column_us(values: list[float | None]) -> list[str]:
-    """A column of times in one unit: ms where its largest is ≥ 10,000 µs, else µs (as ``_us`` says one)."""
-    ms = max((v for v in values if v is not None), default=0.0) >= 10_000
-    return ["—" if v is None else f"{v / 1000:,.2f} ms" if ms else f"{v:,.1f} µs" for v in values]
 
 
 def _short(name: str, n: int = 90) -> str:
@@ -40,10 +28,10 @@ TOP_COLUMNS = ("kernel", "category", "calls", "GPU time", "share", "launched by"
 
 
 def _category_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
-    rows = [c for c in rows if c["num_kernels"]]
-    times = _column_us([c["time_us"] for c in rows])
     return [
-        [c["category"], f"{c['num_kernels']:,}", t, f"{c['share_pct']:.1f}%"] for c, t in zip(rows, times, strict=True)
+        [c["category"], f"{c['num_kernels']:,}", fmt_us(c["time_us"]), f"{c['share_pct']:.1f}%"]
+        for c in rows
+        if c["num_kernels"]
     ]
 
 
@@ -62,8 +50,7 @@ def categories_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _family_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
-    times = _column_us([f["time_us"] for f in rows])
-    for f, time in zip(rows, times, strict=True):
+    for f in rows:
         calls = (
             ("—" if f["num_forward_calls"] is None else f"{f['num_forward_calls']}/{f['num_backward_calls']}")
             if "num_forward_calls" in f
@@ -75,7 +62,7 @@ def _family_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
                 ", ".join(f.get("implementations") or []),
                 f"{f['num_kernels']:,}",
                 calls,
-                time,
+                fmt_us(f["time_us"]),
                 f"{f['share_pct']:.1f}%",
                 _short((f.get("kernels") or [""])[0], 70),
             ]
@@ -98,11 +85,10 @@ def families_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _top_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
-    times = _column_us([k["time_us"] for k in rows])
-    for k, time in zip(rows, times, strict=True):
+    for k in rows:
         by = ", ".join(f"{b['op']} ×{b['count']}" for b in k["launched_by"])
         cat = k["category"] + (f" ({k['attention_family']})" if k.get("attention_family") else "")
-        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", time, f"{k['share_pct']:.1f}%", by])
+        out.append([_short(k["name"]), cat, f"{k['num_calls']:,}", fmt_us(k["time_us"]), f"{k['share_pct']:.1f}%", by])
     return out
 
 
@@ -112,7 +98,7 @@ def top_kernels_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
     d = launch["launch_to_start_us"]
-    apis = ", ".join(f"{a['name']} ×{a['num']:,} {_us(a['total_us'])}" for a in launch["runtime_calls"][:4])
+    apis = ", ".join(f"{a['name']} ×{a['num']:,} {fmt_us(a['total_us'])}" for a in launch["runtime_calls"][:4])
     linked = sum(att.values()) - att.get("none", 0)
     return [
         f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
@@ -120,8 +106,8 @@ def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
         f"External id {att.get('external_id', 0):,}"
         + (f", the op of a CUDA graph's capture {att['graph']:,}" if att.get("graph") else "")
         + ")",
-        f"runtime calls: {_us(launch['runtime_total_us'])} in all; {apis}",
-        f"launch → kernel start: median {_us(d['p50_us'])}, p95 {_us(d['p95_us'])}, max {_us(d['max_us'])}; "
+        f"runtime calls: {fmt_us(launch['runtime_total_us'])} in all; {apis}",
+        f"launch → kernel start: median {fmt_us(d['p50_us'])}, p95 {fmt_us(d['p95_us'])}, max {fmt_us(d['max_us'])}; "
         f"{launch['num_shorter_than_launch']:,} GPU events ran shorter than their launch call",
     ]
 
@@ -136,14 +122,14 @@ def graph_lines(g: dict[str, Any] | None) -> list[str]:
     kind = f"{cap['num_captures']:,} capture(s) of {cap['kind']} in {src}" if cap["kind"] else f"no capture in {src}"
     out = [
         f"CUDA graphs: {g['launches']:,} graph launch(es) replayed {g['replayed_events']:,} GPU events "
-        f"({_us(g['replayed_time_us'])}, {g['replayed_share_pct']:.1f}% of GPU time); "
-        f"{g['matched_events']:,} matched to the op of the capture ({_us(g['matched_time_us'])}), "
+        f"({fmt_us(g['replayed_time_us'])}, {g['replayed_share_pct']:.1f}% of GPU time); "
+        f"{g['matched_events']:,} matched to the op of the capture ({fmt_us(g['matched_time_us'])}), "
         f"{g['unmatched_events']:,} linked to their launch alone",
         f"   matched against {kind}; replays ordered by {g['order']}; launches by method: {methods}",
     ]
     for op in g["ops"][:5]:
         out.append(
-            f"   {op['op']}: {op['num_events']:,} replayed events, {_us(op['time_us'])} ({op['share_pct']:.1f}%)"
+            f"   {op['op']}: {op['num_events']:,} replayed events, {fmt_us(op['time_us'])} ({op['share_pct']:.1f}%)"
         )
     for u in g["notes"][:3]:
         out.append(f"   [yellow]launch at {u['launch_ts']:,.0f}: {u['why']}[/yellow]")
@@ -167,10 +153,10 @@ def _step_cells(steps: list[tuple[int, dict[str, Any]]]) -> list[list[str]]:
             [
                 str(pos),
                 st["kind"],
-                _us(st["gpu_time_us"]),
-                _us(st["attention_us"]),
-                _us(st["rest_us"]),
-                _us(st["unattributed_us"]),
+                fmt_us(st["gpu_time_us"]),
+                fmt_us(st["attention_us"]),
+                fmt_us(st["rest_us"]),
+                fmt_us(st["unattributed_us"]),
                 "—" if share is None else f"{share:.1f}%",
                 kv,
                 "—" if rf.get("tbps") is None else f"{rf['tbps']:.3f}",
@@ -192,7 +178,7 @@ def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: in
     kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
     more = f" (the first {top - 1} and the last shown; names in the JSON)" if len(rows) > top else ""
     console.print(
-        f"  • steps by kind: {kinds}{more}; GPU time launched outside any step: {_us(s['outside_steps_us'])}; "
+        f"  • steps by kind: {kinds}{more}; GPU time launched outside any step: {fmt_us(s['outside_steps_us'])}; "
         "attention + rest + unattr. = the step's GPU time; TB/s: the attention calls' bytes (Q, K, V read, O "
         "written) over the step's attention time",
         highlight=False,
@@ -207,11 +193,11 @@ def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
     for d in idle["devices"]:
         buckets = ", ".join(f"{k} {v:,}" for k, v in d["gaps_by_length"].items())
         out.append(
-            f"GPU {d['device']}: busy {_us(d['busy_us'])} of {_us(d['span_us'])}, idle {d['idle_pct']:.1f}% "
+            f"GPU {d['device']}: busy {fmt_us(d['busy_us'])} of {fmt_us(d['span_us'])}, idle {d['idle_pct']:.1f}% "
             f"in {d['num_gaps']:,} gaps ({buckets})"
         )
         for g in d["largest_gaps"][:3]:
-            out.append(f"   gap of {_us(g['gap_us'])} at +{_us(g['after_us'])} before {_short(g['next'], 70)}")
+            out.append(f"   gap of {fmt_us(g['gap_us'])} at +{fmt_us(g['after_us'])} before {_short(g['next'], 70)}")
     return out
 
 
@@ -219,18 +205,18 @@ def _offender_lines(s: dict[str, Any], top: int) -> list[str]:
     out = []
     hc, up = s["hidden_copies"], s["upcasts"]
     if hc["num"]:
-        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {_us(hc['time_us'])} on the GPU")
+        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {fmt_us(hc['time_us'])} on the GPU")
         for c in hc["top"][:top]:
             out.append(
                 f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {c['bytes'] / MIB:,.1f} MiB, "
-                f"{_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
+                f"{fmt_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
             )
     if up["num"]:
-        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {_us(up['time_us'])}")
+        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {fmt_us(up['time_us'])}")
         for u in up["top"][:top]:
             out.append(
                 f"   {u['count']:,}× {u['src_dtype']} → {u['dst_dtype']} inside {u['op']}: "
-                f"{u['bytes'] / MIB:,.1f} MiB, {_us(u['time_us'])}"
+                f"{u['bytes'] / MIB:,.1f} MiB, {fmt_us(u['time_us'])}"
             )
     return out
 
@@ -243,11 +229,12 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     name = r["variant"] + (f" ({'trace' if pos else 'rank'} {s['rank']})" if s.get("rank") is not None else "")
     console.print()
     console.print(
-        Text.assemble(
-            (name, "bold"),
-            f": {s['num_gpu_events']:,} GPU events, {_us(s['gpu_time_us'])} of GPU time, "
-            f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events",
-            (f", {s['num_skipped_events']:,} malformed events skipped", "yellow") if s["num_skipped_events"] else "",
+        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {fmt_us(s['gpu_time_us'])} of GPU time, "
+        f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events"
+        + (
+            f", [yellow]{s['num_skipped_events']:,} malformed events skipped[/yellow]"
+            if s["num_skipped_events"]
+            else ""
         )
     )
     # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
@@ -288,15 +275,13 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
     cols += ("attention", "comm.", "hidden copy", "upcasts")
     for col in cols:
         t.add_column(col, justify="left" if col == "trace" else "right")
-    gpu = _column_us([p["gpu_time_us"] for p in o["per_rank"]])
-    busy = _column_us([p["busy_us"] for p in o["per_rank"]])
-    for p, gpu_time, busy_time in zip(o["per_rank"], gpu, busy, strict=True):
+    for p in o["per_rank"]:
         t.add_row(
             str(p["rank"]),
             p["variant"],
             f"{p['num_gpu_events']:,}",
-            gpu_time,
-            busy_time,
+            fmt_us(p["gpu_time_us"]),
+            fmt_us(p["busy_us"]),
             f"{p['idle_pct']:.1f}%" if p.get("idle_pct") is not None else "—",
             f"{p['attention_share_pct']:.1f}%",
             f"{p['communication_share_pct']:.1f}%",
@@ -309,12 +294,8 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
     b = o.get("busy_us")
     if b:
         console.print(
-            bullet(
-                console,
-                "  • ",
-                f"GPU busy time per {unit}: {_us(b['min'])} ({unit} {b['min_rank']}) to {_us(b['max'])} "
-                f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
-                + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
-            ),
+            f"  • GPU busy time per {unit}: {fmt_us(b['min'])} ({unit} {b['min_rank']}) to {fmt_us(b['max'])} "
+            f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
+            + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
             highlight=False,
         )

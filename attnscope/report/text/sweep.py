@@ -1,6 +1,6 @@
 """The sweep recommendation in the terminal (rich): the best variant per case as a grid, crossovers,
 the policy, where sdpa_default is not the best, and what was left out.  Reads the dict of
-:func:`attnscope.analysis.recommend.sweep.recommend`; computes nothing of its own."""
+:func:`attnscope.analysis.recommend.recommend`; computes nothing of its own."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.core.units import fmt_us
 from attnscope.document.recommendation import (
     DEFAULT,
     SYMBOL,
@@ -30,10 +31,6 @@ from attnscope.document.recommendation import (
 from attnscope.report.text.terminal import fit
 
 LIMIT = 30  # rows per long table; the JSON holds every one
-
-
-def _us(x: float | None) -> str:
-    return "—" if x is None else f"{x:,.1f}"
 
 
 def _ratio(x: float | None) -> str:
@@ -57,7 +54,7 @@ def _cell(b: dict[str, Any]) -> Text:
     t = Text(_short([b["variant"], *b["same_as"]]), style="bold")
     if b["preferred_over"]:
         t.append(" *")
-    t.append(f"\n{_us(b['median_us'])} µs")
+    t.append(f"\n{fmt_us(b['median_us'])}")
     if b["runner_up"]:
         t.append(f"\n{_short([b['runner_up'], *b['runner_up_same_as']])} {_ratio(b['margin'])}")
         if b["tied"]:
@@ -153,10 +150,10 @@ def _defaults(rec: dict[str, Any]) -> list[RenderableType]:
         t.add_row(
             g["label"],
             impl_text(g["best"], g["best_same_as"], None),
-            _us(g["best_us"]),
-            _us(g["default_us"]),
+            fmt_us(g["best_us"], unit=False),
+            fmt_us(g["default_us"], unit=False),
             _ratio(g["ratio"]),
-            _us(g["lost_us"]),
+            fmt_us(g["lost_us"], unit=False),
             ran,
         )
     out: list[RenderableType] = [head, t]

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.core.units import fmt_bytes, fmt_us
 from attnscope.report.text.explain import render_explanations
 from attnscope.report.text.notes import case_lines, peak_lines
 from attnscope.report.text.terminal import words_fit
@@ -18,7 +19,7 @@ MIB = 1024 * 1024
 def _fmt_us(t: dict[str, Any] | None) -> Text:
     if not t:
         return Text("—", style="dim")
-    s = f"{t['median_us']:,.1f}"
+    s = fmt_us(t["median_us"], unit=False)
     if t.get("noisy"):
         return Text(s + " ~", style="yellow")
     return Text(s)
@@ -60,7 +61,7 @@ def _err(r: dict[str, Any]) -> Text:
 
 
 def _size(n: int) -> str:
-    return f"{n / MIB:,.1f} MiB" if n >= MIB // 10 else f"{n / 1024:,.1f} KiB"
+    return fmt_bytes(n)
 
 
 def _pct(pct: float | None) -> Text:

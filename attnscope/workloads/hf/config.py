@@ -97,7 +97,7 @@ def require_transformers() -> Any:
     try:
         import transformers
     except ImportError:
-        raise ValueError("attnscope model needs transformers: pip install 'attnscope[hf]'") from None
+        raise ValueError("attnscope model needs transformers: pip install -e '.[hf]' in the attnscope clone") from None
     return transformers
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
 # The tour, unattended (`attnscope tour --device cuda --auto`): its transcript JSON, HTML page and console log.
-# estimate: 150 s
+# estimate: 165 s
 set -u; D=$1
 timeout 300 bash benchmarks/gpu/tour.sh "$D"

@@ -28,7 +28,7 @@ def test_switch_saving_and_repeat_kv_advice():
     # 10 000 − 8 000 = 2 000 µs = 2.00 ms, 20.0% of 10.00 ms
     assert "switching eager → sdpa saves 2.00 ms per step (20.0% of 10.00 ms" in ids["attention_share"]["advice"]
     kv = ids["repeat_kv_copy"]
-    assert "2×4.00 MiB per layer per train step" in kv["message"] and "(4 copies in 2 layers, 16.0 MiB" in kv["message"]
+    assert "2×4.0 MiB per layer per train step" in kv["message"] and "(4 copies in 2 layers, 16.0 MiB" in kv["message"]
     assert kv["advice"].startswith("sdpa with enable_gqa avoids it") and "sdpa made no repeat_kv copy" in kv["advice"]
     assert recs["train"]["best"] == "sdpa" and recs["train"]["margin"] == 1.25 and recs["train"]["tied"] == []
 

@@ -35,7 +35,7 @@ def test_a_training_step_counts_the_forward_repeat_kv_copies_only():
     ev = kv["evidence"]
     assert ev["copies_per_layer"] == 2 and ev["num_copies"] == 4 and ev["num_layers"] == 2
     assert ev["bytes_per_copy"] == 4 * MIB and ev["bytes_total"] == 16 * MIB
-    assert "2×4.00 MiB per layer per train step (4 copies in 2 layers, 16.0 MiB in all" in kv["message"]
+    assert "2×4.0 MiB per layer per train step (4 copies in 2 layers, 16.0 MiB in all" in kv["message"]
 
 
 def test_backward_copies_alone_give_no_repeat_kv_insight():
@@ -123,7 +123,7 @@ def test_layout_copies_leave_out_repeat_kv_the_mask_and_the_backward():
     lc = _insight(row, "attention_copies")
     assert lc["evidence"] == {"num_copies": 2, "bytes_total": 4 * MIB, "ops": ["aten::contiguous", "aten::transpose"]}
     assert lc["message"].startswith("2 other full-tensor copies inside attention's forward (aten::contiguous, ")
-    assert "4.00 MiB in all" in lc["message"]
+    assert "4.0 MiB in all" in lc["message"]
 
 
 def test_upcasts_quote_the_breakdown_part_or_else_the_casts_own_durations():
@@ -145,7 +145,7 @@ def test_upcasts_quote_the_breakdown_part_or_else_the_casts_own_durations():
 
 
 def test_a_trace_alone_gets_the_insights_it_supports():
-    from attnscope.analysis.recommend.model import split_insights
+    from attnscope.analysis.rules.model_step import split_insights
 
     row = _row("x", _timing(1, 1, 1), [_copy("l.0", False, 2 * MIB)])
     split = {**row["breakdown"], "attention": row["attention"], "scopes": {"impl": "eager", "mode": "train"}}
@@ -179,7 +179,7 @@ def _parted(kernel, proj, around, idle, cpu_only, unattr, rest_parts):
 
 
 def test_part_differences_name_the_parts_that_shrink_most_with_their_size():
-    from attnscope.analysis.recommend.model import part_differences
+    from attnscope.analysis.rules.model_step import part_differences
 
     slow = _parted(9_000, 5_000, 7_000, 3_000, 2_500, 1_500, {"mlp": 4_000, "other": 800, "norm": 600})
     fast = _parted(1_000, 4_900, 1_000, 1_000, 2_000, 1_000, {"mlp": 4_000, "other": 100})
@@ -274,11 +274,11 @@ def test_recommendation_texts_by_hand():
 
 
 def test_the_share_insight_by_hand():
-    from attnscope.analysis.recommend.model import share
+    from attnscope.analysis.rules.model_step import Step, share
 
     best = _row("sdpa", _timing(8_000, 7_950, 8_050))
     best["breakdown"] = {"total_us": 1_000.0, "step": {"step_us": 2_000.0}}
-    s = share(best, best)
+    s = share(best, Step(best=best))
     # attention 450 of the 2 000 µs profiled step: 22.5 %; kernel 15 %, projections 5 %, around 2.5 %
     assert s["message"] == (
         "attention is 22.5% of the train step (450.0 of 2,000.0 µs profiled): kernel 15.0%, projections 5.0%, "
@@ -292,19 +292,19 @@ def test_the_share_insight_by_hand():
         "around_us": 50.0,
         "step_total_us": 2_000.0,
     }
-    assert share(best, None)["advice"] == s["advice"] and s["severity"] == "info"
+    assert share(best)["advice"] == s["advice"] and s["severity"] == "info"
     small = _row("sdpa", _timing(8_000, 7_950, 8_050))
     small["breakdown"] = {"total_us": 3_000.0}  # no step: the GPU total; 450 / 3 000 = 15 %
-    assert share(small, None)["advice"] == (
+    assert share(small)["advice"] == (
         "the fastest implementation measured for train; attention is 15.0% of the step, so the rest (see the split) "
         "is where time goes"
     )
     tied = _row("flex", _timing(8_040, 7_990, 8_090))
-    t = share(tied, best)
+    t = share(tied, Step(best=best))
     assert t["advice"] == "sdpa is within the noise of it for train (interquartile ranges overlap)"
     assert t["severity"] == "info" and t["evidence"]["saved_us"] == 40 and t["evidence"]["best_step_us"] == 8_000
     slow = _row("eager", _timing(10_000, 9_800, 10_200))
-    w = share(slow, best)
+    w = share(slow, Step(best=best))
     # saved 2 000 µs = 2.00 ms, 20.0 % of 10.00 ms; noise (400 + 100) / 2 = 250 µs = 0.25 ms
     assert w["severity"] == "warning"
     assert w["advice"] == (
@@ -340,8 +340,8 @@ def _kv_case(impl: str, sdpa: str | None, mode: str = "train") -> dict:
 def test_repeat_kv_advice_for_each_case_by_hand():
     kv = _kv_case("eager", "copies")
     assert kv["message"] == (
-        "eager repeat_kv copies K and V to every query head: 2×1.00 MiB per layer per train step (2 copies in 1 "
-        "layer, 2.00 MiB in all, 50.0 µs in repeat_kv, 5.0% of the profiled step)"
+        "eager repeat_kv copies K and V to every query head: 2×1.0 MiB per layer per train step (2 copies in 1 "
+        "layer, 2.0 MiB in all, 50.0 µs in repeat_kv, 5.0% of the profiled step)"
     )
     assert kv["advice"] == (
         "sdpa repeated K and V too in this run (this transformers did not pass enable_gqa to torch's SDPA here); "
@@ -361,7 +361,7 @@ def test_repeat_kv_advice_for_each_case_by_hand():
         "brings the copy back)" + CLEAN2 + "; in decode the copy covers the whole KV cache on every generated token"
     )
     assert _kv_case("eager", None, mode="decode")["message"].startswith(
-        "eager repeat_kv copies K and V to every query head: 2×1.00 MiB per layer per decode step"
+        "eager repeat_kv copies K and V to every query head: 2×1.0 MiB per layer per decode step"
     )
 
 
@@ -372,15 +372,8 @@ def test_repeat_kv_over_layers_with_uneven_copies_and_sizes():
     kv = _insight(row, "repeat_kv_copy")
     # most copies in one layer: 2; the largest copy 3 MiB; 3.5 + 3 = 6.5 MiB in all
     assert kv["evidence"]["copies_per_layer"] == 2 and kv["evidence"]["bytes_per_copy"] == 3 * MIB
-    assert "2×3.00 MiB per layer per train step (3 copies in 2 layers, 6.50 MiB in all" in kv["message"]
+    assert "2×3.0 MiB per layer per train step (3 copies in 2 layers, 6.5 MiB in all" in kv["message"]
     assert kv["advice"].endswith("so K and V stay at their KV heads")  # nobody else ran: no "seen in this run"
-
-
-def test_sizes_in_kib_mib_and_large_mib():
-    from attnscope.analysis.recommend.model_rules import _mib
-
-    assert _mib(1536) == "1.5 KiB" and _mib(MIB - 1) == "1,024.0 KiB"
-    assert _mib(MIB) == "1.00 MiB" and _mib(10 * MIB - 1) == "10.00 MiB" and _mib(10 * MIB) == "10.0 MiB"
 
 
 def test_upcast_and_layout_and_mask_advice_texts():
@@ -391,7 +384,7 @@ def test_upcast_and_layout_and_mask_advice_texts():
     u = _insight(row, "attention_upcast")
     assert u["severity"] == "warning"
     assert u["message"] == (
-        "1 bf16/fp16→fp32 upcast(s) inside attention (aten::softmax), 2.00 MiB written in fp32, 4.0 µs in the copies"
+        "1 bf16/fp16→fp32 upcast(s) inside attention (aten::softmax), 2.0 MiB written in fp32, 4.0 µs in the copies"
     )
     assert u["advice"] == (
         "eager attention runs its softmax in fp32 by design (transformers' eager_attention_forward); "
@@ -404,7 +397,7 @@ def test_upcast_and_layout_and_mask_advice_texts():
         "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
         "not in yours: weigh them with the 'copies' part of the split"
     )
-    assert lc["message"] == "1 other full-tensor copies inside attention's forward (aten::reshape), 1.00 MiB in all"
+    assert lc["message"] == "1 other full-tensor copies inside attention's forward (aten::reshape), 1.0 MiB in all"
     row["attention"]["parts"]["mask"] = 10.0
     annotate_rows([row])
     assert (

@@ -197,7 +197,7 @@ def test_results_with_wrong_numerics_are_left_out_and_named():
 def test_one_sample_timings_say_their_noise_is_unknown():
     """A trace holds one call: with one sample on either side (best or runner-up) the margin's noise is
     not known, and the sentence says so instead of the noisy-timing note."""
-    from attnscope.analysis.compare import ONE_SAMPLE_NOTE
+    from attnscope.analysis.rules.ties import ONE_SAMPLE_NOTE
 
     for which, basis in (("sdpa_flash", "GPU time of one traced call (one sample)"), ("sdpa_efficient", BASIS)):
         rows = [row("sdpa_flash", 100.0, 99.0, 101.0, noisy=True), row("sdpa_efficient", 300.0, 297.0, 303.0)]

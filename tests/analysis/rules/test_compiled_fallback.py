@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnscope.analysis.compare import ranked
 from attnscope.analysis.fingerprint.compiled import fell_back_to_eager
 from attnscope.analysis.rules.masks import compiled_fallback
+from attnscope.analysis.rules.peers import ranked
 
 SWEEP = Path(__file__).resolve().parents[3] / "docs/results/raw/h200_sweep.jsonl"
 

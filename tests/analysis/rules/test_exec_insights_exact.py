@@ -8,14 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.rules.execution import (
-    HIGH_TENSOR_PIPE_PCT,
-    cpu_bound,
-    low_occupancy,
-    numerics_off,
-    opaque_library,
-    rate_above_peak,
-)
+from attnscope.analysis.rules.execution import cpu_bound, numerics_off, opaque_library, rate_above_peak
+from attnscope.analysis.rules.low_occupancy import HIGH_TENSOR_PIPE_PCT, low_occupancy
 from attnscope.core.types import Insight, NotChecked
 
 FLASH = "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>"

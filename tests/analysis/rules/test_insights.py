@@ -24,11 +24,11 @@ from attnscope.analysis.rules.insights import (
     fused_names,
     gpu_total_us,
     hidden_copy,
-    is_fused,
     no_tensor_cores,
     share_pct,
     short,
 )
+from attnscope.analysis.rules.row_kernels import is_fused
 from attnscope.api import analyze
 from attnscope.core.types import Insight
 from attnscope.document.schema import result_to_dict

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.rules.execution import result_insights
+from attnscope.analysis.rules import explain
 from attnscope.analysis.rules.insights import safe_softmax
 from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.analysis.rules.masks import block_sparsity, dense_mask, split_kv
 from attnscope.analysis.rules.memory import score_matrix
+from attnscope.analysis.rules.peers import ALONE
 from attnscope.core.types import Insight, NotChecked
 
 
@@ -111,7 +112,7 @@ def test_score_matrix_stays_quiet_on_decode_but_not_on_prefill():
     prefill = {**decode, "case": _case(seq_q=2048), "peak_memory_bytes": 200 * 2**20}
     [i] = score_matrix(prefill)
     assert i.id == "score_matrix"
-    ids = [x.id for x in result_insights(decode)[0]]
+    ids = [x.id for x in explain(decode, ALONE)[0]]
     assert "score_matrix" not in ids
 
 

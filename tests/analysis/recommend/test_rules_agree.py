@@ -1,4 +1,4 @@
-"""One voice: every rule, over a fuzz space of result documents, agrees with the recommendation,
+"""Every rule, over a fuzz space of result documents, agrees with the recommendation,
 with the device and with its own premise.
 
 The documents are real runs (the H200 study, tests/data/h200/run.json; a CPU run of every variant,
@@ -141,7 +141,7 @@ def _all_insights_all() -> list[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("seed", range(N_DOCS))
-def test_one_voice(seed: int) -> None:
+def test_rules_agree_with_the_recommendation(seed: int) -> None:
     doc = DOCS[seed]
     results = {r["variant"]: r for r in doc["results"]}
     rec = doc["recommendation"]

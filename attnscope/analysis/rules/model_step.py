@@ -1,6 +1,10 @@
 """The model's rules: insights on one implementation's profiled step (repeat_kv copies, upcasts, the mask,
 layout copies, attention's share, a host-bound step) and on one trace's split.  Pure: the rows' dicts in, dicts out.
 
+Each rule takes a row and its :class:`Step`: the other implementations measured at the same point, those that
+failed there, and the row the one recommender named best (the caller,
+:func:`attnscope.analysis.recommend.model.annotate_rows`, asks it once per point).
+
 Every number in a message is in the insight's ``evidence`` (units in the keys).  Step-time
 comparisons use the measured medians (``step_time``); shares and parts come from the one profiled
 step's split (``attention``), whose method each row states.  Which implementation is best is the one
@@ -10,18 +14,27 @@ recommender's (:mod:`attnscope.analysis.recommend.model` asks it); these rules o
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
-from attnscope.analysis.recommend.ties import overlaps
+from attnscope.analysis.rules.ties import overlaps
+from attnscope.core.units import fmt_bytes
 
 MIB = 1024 * 1024
 FUSED = ("sdpa", "flex_attention", "flash_attention_2")
 
 
-def _mib(b: float) -> str:
-    if b < MIB:
-        return f"{b / 1024:,.1f} KiB"
-    return f"{b / MIB:,.2f} MiB" if b < 10 * MIB else f"{b / MIB:,.1f} MiB"
+@dataclass(frozen=True)
+class Step:
+    """A row's point: ``others`` (the other ok rows, fastest first), ``failed`` (rows skipped, errored or out of
+    memory) and ``best`` (the row the one recommender named best; None where none was asked, as for one trace)."""
+
+    others: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    best: dict[str, Any] | None = None
+
+
+ALONE = Step()  # one trace's split: no other implementation, no timings
 
 
 def _pct(part: float, whole: float) -> float:
@@ -36,9 +49,8 @@ def _forward_copies(row: dict[str, Any], part: str) -> list[dict[str, Any]]:
     return [c for c in (row.get("attention") or {}).get("hidden_copies", []) if c["part"] == part and not c["backward"]]
 
 
-def repeat_kv(
-    row: dict[str, Any], others: list[dict[str, Any]], failed: list[dict[str, Any]] | None = None
-) -> dict[str, Any] | None:
+def repeat_kv(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
+    others, failed = step.others, step.failed
     copies = _forward_copies(row, "repeat_kv")
     if not copies:
         return None
@@ -54,8 +66,9 @@ def repeat_kv(
     n = counts[-1]
     plural = "s" if n_layers > 1 else ""
     msg = (
-        f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{_mib(one)} per layer per {row['mode']} "
-        f"step ({len(copies)} copies in {n_layers} layer{plural}, {_mib(total)} in all, {t_us:,.1f} µs in repeat_kv, "
+        f"{row['impl']} repeat_kv copies K and V to every query head: {n}×{fmt_bytes(one)} per layer per "
+        f"{row['mode']} step ({len(copies)} copies in {n_layers} layer{plural}, {fmt_bytes(total)} in all, "
+        f"{t_us:,.1f} µs in repeat_kv, "
         f"{_pct(t_us, row['breakdown']['total_us'])}% of the profiled step)"
     )
     clean = [o["impl"] for o in others if o.get("attention") and not _forward_copies(o, "repeat_kv")]
@@ -107,7 +120,7 @@ def repeat_kv(
     )
 
 
-def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
+def upcasts(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     ups = (row.get("attention") or {}).get("upcasts", [])
     if not ups:
         return None
@@ -117,7 +130,7 @@ def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
     t_us = part if part is not None else sum(u.get("duration_us") or 0.0 for u in ups)
     ops = sorted({u["op"] for u in ups})
     msg = (
-        f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {_mib(total)} written in fp32, "
+        f"{len(ups)} bf16/fp16→fp32 upcast(s) inside attention ({', '.join(ops)}), {fmt_bytes(total)} written in fp32, "
         f"{t_us:,.1f} µs in the copies"
     )
     if row["impl"] == "eager":
@@ -141,21 +154,23 @@ def upcasts(row: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def mask(row: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any] | None:
+def mask(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     attn = row.get("attention") or {}
     t_us = attn.get("parts", {}).get("mask", 0.0)
     if t_us <= 0:
         return None
     total = row["breakdown"]["total_us"]
     msg = f"the attention mask is built on every forward: {t_us:,.1f} µs, {_pct(t_us, total)}% of the profiled step"
-    cmp = [f"{o['impl']} {o['attention']['parts']['mask']:,.1f} µs" for o in others if o.get("attention") is not None]
+    cmp = [
+        f"{o['impl']} {o['attention']['parts']['mask']:,.1f} µs" for o in step.others if o.get("attention") is not None
+    ]
     advice = "transformers builds it once per forward and shares it across layers"
     if cmp:
         advice += f"; the other implementations in this run spent: {', '.join(cmp)}"
     return _insight("mask_built", "info", msg, advice, mask_us=t_us, step_total_us=total)
 
 
-def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
+def layout_copies(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     attn = row.get("attention") or {}
     # repeat_kv has its own insight; copies while building the mask are mask building
     copies = [c for c in attn.get("hidden_copies", []) if c["part"] not in ("repeat_kv", "mask") and not c["backward"]]
@@ -163,7 +178,10 @@ def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
         return None
     total = sum(c["bytes"] for c in copies)
     ops = sorted({c["op"] for c in copies})
-    msg = f"{len(copies)} other full-tensor copies inside attention's forward ({', '.join(ops)}), {_mib(total)} in all"
+    msg = (
+        f"{len(copies)} other full-tensor copies inside attention's forward ({', '.join(ops)}), "
+        f"{fmt_bytes(total)} in all"
+    )
     advice = (
         "they are in transformers' attention code (transposes made contiguous, layouts a matmul wants), "
         "not in yours: weigh them with the 'copies' part of the split"
@@ -171,8 +189,11 @@ def layout_copies(row: dict[str, Any]) -> dict[str, Any] | None:
     return _insight("attention_copies", "info", msg, advice, num_copies=len(copies), bytes_total=total, ops=ops)
 
 
-def share(row: dict[str, Any], best: dict[str, Any] | None) -> dict[str, Any]:
-    attn = row["attention"]
+def share(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
+    """Attention's share of the step, and what switching to the recommended implementation saves."""
+    attn, best = row.get("attention"), step.best
+    if not attn:
+        return None
     # the profiled step whose parts add up to it, as the table shows it (GPU time alone where a row has no step)
     total = ((row["breakdown"].get("step") or {}).get("step_us")) or row["breakdown"]["total_us"]
     pct = _pct(attn["time_us"], total)
@@ -238,7 +259,7 @@ def part_differences(row: dict[str, Any], best: dict[str, Any], top: int = 3) ->
     return ", ".join(f"{k} {d / 1000:,.2f} ms" for d, k in diff[:top] if d > 0)
 
 
-def profile_mismatch(row: dict[str, Any]) -> dict[str, Any] | None:
+def profile_mismatch(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     """The profiled step far from the timed one: its µs were scaled to the timed step (model_split.fit_to_timed)."""
     p = (row.get("breakdown") or {}).get("profile") or {}
     if not p.get("scaled"):
@@ -269,7 +290,7 @@ def _of_what(row: dict[str, Any]) -> str:
     return "µs, the profiled step's shares of the timed median" if scaled else "µs profiled"
 
 
-def host_bound(row: dict[str, Any]) -> dict[str, Any] | None:
+def host_bound(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     wall, gpu = row.get("wall_time"), row.get("step_time")
     if not wall or not gpu or wall is gpu or wall.get("method") == gpu.get("method"):
         return None
@@ -295,5 +316,5 @@ def split_insights(split: dict[str, Any]) -> list[dict[str, Any]]:
         "attention": split["attention"],
         "breakdown": split,
     }
-    found = [repeat_kv(row, []), upcasts(row), mask(row, []), layout_copies(row)]
+    found = [repeat_kv(row), upcasts(row), mask(row), layout_copies(row)]
     return [f for f in found if f is not None]

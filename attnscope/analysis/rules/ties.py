@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.fingerprint.kernels import attention_family
-from attnscope.analysis.rules.insights import compute_kernels, is_fused, materialises_scores
-from attnscope.analysis.rules.row_kernels import names, read_once
+from attnscope.analysis.rules.row_kernels import compute_kernels, is_fused, materialises_scores, names, read_once
 
 
 def one_sample(t: dict[str, Any] | None) -> bool:

@@ -1,0 +1,254 @@
+"""Every `attnscope` command and Python block in README.md and docs/*.md is either run here, on the CPU, after a
+declared rewrite to CPU sizes, or listed as not run with a reason from a fixed set; a page that gains a command
+nobody classified fails this test.
+
+The rewrite (``CPU_SIZES``, ``PLACEHOLDERS``, ``FAST``) is the whole difference between a page's command and the one
+run here: GPU-sized shapes become CPU-sized ones, a placeholder (``A.json``, ``TRACE.json``) becomes a committed
+file, and a run times each variant briefly.  Commands run in-process (``attnscope.cli.main.main``) in a scratch
+folder, so torch is imported once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL = ("", "bash", "sh", "text", "console")
+
+# flag -> the CPU-sized value it takes here (a GPU-sized grid becomes one small point)
+CPU_SIZES = {
+    "--device": "cpu",
+    "--batch": "1",
+    "--heads": "2",
+    "--kv-heads": "1",
+    "--seq": "64",
+    "--seq-kv": "128",
+    "--head-dim": "16",
+    "--budget-tokens": "64",
+    "--mode": "fwd",
+}
+# a placeholder of a page -> a committed file that stands for it
+PLACEHOLDERS = {
+    "TRACE.json[.gz]...": "tests/data/h200/naive.json",
+    "A.json": "docs/results/raw/cpu_torch213.json",
+    "B.json": "docs/results/raw/cpu_torch213.json",
+    "sweep.jsonl": "tests/data/cpu/tiny_sweep.jsonl",
+}
+# added to every run and sweep: a brief timing, no matmul peak, one quick variant unless the page names some
+FAST = {"run": ["--budget", "0.02", "--no-peak"], "sweep": ["--budget", "0.02", "--executor", "inline"]}
+QUICK_VARIANTS = "naive,sdpa_flash"
+
+# Why a command is not run here: each reason is one of these.
+REASONS = {
+    "output": "an example of output, not a command",
+    "synopsis": "a synopsis of flags with placeholders; the concrete commands of the same page run",
+    "long": "takes minutes on 2 cores; its test runs it at a tiny size",
+    "gpu": "needs a GPU (Nsight Compute, several devices)",
+    "interactive": "asks questions at a terminal",
+    "extra": "needs an optional service (Ray) that CI starts in its own test",
+    "yours": "a fragment of the reader's own code (their model, their training step)",
+}
+NOT_RUN = {
+    "attnscope run — B=1 H=8 S=512 D=64 bf16 causal on cpu — x86_64 — torch 2.13.0+cpu": "output",
+    "attnscope run — B=4 H=16 S=2048 D=64 bf16 causal on cuda — NVIDIA H200 — torch 2.11.0+cu130, CUDA 13.0, "
+    "cuDNN 91900": "output",
+    "attnscope analyze TRACE... [--json OUT] [--top N] [--jobs N] [--kernels] [--cpu]": "synopsis",
+    "attnscope diff A B [--threshold PCT] [--metrics gpu,cpu] [--json OUT]": "synopsis",
+    "attnscope run": "long",  # the default case and every default variant (tests/cli/test_cli.py runs it small)
+    "attnscope guess": "interactive",
+    "attnscope run --mode fwd_bwd ...": "synopsis",
+    "attnscope run --ncu ...": "gpu",
+    "attnscope run ... --json out.json --html out.html": "synopsis",
+    "attnscope sweep ... --out h200.jsonl --resume": "synopsis",
+    "attnscope sweep ... --devices all": "gpu",
+    "attnscope sweep ... --executor ray [--ray-address ADDR]": "extra",
+    "attnscope sweep --seq 4096 --mask none,sliding:256,document:1000,1500,600,996 --softcap 0,30 "
+    "--alibi no,yes": "long",
+    "attnscope report *.json -o pages/run.html --assets pages/assets": "synopsis",
+    "attnscope report a.json b.jsonl c.json -o all.html": "synopsis",
+    "attnscope report trace.json -o trace.html": "synopsis",
+    "attnscope report h200.jsonl -o h200.html": "synopsis",
+    "attnscope run --seq 8192 --mask sliding:1024 --softcap 50 --variants naive,flex_compiled": "long",
+    "attnscope model": "long",
+    "attnscope model --config path/to/config.json": "synopsis",
+    "attnscope model --config mixtral --layers 1": "long",
+    "attnscope model --config llama-3-8b --layers 2 --batch 2 --seq 2048 --mode prefill,decode,train "
+    "--impl eager,sdpa,flex_attention --json out.json [--html out.html] [--trace-dir traces/]": "long",
+    "attnscope model --config llama-3-8b --layers 2 --batch 2 --seq 2048 --mode prefill,decode,train "
+    "--impl eager,sdpa,flex_attention --json out.json": "long",
+    "attnscope tour": "interactive",
+    "attnscope tour --device cpu --out t.json --html t.html": "long",
+    "attnscope tour --answers my_guesses.toml": "long",
+    "attnscope tour --auto": "long",
+    "attnscope tour --resume --out t.json": "synopsis",
+    "attnscope report out.json [sweep.jsonl ...] -o report.html": "synopsis",
+    "python:docs/model.md:4": "yours",
+}
+PY_REWRITE = {
+    '"cuda")': '"cpu")',
+    'seq=[512, 1024, 2048], head_dim=[64, 128], mode=["fwd", "fwd_bwd"], budget_tokens=8192': (
+        'seq=[64], head_dim=[16], mode=["fwd"], budget_tokens=64'
+    ),
+    "seq_q=1024": "seq_q=64",
+    '"trace.json.gz"': repr(str(ROOT / "tests" / "data" / "h200" / "naive.json")),
+    "timing_budget_s=0.2": "timing_budget_s=0.02",
+}
+
+
+def _blocks(page: Path) -> list[tuple[str, str]]:
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w*)\n(.*?)```", page.read_text(), re.S)]
+
+
+def commands(page: Path) -> list[str]:
+    """The `attnscope` lines of a page's shell and text blocks, continuations joined and comments dropped."""
+    out = []
+    for lang, body in _blocks(page):
+        if lang not in SHELL:
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            text = re.sub(r"\s+#.*$", "", line.strip())
+            text = re.sub(r"\s+", " ", text)
+            if text == "attnscope" or text.startswith("attnscope "):
+                out.append(text)
+    return out
+
+
+def python_blocks(page: Path) -> list[tuple[str, str]]:
+    rel = page.relative_to(ROOT)
+    return [(f"python:{rel}:{i}", body) for i, (lang, body) in enumerate(_blocks(page), 1) if lang == "python"]
+
+
+ALL_COMMANDS = [(str(p.relative_to(ROOT)), c) for p in PAGES for c in commands(p)]
+ALL_PYTHON = [b for p in PAGES for b in python_blocks(p)]
+
+
+def rewrite(command: str) -> list[str]:
+    """The page's command as run here (see the module docstring)."""
+    args = shlex.split(command)[1:]
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("[") or a == "...":  # optional parts of a synopsis line
+            while not args[i].endswith("]") and a != "...":
+                i += 1
+            i += 1
+            continue
+        if a in CPU_SIZES and i + 1 < len(args):
+            out += [a, CPU_SIZES[a]]
+            i += 2
+            continue
+        out.append(PLACEHOLDERS.get(a, a))
+        i += 1
+    cmd = out[0] if out else ""
+    if cmd in FAST:
+        out += FAST[cmd]
+        if "--variants" not in out and "--guess" not in out:  # a guess file names the variants it needs
+            out += ["--variants", QUICK_VARIANTS]
+        if "--seq-kv" in out and "--seq" not in out:  # the CPU default seq (512) would exceed the CPU-sized seq-kv
+            out += ["--seq", CPU_SIZES["--seq"]]
+        if "--device" not in out:
+            out += ["--device", "cpu"]
+    return out
+
+
+def test_every_command_and_block_is_run_or_says_why_not():
+    seen = {c for _, c in ALL_COMMANDS} | {k for k, _ in ALL_PYTHON}
+    stale = set(NOT_RUN) - seen
+    assert not stale, f"NOT_RUN names what no page holds any more: {stale}"
+    assert all(r in REASONS for r in NOT_RUN.values())
+
+
+def test_the_rewrite_makes_gpu_sizes_cpu_sizes():
+    assert rewrite("attnscope sweep --seq 128..16384x2 --head-dim 64,128 --causal both --mode fwd,fwd_bwd") == [
+        "sweep", "--seq", "64", "--head-dim", "16", "--causal", "both", "--mode", "fwd",
+        "--budget", "0.02", "--executor", "inline", "--variants", QUICK_VARIANTS, "--device", "cpu",
+    ]  # fmt: skip
+    assert rewrite("attnscope diff A.json B.json [--threshold 5]")[1:] == [PLACEHOLDERS["A.json"]] * 2
+
+
+RUN = [(page, c) for page, c in ALL_COMMANDS if c not in NOT_RUN]
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    for name in ("tests", "docs", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_the_documented_commands_run_on_the_cpu(scratch, capsys):
+    """In page order, so a report reads the JSON a run above it wrote."""
+    from attnscope.cli.main import main
+
+    failed = []
+    for page, command in RUN:
+        argv = rewrite(command)
+        if argv[:1] == ["report"] and not (scratch / argv[1]).exists():
+            shutil.copy(ROOT / "docs" / "results" / "raw" / "cpu_torch213.json", scratch / argv[1])
+        try:
+            rc = main(argv)
+        except SystemExit as e:  # --version and argparse exit through SystemExit
+            rc = int(e.code or 0)
+        out = capsys.readouterr()
+        if rc != 0:
+            failed.append(f"{page}: {command} → {' '.join(argv)}: exit {rc}: {out.err.strip()[-300:]}")
+    assert not failed, "\n".join(failed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("key", "body"), [b for b in ALL_PYTHON if b[0] not in NOT_RUN], ids=lambda x: str(x)[:40])
+def test_the_documented_python_runs_as_a_script_on_the_cpu(key, body, scratch):
+    """Each block saved as a script and run by a fresh Python: a sweep's process executor re-imports it in every
+    job, so a block without its ``if __name__ == "__main__":`` guard fails here as it fails its reader."""
+    for old, new in PY_REWRITE.items():
+        body = body.replace(old, new)
+    script = scratch / "block.py"
+    script.write_text(body)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KINETO_LOG_LEVEL="6")
+    p = subprocess.run([sys.executable, str(script)], cwd=scratch, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{key}:\n{p.stderr[-2000:]}"
+
+
+def test_install_hints_install_the_clone():
+    """attnscope is installed from its clone (`pip install -e '.[EXTRA]'`, scripts/setup.sh), never from a package
+    index: every hint for attnscope or one of its extras, in the docs and in the messages, says so."""
+    files = [*PAGES, *(ROOT / "attnscope").rglob("*.py"), ROOT / "examples" / "plugin" / "README.md"]
+    wrong = []
+    for f in files:
+        for m in re.finditer(r"pip install[^\n`\"]*", f.read_text()):
+            hint = m.group(0)
+            if re.search(r"attnscope\[|pip install (?!-e )'?\.\[", hint):
+                wrong.append(f"{f.relative_to(ROOT)}: {hint}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_pointers_in_help_and_messages_resolve():
+    """A docs/*.md path named in the code exists; a "README: Section" pointer names a heading the README has."""
+    headings = set(re.findall(r"^#+ (.+)$", (ROOT / "README.md").read_text(), re.M))
+    broken = []
+    for f in (ROOT / "attnscope").rglob("*.py"):
+        text = f.read_text()
+        broken += [
+            f"{f.relative_to(ROOT)}: {p}" for p in re.findall(r"docs/[\w/]+\.md", text) if not (ROOT / p).exists()
+        ]
+        broken += [
+            f"{f.relative_to(ROOT)}: README: {s}"
+            for s in re.findall(r"README: ([A-Z][\w ]+)", text)
+            if s not in headings
+        ]
+    readme = (ROOT / "examples" / "plugin" / "README.md").read_text()
+    assert "section" not in readme.lower() or any(h in readme for h in headings)
+    assert not broken, "\n".join(broken)
