@@ -224,10 +224,8 @@ def decode_loop(
     why_no_graph = None
     if not cuda:
         why_no_graph = "CUDA graph replay needs a CUDA device; only the eager series runs on the CPU"
-    elif not server.graphable:
-        why_no_graph = (
-            f"{variant}: its per-shape work reads the lengths on the host each step; not replayed from a graph"
-        )
+    elif server.graph_refusal is not None:
+        why_no_graph = f"{variant}: {server.graph_refusal}; not replayed from a graph"
     traces: dict[str, str] = {}
     with server.context(), warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -49,7 +49,9 @@ class Server:
     """One serving variant on one cache: ``plan`` (per shape), then ``call`` (per step)."""
 
     rebuild = "nothing"  # what plan() redoes for a new shape, in the words of the advice (docs/serving.md)
-    graphable = True  # call() reads lengths from device tensors only: a CUDA graph of it replays for any lengths
+    # None: call() reads lengths from device tensors only, so a CUDA graph of it replays for any lengths up to its
+    # capacity; else why a graph per bucket would not serve (the decode loop's graph series says it and skips)
+    graph_refusal: str | None = None
 
     def __init__(self, case: Case, x: Inputs) -> None:
         self.case, self.x, self.cache = case, x, x.cache
@@ -116,6 +118,10 @@ class GatherSdpa(Server):
     def __init__(self, case: Case, x: Inputs, flash_impl: str | None = None, flash: bool = False) -> None:
         super().__init__(case, x)
         self.flash, self.flash_impl = flash or flash_impl is not None, flash_impl
+        if self.flash:
+            self.graph_refusal = (
+                "SDPA flash takes no mask, so a call sized for a bucket would read past each sequence's length"
+            )
         hkv, d = case.num_kv_heads, case.head_dim
         self.k_rows = self.cache.k_pool.reshape(-1, hkv, d)  # a view: pages × slots are rows
         self.v_rows = self.cache.v_pool.reshape(-1, hkv, d)
@@ -332,7 +338,7 @@ class FlashInferPaged(Server):
     and the last page's fill, on the host: redone whenever the lengths change (every decode step)."""
 
     rebuild = "flashinfer_plan"
-    graphable = False  # plan() reads host lengths; graph replay needs its use_cuda_graph wrappers (not measured)
+    graph_refusal = "plan() reads the lengths on the host each step (its use_cuda_graph wrappers are not measured)"
 
     def __init__(self, case: Case, x: Inputs) -> None:
         import torch

@@ -142,3 +142,13 @@ def test_variants_command_on_a_serving_case_says_which_can_run():
     assert rows["paged_gather_sdpa"]["runs_here"] == "yes" and rows["paged_flex"]["runs_here"] == "yes"
     assert rows["sdpa_flash"]["runs_here"] == "no" and "paged or ragged cache" in rows["sdpa_flash"]["reason"]
     assert rows["paged_gather_flash_fa3"]["runs_here"] == "no"  # CUDA only; activating FA3 needs its library
+
+
+def test_which_servers_a_graph_per_bucket_can_replay():
+    """A graph sized for a bucket serves every shorter length only where the call reads the lengths on the device:
+    flash takes no mask (it would read past each length) and FlashInfer plans on the host."""
+    case = _case(batch=2, heads=2, seq_q=1, seq_kv=24, page_size=16)
+    x = make_inputs(case, seed=0)
+    assert make_server("paged_gather_flash", case, x).graph_refusal is not None
+    assert make_server("paged_gather_sdpa", case, x).graph_refusal is None
+    assert make_server("paged_flex", case, x).graph_refusal is None

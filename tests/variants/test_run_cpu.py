@@ -36,8 +36,10 @@ def _by_name(rep):
 def test_every_variant_has_a_row(tiny_report):
     rows = _by_name(tiny_report)
     # the default set: torch's own variants; external libraries join it only where they import (none do here), and
-    # the flex_user variants only with --mask-mod / --score-mod
-    assert set(rows) == {n for n, v in REGISTRY.items() if v.family != "external" and v.in_default_set}
+    # the flex_user variants only with --mask-mod / --score-mod; the serving variants only for a paged or ragged cache
+    assert set(rows) == {
+        n for n, v in REGISTRY.items() if v.family != "external" and v.in_default_set and not v.serving
+    }
     assert {"flex_user", "flex_compiled_user"}.isdisjoint(rows)
     for name in ("naive", "naive_inplace", "sdpa_math", "sdpa_flash", "sdpa_default", "flex"):
         r = rows[name]
