@@ -23,13 +23,30 @@ if [ ! -x .venv/bin/python ]; then
         "$py" -m venv .venv
     fi
 fi
-pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+# -qq: pip's errors only (its warnings, such as an index in the machine's pip.conf that does not exist, are not
+# ours to print before the study's first line); a failed install still stops here with pip's error.
+pip=(.venv/bin/python -m pip --disable-pip-version-check -qq)
+sum=$(cksum < pyproject.toml)
+done_sum=$(sed -n 1p .venv/.attnscope-installed 2>/dev/null || true)
+# torch is found, not imported (importing it costs a second of every run)
+if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)" 2>/dev/null; then
     # shellcheck disable=SC2086
     "${pip[@]}" install ${ATTNSCOPE_TORCH:-torch==2.13.0}
 fi
-if [ -n "$extras" ]; then
-    "${pip[@]}" install -e ".[$extras]"
-else
-    "${pip[@]}" install -e .
+# The editable install is redone only when pyproject.toml changed since the last one or an extra is asked that it
+# did not install (it took seconds on every run of study.sh): .venv/.attnscope-installed records what it did.
+done_extras=$(sed -n 2p .venv/.attnscope-installed 2>/dev/null || true)
+fresh=1
+[ "$sum" = "$done_sum" ] && .venv/bin/python -c "import importlib.metadata as m; m.version('attnscope')" 2>/dev/null || fresh=0
+for e in ${extras//,/ }; do
+    case ",$done_extras," in *",$e,"*) ;; *) fresh=0 ;; esac
+done
+if [ "$fresh" = 0 ]; then
+    if [ -n "$extras" ]; then
+        "${pip[@]}" install -e ".[$extras]"
+    else
+        "${pip[@]}" install -e .
+    fi
+    all=$( { [ "$sum" = "$done_sum" ] && printf '%s' "$done_extras"; printf ',%s' "$extras"; } | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)
+    printf '%s\n%s\n' "$sum" "$all" > .venv/.attnscope-installed
 fi

@@ -127,8 +127,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         sp.add_argument(
             "--budget",
             type=seconds("budget"),
-            default=0.5,
-            help="seconds per timer per variant (default 0.5)",
+            default=None,
+            help="seconds per timer per variant (default 0.5 on a GPU, 0.2 on a CPU)",
         )
         sp.add_argument("--no-peak", action="store_true", help="skip the matmul peak measurement (no %% peak)")
         sp.add_argument(

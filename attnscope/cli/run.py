@@ -30,6 +30,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clean(message)} (see {self.prog} --help)\n")
 
 
+# seconds per timer per variant when --budget is not given: a CPU's default study (six variants, one of them
+# ~0.1 s a call) measures in ≤ 10 s of 2 cores with 0.2 (benchmarks/first_result.py); a GPU call is µs long
+DEFAULT_BUDGET_S = {"cuda": 0.5, "cpu": 0.2}
+
+
+def default_budget(device: str) -> float:
+    return DEFAULT_BUDGET_S["cuda" if device.startswith("cuda") else "cpu"]
+
+
 def _console(*, markup: bool = False) -> Any:
     """The terminal's Console: its width (COLUMNS where set; tables fit it, report/text/table.py), names printed
     as data (no markup, control characters removed: report/text/terminal.py).  ``markup``: for text whose every
@@ -158,7 +167,7 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
                 on_start=lambda name: prog.update(task, description=f"{case.label()}: {name}"),
                 on_note=lambda text: console.print(text, style="yellow"),
                 flush_l2=args.flush_l2,
-                timing_budget_s=args.budget,
+                timing_budget_s=args.budget if args.budget is not None else default_budget(case.device),
                 trace_dir=Path(args.trace_dir) if args.trace_dir else None,
                 measure_peak=not args.no_peak,
                 steps=getattr(args, "steps", None) or 0,

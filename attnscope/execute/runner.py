@@ -56,6 +56,9 @@ def run(
     finally:
         if executor is None:
             ex.close()
+        import gc
+
+        gc.unfreeze()  # worker.free_after froze what survived each variant
     order = {j.variant: i for i, j in enumerate(jobs)}
     results.sort(key=lambda r: order[r.variant])
     peak = next((r.peak for r in results if r.peak is not None), None)

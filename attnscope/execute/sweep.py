@@ -114,6 +114,9 @@ def run_sweep(
                 on_result(r)
     finally:
         executor.close()
+        import gc
+
+        gc.unfreeze()  # worker.free_after froze what survived each job run in this process
     return out
 
 

@@ -74,7 +74,7 @@ def measure_peak(case: Case) -> PeakRate:
         t = (
             measure.time_gpu(lambda: a @ b, budget_s=0.3, flush_l2=False, lo=5, hi=20)  # noqa: B023
             if cuda
-            else measure.time_host(lambda: a @ b, cuda=False, budget_s=0.5, lo=3, hi=10)  # noqa: B023
+            else measure.time_host(lambda: a @ b, cuda=False, budget_s=0.2, lo=3, hi=10)  # noqa: B023
         )
         rates[name] = 2 * n**3 / (t.min_us * 1e-6) / 1e12
         what.append(f"{n}×{n}×{n} {name} torch.matmul ({t.num_samples} samples)")
@@ -337,7 +337,11 @@ def _modifier_checks(
 
 
 def free_after(case: Case) -> None:
+    """What the last variant left is freed; what survives is frozen (gc.freeze), so that the next collect walks
+    only what was made since, not the ~3·10^5 objects of torch and dynamo (0.15 s or more each time on a CPU).
+    ``runner.run`` and ``sweep.run_sweep`` unfreeze when they end."""
     gc.collect()
+    gc.freeze()
     if case.device.startswith("cuda"):
         import torch
 
@@ -442,7 +446,8 @@ def _observe(
     cuda = case.device.startswith("cuda")
     t0 = time.perf_counter()
     with prep.context():
-        for _ in range(3):  # warm-up: caches, autotuning, lazy inits
+        # warm-up: caches, autotuning, lazy inits; on a CPU one call (the timer makes one more before its samples)
+        for _ in range(3 if cuda else 1):
             out = fn()
         if cuda:
             torch.cuda.synchronize()
