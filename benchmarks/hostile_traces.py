@@ -5,7 +5,9 @@
 
 The inputs are written to a temporary folder (~12 MB of gzip files and one 40 MB file, ~1 min to compress), streamed
 as they are compressed, never held whole; each is analysed in a fresh process, timed from outside, with that child's
-peak RSS (``os.wait4``).  ``tests/trace/test_hostile_input.py`` runs the same kinds of input scaled down to seconds.
+peak RSS (``os.wait4``; Linux carries the spawning process's own peak into a child's ``ru_maxrss``, and this one
+stays at ~20 MiB, below every figure reported; tests/peakrss.py reads the child's own ``VmHWM`` instead).
+``tests/trace/test_hostile_input.py`` runs the same kinds of input scaled down to seconds.
 """
 
 from __future__ import annotations

@@ -5,15 +5,13 @@ from __future__ import annotations
 import io
 import json
 import lzma
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from attnscope.document.schema import write_atomic, write_json
+from tests.peakrss import run_peak
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "data" / "golden").glob("*.json.xz"))
@@ -66,11 +64,9 @@ def test_write_atomic_writes_the_stream(tmp_path: Path) -> None:
 
 
 def _peak_mib(*args: str) -> float:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-m", "attnscope", *args], stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return usage.ru_maxrss / 1024
+    rc, lines, peak = run_peak(*args)
+    assert rc == 0, lines
+    return peak
 
 
 def test_json_adds_little_to_the_peak_memory(tmp_path: Path) -> None:

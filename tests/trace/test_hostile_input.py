@@ -1,7 +1,7 @@
 """Input that is not a trace, or is built to exhaust the reader: one line, exit 2, and a bounded peak RSS.
 
-Each case runs ``attnscope analyze`` in a fresh process, so that its peak resident memory (``ru_maxrss`` of that one
-child, from ``os.wait4``) is the reader's and nothing else's.  The sizes are scaled down to run in seconds;
+Each case runs ``attnscope analyze`` in a fresh process, so that its peak resident memory (its own ``VmHWM``, see
+tests/peakrss.py) is the reader's and nothing else's.  The sizes are scaled down to run in seconds;
 ``benchmarks/hostile_traces.py`` runs the same inputs at full size (2 GiB of spaces, /dev/zero read forever, ...).
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
+from tests.peakrss import run_peak
 
 ROOT = Path(__file__).resolve().parents[2]
 CAP_MIB = 100  # the bound docs/analyze.md states for refusing input
@@ -26,19 +26,7 @@ EVENT = b'    "ph": "X", "cat": "ac2g", "name": "x", "pid": 1, "tid": 1, "ts": 1
 
 def analyze(path: str | Path, *extra: str) -> tuple[int, list[str], float]:
     """Exit status, stderr lines and peak RSS (MiB) of ``attnscope analyze PATH`` in a fresh process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(os.devnull, "wb") as out:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "attnscope", "analyze", str(path), *extra],
-            stdout=out,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=ROOT,
-        )
-        err = p.stderr.read().decode() if p.stderr else ""  # type: ignore[union-attr]
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, err.splitlines(), usage.ru_maxrss / 1024  # KiB on Linux
+    return run_peak("analyze", str(path), *extra)
 
 
 def gzipped(path: Path, parts: Iterable[bytes]) -> Path:
