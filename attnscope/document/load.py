@@ -73,6 +73,11 @@ def _row_problem(d: Any) -> str | None:
         return "is not a result row (no variant/status)"
     if not isinstance(d["variant"], str) or not isinstance(d["status"], str):
         return "is not a result row (variant and status must be strings)"
+    from attnscope.document.model_rows import is_model_row, model_row_problem
+
+    if is_model_row(d):
+        problem = model_row_problem(d)
+        return None if problem is None else f"is not a result row ({problem})"
     from attnscope.document.schema import check_row
 
     try:
@@ -202,6 +207,12 @@ def load_source(path: str | Path) -> Source:
             from attnscope.document.schema import check_document
 
             check_document(doc, str(p))
+        elif kind == "model":
+            from attnscope.document.model_rows import model_document_problem
+
+            problem = model_document_problem(doc)
+            if problem is not None:
+                raise DocumentError(f"{p}: not a readable model document: {problem}"[:300])
         return Source(kind, doc, p)
     if isinstance(doc, list) and doc and all(_row_problem(d) is None for d in doc):
         return Source("sweep", {"rows": doc}, p)
