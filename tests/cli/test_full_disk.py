@@ -168,3 +168,13 @@ def test_sweep_json_and_html_on_a_full_disk(full, monkeypatch):
     assert f"{full}/s.html: not written: {ENOSPC}" in out
     assert len(Path("s.jsonl").read_text().splitlines()) == 1  # the row itself is saved
     assert _left(full) == []
+
+
+def test_recommend_and_diff_print_first_then_name_the_file_not_written(full, monkeypatch):
+    store = Path(__file__).resolve().parents[1] / "data" / "cpu" / "tiny_sweep.jsonl"
+    rc, out = _main(["recommend", str(store), "--json", f"{full}/rec.json"], monkeypatch)
+    assert rc == 74 and out.index("Recommendation") < out.index(f"{full}/rec.json: not written: {ENOSPC}")
+    run = str(H200 / "run.json")
+    rc, out = _main(["diff", run, run, "--json", f"{full}/d.json"], monkeypatch)
+    assert rc == 74 and out.index("attnscope diff") < out.index(f"{full}/d.json: not written: {ENOSPC}")
+    assert _left(full) == []
