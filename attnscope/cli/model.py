@@ -303,6 +303,15 @@ def _model(args: argparse.Namespace) -> int:
 
     load = host.read_load()  # before the steps add their own threads to the load
     jobs = _jobs(args, spec, cfg, impls, modes, opts, points, chosen)
+    if args.trace_dir:  # before any model is built: no output where a kept trace goes
+        import dataclasses
+
+        from attnscope.core.files import check_trace_names
+        from attnscope.execute.model_bench import trace_name
+
+        at = [dataclasses.replace(opts, batch=b, seq=q) for b, q in points]
+        names = [trace_name(o, i, m) for i in impls for o in at for m in modes]
+        check_trace_names(args.trace_dir, names, [("--out", args.out), ("--json", args.json), ("--html", args.html)])
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     todo = [j for j in jobs if j.key not in done]
     ex = _executor(args)

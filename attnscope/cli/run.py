@@ -14,7 +14,7 @@ from attnscope.core.arguments import (
     check_timeout,
     variant_names,
 )
-from attnscope.core.files import check_outputs
+from attnscope.core.files import check_outputs, check_trace_names
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
@@ -108,6 +108,8 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str]]:
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
+    outputs = [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))]
+    check_trace_names(args.trace_dir, (f"{n}.json" for n in chosen), outputs)
     return case, chosen
 
 

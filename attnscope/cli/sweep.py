@@ -26,7 +26,7 @@ from attnscope.core.arguments import (
     timeout_seconds,
 )
 from attnscope.core.case import AXIS_FIELDS, add_flags
-from attnscope.core.files import WriteError, check_outputs
+from attnscope.core.files import WriteError, check_outputs, check_trace_names
 from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
@@ -203,6 +203,7 @@ def check(args: argparse.Namespace) -> Plan:
         measure_peak=not args.no_peak,
     )
     jobs = plan(cases, variants, opts, explicit=args.variants is not None, done=done)
+    check_trace_names(args.trace_dir, (j.trace_name for j in jobs if j.trace_name), [*outs, ("--html", args.html)])
     timeout = None if args.executor == "inline" else (args.timeout or DEFAULT_TIMEOUT_S)
     ex = make_executor(
         args.executor, devices=devices, timeout_s=timeout, ray_address=args.ray_address, workers=args.workers

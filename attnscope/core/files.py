@@ -82,6 +82,23 @@ def check_outputs(inputs: Named, outputs: Named) -> None:
                 raise UsageError(f"{flag} and {flag2} name the same file ({both}): give each output its own file")
 
 
+def check_trace_names(trace_dir: str | Path | None, names: Iterable[str], outputs: Named) -> None:
+    """Refuse (UsageError) an output that one of the traces kept in ``trace_dir`` (file ``names``) would replace."""
+    if not trace_dir:
+        return
+    folder = _identity(trace_dir)[0]
+    taken = set(names)
+    for flag, path in outputs:
+        if not path:
+            continue
+        p = Path(_identity(path)[0])
+        if str(p.parent) == folder and p.name in taken:
+            raise UsageError(
+                f"{flag} {path} is where --trace-dir keeps the trace {p.name}: one would replace the other; name "
+                "another file"
+            )
+
+
 # ------------------------------------------------------------------------------------------------ the one writer
 
 
