@@ -147,7 +147,7 @@ def _write_atomic(p: Path, data: bytes | str | Callable[[IO[bytes]], None]) -> P
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would honour the umask
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:  # a streamed document writes many small pieces
             if callable(data):
                 data(f)
             else:
