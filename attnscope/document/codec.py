@@ -217,6 +217,17 @@ def result_from_dict(d: dict[str, Any]) -> Result:
 
 # ------------------------------------------------------------------------------------------------ checking
 
+# Fields of a document's records that its readers (the page, diff) index directly (``k["op"]``): a document's record
+# without one cannot be read.  Found by removing each field without a default in turn (tests/cli/test_hostile_files.py).
+# A sweep's rows are read by fewer readers (recommend, the sweep page): there every field may be absent and take its
+# default, as in rows written by an older attnscope or by hand.
+INDEXED: dict[str, tuple[str, ...]] = {
+    "HiddenCopy": ("op", "copy_op", "bytes"),
+    "Upcast": ("op", "src_dtype", "bytes"),
+    "KernelRecord": ("duration_us",),
+    "Timing": ("median_us", "p25_us", "p75_us"),
+}
+
 _WORDS = {dict: "an object", list: "a list", str: "a string", bool: "true or false", int: "a number", float: "a number"}
 
 
@@ -251,10 +262,9 @@ def _fields_check(kinds: Check, fields: list[tuple[str, str, Check | None, bool]
 
 
 @cache
-def _checker(h: Any, nested: bool = False) -> Check | None:
+def _checker(h: Any, strict: bool = False) -> Check | None:
     """How a value (not None) is checked against hint ``h``, walking records and their lists (None: not checked:
-    unions of several types, ``Any``, literals).  ``nested``: inside a row's record, where a field without a
-    default must be there."""
+    unions of several types, ``Any``).  ``strict``: a document's, whose records must hold their INDEXED fields."""
     h = _optional_of(h)
     origin = typing.get_origin(h) or h
     obj = _type_check((dict,))
@@ -262,22 +272,17 @@ def _checker(h: Any, nested: bool = False) -> Check | None:
         from attnscope.core.case import FIELDS
 
         hints = _hints(Case)
-        return _fields_check(obj, [(f.json_key, f.json_key, _checker(hints[f.name], True), False) for f in FIELDS])
+        return _fields_check(obj, [(f.json_key, f.json_key, _checker(hints[f.name], strict), False) for f in FIELDS])
     if isinstance(h, type) and dataclasses.is_dataclass(h):
         hints = _hints(h)
         fields = []
         for f in dataclasses.fields(h):
-            required = (
-                nested
-                and f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING
-                and _optional_of(hints[f.name]) is hints[f.name]
-            )
-            fields.append((f.name, f.name, _checker(hints[f.name], True), required))
+            required = strict and f.name in INDEXED.get(h.__name__, ())
+            fields.append((f.name, f.name, _checker(hints[f.name], strict), required))
         return _fields_check(obj, fields)
     if origin is tuple or origin is list:
         args = typing.get_args(h)
-        inner = _checker(args[0], True) if len(args) == 2 and args[-1] is Ellipsis else None
+        inner = _checker(args[0], strict) if len(args) == 2 and args[-1] is Ellipsis else None
         is_list = _type_check((list,))
 
         def each(v: Any, where: str) -> str | None:
@@ -318,11 +323,11 @@ def row_hints() -> dict[str, Any]:
     return hints
 
 
-def row_type_problem(d: dict[str, Any]) -> str | None:
+def row_type_problem(d: dict[str, Any], strict: bool = False) -> str | None:
     """The first value of a row that no reader can take ("case.dtype must be a string or null, got int"; a hidden
     copy without its op), else None.  The types are Result's own, so a field added there is checked with no line
     here."""
-    for k, check in _row_checks():
+    for k, check in _row_checks(strict):
         v = d.get(k)
         if v is not None and (p := check(v, k)) is not None:
             return p
@@ -330,5 +335,5 @@ def row_type_problem(d: dict[str, Any]) -> str | None:
 
 
 @cache
-def _row_checks() -> list[tuple[str, Check]]:
-    return [(k, c) for k, h in row_hints().items() if (c := _checker(h)) is not None]
+def _row_checks(strict: bool) -> list[tuple[str, Check]]:
+    return [(k, c) for k, h in row_hints().items() if (c := _checker(h, strict)) is not None]

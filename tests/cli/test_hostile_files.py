@@ -66,7 +66,11 @@ def _run_row(**changes: Any) -> bytes:
 HOSTILE: dict[str, bytes] = {
     "case_dtype_a_number": _run_row(case={**ROW["case"], "dtype": 5}),
     "case_mask_a_list": _run_row(case={**ROW["case"], "mask": [1]}),
-    "hidden_copy_without_op": _run_row(hidden_copies=[{"bytes": "x"}]),
+    "hidden_copy_without_op": _run_row(hidden_copies=[{"copy_op": "aten::copy_", "bytes": 1}]),
+    "hidden_copy_without_bytes": _run_row(hidden_copies=[{"op": "aten::masked_fill", "copy_op": "aten::copy_"}]),
+    "upcast_without_src_dtype": _run_row(upcasts=[{"op": "aten::to", "bytes": 4}]),
+    "kernel_without_duration": _run_row(kernels=[{"name": "k", "category": "attention"}]),
+    "timing_without_p25": _run_row(gpu_time={"median_us": 1.0, "p75_us": 1.0}),
     "timing_median_a_string": _run_row(gpu_time={"median_us": "x"}),
     "model_attention_a_list": _model_row(attention=[1]),
     "model_breakdown_a_string": _model_row(breakdown="x"),
