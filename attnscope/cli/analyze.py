@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, _write_html, add_assets_arg
+from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, add_assets_arg, say_unwritten, write_outputs
 from attnscope.core.arguments import check_output_file, positive_int
 from attnscope.core.files import check_outputs
 
@@ -65,11 +65,7 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"attnscope: error: {one_line(str(e))}", file=sys.stderr)
     if doc is None:
         return EXIT_USAGE
-    if args.json:
-        from attnscope.document.schema import write_atomic
-
-        write_atomic(args.json, doc)
-    _write_html(args, doc)
+    unwritten = write_outputs(args, doc)  # a full disk: said after the tables, exit 74
     from attnscope.report.text.model import render_split
     from attnscope.report.text.summary import render_overall, render_summary
     from attnscope.report.text.table import render
@@ -81,8 +77,10 @@ def _analyze(args: argparse.Namespace) -> int:
         render_split(r, console)
     if doc.get("overall"):
         render_overall(doc["overall"], console)
-    if args.json:
+    if args.json and "--json" not in unwritten:
         console.print(f"  JSON written to {args.json}")
-    if args.html:
+    if args.html and "--html" not in unwritten:
         console.print(f"  HTML report written to {args.html}")
+    if unwritten:
+        return say_unwritten(unwritten)
     return EXIT_USAGE if errors else EXIT_OK

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console
+from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console, say_unwritten, write_outputs
 from attnscope.core.arguments import UsageError, check_output_file, finite_float
 from attnscope.core.files import check_outputs
 
@@ -33,11 +33,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     check_outputs([("input", args.a), ("input", args.b)], [("--json", args.json)])
     d = diff_files(args.a, args.b, threshold_pct=args.threshold, metrics=metrics)
-    if args.json:
-        from attnscope.document.schema import write_atomic
-
-        write_atomic(args.json, d)
+    unwritten = write_outputs(args, d)  # a full disk: said after the comparison, exit 74
     from attnscope.report.text.diff import render_diff
 
     render_diff(d, _console(), title=f"attnscope diff: {args.a} → {args.b}")
+    if unwritten:
+        return say_unwritten(unwritten)
     return EXIT_FAIL if d["regressions"] else EXIT_OK

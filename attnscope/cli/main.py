@@ -20,6 +20,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
+    EXIT_WRITE,
     Parser,
     _add_case_args,
     _case_from,
@@ -32,6 +33,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     cmd_run,
 )
 from attnscope.core.arguments import positive_int, seconds, timeout_seconds
+from attnscope.core.files import WriteError
 
 
 def _cmd_guess(args: argparse.Namespace) -> int:
@@ -90,6 +92,11 @@ EXIT_CODES = {
     "diff": "0 compared; 1 a regression past --threshold; 2 bad input",
     "tour": "0 toured; 2 bad input; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP), the steps done saved",
 }
+
+
+# Every command that writes a file: a full disk after the work (docs/cli.md, "Full disk").
+_WRITE = "74 a file could not be written (a full disk): what was measured is printed first, the file and cause named"
+EXIT_CODES = {k: v if k == "variants" else f"{v}; {_WRITE}" for k, v in EXIT_CODES.items()}
 
 
 def _exit_epilog(sub: Any) -> None:
@@ -237,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt as e:  # before the command began saving (after, the command says what it saved)
         return stop.interrupted(e, _not_yet(argv))
+    except WriteError as e:  # a full disk after the work: the file and the cause, never a traceback
+        print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_WRITE
     except Exception as e:  # a bug must still end in one line, never a traceback
         if os.environ.get("ATTNSCOPE_DEBUG"):
             raise

@@ -305,6 +305,8 @@ def _model(args: argparse.Namespace) -> int:
     from attnscope.analysis.recommend.model import annotate_rows
     from attnscope.cli import stop
     from attnscope.cli.model_jobs import _Bar, _executor, _jobs, _same_run
+    from attnscope.cli.run import say_unwritten, traces_not_kept
+    from attnscope.core.files import WriteError
     from attnscope.document.schema import write_atomic
     from attnscope.execute.job import job_key
     from attnscope.execute.model_bench import IMPLS as ALL
@@ -330,17 +332,34 @@ def _model(args: argparse.Namespace) -> int:
             highlight=False,
         )
 
+    unwritten: dict[str, str] = {}  # a full disk: the rows stay in memory and are printed; said at the end (74)
+
     def save(r: dict[str, Any]) -> None:
         rows.append(r)
-        if store is not None:
-            store.append(r)
+        if store is not None and "--out" not in unwritten:
+            try:
+                store.append(r)
+            except WriteError as e:
+                unwritten["--out"] = f"{e}; the rows before it are saved there"
         if args.json:  # after every row, insights included: a crash or a timeout never loses a finished row
             recs = annotate_rows(rows)
-            write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, True, points))
+            try:
+                write_atomic(args.json, document(spec, cfg, opts, impls, modes, rows, env, recs, True, points))
+            except WriteError:
+                pass  # tried again with the whole document at the end, and said then
 
     from attnscope.measure import host
 
     load = host.read_load()  # before the steps add their own threads to the load
+    if args.trace_dir:  # before any model is built: no output where a kept trace goes
+        import dataclasses
+
+        from attnscope.core.files import check_trace_names
+        from attnscope.execute.model_bench import trace_name
+
+        at = [dataclasses.replace(opts, batch=b, seq=q) for b, q in points]
+        names = [trace_name(o, i, m) for i in impls for o in at for m in modes]
+        check_trace_names(args.trace_dir, names, [("--out", args.out), ("--json", args.json), ("--html", args.html)])
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     todo = [j for j in jobs if j.key not in done]
     ex = _executor(args)
@@ -371,7 +390,10 @@ def _model(args: argparse.Namespace) -> int:
     walls = [(f"{r['impl']} {r['mode']}", r["wall_time"]) for r in rows if r.get("wall_time")]
     doc["host"] = host.assess(*load, [(name, [t["p25_us"], t["median_us"], t["p75_us"]]) for name, t in walls])
     if args.json:
-        write_atomic(args.json, doc)
+        try:
+            write_atomic(args.json, doc)
+        except WriteError as e:
+            unwritten["--json"] = str(e)
     sizes = ", ".join(f"B={b} S={q}" for b, q in points)
     title = (
         f"attnscope model — {spec.name} ({cfg.model_type}, {cfg.num_hidden_layers} layers) {sizes} "
@@ -383,14 +405,21 @@ def _model(args: argparse.Namespace) -> int:
     render_layers(doc, console)
     if host.line(doc["host"]):
         console.print(f"  {host.line(doc['host'])}", style="yellow", highlight=False, markup=False)
-    if args.out:
+    if args.out and "--out" not in unwritten:
         console.print(f"  rows in {args.out}")
-    if args.json:
+    if args.json and "--json" not in unwritten:
         console.print(f"  JSON written to {args.json}")
     if args.html:
         from attnscope.api.report import write_html
 
-        console.print(f"  HTML written to {write_html(doc, args.html, assets=args.assets)}")
+        try:
+            console.print(f"  HTML written to {write_html(doc, args.html, assets=args.assets)}")
+        except WriteError as e:
+            unwritten["--html"] = str(e)
+    if args.trace_dir:
+        unwritten.update(traces_not_kept(rows, args.trace_dir))
+    if unwritten:
+        return say_unwritten(unwritten)
     if not any(r["status"] == "ok" for r in rows):
         why = "; ".join(dict.fromkeys(f"{r['impl']} {r['mode']}: {r['status']} ({r['reason']})" for r in rows))
         from attnscope.report.text.terminal import one_line

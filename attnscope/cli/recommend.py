@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console
+from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console, say_unwritten, write_outputs
 from attnscope.core.arguments import check_output_file
 from attnscope.core.files import check_outputs
 
@@ -38,20 +38,17 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     except NothingMeasured as e:
         _note(f"nothing measured to recommend from: {e}")
         return EXIT_FAIL
-    if args.json:
-        from attnscope.document.schema import write_atomic
-
-        write_atomic(args.json, rec)
+    unwritten = write_outputs(args, rec)  # a full disk: said after the recommendation, exit 74
     from rich.text import Text
 
     console = _console()
     if rec.get("kind") == "model":  # `model --out` rows: one line per mode and point
         for where, r in rec["recommendations"].items():
             console.print(Text.assemble((f"Recommendation ({where}):", "bold"), f" {r['text']}"))
-        return EXIT_OK
-    from attnscope.report.text.sweep import render
+    else:
+        from attnscope.report.text.sweep import render
 
-    console.print(render(rec), highlight=False)
-    for point in (rec.get("serving") or {}).get("points", []):
-        console.print(f"Serving: {point['text']}", highlight=False, markup=False)
-    return EXIT_OK
+        console.print(render(rec), highlight=False)
+        for point in (rec.get("serving") or {}).get("points", []):
+            console.print(f"Serving: {point['text']}", highlight=False, markup=False)
+    return say_unwritten(unwritten) if unwritten else EXIT_OK

@@ -15,10 +15,11 @@ from attnscope.core.arguments import (
     check_timeout,
     variant_names,
 )
-from attnscope.core.files import check_outputs
+from attnscope.core.files import check_outputs, check_trace_names
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
+EXIT_WRITE = 74  # a file could not be written after the work was done: a full disk (sysexits' EX_IOERR)
 
 
 class Parser(argparse.ArgumentParser):
@@ -112,6 +113,8 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     _check_html(args)
+    outputs = [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))]
+    check_trace_names(args.trace_dir, (f"{n}.json" for n in chosen), outputs)
     preds = None
     if getattr(args, "guess", None):  # read and checked before any torch work
         from attnscope.api.guesses import load_predictions
@@ -135,16 +138,22 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
 
     from attnscope.api import run
     from attnscope.api.running import partial_document
+    from attnscope.core.files import WriteError
     from attnscope.core.types import Result
     from attnscope.document.schema import write_atomic
 
     console = _console()
     done: list[Result] = []
+    saved = [0]  # variants in the JSON as last written (a full disk stops the rewrites, never the run)
 
     def save(r: Result) -> None:
         done.append(r)
         if args.json:  # rewritten atomically after every variant: a crash never loses finished results
-            write_atomic(args.json, partial_document(case, done))
+            try:
+                write_atomic(args.json, partial_document(case, done))
+                saved[0] = len(done)
+            except WriteError:
+                pass  # said after the table, when the whole document is written (or fails) once more
 
     old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
     try:
@@ -175,25 +184,27 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
             )
     except KeyboardInterrupt as e:
         stop.restore(old)
-        if args.json and done:
-            what = f"{len(done)} finished variant(s) saved in {args.json} (marked partial)"
+        if args.json and saved[0]:
+            what = f"{saved[0]} finished variant(s) saved in {args.json} (marked partial)"
+        elif args.json and done:
+            what = f"{len(done)} finished variant(s) not saved: {args.json} could not be written"
         elif not done:
             what = "nothing measured yet"  # and no file written: --json is written after the first variant
         else:
             what = f"{len(done)} finished variant(s) not saved (no --json was given)"
         return stop.interrupted(e, what)
     stop.restore(old)
-    return render_run(args, case, doc, console)
+    return render_run(args, case, doc, console, saved=saved[0])
 
 
-def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any) -> int:
-    """Write the JSON and HTML, print the study, and the exit status (--strict)."""
-    from attnscope.document.schema import write_atomic
+def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, saved: int = 0) -> int:
+    """Write the JSON and HTML, print the study, and the exit status (--strict).  A file that cannot be written (a
+    full disk) costs neither the other file nor the printed study: it is said after the study, exit 74."""
     from attnscope.report.text.table import render
 
-    if args.json:
-        write_atomic(args.json, dict(doc))
-    _write_html(args, dict(doc))
+    unwritten = write_outputs(args, dict(doc))
+    if "--json" in unwritten and saved:
+        unwritten["--json"] += f"; it holds the {saved} variant(s) written before (marked partial)"
     env = doc.env
     title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
@@ -212,12 +223,15 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any) -> i
     busy = host.line(doc.get("host") or {})
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
-    if args.json:
+    if args.json and "--json" not in unwritten:
         console.print(f"  JSON written to {args.json}")
     if args.trace_dir:
         console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
-    if getattr(args, "html", None):
+        unwritten.update(traces_not_kept(doc["results"], args.trace_dir))
+    if getattr(args, "html", None) and "--html" not in unwritten:
         console.print(f"  HTML report written to {args.html}")
+    if unwritten:
+        return say_unwritten(unwritten)
     if not any(r.get("status") == "ok" for r in doc["results"]):
         console.print("  nothing was measured: exit 1", style="bold red")
         for r in doc["results"]:
@@ -263,6 +277,43 @@ def check_assets(args: argparse.Namespace) -> None:
     if not getattr(args, "html", None):
         raise UsageError("--assets holds the plotly of an HTML page: give --html PATH too")
     check_output_dir(assets, "--assets")
+
+
+def write_outputs(args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, str]:
+    """The document to --json, then the page to --html, each tried whatever became of the other; what could not be
+    written: {flag: why} (a WriteError's one line), said by :func:`say_unwritten` after the study is printed."""
+    from attnscope.core.files import WriteError
+    from attnscope.document.schema import write_atomic
+
+    unwritten: dict[str, str] = {}
+    if getattr(args, "json", None):
+        try:
+            write_atomic(args.json, doc)
+        except WriteError as e:
+            unwritten["--json"] = str(e)
+    try:
+        _write_html(args, doc)
+    except WriteError as e:
+        unwritten["--html"] = str(e)
+    return unwritten
+
+
+def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
+    """--trace-dir's rows whose trace could not be moved there (the row itself measured): their note."""
+    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
+    lost = [n for n in notes if str(n).startswith("trace not kept")]
+    if not lost:
+        return {}
+    return {"--trace-dir": f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"}
+
+
+def say_unwritten(unwritten: dict[str, str]) -> int:
+    """One line per file not written (the measurement above is kept in the others, or only on screen); exit 74."""
+    import sys
+
+    for why in unwritten.values():
+        print(f"attnscope: error: {why}", file=sys.stderr)
+    return EXIT_WRITE
 
 
 def _write_html(args: argparse.Namespace, doc: Any) -> None:

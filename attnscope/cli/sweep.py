@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.cli import stop
-from attnscope.cli.run import _check_html, add_assets_arg
+from attnscope.cli.run import EXIT_WRITE, _check_html, add_assets_arg, say_unwritten, traces_not_kept
 from attnscope.core.arguments import (
     UsageError,
     check_output_dir,
@@ -26,7 +26,7 @@ from attnscope.core.arguments import (
     timeout_seconds,
 )
 from attnscope.core.case import AXIS_FIELDS, add_flags
-from attnscope.core.files import check_outputs
+from attnscope.core.files import WriteError, check_outputs, check_trace_names
 from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
@@ -209,6 +209,7 @@ def check(args: argparse.Namespace) -> Plan:
         measure_peak=not args.no_peak,
     )
     jobs = plan(cases, variants, opts, explicit=args.variants is not None, done=done)
+    check_trace_names(args.trace_dir, (j.trace_name for j in jobs if j.trace_name), [*outs, ("--html", args.html)])
     timeout = None if args.executor == "inline" else (args.timeout or DEFAULT_TIMEOUT_S)
     ex = make_executor(
         args.executor, devices=devices, timeout_s=timeout, ray_address=args.ray_address, workers=args.workers
@@ -318,6 +319,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    import sys
 
     from attnscope.document.schema import result_to_dict, write_atomic
     from attnscope.execute import sweep
@@ -370,6 +372,14 @@ def _sweep(args: argparse.Namespace) -> int:
         else:  # no row yet: the file may not exist, and is not named
             what = f"nothing measured yet; start again with: {_resume_command(args)}"
         return stop.interrupted(e, what)
+    except WriteError as e:  # the store itself cannot grow (a full disk): what it holds, and how to go on
+        stop.restore(old)
+        print(
+            f"attnscope: error: {e}; {len(store.rows())} row(s) are saved in {args.out}: free space, then resume "
+            f"with: {_resume_command(args)}",
+            file=sys.stderr,
+        )
+        return EXIT_WRITE
     stop.restore(old)
     elapsed = time.monotonic() - t0
     all_rows = store.rows()
@@ -381,16 +391,28 @@ def _sweep(args: argparse.Namespace) -> int:
     if host.line(busy):
         console.print(f"  {host.line(busy)}", style="yellow", highlight=False, markup=False)
     rec = {**rec, "host": busy}
+    unwritten: dict[str, str] = {}  # a full disk: each file tried, each failure said after the summary (exit 74)
     if args.json:  # the document `attnscope recommend --json` writes
         from attnscope.document.schema import SCHEMA_VERSION
 
-        write_atomic(args.json, {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": [args.out], **rec})
-        console.print(f"  recommendation JSON written to {args.json}", highlight=False)
+        doc = {"schema_version": SCHEMA_VERSION, "tool": "attnscope", "files": [args.out], **rec}
+        try:
+            write_atomic(args.json, doc)
+            console.print(f"  recommendation JSON written to {args.json}", highlight=False)
+        except WriteError as e:
+            unwritten["--json"] = str(e)
     if args.html:  # after the rows and the JSON: a failing page never costs the results
         from attnscope.api.report import write_html
 
-        write_html(Path(args.out), args.html, assets=args.assets)  # the JSONL, sniffed as a sweep
-        console.print(f"  HTML report written to {args.html}", highlight=False)
+        try:
+            write_html(Path(args.out), args.html, assets=args.assets)  # the JSONL, sniffed as a sweep
+            console.print(f"  HTML report written to {args.html}", highlight=False)
+        except WriteError as e:
+            unwritten["--html"] = str(e)
+    if args.trace_dir:
+        unwritten.update(traces_not_kept([result_to_dict(r) for r in new], args.trace_dir))
+    if unwritten:
+        return say_unwritten(unwritten)
     if new and not any(r.status == "ok" for r in new):  # every job of this run skipped, failed or timed out
         console.print(f"  nothing was measured in this run ({len(new)} row(s), none ok): exit 1", style="bold red")
         return 1

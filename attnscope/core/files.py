@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -28,7 +27,9 @@ from attnscope.core.arguments import UsageError
 
 
 def os_error_text(e: OSError) -> str:
-    """An OSError as a reader names it: ``no space left on device (ENOSPC)``."""
+    """An OSError as a reader names it: ``no space left on device (ENOSPC)`` (a WriteError already says it all)."""
+    if isinstance(e, WriteError):
+        return str(e)
     name = errno.errorcode.get(e.errno or 0)
     text = (e.strerror or str(e) or type(e).__name__).rstrip(".")
     text = text[:1].lower() + text[1:]
@@ -81,6 +82,23 @@ def check_outputs(inputs: Named, outputs: Named) -> None:
                 raise UsageError(f"{flag} and {flag2} name the same file ({both}): give each output its own file")
 
 
+def check_trace_names(trace_dir: str | Path | None, names: Iterable[str], outputs: Named) -> None:
+    """Refuse (UsageError) an output that one of the traces kept in ``trace_dir`` (file ``names``) would replace."""
+    if not trace_dir:
+        return
+    folder = _identity(trace_dir)[0]
+    taken = set(names)
+    for flag, path in outputs:
+        if not path:
+            continue
+        p = Path(_identity(path)[0])
+        if str(p.parent) == folder and p.name in taken:
+            raise UsageError(
+                f"{flag} {path} is where --trace-dir keeps the trace {p.name}: one would replace the other; name "
+                "another file"
+            )
+
+
 # ------------------------------------------------------------------------------------------------ the one writer
 
 
@@ -100,13 +118,31 @@ def _fsync_dir(d: Path) -> None:
             os.close(fd)
 
 
+class WriteError(OSError):
+    """A file that could not be written (a full disk, a folder gone): its message names the file and the cause
+    (``r.json: not written: no space left on device (ENOSPC)``); ``errno`` is the cause's."""
+
+    def __init__(self, path: str | Path, cause: OSError) -> None:
+        super().__init__(f"{path}: not written: {os_error_text(cause)}")
+        self.errno = cause.errno
+        self.path = Path(path)
+
+
 def write_atomic(path: str | Path, data: bytes | str | Callable[[IO[bytes]], None]) -> Path:
     """Write ``data`` (bytes, text as UTF-8, or a function that writes into the open binary file) to ``path``:
-    a ``mkstemp`` file beside it, fsynced, then ``os.replace``.  On any failure the temporary file is removed, the
-    target is left as it was, and the error (an OSError such as ENOSPC) is raised."""
+    a ``mkstemp`` file beside it, fsynced, then ``os.replace``.  On any failure the temporary file is removed and
+    the target is left as it was; an OSError (ENOSPC) is raised as a :class:`WriteError` that names the file."""
+    try:
+        return _write_atomic(Path(path), data)
+    except WriteError:
+        raise
+    except OSError as e:
+        raise WriteError(path, e) from e
+
+
+def _write_atomic(p: Path, data: bytes | str | Callable[[IO[bytes]], None]) -> Path:
     import tempfile  # here: a command that writes no file need not import it
 
-    p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
@@ -136,6 +172,8 @@ def private_dir(prefix: str = "attnscope-") -> Iterator[Path]:
     try:
         yield d
     finally:
+        import shutil
+
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -149,6 +187,8 @@ def keep_file(src: Path, dest_dir: str | Path, name: str | None = None) -> Path:
     except OSError as e:
         if e.errno != errno.EXDEV:
             raise
+        import shutil
+
         with open(src, "rb") as f:
             write_atomic(dest, lambda out: shutil.copyfileobj(f, out, 1 << 20))
     return dest

@@ -219,47 +219,120 @@ def result_from_dict(d: dict[str, Any]) -> Result:
 
 # ------------------------------------------------------------------------------------------------ checking
 
+# Fields of a document's records that its readers (the page, diff) index directly (``k["op"]``): a document's record
+# without one cannot be read.  Found by removing each field without a default in turn (tests/cli/test_hostile_files.py).
+# A sweep's rows are read by fewer readers (recommend, the sweep page): there every field may be absent and take its
+# default, as in rows written by an older attnscope or by hand.
+INDEXED: dict[str, tuple[str, ...]] = {
+    "HiddenCopy": ("op", "copy_op", "bytes"),
+    "Upcast": ("op", "src_dtype", "bytes"),
+    "KernelRecord": ("duration_us",),
+    "Timing": ("median_us", "p25_us", "p75_us"),
+}
 
-def _json_kind(h: Any) -> tuple[type, ...] | None:
-    """The JSON types a field of hint ``h`` is written as (None: not checked: ``Any``, unions of several)."""
+_WORDS = {dict: "an object", list: "a list", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+
+
+Check = Callable[[Any, str], "str | None"]
+
+
+def _type_check(kinds: tuple[type, ...]) -> Check:
+    def check(v: Any, where: str) -> str | None:
+        if isinstance(v, kinds) and not (isinstance(v, bool) and bool not in kinds):
+            return None
+        return f"{where} must be {_WORDS[kinds[0]]} or null, got {type(v).__name__}"
+
+    return check
+
+
+def _fields_check(kinds: Check, fields: list[tuple[str, str, Check | None, bool]]) -> Check:
+    """An object whose keys (json key, label, check, required) are checked in turn."""
+
+    def check(v: Any, where: str) -> str | None:
+        if (p := kinds(v, where)) is not None:
+            return p
+        for key, label, inner, required in fields:
+            x = v.get(key)
+            if x is None:
+                if required:
+                    return f"{where} needs {label}"
+            elif inner is not None and (p := inner(x, f"{where}.{label}")) is not None:
+                return p
+        return None
+
+    return check
+
+
+@cache
+def _checker(h: Any, strict: bool = False) -> Check | None:
+    """How a value (not None) is checked against hint ``h``, walking records and their lists (None: not checked:
+    unions of several types, ``Any``).  ``strict``: a document's, whose records must hold their INDEXED fields."""
     h = _optional_of(h)
     origin = typing.get_origin(h) or h
-    if h is Case or (isinstance(h, type) and dataclasses.is_dataclass(h)) or origin is dict:
-        return (dict,)
-    if origin in (tuple, list):
-        return (list,)
+    obj = _type_check((dict,))
+    if h is Case:
+        from attnscope.core.case import FIELDS
+
+        hints = _hints(Case)
+        return _fields_check(obj, [(f.json_key, f.json_key, _checker(hints[f.name], strict), False) for f in FIELDS])
+    if isinstance(h, type) and dataclasses.is_dataclass(h):
+        hints = _hints(h)
+        fields = []
+        for f in dataclasses.fields(h):
+            required = strict and f.name in INDEXED.get(h.__name__, ())
+            fields.append((f.name, f.name, _checker(hints[f.name], strict), required))
+        return _fields_check(obj, fields)
+    if origin is tuple or origin is list:
+        args = typing.get_args(h)
+        inner = _checker(args[0], strict) if len(args) == 2 and args[-1] is Ellipsis else None
+        is_list = _type_check((list,))
+
+        def each(v: Any, where: str) -> str | None:
+            if (p := is_list(v, where)) is not None:
+                return p
+            if inner is not None:
+                for j, x in enumerate(v):
+                    if x is not None and (p := inner(x, f"{where}[{j}]")) is not None:
+                        return p
+            return None
+
+        return each
+    if origin is dict:
+        return obj
+    if origin is typing.Literal:  # e.g. a dtype's names: their type (a name outside them is the case's to refuse)
+        kinds = tuple(dict.fromkeys(type(a) for a in typing.get_args(h)))
+        return _type_check(kinds) if all(k in _WORDS for k in kinds) else None
     if h is str:
-        return (str,)
+        return _type_check((str,))
     if h is bool:
-        return (bool,)
+        return _type_check((bool,))
     if h in (int, float):
-        return (int, float)
+        return _type_check((int, float))
     return None
 
 
 @cache
-def row_kinds() -> dict[str, tuple[type, ...]]:
-    """row key → the JSON types its value may have besides null, from the fields of Result and Fingerprint (and the
-    derived numbers): what a reader of a row may rely on."""
-    kinds: dict[str, tuple[type, ...] | None] = {}
+def row_hints() -> dict[str, Any]:
+    """row key → the type its value is read as, from the fields of Result and its fingerprint (and the derived
+    numbers): what a reader of a row may rely on."""
+    hints: dict[str, Any] = {}
     for f in dataclasses.fields(Result):
         if f.name == FLATTENED:
-            kinds.update({g.name: _json_kind(_hints(Fingerprint)[g.name]) for g in dataclasses.fields(Fingerprint)})
+            hints.update({g.name: _hints(Fingerprint)[g.name] for g in dataclasses.fields(Fingerprint)})
         else:
-            kinds[RENAMED.get(f.name, f.name)] = _json_kind(_hints(Result)[f.name])
-    kinds.update(gpu_time_us=(int, float), cpu_time_us=(int, float), flop_formula=(str,))
-    return {k: v for k, v in kinds.items() if v is not None}
+            hints[RENAMED.get(f.name, f.name)] = _hints(Result)[f.name]
+    hints.update(gpu_time_us=float, cpu_time_us=float, flop_formula=str)
+    return hints
 
 
-def row_type_problem(d: dict[str, Any]) -> str | None:
-    """The first key of a row whose value has a type no reader expects ("kernels must be a list"), else None."""
-    words = {dict: "an object", list: "a list", str: "a string", bool: "true or false", int: "a number"}
-    for k, kinds in row_kinds().items():
+def row_type_problem(d: dict[str, Any], strict: bool = False) -> str | None:
+    """The first value of a row that no reader can take ("case.dtype must be a string or null, got int"; a hidden
+    copy without its op), else None.  The types are Result's own, so a field added there is checked with no line
+    here."""
+    for k, check in _row_checks(strict):
         v = d.get(k)
-        if v is None:
-            continue
-        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
-            return f"{k} must be {words[kinds[0]]} or null, got {type(v).__name__}"
+        if v is not None and (p := check(v, k)) is not None:
+            return p
     return None
 
 
@@ -274,3 +347,8 @@ def warm_only(graph: Timing) -> GraphTiming:
         l2_bytes=None,
         rotation="written before cold-L2 replay: the same inputs every call (warm)",
     )
+
+
+@cache
+def _row_checks(strict: bool) -> list[tuple[str, Check]]:
+    return [(k, c) for k, h in row_hints().items() if (c := _checker(h, strict)) is not None]

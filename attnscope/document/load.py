@@ -72,7 +72,12 @@ def _row_problem(d: Any) -> str | None:
     if not _is_row(d):
         return "is not a result row (no variant/status)"
     if not isinstance(d["variant"], str) or not isinstance(d["status"], str):
-        return "is not a result row (variant and status must be strings)"
+        return "is not a result row (needs variant and status strings)"
+    from attnscope.document.model_rows import is_model_row, model_row_problem
+
+    if is_model_row(d):
+        problem = model_row_problem(d)
+        return None if problem is None else f"is not a result row ({problem})"
     from attnscope.document.schema import check_row
 
     try:
@@ -219,7 +224,13 @@ def load_source(path: str | Path) -> Source:
         if kind in ("run", "analyze"):  # the types every reader computes with, checked once, here
             from attnscope.document.schema import check_document
 
-            check_document(doc, str(p))
+            check_document(doc, str(p), strict=True)
+        elif kind == "model":
+            from attnscope.document.model_rows import model_document_problem
+
+            problem = model_document_problem(doc)
+            if problem is not None:
+                raise DocumentError(f"{p}: not a readable model document: {problem}"[:300])
         return Source(kind, doc, p)
     if isinstance(doc, list) and doc and all(_row_problem(d) is None for d in doc):
         return Source("sweep", {"rows": doc}, p)

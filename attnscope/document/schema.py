@@ -157,7 +157,7 @@ def check_row(r: dict[str, Any], where: str) -> None:
     _check_fields(r, where)
 
 
-def _check_fields(r: dict[str, Any], where: str) -> None:
+def _check_fields(r: dict[str, Any], where: str, strict: bool = False) -> None:
     """The fields diff, insights and the table compute with: numbers are numbers, lists are lists of objects, and
     every field of a result has the JSON type it is written as (:func:`attnscope.document.codec.row_type_problem`)."""
     from attnscope.document.codec import row_type_problem
@@ -176,13 +176,15 @@ def _check_fields(r: dict[str, Any], where: str) -> None:
     for j, k in enumerate(r.get("kernels") or []):
         if not isinstance(k.get("name"), str) or not isinstance(k.get("category"), str):
             raise DocumentError(f"{where}: kernels[{j}] needs name and category strings")
-    problem = row_type_problem(r)
+    problem = row_type_problem(r, strict)
     if problem:
         raise DocumentError(f"{where}: {problem}"[:300])
 
 
-def check_document(doc: Any, where: str) -> None:
-    """The shape every reader of a document relies on; a DocumentError names what is off."""
+def check_document(doc: Any, where: str, strict: bool = False) -> None:
+    """The shape every reader of a document relies on; a DocumentError names what is off.  ``strict``: a document
+    file as loaded for the page and diff, whose records must also hold the fields those index
+    (:data:`attnscope.document.codec.INDEXED`)."""
     if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
         raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
     v = doc["schema_version"]
@@ -196,7 +198,7 @@ def check_document(doc: Any, where: str) -> None:
     for i, r in enumerate(results):
         if not isinstance(r, dict) or not isinstance(r.get("variant"), str) or not isinstance(r.get("status"), str):
             raise DocumentError(f"{where}: results[{i}] is not a result (needs variant and status strings)")
-        _check_fields(r, f"{where}: results[{i}] ({r['variant']})")
+        _check_fields(r, f"{where}: results[{i}] ({r['variant']})", strict)
     for key in ("env", "case"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise DocumentError(f"{where}: {key} must be an object, got {type(doc[key]).__name__}")

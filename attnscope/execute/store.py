@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.files import WriteError
 from attnscope.document.load import RETRIED, jsonl_rows, retried
 from attnscope.document.schema import row_bytes
 from attnscope.execute.job import job_key
@@ -43,9 +44,15 @@ class Store:
 
     def append(self, row: dict[str, Any]) -> None:
         """Write one row and make it durable before returning.  Never through a symbolic link (``O_NOFOLLOW``:
-        ELOOP, an OSError); the command refuses a linked store before any work (attnscope.core.files)."""
+        ELOOP); the command refuses a linked store before any work (attnscope.core.files).  A failure (a full disk:
+        at most a torn line, left out when read) is a WriteError naming the store and the cause."""
+        try:
+            self._append(row_bytes(row))
+        except OSError as e:
+            raise WriteError(self.path, e) from e
+
+    def _append(self, line: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = row_bytes(row)
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(self.path, flags, 0o666)
         with os.fdopen(fd, "ab") as f:

@@ -18,8 +18,71 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 RUN_DOC = json.loads((DATA / "h200" / "run.json").read_text())
 ROW = RUN_DOC["results"][0]
 
+# A model document as `model --json` writes it (one row, written by hand from the fields its readers use).
+MODEL_ROW = {
+    "impl": "sdpa",
+    "mode": "prefill",
+    "status": "ok",
+    "reason": None,
+    "step_time_us": 100.0,
+    "step_time": {"median_us": 100.0, "p25_us": 99.0, "p75_us": 101.0, "num_samples": 9, "method": "wall"},
+    "attention": {
+        "time_us": 40.0,
+        "share": 0.4,
+        "kernel_us": 30.0,
+        "projections_us": 6.0,
+        "around_us": 4.0,
+        "parts": {"kernel": 30.0, "projections": 6.0, "around": 4.0},
+    },
+    "rest": {"time_us": 60.0, "share": 0.6, "parts": {"mlp": 60.0}},
+    "layers": [{"layer": "model.layers.0", "attention_us": 40.0}],
+    "breakdown": {"device": "cpu", "method": "CPU time of the ops", "total_us": 100.0, "unattributed_us": 0.0},
+    "insights": [],
+}
+MODEL_DOC = {
+    "schema_version": 1,
+    "tool": "attnscope",
+    "kind": "model",
+    "config": {"name": "tiny"},
+    "case": {"device": "cpu", "dtype": "bf16", "batch": 1, "seq": 16, "impls": ["sdpa"], "modes": ["prefill"]},
+    "results": [MODEL_ROW],
+    "recommendations": {},
+}
+
+
+def _model(**changes: Any) -> bytes:
+    return json.dumps({**MODEL_DOC, **changes}).encode()
+
+
+def _model_row(**changes: Any) -> bytes:
+    return _model(results=[{**MODEL_ROW, **changes}])
+
+
+def _run_row(**changes: Any) -> bytes:
+    return json.dumps({**RUN_DOC, "results": [{**ROW, **changes}]}).encode()
+
+
 # name → bytes of a whole file
 HOSTILE: dict[str, bytes] = {
+    "case_dtype_a_number": _run_row(case={**ROW["case"], "dtype": 5}),
+    "case_mask_a_list": _run_row(case={**ROW["case"], "mask": [1]}),
+    "hidden_copy_without_op": _run_row(hidden_copies=[{"copy_op": "aten::copy_", "bytes": 1}]),
+    "hidden_copy_without_bytes": _run_row(hidden_copies=[{"op": "aten::masked_fill", "copy_op": "aten::copy_"}]),
+    "upcast_without_src_dtype": _run_row(upcasts=[{"op": "aten::to", "bytes": 4}]),
+    "kernel_without_duration": _run_row(kernels=[{"name": "k", "category": "attention"}]),
+    "timing_without_p25": _run_row(gpu_time={"median_us": 1.0, "p75_us": 1.0}),
+    "timing_median_a_string": _run_row(gpu_time={"median_us": "x"}),
+    "model_attention_a_list": _model_row(attention=[1]),
+    "model_breakdown_a_string": _model_row(breakdown="x"),
+    "model_step_time_a_string": _model_row(step_time="x", step_time_us="y"),
+    "model_layers_of_numbers": _model_row(layers=[1]),
+    "model_attention_without_breakdown": _model_row(breakdown=None),
+    "model_attention_without_kernel_us": _model_row(attention={"time_us": 1.0, "parts": {}}),
+    "model_rest_parts_of_strings": _model_row(rest={"time_us": 1.0, "parts": {"mlp": "x"}}),
+    "model_case_a_string": _model(case="x"),
+    "model_env_a_list": _model(env=[1]),
+    "model_recommendations_a_list": _model(recommendations=[1]),
+    "model_recommendation_text_a_number": _model(recommendations={"prefill": {"text": 5}}),
     "nested_list": b"[" * 100_000,
     "nested_object": b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
     "nested_toml": b"a = " + b"[" * 100_000,
@@ -61,6 +124,14 @@ DEEP = '{"a":' * 400 + "1" + "}" * 400  # nested, but within what the parser rea
 # what does not parse as a JSON object at all
 NOT_OBJECTS = {"nested_list", "nested_object", "nested_toml", "not_utf8", "torn", "a_list", "a_string", "empty"}
 NOT_OBJECTS |= {"corrupt_gzip", "gzipped_bomb"}
+
+
+def test_the_hand_written_model_document_is_read():
+    """The hostile model documents are this one with one value changed: it must itself be readable."""
+    from attnscope.document.model_rows import model_document_problem
+
+    assert model_document_problem(MODEL_DOC) is None
+
 
 # Every command that reads a file the user names; FILE is the hostile one.
 READERS = [
@@ -182,3 +253,25 @@ def test_sweep_resume_over_a_store_with_hostile_lines_measures_only_what_is_miss
     assert "1 already in s.jsonl, 1 to measure" in out and "3 unreadable line(s)" in out
     lines = [json.loads(x) for x in Path("s.jsonl").read_bytes().splitlines() if x.startswith(b'{"')]
     assert sorted(r["variant"] for r in lines if isinstance(r.get("variant"), str)) == ["naive", "naive_inplace"]
+
+
+def test_a_model_store_skips_rows_no_reader_can_take(tmp_path, capsys):
+    """`model --out` rows (a case with a config) are checked as model rows: the good ones are read (recommend
+    compares them), each bad one is left out, and the count is said once."""
+    case = {"config": "tiny", "layers": 2, "batch": 1, "seq": 16, "dtype": "bf16", "device": "cpu"}
+
+    def row(impl: str, **changes: Any) -> bytes:
+        r = {**MODEL_ROW, "impl": impl, "variant": impl, "case": {**case, "mode": "prefill"}, "median_us": 100.0}
+        return json.dumps({**r, **changes}).encode()
+
+    good = [row("sdpa"), row("eager", step_time_us=150.0, median_us=150.0)]
+    bad = [row("x", attention=[1]), row("y", step_time="x"), row("z", case={**case, "seq": "16"})]
+    p = tmp_path / "m.jsonl"
+    p.write_bytes(b"\n".join([good[0], *bad, good[1]]) + b"\n")
+    from attnscope.execute.store import Store
+
+    store = Store(p)
+    assert [r["impl"] for r in store.rows()] == ["sdpa", "eager"] and store.num_torn == 3
+    assert main(["recommend", str(p)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("left out") == 1 and "3 lines left out" in err, err

@@ -172,3 +172,32 @@ def test_a_store_that_is_a_link_is_refused_and_its_target_untouched(tmp_path, mo
     err = _refused(capsys, [*command, "--out", "rows.jsonl", "--resume"])
     assert "--out rows.jsonl: is a symbolic link" in err
     assert victim.read_text() == "precious\n"
+
+
+SWEEP_T = ["sweep", "--device", "cpu", "--seq", "16", "--variants", "naive", "--trace-dir", "t"]
+MODEL_T = ["model", "--device", "cpu", "--seq", "16", "--impl", "sdpa", "--mode", "prefill", "--trace-dir", "t"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "trace"),
+    [
+        ([*RUN, "--trace-dir", "t", "--json", "t/naive.json"], "naive.json"),
+        ([*RUN, "--trace-dir", "t", "--html", "./t/naive.json"], "naive.json"),
+        (
+            [*SWEEP_T, "--json", "t/naive-b1-h8-s16-d64-bf16-causal-fwd.json"],
+            "naive-b1-h8-s16-d64-bf16-causal-fwd.json",
+        ),
+        (
+            [*MODEL_T, "--json", "t/model_sdpa_prefill.json"],
+            "model_sdpa_prefill.json",
+        ),
+    ],
+    ids=["run-json", "run-html", "sweep", "model"],
+)
+def test_an_output_where_a_kept_trace_goes_is_refused(tmp_path, monkeypatch, capsys, argv, trace):
+    """The trace file names are the commands' own (variant, or the case's fields, or impl and mode): an output
+    named so inside --trace-dir would be replaced by a trace, or replace it."""
+    monkeypatch.chdir(tmp_path)
+    err = _refused(capsys, argv)
+    assert f"is where --trace-dir keeps the trace {trace}" in err
+    assert not Path("t").exists() or list(Path("t").iterdir()) == []

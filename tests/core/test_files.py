@@ -66,7 +66,9 @@ def test_a_failed_write_leaves_the_target_and_no_temporary_file(tmp_path):
 
     with pytest.raises(OSError) as e:
         write_atomic(target, full)
-    assert os_error_text(e.value) == "no space left on device (ENOSPC)"
+    assert str(e.value) == f"{target}: not written: no space left on device (ENOSPC)"  # a WriteError
+    assert e.value.errno == errno.ENOSPC
+    assert os_error_text(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))) == "no space left on device (ENOSPC)"
     assert target.read_text() == "old"
     assert _only(tmp_path) == ["doc.json"]
 
@@ -202,3 +204,16 @@ def test_lock_store_refuses_a_second_holder_and_removes_what_it_made(tmp_path):
     with lock_store(p, "--out"):
         pass
     assert p.read_text() == "row\n"
+
+
+def test_check_trace_names_refuses_only_a_trace_of_the_folder(tmp_path, monkeypatch):
+    from attnscope.core.arguments import UsageError
+    from attnscope.core.files import check_trace_names
+
+    monkeypatch.chdir(tmp_path)
+    names = ["naive.json", "sdpa_math.json"]
+    check_trace_names("t", names, [("--json", "t/other.json"), ("--html", "naive.json"), ("--save", None)])
+    check_trace_names(None, names, [("--json", "t/naive.json")])  # no --trace-dir: no trace is kept
+    for out in ("t/naive.json", "./t/../t/sdpa_math.json", str(tmp_path / "t" / "naive.json")):
+        with pytest.raises(UsageError, match="is where --trace-dir keeps the trace"):
+            check_trace_names("t", names, [("--json", out)])

@@ -278,8 +278,9 @@ def test_run_html_flag_draws_from_the_documents_own_start_times(tmp_path):
         assert drawn == pytest.approx(sorted(k["start_us"] - min(x["start_us"] for x in ks) for k in ks))
 
 
-def test_a_sweep_row_with_a_non_scalar_case_value_is_a_panel_shown_as_text(tmp_path):
-    """A hand-edited or foreign row whose head_dim is a dict: its own panel titled by the JSON text, no crash."""
+def test_a_sweep_row_with_a_non_scalar_case_value_is_left_out_and_said(tmp_path):
+    """A hand-edited or foreign row whose head_dim is a dict: no reader can take it, so it is left out like a torn
+    line, the page says which line and why, and the other rows are drawn."""
     rows = [json.loads(line) for line in open("tests/data/cpu/tiny_sweep.jsonl")]
     rows[0]["case"]["head_dim"] = {"x": 1}
     src = tmp_path / "odd.jsonl"
@@ -287,7 +288,9 @@ def test_a_sweep_row_with_a_non_scalar_case_value_is_a_panel_shown_as_text(tmp_p
     assert params(rows[0])["head_dim"] == '{"x": 1}'
     out = tmp_path / "odd.html"
     assert main(["report", str(src), "-o", str(out)]) == 0
-    assert html.escape('head_dim={"x": 1}') in out.read_text()
+    page = out.read_text()
+    assert "line 1 is not a result row (case.head_dim must be a number or null, got dict): left out" in page
+    assert html.escape('head_dim={"x": 1}') not in page
 
 
 LOADED = {"loaded": True, "why": "load average 9.00 on 2 cores (4.50 per core, above 1.25)", "signs": ["load"]}

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.files import os_error_text, write_atomic
+from attnscope.core.files import WriteError, os_error_text, write_atomic
 from attnscope.document.load import Source, as_sources
 from attnscope.report.html.markup import (  # noqa: F401  (re-exported: the page's public helpers)
     HtmlError,
@@ -66,6 +66,8 @@ def _write_asset(assets: Path, page: Path) -> str:
             or target.read_text(encoding="utf-8", errors="replace") != plotly_js()
         ):
             write_atomic(target, plotly_js())  # a link planted at the asset's name is replaced, never written through
+    except WriteError:
+        raise  # a full disk: said as the file that was not written
     except OSError as e:
         raise HtmlError(f"{assets}: cannot write the shared plotly asset: {os_error_text(e)}") from None
     return Path(os.path.relpath(target.resolve(), page.parent.resolve())).as_posix()
@@ -83,8 +85,5 @@ def write_html(docs: Iterable[Any] | Any, path: str | Path, *, assets: str | Pat
         docs = [docs]
     src = _write_asset(Path(assets), p) if assets is not None else None
     text = render_html(docs, out_dir=p.parent.resolve(), plotly_src=src)
-    try:
-        write_atomic(p, text)
-    except OSError as e:
-        raise HtmlError(f"{p}: cannot write the report: {os_error_text(e)}") from None
+    write_atomic(p, text)  # WriteError (an OSError) names the page and the cause
     return p

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.files import os_error_text, write_atomic
+from attnscope.core.files import write_atomic
 from attnscope.core.host_line import host_line
 from attnscope.report.html.markup import HtmlError, Markup, Page, esc, join, plot_text, render_page, table, tag
 from attnscope.report.html.timeline import CATEGORY_COLOURS
@@ -198,8 +198,5 @@ def write_tour_html(transcript: dict[str, Any] | str | Path, path: str | Path) -
             raise HtmlError(f"{transcript}: cannot read the transcript (nested too deeply)") from None
     text = tour_page(t)
     p = Path(path)
-    try:
-        write_atomic(p, text)
-    except OSError as e:
-        raise HtmlError(f"{p}: cannot write the page: {os_error_text(e)}") from None
+    write_atomic(p, text)  # WriteError (an OSError) names the page and the cause
     return p
