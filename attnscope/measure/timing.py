@@ -148,8 +148,22 @@ def cuda_peak_extra_bytes(fn: Callable[[], Any]) -> int:
     return max(0, peak - base)
 
 
-def relative_error(out: Any, ref: Any) -> tuple[float, bool]:
-    """max over (batch, head) of ‖out − ref‖ / ‖ref‖, and whether out has NaN/Inf."""
+# A reference slice whose norm is below this fraction of the call's scale is zero up to fp64 rounding.
+ZERO_FRACTION = 1e-9
+
+
+def slice_norms(ref: Any) -> Any:
+    """‖ref‖ per (batch, head): the norms the relative error divides by."""
+    return ref.flatten(2).norm(dim=-1)
+
+
+def relative_error(out: Any, ref: Any, scale: float | None = None) -> tuple[float, bool]:
+    """max over (batch, head) of ‖out − ref‖ / ‖ref‖, and whether out has NaN/Inf.
+
+    A slice whose reference is zero in exact arithmetic (a query that sees one key has dq = dk = 0: the softmax of
+    one score does not depend on it) has no relative error: its norm is fp64 rounding, below ``ZERO_FRACTION`` of
+    ``scale`` (the largest slice norm among the call's outputs; default this output's), and its error is measured
+    against ``scale`` instead: an absolute error on the scale of the call."""
     import torch
 
     o = out.detach().to(torch.float64)
@@ -157,7 +171,10 @@ def relative_error(out: Any, ref: Any) -> tuple[float, bool]:
     if nonfinite:
         return float("inf"), True
     num = (o - ref).flatten(2).norm(dim=-1)
-    den = ref.flatten(2).norm(dim=-1).clamp_min(torch.finfo(torch.float64).tiny)
+    norms = slice_norms(ref)
+    big = float(norms.max()) if scale is None else scale
+    den = torch.where(norms < ZERO_FRACTION * big, torch.full_like(norms, big), norms)
+    den = den.clamp_min(torch.finfo(torch.float64).tiny)
     return float((num / den).max()), False
 
 

@@ -118,3 +118,46 @@ def test_nan_output_is_wrong_whatever_the_tolerance():
     row = _row(err, nonfinite, "bf16")
     assert row["numerics_ok"] is False
     assert "NaN/Inf ✗" in str(_err(row))
+
+
+def test_a_gradient_that_is_zero_in_exact_arithmetic_is_judged_on_the_calls_scale():
+    """One key per query (sliding:1): softmax of one score is 1 whatever the score, so dq = dk = 0 exactly, and fp64
+    leaves rounding (or exact zeros) there. A result off by 1e-8 then had a 'relative error' of ~1e301 (✗ on a
+    right result); measured against the call's largest slice norm it is ~1e-8 (✓), while a result that is really
+    wrong in such a slice stays far past the tolerance."""
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(2, 3, 8, 4, generator=g, dtype=torch.float64)
+    ref[0, 1] = 0.0  # an exactly-zero slice
+    scale = float(ref.flatten(2).norm(dim=-1).max())
+    close = ref + 1e-8 * torch.randn(ref.shape, generator=g, dtype=torch.float64)
+    err, _ = relative_error(close, ref, scale)
+    assert err < 1e-6  # ‖1e-8·N(0,1)‖ over 32 entries ≈ 6e-8, against ‖slice‖ ≈ sqrt(32) ≈ 5.7: about 1e-8
+    wrong = ref.clone()
+    wrong[0, 1] = 1.0
+    err, _ = relative_error(wrong, ref, scale)
+    assert err > 0.1  # ‖ones(8,4)‖ = sqrt(32) against the same scale: about 1
+    # a slice that is merely small (not zero up to rounding) keeps its own norm as the denominator
+    small = ref.clone()
+    small[1, 2] *= 1e-3
+    off = small.clone()
+    off[1, 2] *= 1.01
+    err, _ = relative_error(off, small, scale)
+    assert abs(err - 0.01) < 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kw", "variant"),
+    [
+        ({"seq_q": 1, "kv_heads": 2, "mask": "causal_lower_right", "dtype": "fp32"}, "sdpa_default"),
+        ({"seq_q": 48, "mask": "sliding:1", "dtype": "fp16"}, "sdpa_flash"),
+    ],
+)
+def test_fwd_bwd_with_one_key_per_query_matches_fp64(kw, variant):
+    """The two cases the fuzzer (benchmarks/fuzz.py) found flagged ✗ with errors of ~1e301 on right results."""
+    from attnscope.api import run
+    from attnscope.core.types import Case
+
+    fields = {"batch": 2, "heads": 4, "head_dim": 64, "mode": "fwd_bwd", **kw}
+    r = run(Case(**fields), variant, timing_budget_s=0.002, measure_peak=False).results[0]
+    assert r.status == "ok" and r.numerics_ok is True, (r.rel_errors, r.error_tolerance)
