@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import math
 import os
@@ -52,7 +53,7 @@ def _lengths(rng: random.Random, total: int) -> list[int]:
     """A random split of ``total`` into positive parts (document lengths)."""
     cuts = sorted(rng.sample(range(1, total), min(total - 1, rng.randint(0, 3)))) if total > 1 else []
     edges = [0, *cuts, total]
-    return [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(edges)]
 
 
 def _mask(rng: random.Random, batch: int, sq: int, sk: int) -> str | None:
@@ -189,9 +190,7 @@ def sweep_channel(specs: list[dict[str, Any]], counts: Counter[str], bad: list[d
         out = Path(tmp) / "s.jsonl"
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                rows = sweep(
-                    cases, variants, out=out, executor="inline", timing_budget_s=0.002, measure_peak=False
-                )
+                rows = sweep(cases, variants, out=out, executor="inline", timing_budget_s=0.002, measure_peak=False)
         except ValueError as e:
             counts["sweep refused"] += 1
             if not _one_line(e):
@@ -360,10 +359,12 @@ def main(argv: list[str] | None = None) -> int:
         "failures": failures,
     }
     Path(a.out).write_text(json.dumps(result, indent=1, default=str))
-    print(f"| outcome | count |\n|---|---:|")
+    print("| outcome | count |\n|---|---:|")
     for k, v in sorted(counts.items()):
         print(f"| {k} | {v:,} |")
-    print(f"\n{counts['specs']:,} specs in {elapsed:,.0f} s on {a.workers} worker(s); failures: {dict(kinds) or 'none'}")
+    print(
+        f"\n{counts['specs']:,} specs in {elapsed:,.0f} s on {a.workers} worker(s); failures: {dict(kinds) or 'none'}"
+    )
     print(f"details in {a.out}")
     return 1 if bad else 0
 
