@@ -2,12 +2,16 @@
 row matching the fp64 reference or saying why not.
 
     python benchmarks/fuzz.py [--specs N] [--seed S] [--workers W] [--time-limit SEC] [--out FILE] [--cli-every K]
+                              [--sweep-every K] [--measure-every M] [--subprocess] [--only INDEX]
 
 Each spec is drawn from its own seeded generator (``Random(seed · 1,000,003 + index)``), so a run is reproducible
 spec by spec, whatever the number of workers, and any failure is replayed with ``--only INDEX``.  A spec is a case
 (batch, heads, GQA, query and key lengths: decode and chunked prefill among them, head dim, dtype, a mask in every
 form of the grammar including the edge ones, soft-cap, ALiBi, fwd or fwd_bwd), one to three variants, and now and
-then a number that is no usable number (NaN, an infinity, past a week of seconds).  It goes through one channel:
+then a number that is no usable number (NaN, an infinity, past a week of seconds).  Every spec goes through the
+checks before work twice, the library's (its Case) and the command line's (``attnscope run``'s parser and every
+check it makes before a tensor exists), which must agree; one spec in ``--measure-every`` is then measured through
+one channel:
 
 - ``run``: ``attnscope.api.run`` in this process (inline executor, the case as built, or refused as it must be);
 - ``sweep``: ``attnscope.api.sweep`` over a small grid of such cases, which must write every job it plans exactly
@@ -18,7 +22,8 @@ then a number that is no usable number (NaN, an infinity, past a week of seconds
 Outcomes counted: ``refused`` (a one-line ValueError, or exit 2), ``measured`` (rows by status), ``ok`` rows by
 numerics (``match``: within the tolerance of the fp64 reference; ``unchecked``: no reference, with the reason;
 ``mismatch``: outside it), and failures: ``traceback`` (any other exception, or a multi-line refusal), ``exit``
-(a status outside 0/1/2), ``lost`` (a sweep whose file does not hold each planned job once).  The counts and the
+(a status outside 0/1/2), ``lost`` (a sweep whose file does not hold each planned job once), ``disagree`` (the
+library and the command line judge a case differently).  The counts and the
 first examples of each failure go to ``--out`` (JSON); the summary is printed as markdown.
 
 Workers are processes (``--workers``, default the CPU count): each takes every W-th spec and runs with one torch
@@ -236,6 +241,46 @@ def cli_argv(spec: dict[str, Any]) -> list[str]:
     return argv
 
 
+def check_channel(spec: dict[str, Any], counts: Counter[str], bad: list[dict[str, Any]]) -> None:
+    """Every check before work, twice: the library's (the Case) and the command line's (its parser and every check
+    ``attnscope run`` makes before a tensor exists).  Both must accept the case, or both refuse it in one line."""
+    from attnscope.cli.main import build_parser
+    from attnscope.cli.run import prepare_run
+
+    try:
+        _build_case(spec)
+        lib = None
+    except ValueError as e:
+        lib = str(e)
+        if not _one_line(e):
+            bad.append({"kind": "multi-line refusal", "spec": spec, "error": lib[:2000]})
+    except Exception as e:  # noqa: BLE001
+        counts["traceback"] += 1
+        bad.append({"kind": "traceback", "spec": spec, "error": traceback.format_exception_only(e)[-1].strip()})
+        return
+    argv = cli_argv({**spec, "options": {"timing_budget_s": 0.002}})  # the case alone: no hostile option
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            args = build_parser(argv).parse_args(argv)
+        args.argv = argv
+        prepare_run(args)
+        cli = None
+    except SystemExit as e:
+        cli = f"exit {e.code}"
+    except ValueError as e:
+        cli = str(e)
+        if not _one_line(e):
+            bad.append({"kind": "multi-line refusal", "spec": spec, "error": cli[:2000]})
+    except Exception as e:  # noqa: BLE001
+        counts["traceback"] += 1
+        bad.append({"kind": "traceback (cli checks)", "spec": spec, "error": traceback.format_exception_only(e)[-1]})
+        return
+    counts["checked: accepted" if lib is None else "checked: refused"] += 1
+    if (lib is None) != (cli is None):
+        counts["disagree"] += 1
+        bad.append({"kind": "library and command line disagree", "spec": spec, "library": lib, "cli": cli})
+
+
 def cli_channel(spec: dict[str, Any], counts: Counter[str], bad: list[dict[str, Any]], subprocess_: bool) -> None:
     argv = cli_argv(spec)
     if subprocess_:
@@ -266,9 +311,11 @@ def fuzz(
     deadline: float,
     cli_every: int = 7,
     sweep_every: int = 25,
+    measure_every: int = 1,
     subprocess_: bool = False,
 ) -> tuple[Counter[str], list[dict[str, Any]]]:
-    """Every spec of ``indices`` through its channel until ``deadline`` (time.monotonic()); the counts and failures."""
+    """Every spec of ``indices`` through the checks (library and command line) and, one in ``measure_every``,
+    measured through its channel, until ``deadline`` (time.monotonic()); the counts and failures."""
     counts: Counter[str] = Counter()
     bad: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
@@ -278,6 +325,9 @@ def fuzz(
             continue
         spec = make_spec(seed, i)
         counts["specs"] += 1
+        check_channel(spec, counts, bad)
+        if measure_every > 1 and i % measure_every:
+            continue
         if cli_every and i % cli_every == cli_every - 1:
             counts["channel cli"] += 1
             cli_channel(spec, counts, bad, subprocess_)
@@ -295,14 +345,14 @@ def fuzz(
     return counts, bad
 
 
-def _worker(args: tuple[list[int], int, float, int, int, bool]) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    indices, seed, deadline_wall, cli_every, sweep_every, subprocess_ = args
+def _worker(args: tuple[list[int], int, float, int, int, int, bool]) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    indices, seed, deadline_wall, cli_every, sweep_every, measure_every, subprocess_ = args
     import torch
 
     torch.set_num_threads(1)
     deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
     counts, bad = fuzz(indices, seed, deadline=deadline, cli_every=cli_every, sweep_every=sweep_every,
-                       subprocess_=subprocess_)  # fmt: skip
+                       measure_every=measure_every, subprocess_=subprocess_)  # fmt: skip
     return dict(counts), bad
 
 
@@ -315,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cli-every", type=int, default=7, help="every K-th spec through the command line (0: none)")
     ap.add_argument("--sweep-every", type=int, default=25, help="4 specs of every K make one sweep (0: none)")
     ap.add_argument("--subprocess", action="store_true", help="the command-line specs as new processes")
+    ap.add_argument(
+        "--measure-every", type=int, default=1, help="measure one spec in M (every spec is checked; default 1: all)"
+    )
     ap.add_argument("--only", type=int, help="replay one spec index and print it")
     ap.add_argument("--out", default="fuzz-results.json")
     a = ap.parse_args(argv)
@@ -328,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     deadline = t0 + a.time_limit if math.isfinite(a.time_limit) else math.inf
     chunks = [list(range(w, a.specs, a.workers)) for w in range(a.workers)]
-    jobs = [(c, a.seed, deadline, a.cli_every, a.sweep_every, a.subprocess) for c in chunks if c]
+    jobs = [(c, a.seed, deadline, a.cli_every, a.sweep_every, a.measure_every, a.subprocess) for c in chunks if c]
     if a.workers > 1:
         import multiprocessing as mp
 
