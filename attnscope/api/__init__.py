@@ -222,6 +222,10 @@ def sweep(
 
         if importlib.util.find_spec("ray") is None:
             raise UsageError("executor='ray' needs Ray: pip install 'attnscope[ray]'")
+        if ray_address:  # a cluster that does not answer: refused now, not after minutes in ray.init
+            from attnscope.execute.executors.ray import check_reachable
+
+            check_reachable(ray_address)
     store = Store(out)
     if not resume and store.path.exists() and store.path.stat().st_size > 0:
         raise UsageError(f"{out} already holds rows: pass resume=True to measure only what is missing")

@@ -51,7 +51,12 @@ def add_parser(sub: Any, help_text: str) -> None:
     w.add_argument(
         "--executor", choices=EXECUTORS, default="process", help="process (default: a worker per device), inline, ray"
     )
-    w.add_argument("--ray-address", help="a running Ray cluster (default: a local Ray started for the sweep)")
+    w.add_argument(
+        "--ray-address",
+        help="join this running Ray cluster (host:port, ray://host:port or auto), after it answers within "
+        "10 s (default: a local Ray started for the sweep, listening on 127.0.0.1 only; RAY_ADDRESS in the "
+        "environment is ignored)",
+    )
     w.add_argument("--workers", type=positive_int("workers", 1024), help="workers when no GPUs are named (default 1)")
     w.add_argument(
         "--timeout",
@@ -96,6 +101,7 @@ class Plan:
     workers: str
     settings: dict[str, Any] | None = None  # to record in <out>.settings.json (None: keep the file as it is)
     left_out: str | None = None  # the line saying which default variants cannot run on this device
+    notes: tuple[str, ...] = ()  # lines said once under the header (where Ray runs)
 
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
@@ -164,6 +170,7 @@ def check(args: argparse.Namespace) -> Plan:
         raise UsageError("--force is for --resume (it resumes although the recorded settings differ)")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise UsageError("--executor ray needs Ray: pip install -e '.[ray]' in the attnscope clone")
+    notes = _ray_notes(args)
     if args.variants is not None:
         names = variant_names(args.variants)
         if "all" in names and len(names) > 1:
@@ -218,7 +225,29 @@ def check(args: argparse.Namespace) -> Plan:
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     total = len(cases) * len(variants)
-    return Plan(jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings, left_out)
+    return Plan(
+        jobs, len(cases), len(variants), total - len(jobs), store.num_torn, ex, workers, settings, left_out, notes
+    )
+
+
+def _ray_notes(args: argparse.Namespace) -> tuple[str, ...]:
+    """Where the Ray executor runs, said once: a cluster named by --ray-address (checked to answer now, within a
+    bound), or a local Ray on 127.0.0.1 (RAY_ADDRESS in the environment ignored, and said so)."""
+    import os
+
+    if args.executor != "ray":
+        return ()
+    from attnscope.execute.executors.ray import CONNECT_TIMEOUT_S, check_reachable
+
+    if args.ray_address:
+        try:
+            check_reachable(args.ray_address)
+        except ValueError as e:
+            raise UsageError(f"--ray-address: {e}") from None
+        return (f"Ray: joining the cluster at {args.ray_address} (it answered within {CONNECT_TIMEOUT_S:g} s)",)
+    env = os.environ.get("RAY_ADDRESS")
+    ignored = f"; RAY_ADDRESS={env} in the environment is ignored (give --ray-address to join it)" if env else ""
+    return (f"Ray: a local Ray started for this sweep, listening on 127.0.0.1 only, no dashboard{ignored}",)
 
 
 def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> dict[str, Any] | None:
@@ -336,8 +365,8 @@ def _sweep(args: argparse.Namespace) -> int:
         + (f"; {p.num_torn} unreadable line(s) in it skipped (a write cut short, or not a row)" if p.num_torn else ""),
         highlight=False,
     )
-    if p.left_out:
-        console.print(f"  {p.left_out}", highlight=False, markup=False)
+    for line in (*p.notes, *([p.left_out] if p.left_out else [])):
+        console.print(f"  {line}", highlight=False, markup=False)
     bar = _Bar(len(p.jobs), args.quiet)
     new: list[Any] = []
 

@@ -188,14 +188,10 @@ def cmd_tour(args: argparse.Namespace) -> int:
     if not args.resume and Path(args.out).exists() and Path(args.out).stat().st_size > 0:
         raise UsageError(f"--out {args.out} already exists: pass --resume to continue it, or another --out")
     device = args.device or (resume or {}).get("device") or _default_device()
-    if device != "cpu" and not device.startswith("cuda"):
-        raise UsageError(f"--device must be cpu or cuda[:N], got {device!r}")
-    gpu = device.startswith("cuda")
-    if gpu:
-        import torch
+    from attnscope.measure.env import check_device
 
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {device}: torch sees no CUDA GPU here (use --device cpu)")
+    check_device(str(device))  # cpu or cuda[:N] that torch can reach (an index past the GPUs here refused)
+    gpu = device.startswith("cuda")
     size: Any = args.size or (resume or {}).get("size") or ("gpu" if gpu else "cpu")
     model = args.model or (resume or {}).get("model")
     if model:  # the config is checked now, not after the other steps

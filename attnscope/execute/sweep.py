@@ -68,21 +68,31 @@ def plan(
     return jobs
 
 
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # the signals that stop a sweep after saving
+
+
 @contextlib.contextmanager
 def _sigint_after() -> Iterator[None]:
-    """Hold Ctrl-C while a row is written: it lands after the fsync, never halfway through a line."""
-    old = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(old):
-        yield  # Ctrl-C ignored (a background job) or not ours to hold
+    """Hold Ctrl-C (and SIGTERM, SIGHUP where the command handles them) while a row is written: the signal lands
+    after the fsync, never halfway through a line."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # not ours to hold
         return
+    old: dict[int, Callable[[int, Any], Any]] = {}
+    for sig in HELD:
+        h = signal.getsignal(sig)
+        if callable(h):  # an ignored or default signal is left as it is
+            old[int(sig)] = h
     caught: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    for num in old:
+        signal.signal(num, lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for num, h in old.items():
+            signal.signal(num, h)
     if caught:
-        old(signal.SIGINT, None)
+        old[caught[0]](caught[0], None)
 
 
 def run_sweep(

@@ -26,21 +26,30 @@ SECONDS = [*FLOATS, "0", "604801"]  # a week (604,800 s) is the most any budget,
 MASKS = ["sliding:nan", "sliding:inf", "sliding:-1", "sliding:1e308", "prefix:nan", "document:1e308", "padding:inf"]
 DEVICES = [f"cuda:{HUGE}", "cuda:nan", "cuda:-1", "cuda:inf"]
 
-CASE_FLAGS = {
-    "--device": DEVICES,
-    "--batch": INTS,
-    "--heads": INTS,
-    "--kv-heads": INTS,
-    "--seq": INTS,
-    "--seq-kv": INTS,
-    "--head-dim": INTS,
-    "--dtype": TEXT,
-    "--mask": MASKS,
-    "--softcap": FLOATS,
-    "--mode": TEXT,
-    "--mask-mod": TEXT,
-    "--score-mod": TEXT,
-}
+# The case's flags come from the table of its fields (core/case.py): a numeric field gets the number rows (a whole
+# number or, in a sweep, an axis of them), so a field added to the table is checked here without a new row.
+SPECIAL = {"--device": DEVICES, "--mask": MASKS, "--softcap": FLOATS}
+
+
+def _case_rows(command: str) -> dict[str, list[str] | tuple[str, ...]]:
+    from attnscope.core.case import FIELDS
+
+    rows: dict[str, list[str] | tuple[str, ...]] = {}
+    for f in FIELDS:
+        for flag in f.flags(command):
+            if flag.name in SPECIAL:
+                rows[flag.name] = SPECIAL[flag.name]
+            elif flag.options.get("action") in ("store_true", "store_false"):
+                continue  # takes no value
+            elif f.numeric or "type" in flag.options:
+                rows[flag.name] = INTS if command == "run" or flag.name == "--budget-tokens" else AXES
+            else:
+                rows[flag.name] = TEXT
+    return rows
+
+
+CASE_FLAGS = _case_rows("run")
+SWEEP_CASE_FLAGS = _case_rows("sweep")
 RUN_FLAGS = {
     **CASE_FLAGS,
     "--variants": TEXT,
@@ -61,21 +70,9 @@ TABLE: dict[str, dict[str, list[str] | tuple[str, ...]]] = {
     "recommend": {"--json": TEXT},
     "diff": {"--threshold": ["nan", "inf", "-inf", "-1"], "--metrics": TEXT, "--json": TEXT},
     "sweep": {
-        "--batch": AXES,
-        "--budget-tokens": INTS,
-        "--heads": AXES,
-        "--kv-heads": AXES,
-        "--seq": AXES,
-        "--seq-kv": AXES,
-        "--head-dim": AXES,
-        "--dtype": TEXT,
-        "--causal": TEXT,
-        "--mask": MASKS,
+        **SWEEP_CASE_FLAGS,
         "--softcap": ["nan", "inf", "-inf", "1e308", "0,inf", "-1"],
-        "--alibi": TEXT,
-        "--mode": TEXT,
         "--variants": TEXT,
-        "--device": DEVICES,
         "--devices": [f"cuda:{HUGE}", "cuda:nan", "cuda:-1"],
         "--executor": TEXT,
         "--ray-address": TEXT,

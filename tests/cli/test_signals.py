@@ -29,6 +29,9 @@ def test_a_signal_saves_the_finished_variants_and_names_the_file(tmp_path, sig, 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # the signals at their defaults, whatever this test run inherited (nohup ignores SIGHUP, a background job
+        # SIGINT; an ignored signal stays ignored across exec)
+        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)],
     )
     t0 = time.monotonic()
     while not out.exists() and time.monotonic() - t0 < 120:  # naive is saved; t_hang sleeps in its prepare

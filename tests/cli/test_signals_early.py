@@ -26,6 +26,13 @@ SIGNALS = list(STATUS)
 linux = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/PID/status (Linux)")
 
 
+def _default_signals() -> None:
+    """In the child: the stopping signals at their defaults, whatever this test run inherited (``nohup`` ignores
+    SIGHUP, a background job SIGINT, and an ignored signal stays ignored across exec: the command keeps it so)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _start(tmp_path: Path, *argv: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), ATTNSCOPE_VARIANT_MODULES="tests.variants_for_tests")
     env["TMPDIR"] = str(tmp_path / "tmp")  # every temporary folder the command makes, where the test can see it
@@ -37,6 +44,7 @@ def _start(tmp_path: Path, *argv: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_signals,
     )
 
 

@@ -301,7 +301,16 @@ def _start(out: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNSCOPE_VARIANT_MODULES": "tests.variants_for_tests"}
     cmd = [sys.executable, "-m", "attnscope.cli.main", "sweep", *TINY, *FAST, "--out", str(out), *extra]
     return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # the signals at their defaults, whatever this test run inherited (nohup ignores SIGHUP, a background job
+        # SIGINT; an ignored signal stays ignored across exec, and the command keeps it so)
+        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)],
     )
 
 

@@ -171,3 +171,21 @@ def test_a_correct_backward_where_each_query_sees_one_key_passes():
     errs, bad = _errors(outs, ref)
     assert not bad
     assert max(errs.values()) < TOLERANCE["fp32"], errs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kw", "variant"),
+    [
+        ({"seq_q": 1, "kv_heads": 2, "mask": "causal_lower_right", "dtype": "fp32"}, "sdpa_default"),
+        ({"seq_q": 48, "mask": "sliding:1", "dtype": "fp16"}, "sdpa_flash"),
+    ],
+)
+def test_fwd_bwd_with_one_key_per_query_matches_fp64(kw, variant):
+    """The two cases the fuzzer (benchmarks/fuzz.py) found flagged ✗ with errors of ~1e301 on right results."""
+    from attnscope.api import run
+    from attnscope.core.types import Case
+
+    fields = {"batch": 2, "heads": 4, "head_dim": 64, "mode": "fwd_bwd", **kw}
+    r = run(Case(**fields), variant, timing_budget_s=0.002, measure_peak=False).results[0]
+    assert r.status == "ok" and r.numerics_ok is True, (r.rel_errors, r.error_tolerance)

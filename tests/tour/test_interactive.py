@@ -4,6 +4,7 @@ asked again, Ctrl-C saving the transcript and --resume finishing it."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -41,6 +42,9 @@ def _spawn(tmp_path: Path, *extra: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=120,
         dimensions=(50, 200),
+        # Ctrl-C at its default, whatever this test run inherited (a background job ignores SIGINT, and an ignored
+        # signal stays ignored across exec)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

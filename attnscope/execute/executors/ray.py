@@ -3,6 +3,14 @@
 An actor pays once for importing torch and initialising CUDA (seconds); a task per job would pay
 it every time.  An actor that dies or hangs past the timeout becomes a ``crashed`` or
 ``timeout`` row and is replaced.  Ray is optional: ``pip install -e '.[ray]'`` in the clone.
+
+Where Ray listens.  Without an address, a new local Ray is started for the sweep (``address="local"``: neither
+``RAY_ADDRESS`` in the environment nor a Ray already running on the machine is joined) with the node's address
+127.0.0.1, so that its servers (the GCS, the raylet's, the workers', the runtime-env agent) listen on the loopback
+interface only, and no dashboard.  Ray turns a node address of 127.0.0.1 into the machine's outward one
+(``ray._private.services.resolve_ip_for_localhost``, which ``ray.init`` calls); that one call is held to 127.0.0.1
+while the local Ray starts.  With an address (``--ray-address``), the cluster is joined only after its address
+answers a TCP connection within :data:`CONNECT_TIMEOUT_S`, instead of ``ray.init`` waiting minutes on a dead one.
 """
 
 from __future__ import annotations
@@ -23,6 +31,59 @@ from attnscope.variants import MODULES_ENV
 
 # Starting an actor (a worker process, torch, CUDA) is not the job's time; past this it is a failure.
 START_ALLOWANCE_S = 120.0
+CONNECT_TIMEOUT_S = 10.0  # a cluster's address must answer a TCP connection within this
+LOOPBACK = "127.0.0.1"
+
+
+def cluster_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) a cluster address names (``host:port``, ``ray://host:port``, ``[v6]:port``), or None for the
+    addresses Ray resolves itself (``auto``: the cluster ``ray start`` left on this machine)."""
+    a = address.strip()
+    if a in ("auto", "local", ""):
+        return None
+    a = a.split("://", 1)[-1].rstrip("/")
+    host, sep, port = a.rpartition(":")
+    if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+        raise ValueError(f"Ray address {address!r}: expected host:port (or ray://host:port, or auto)")
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse (one-line ValueError) a cluster address that does not answer a TCP connection within ``timeout_s``:
+    ``ray.init`` would wait minutes on it."""
+    import socket
+
+    end = cluster_endpoint(address)
+    if end is None:
+        return
+    try:
+        socket.create_connection(end, timeout=timeout_s).close()
+    except OSError as e:
+        raise ValueError(
+            f"Ray address {address}: nothing answered at {end[0]}:{end[1]} within {timeout_s:g} s "
+            f"({e.strerror or type(e).__name__})"
+        ) from None
+
+
+@contextlib.contextmanager
+def _local_only(ray: Any) -> Iterator[None]:
+    """While a local Ray starts: no ``RAY_ADDRESS`` (it would redirect the start to a cluster), and the node's
+    address kept at 127.0.0.1 (see the module's docstring)."""
+    env = os.environ.pop("RAY_ADDRESS", None)
+    try:
+        services = ray._private.services
+        resolve = services.resolve_ip_for_localhost
+    except AttributeError:  # another Ray: it keeps its own choice, which the caller reads back and says
+        services = resolve = None
+    if services is not None:
+        services.resolve_ip_for_localhost = lambda host: host
+    try:
+        yield
+    finally:
+        if services is not None:
+            services.resolve_ip_for_localhost = resolve
+        if env is not None:
+            os.environ["RAY_ADDRESS"] = env
 
 
 class _Actor:
@@ -67,7 +128,18 @@ class RayExecutor:
         if self.address is None:  # a local cluster sees this checkout: give it our import path
             env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            if self.address is None:
+                with _local_only(ray):
+                    ray.init(
+                        address="local",
+                        _node_ip_address=LOOPBACK,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        configure_logging=False,
+                    )
+            else:
+                check_reachable(self.address)
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             self._started_ray = True
         res = {"num_gpus": 1} if self.devices else {"num_cpus": 1}
         # per actor, so that a Ray started by the caller still gives actors our variants and import path
