@@ -473,7 +473,7 @@ def test_summary_text_one_backend_at_every_point():
     # one point: 'at 1 point', not 'at all 1 point'
     assert default_summary_text(summary({"cudnn": 1}, best=1)) == (
         "sdpa_default (PyTorch's own choice; it ran cudnn at 1 point) against the best implementation: best at 1, "
-        "tied at 0, slower at 0 of 1 points"
+        "tied at 0, slower at 0 of 1 point"
     )
 
 
