@@ -76,6 +76,28 @@ def unavailable(why: str) -> dict[str, Any]:
     }
 
 
+# The energy counter's rise over the timed windows, as a mean power, must lie within these factors of the power
+# sampled during them.  NVML's counter advances in steps (on the H100 of 2026-12-05, decode replays of ~0.3 s
+# read 181 mJ a call for a 26 µs call sampled at 233 W: 7 kW): outside the band the rise is an update step, not the
+# windows' energy, and the mean sampled power × the windows' seconds stands in.
+COUNTER_BAND = (0.5, 1.5)
+
+
+def counter_implausible(energy_j: float, window_s: float, power: dict[str, float] | None) -> str | None:
+    """Why the energy counter's rise cannot be the windows' energy (its mean power outside
+    :data:`COUNTER_BAND` × the sampled power's min and max), or None when it can (or nothing to hold it against)."""
+    if power is None or window_s <= 0:
+        return None
+    watts = energy_j / window_s
+    low, high = COUNTER_BAND[0] * power["min"], COUNTER_BAND[1] * power["max"]
+    if low <= watts <= high:
+        return None
+    return (
+        f"the energy counter's rise, {energy_j:.3f} J over {window_s:.3f} s, is {watts:,.0f} W against "
+        f"{power['min']:,.0f}–{power['max']:,.0f} W sampled: it moves in steps too coarse for windows this short"
+    )
+
+
 def summarise(
     samples: Sequence[Sample],
     *,
@@ -99,12 +121,17 @@ def summarise(
     power = spread([s.power_w for s in samples])
     per_call = None
     source = None
+    why_not_counter = "the energy counter did not move"
     if calls > 0 and energy_j is not None and energy_j > 0:
-        per_call, source = energy_j / calls, "NVML energy counter over the timed replays / their calls"
-    elif calls > 0 and power is not None and window_s > 0:
+        implied = counter_implausible(energy_j, window_s, power)
+        if implied is None:
+            per_call, source = energy_j / calls, "NVML energy counter over the timed replays / their calls"
+        else:
+            why_not_counter = implied
+    if source is None and calls > 0 and power is not None and window_s > 0:
         mean_w = statistics.fmean(s.power_w for s in samples if s.power_w is not None)
         per_call = mean_w * window_s / calls
-        source = "mean sampled power × the timed replays' seconds / their calls (the energy counter did not move)"
+        source = f"mean sampled power × the timed replays' seconds / their calls ({why_not_counter})"
     flags = []
     if slowing:
         flags.append("throttled: " + ", ".join(f"{r} in {reasons[r]} of {len(samples)} samples" for r in slowing))

@@ -31,8 +31,9 @@ def test_spread_is_min_median_max_of_what_is_present():
 
 
 def test_energy_per_call_from_the_counter():
-    """3.6 J over 1,200 calls = 3 mJ a call; at decode with batch 4: 0.75 mJ a token."""
-    st = summarise([_s(), _s()], energy_j=3.6, calls=1200, window_s=0.02, tokens_per_call=4)
+    """3.6 J over 1,200 calls = 3 mJ a call; at decode with batch 4: 0.75 mJ a token (3.6 J over 0.0072 s is
+    500 W, the power sampled)."""
+    st = summarise([_s(), _s()], energy_j=3.6, calls=1200, window_s=0.0072, tokens_per_call=4)
     assert st["energy_j_per_call"] == pytest.approx(0.003)
     assert st["energy_j_per_token"] == pytest.approx(0.00075)
     assert st["energy_source"].startswith("NVML energy counter")
@@ -45,7 +46,7 @@ def test_energy_from_the_mean_power_where_the_counter_did_not_move():
     assert st["energy_j_per_call"] == pytest.approx(0.003)
     assert st["energy_source"] == (
         "mean sampled power × the timed replays' seconds / their calls (the energy counter did not move)"
-    )
+    )  # fmt: skip
     assert st["energy_j_per_token"] is None
     assert st["power_w"] == {"min": 400.0, "median": 500.0, "max": 600.0}
     none = summarise([_s(power=None)], energy_j=None, calls=10, window_s=0.01)
@@ -108,6 +109,7 @@ class FakeNVML:
 
     def __init__(self, energy=True, reasons_name="nvmlDeviceGetCurrentClocksEventReasons"):
         self.energy_mj = 10_000
+        self.t0 = time.perf_counter()
         self.inited = False
         self.has_energy = energy
         setattr(self, reasons_name, lambda h: 0x4)
@@ -139,8 +141,8 @@ class FakeNVML:
         assert h in ("h", "h3")
         if not self.has_energy:
             raise RuntimeError("Not Supported")
-        self.energy_mj += 1000
-        return self.energy_mj
+        # the counter follows the 450 W the fake reports, in real time (mJ)
+        return self.energy_mj + 450.0 * (time.perf_counter() - self.t0) * 1000
 
 
 def test_the_sampler_against_a_fake_nvml():
@@ -153,8 +155,10 @@ def test_the_sampler_against_a_fake_nvml():
     assert st["num_samples"] >= 2 and st["calls"] == 500
     assert st["sm_clock_mhz"] == {"min": 1980.0, "median": 1980.0, "max": 1980.0}
     assert st["mem_clock_mhz"]["median"] == 2619.0 and st["power_w"]["median"] == 450.0 and st["temp_c"]["max"] == 61.0
-    assert st["energy_j_per_call"] == pytest.approx(1.0 / 500)  # the counter rose 1,000 mJ across the window
-    assert st["energy_j_per_token"] == pytest.approx(1.0 / 1000)
+    # the counter's rise over the window at 450 W, a call's share of it
+    assert st["energy_source"].startswith("NVML energy counter")
+    assert st["energy_j_per_call"] == pytest.approx(450.0 * s.window_s / 500, rel=0.1)
+    assert st["energy_j_per_token"] == pytest.approx(st["energy_j_per_call"] / 2)
     assert st["throttled"] is True and st["throttle"] == ["sw_power_cap"]
     s.reset()
     assert s.calls == 0 and s.samples == []
@@ -191,7 +195,7 @@ def test_without_pynvml_or_when_nvml_refuses_the_state_says_why(monkeypatch):
 
 def test_the_footnote_gives_energy_clock_and_flags():
     st = {
-        **summarise([_s(reasons=0x4)], energy_j=3.6, calls=1200, window_s=0.02, tokens_per_call=4),
+        **summarise([_s(reasons=0x4)], energy_j=3.6, calls=1200, window_s=0.0072, tokens_per_call=4),
         **clock_peak({"sm_clock_mhz": {"median": 1980.0}}, 4096, 132, 1200.0),
     }
     rows = [{"variant": "sdpa_flash", "status": "ok", "device_kind": "gpu", "device_state": st}]
@@ -264,8 +268,8 @@ def test_the_null_state_in_full():
 
 
 def test_summary_keys_and_exact_fields():
-    st = summarise([_s(reasons=0x4), _s(reasons=0x4)], energy_j=1.0, calls=1, window_s=0.0123456789)
-    assert st["energy_j_per_call"] == 1.0  # one call: the counter's rise itself
+    st = summarise([_s(reasons=0x4), _s(reasons=0x4)], energy_j=6.0, calls=1, window_s=0.0123456789)
+    assert st["energy_j_per_call"] == 6.0  # one call: the counter's rise itself (486 W, within 250–750 W)
     assert st["window_s"] == 0.012346
     assert st["throttle_samples"] == {"sw_power_cap": 2}
     assert st["method"] == "NVML every 10 ms during the CUDA-graph replays (warm and cold)"
@@ -361,3 +365,25 @@ def test_the_not_installed_message(monkeypatch):
         None,
         "nvidia-ml-py (pynvml) is not installed: no clocks, power or energy (pip install nvidia-ml-py)",
     )
+
+
+def test_a_counter_rise_no_sampled_power_could_give_is_set_aside():
+    """The H100 decode of 2026-12-05 read 0.181 J a call for calls of ~26 µs sampled at 233 W.  By hand: 2,100 J
+    over 0.3 s is 7,000 W against 233 W sampled, past 1.5 × 233 = 349.5 W: the mean power stands in,
+    233 W × 0.3 s / 11,538 calls = 6.06 mJ a call."""
+    st = summarise([_s(power=233.0), _s(power=233.0)], energy_j=2100.0, calls=11_538, window_s=0.3)
+    assert st["energy_j_per_call"] == pytest.approx(233.0 * 0.3 / 11_538)
+    assert st["energy_source"].startswith("mean sampled power")
+    assert "7,000 W against 233–233 W sampled" in st["energy_source"]
+
+
+def test_the_counter_band_at_its_edges():
+    """Samples of 200 and 400 W: the counter is believed from 0.5 × 200 = 100 W to 1.5 × 400 = 600 W."""
+    samples = [_s(power=200.0), _s(power=400.0)]
+    for joules, believed in ((1.0, True), (6.0, True), (0.99, False), (6.01, False)):  # over 0.01 s: ×100 W
+        st = summarise(samples, energy_j=joules, calls=10, window_s=0.01)
+        assert st["energy_source"].startswith("NVML energy counter") is believed, joules
+        want = joules / 10 if believed else 300.0 * 0.01 / 10  # the mean of 200 and 400 W
+        assert st["energy_j_per_call"] == pytest.approx(want)
+    assert ds.counter_implausible(1.0, 0.0, {"min": 1.0, "max": 2.0}) is None  # no window: nothing to hold against
+    assert ds.counter_implausible(1.0, 0.01, None) is None
