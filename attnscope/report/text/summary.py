@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from attnscope.core.units import fmt_us
 from attnscope.report.text.plain_table import plain_table
@@ -132,7 +133,7 @@ def graph_lines(g: dict[str, Any] | None) -> list[str]:
             f"   {op['op']}: {op['num_events']:,} replayed events, {fmt_us(op['time_us'])} ({op['share_pct']:.1f}%)"
         )
     for u in g["notes"][:3]:
-        out.append(f"   [yellow]launch at {u['launch_ts']:,.0f}: {u['why']}[/yellow]")
+        out.append(f"   launch at {u['launch_ts']:,.0f}: {u['why']}")
     return out
 
 
@@ -160,7 +161,7 @@ def _step_cells(steps: list[tuple[int, dict[str, Any]]]) -> list[list[str]]:
                 "—" if share is None else f"{share:.1f}%",
                 kv,
                 "—" if rf.get("tbps") is None else f"{rf['tbps']:.3f}",
-                "—" if pct is None else f"{pct:.1f}%" + (" [red](impossible)[/red]" if pct > 100 else ""),
+                "—" if pct is None else f"{pct:.1f}%" + (" ⚠ impossible" if pct > 100 else ""),
             ]
         )
     return out
@@ -174,16 +175,15 @@ def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: in
     rows = list(enumerate(s["steps"], 1))
     shown = rows if len(rows) <= top else rows[: top - 1] + rows[-1:]
     make = partial(_folded_of, STEP_COLUMNS, f"{title}: {s['num_steps']:,} steps from {s['source']}")
-    console.print(plain_table(make, _step_cells(shown), console))
+    console.print(_grid(make, _step_cells(shown), console))
     kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
     more = f" (the first {top - 1} and the last shown; names in the JSON)" if len(rows) > top else ""
-    console.print(
-        f"  • steps by kind: {kinds}{more}; GPU time launched outside any step: {fmt_us(s['outside_steps_us'])}; "
+    line = (
+        f"steps by kind: {kinds}{more}; GPU time launched outside any step: {fmt_us(s['outside_steps_us'])}; "
         "attention + rest + unattr. = the step's GPU time; TB/s: the attention calls' bytes (Q, K, V read, O "
-        "written) over the step's attention time",
-        highlight=False,
-        soft_wrap=True,
+        "written) over the step's attention time"
     )
+    console.print(bullet(console, "  • ", line), highlight=False)
 
 
 def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
@@ -229,12 +229,11 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     name = r["variant"] + (f" ({'trace' if pos else 'rank'} {s['rank']})" if s.get("rank") is not None else "")
     console.print()
     console.print(
-        f"[bold]{name}[/bold]: {s['num_gpu_events']:,} GPU events, {fmt_us(s['gpu_time_us'])} of GPU time, "
-        f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events"
-        + (
-            f", [yellow]{s['num_skipped_events']:,} malformed events skipped[/yellow]"
-            if s["num_skipped_events"]
-            else ""
+        Text.assemble(
+            (name, "bold"),
+            f": {s['num_gpu_events']:,} GPU events, {fmt_us(s['gpu_time_us'])} of GPU time, "
+            f"{s['num_cpu_ops']:,} CPU ops, {s['num_events']:,} trace events",
+            (f", {s['num_skipped_events']:,} malformed events skipped", "yellow") if s["num_skipped_events"] else "",
         )
     )
     # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
@@ -294,8 +293,12 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
     b = o.get("busy_us")
     if b:
         console.print(
-            f"  • GPU busy time per {unit}: {fmt_us(b['min'])} ({unit} {b['min_rank']}) to {fmt_us(b['max'])} "
-            f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
-            + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
+            bullet(
+                console,
+                "  • ",
+                f"GPU busy time per {unit}: {fmt_us(b['min'])} ({unit} {b['min_rank']}) to {fmt_us(b['max'])} "
+                f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
+                + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
+            ),
             highlight=False,
         )
