@@ -380,12 +380,12 @@ def test_sdpa_choice_checks_the_version_rule_against_what_ran():
             "chosen": "cudnn",
         },
     }
-    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=why), [])
+    [i] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=why), peers_of([]))
     assert i.severity == "warning"
     assert "; the version rule (rule X) gave the order cudnn, flash, efficient, math" in i.message
     assert i.message.endswith("; by the version rule cudnn runs, yet flash ran")
     assert i.evidence["version_order"] == ["cudnn", "flash", "efficient", "math"]
     assert i.evidence["version_predicted"] == "cudnn"
     agreed = dict(why, prediction={"order": why["order"], "why": "rule Y", "chosen": "flash"})
-    [j] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=agreed), [])
+    [j] = sdpa_choice(row("sdpa_default", 100.0, kernel=FLASH_K, sdpa_why=agreed), peers_of([]))
     assert j.severity == "info" and "version rule" not in j.message

@@ -23,7 +23,7 @@ def _one_line_without_flags(e: BaseException) -> None:
 def test_a_gpu_sweep_without_a_gpu_is_refused_up_front(tmp_path):
     """It once gave permanent `crashed` rows: every job's worker failed on the device."""
     from attnscope.api import sweep
-    from attnscope.execute.sweep import grid
+    from attnscope.core.cases import grid
 
     out = tmp_path / "s.jsonl"
     cases = [Case(1, 2, 16, 8, "fp32", device="cuda")]

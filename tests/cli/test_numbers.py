@@ -45,6 +45,8 @@ def _case_rows(command: str) -> dict[str, list[str] | tuple[str, ...]]:
                 rows[flag.name] = INTS if command == "run" or flag.name == "--budget-tokens" else AXES
             else:
                 rows[flag.name] = TEXT
+    if command == "sweep" and "--page-size" in rows:  # a page size of 0 is an axis value: the contiguous cache
+        rows["--page-size"] = [v for v in rows["--page-size"] if v != "0"]
     return rows
 
 
@@ -62,10 +64,10 @@ RUN_FLAGS = {
     "--timeout": SECONDS,
 }
 TABLE: dict[str, dict[str, list[str] | tuple[str, ...]]] = {
-    "run": {**RUN_FLAGS, "--guess": TEXT},
+    "run": {**RUN_FLAGS, "--guess": TEXT, "--steps": INTS, "--bucket": INTS},
     "guess": {**RUN_FLAGS, "--save": TEXT},
     "variants": dict(CASE_FLAGS),
-    "analyze": {"--json": TEXT, "--html": TEXT, "--assets": TEXT, "--jobs": INTS, "--top": INTS},
+    "analyze": {"--json": TEXT, "--html": TEXT, "--assets": TEXT, "--jobs": INTS, "--top": INTS, "--capture": TEXT},
     "report": {"-o": TEXT, "--assets": TEXT},
     "recommend": {"--json": TEXT},
     "diff": {"--threshold": ["nan", "inf", "-inf", "-1"], "--metrics": TEXT, "--json": TEXT},
@@ -93,6 +95,8 @@ TABLE: dict[str, dict[str, list[str] | tuple[str, ...]]] = {
         "--batch": AXES,
         "--seq": AXES,
         "--layers": INTS,
+        "--steps": INTS,
+        "--replay": TEXT,
         "--dtype": TEXT,
         "--budget": SECONDS,
         "--time-limit": SECONDS,
