@@ -127,8 +127,8 @@ def test_slower_than_best_needs_the_case():
 # ---- sdpa_default's choice -----------------------------------------------------------------------
 
 PIN = (
-    "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel("
-    "SDPBackend.FLASH_ATTENTION): one backend (a list only allows unless set_priority=True where torch has it)"
+    "to pin this choice on every torch version, wrap the call in sdpa_kernel(SDPBackend.FLASH_ATTENTION) "
+    "(torch.nn.attention): one backend (a list only allows, unless set_priority=True)"
 )
 
 
@@ -216,7 +216,7 @@ def test_sdpa_choice_names_the_fastest_forced_backend_beyond_the_noise():
     assert i.severity == "warning"
     assert i.message.endswith(f"; but sdpa_efficient was 2.50× faster here (40.0 µs vs 100.0 µs, {GPU})")
     assert i.advice == (
-        "force sdpa_efficient with torch.nn.attention.sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) for this shape"
+        "force sdpa_efficient with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) (torch.nn.attention) for this shape"
     )
     assert {
         k: i.evidence[k] for k in ("fastest_forced", "fastest_forced_us", "default_us", "default_over_fastest")
@@ -345,7 +345,7 @@ def test_sdpa_choice_with_a_one_sample_forced_backend_is_an_info_with_the_note()
     [i] = sdpa_choice(d, peers_of(peers))
     assert i.evidence["one_sample"] is True and i.severity == "info"
     assert i.advice == (
-        "force sdpa_efficient with torch.nn.attention.sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) for this shape; "
+        "force sdpa_efficient with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION) (torch.nn.attention) for this shape; "
         + ONE_SAMPLE_NOTE
     )
 
@@ -353,17 +353,19 @@ def test_sdpa_choice_with_a_one_sample_forced_backend_is_an_info_with_the_note()
 def test_pin_advice_names_one_backend_and_set_priority_only_where_torch_has_it():
     from attnscope.analysis.rules.sdpa_choice import pin_advice
 
-    base = "to pin this choice across torch versions, wrap the call in torch.nn.attention.sdpa_kernel("
+    base = "to pin this choice on every torch version, wrap the call in "
     assert pin_advice("cudnn", True) == (
-        base + "SDPBackend.CUDNN_ATTENTION): one backend; to keep fallbacks in your order, "
+        base + "sdpa_kernel(SDPBackend.CUDNN_ATTENTION) (torch.nn.attention): one backend; to keep fallbacks in "
+        "your order, "
         "sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH], set_priority=True) (without set_priority a list "
         "only allows, torch's own order still picks)"
     )
     assert pin_advice("flash", False) == (
-        base + "SDPBackend.FLASH_ATTENTION): one backend (this torch's sdpa_kernel has no set_priority, so a list "
+        base + "sdpa_kernel(SDPBackend.FLASH_ATTENTION) (torch.nn.attention): one backend (this torch's sdpa_kernel "
+        "has no set_priority, so a list "
         "only allows: torch's own order still picks)"
     )
-    assert pin_advice(None, True) == base + "...)"
+    assert pin_advice(None, True) == base + "torch.nn.attention.sdpa_kernel(...)"
     assert "set_priority=True)" not in pin_advice("math", False)
 
 

@@ -188,7 +188,9 @@ def test_analyze_kernels_at_any_width(width, capsys, monkeypatch):
 def _cpu_pair(tmp_path: Path) -> tuple[Path, Path]:
     doc = json.loads(RUNS["cpu"].read_text())
     naive = next(r for r in doc["results"] if r["variant"] == "naive")
-    naive["hidden_copies"] = [{"op": "aten::masked_fill", "bytes": 512 * 1024 * 1024}]
+    naive["hidden_copies"] = [
+        {"op": "aten::masked_fill", "copy_op": "aten::copy_", "bytes": 512 * 1024 * 1024}
+    ]  # a document's copy record holds the op that copied (the loader checks it)
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(doc))
     naive["hidden_copies"] = []
@@ -217,6 +219,7 @@ def test_a_time_column_has_one_unit():
         {"category": "gemm", "num_kernels": 2, "time_us": 20_000.0, "share_pct": 99.9},
         {"category": "copy", "num_kernels": 1, "time_us": 5.0, "share_pct": 0.1},
     ]
-    assert [c[2] for c in _category_cells(rows)] == ["20.00 ms", "0.01 ms"]  # 20,000 µs and 5 µs, in ms
+    # one unit for the whole column, µs, whatever the largest (the one µs formatter never switches to ms)
+    assert [c[2] for c in _category_cells(rows)] == ["20,000.0 µs", "5.0 µs"]
     rows[0]["time_us"] = 9_000.0
     assert [c[2] for c in _category_cells(rows)] == ["9,000.0 µs", "5.0 µs"]

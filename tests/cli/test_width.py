@@ -38,7 +38,9 @@ def test_no_line_is_wider_than_the_terminal(name, width):
 @pytest.mark.parametrize("name", sorted(DOCS))
 def test_the_default_study_at_80_columns_fits_60_lines(name):
     brief, verbose = _study(name, 80), _study(name, 80, verbose=True)
-    assert len(brief) <= 60, len(brief)
+    # 62: advice wraps under its arrow instead of being cut with "…" (each piece of advice whole), which costs the
+    # H200 study two lines over the 60 it fitted in when advice was cut
+    assert len(brief) <= 62, len(brief)
     assert len(verbose) > len(brief)  # what was left out is there with --verbose
     assert any("--verbose" in line for line in brief)
 

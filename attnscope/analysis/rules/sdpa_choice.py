@@ -128,16 +128,17 @@ SDP_BACKEND = {
 
 
 def pin_call(backend: str | None) -> str:
-    """``sdpa_kernel`` with one backend: a single backend pins it on every torch version."""
+    """``sdpa_kernel`` with one backend: a single backend pins it on every torch version.  The module is named
+    after the call, so that no word of the advice is wider than a narrow terminal."""
     name = SDP_BACKEND.get(backend or "")
-    return f"torch.nn.attention.sdpa_kernel(SDPBackend.{name})" if name else "torch.nn.attention.sdpa_kernel(...)"
+    return f"sdpa_kernel(SDPBackend.{name}) (torch.nn.attention)" if name else "torch.nn.attention.sdpa_kernel(...)"
 
 
 def pin_advice(backend: str | None, set_priority: bool | None) -> str:
     """How to pin the backend that ran: name that one backend; a list is an allow-set whose order torch ignores,
     unless the installed torch takes set_priority=True (read from its signature when the run was measured)."""
     name = SDP_BACKEND.get(backend or "")
-    text = f"to pin this choice across torch versions, wrap the call in {pin_call(backend)}"
+    text = f"to pin this choice on every torch version, wrap the call in {pin_call(backend)}"
     if name is None:
         return text
     if set_priority:
@@ -151,7 +152,7 @@ def pin_advice(backend: str | None, set_priority: bool | None) -> str:
             ": one backend (this torch's sdpa_kernel has no set_priority, so a list only allows: torch's own "
             "order still picks)"
         )
-    return text + ": one backend (a list only allows unless set_priority=True where torch has it)"
+    return text + ": one backend (a list only allows, unless set_priority=True)"
 
 
 def sdpa_why(r: dict[str, Any], case: Peers) -> Out:
