@@ -221,7 +221,7 @@ def sweep(
         import importlib.util
 
         if importlib.util.find_spec("ray") is None:
-            raise UsageError("executor='ray' needs Ray: pip install 'attnscope[ray]'")
+            raise UsageError("executor='ray' needs Ray: pip install -e '.[ray]' in the attnscope clone")
         if ray_address:  # a cluster that does not answer: refused now, not after minutes in ray.init
             from attnscope.execute.executors.ray import check_reachable
 

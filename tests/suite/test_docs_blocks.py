@@ -47,6 +47,32 @@ PLACEHOLDERS = {
 FAST = {"run": ["--budget", "0.02", "--no-peak"], "sweep": ["--budget", "0.02", "--executor", "inline"]}
 QUICK_VARIANTS = "naive,sdpa_flash"
 
+# A serving case (a paged or ragged cache) keeps its query count (1 decode, 2-8 verification, more a chunk), and
+# its batch where --kv-lens lists one length per sequence; its lengths and steps become CPU-sized, and its quick
+# variant is one that reads the cache (the dense ones refuse it).
+SERVING_VARIANT = "paged_gather_sdpa"
+SERVING_SIZES = {
+    "--kv-lens": lambda v: "uniform:256..512@0" if v.startswith("uniform:") else ",".join("512" for _ in v.split(",")),
+    "--steps": lambda v: "4",
+}
+
+
+def _serving(args: list[str]) -> bool:
+    return "--kv-lens" in args or "--page-size" in args
+
+
+def _kept(args: list[str], flag: str) -> bool:
+    """A flag whose value the page's command keeps: a serving case's --seq (what kind of serving step it is) and
+    --batch where --kv-lens lists the lengths; a model's --mode (prefill, decode, train: not run's fwd)."""
+    if flag == "--mode":
+        return args[0] == "model"
+    if flag == "--seq" and _serving(args):
+        return True
+    if flag == "--batch" and "--kv-lens" in args:
+        return "," in args[args.index("--kv-lens") + 1]
+    return False
+
+
 # Why a command is not run here: each reason is one of these.
 REASONS = {
     "output": "an example of output, not a command",
@@ -61,7 +87,7 @@ NOT_RUN = {
     "attnscope run — B=1 H=8 S=512 D=64 bf16 causal on cpu — x86_64 — torch 2.13.0+cpu": "output",
     "attnscope run — B=4 H=16 S=2048 D=64 bf16 causal on cuda — NVIDIA H200 — torch 2.11.0+cu130, CUDA 13.0, "
     "cuDNN 91900": "output",
-    "attnscope analyze TRACE... [--json OUT] [--top N] [--jobs N] [--kernels] [--cpu]": "synopsis",
+    "attnscope analyze TRACE... [--capture TRACE] [--json OUT] [--top N] [--jobs N] [--kernels] [--cpu]": "synopsis",
     "attnscope diff A B [--threshold PCT] [--metrics gpu,cpu] [--json OUT]": "synopsis",
     "attnscope run": "long",  # the default case and every default variant (tests/cli/test_cli.py runs it small)
     "attnscope guess": "interactive",
@@ -143,8 +169,12 @@ def rewrite(command: str) -> list[str]:
                 i += 1
             i += 1
             continue
-        if a in CPU_SIZES and i + 1 < len(args):
+        if a in CPU_SIZES and i + 1 < len(args) and not _kept(args, a):
             out += [a, CPU_SIZES[a]]
+            i += 2
+            continue
+        if a in SERVING_SIZES and i + 1 < len(args):
+            out += [a, SERVING_SIZES[a](args[i + 1])]
             i += 2
             continue
         out.append(PLACEHOLDERS.get(a, a))
@@ -153,7 +183,7 @@ def rewrite(command: str) -> list[str]:
     if cmd in FAST:
         out += FAST[cmd]
         if "--variants" not in out and "--guess" not in out:  # a guess file names the variants it needs
-            out += ["--variants", QUICK_VARIANTS]
+            out += ["--variants", SERVING_VARIANT if _serving(args) else QUICK_VARIANTS]
         if "--seq-kv" in out and "--seq" not in out:  # the CPU default seq (512) would exceed the CPU-sized seq-kv
             out += ["--seq", CPU_SIZES["--seq"]]
         if "--device" not in out:
