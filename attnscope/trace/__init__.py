@@ -111,24 +111,39 @@ def _load_whole(p: Path, raw: bytes) -> Trace:
         tr.notes.append(_note(p, tr.num_events, tr.num_events, split))
         return tr
     top, text = split
-    tr = Trace(path=str(p), device_properties=[])
-    reader = _fast.Reader(tr, keep_all_shapes=True)
-    names: dict[Any, str] = {}
-    refused, first_why = 0, ""
+    runs = _Runs(Trace(path=str(p), device_properties=[]))
     try:
         for run in _fast.element_runs(text, MAX_EVENT):
-            why = reader.read(run)
-            if why is not None:
-                before = tr.num_events
-                _safe_run(tr, run, names)
-                refused += tr.num_events - before
-                first_why = first_why or why
+            runs.read(run)
     except ValueError as e:
         raise TraceError(f"{p}: not valid JSON ({e})") from None
-    _finish(p, tr, top)
-    if refused:
-        tr.notes.append(_note(p, refused, tr.num_events, first_why))
-    return tr
+    return runs.finish(p, top)
+
+
+class _Runs:
+    """Runs of a document's events, each through the typed decoder, a run it refuses through the safe path; how
+    many events the safe path read, and why the first refusal, for the trace's note."""
+
+    def __init__(self, tr: Trace) -> None:
+        self.tr = tr
+        self.reader = _fast.Reader(tr, keep_all_shapes=True)
+        self.names: dict[Any, str] = {}
+        self.refused, self.first_why = 0, ""
+
+    def read(self, run: bytes) -> None:
+        why = self.reader.read(run)
+        if why is not None:
+            before = self.tr.num_events
+            _safe_run(self.tr, run, self.names)
+            self.refused += self.tr.num_events - before
+            self.first_why = self.first_why or why
+
+    def finish(self, p: Path, top: dict[str, Any]) -> Trace:
+        """The trace with the document's other members (:func:`_finish`) and the note of what the safe path read."""
+        _finish(p, self.tr, top)
+        if self.refused:
+            self.tr.notes.append(_note(p, self.refused, self.tr.num_events, self.first_why))
+        return self.tr
 
 
 def _load_any_streaming(p: Path, buf: bytearray, source: Iterator[bytes]) -> Trace:
@@ -145,26 +160,13 @@ def _load_any_streaming(p: Path, buf: bytearray, source: Iterator[bytes]) -> Tra
     prefix = bytes(buf[: mt.end() - 1])  # the document up to the list's "["
     del buf[: mt.end()]
     text, pos = buf, 0  # the list's inside from ``pos``: whole events from there on
-    tr = Trace(path=str(p), device_properties=[])
-    reader = _fast.Reader(tr, keep_all_shapes=True)
-    names: dict[Any, str] = {}
-    refused, first_why = 0, ""
-
-    def read(run: bytes) -> None:
-        nonlocal refused, first_why
-        why = reader.read(run)
-        if why is not None:
-            before = tr.num_events
-            _safe_run(tr, run, names)
-            refused += tr.num_events - before
-            first_why = first_why or why
-
+    runs = _Runs(Trace(path=str(p), device_properties=[]))
     try:
         for c in itertools.chain((b"",), source):
             text += c
             while len(text) - pos > 2 * _fast.RUN and (got := _fast.next_cut(text, pos, MAX_EVENT)) is not None:
                 run, pos = got
-                read(run)
+                runs.read(run)
             if len(text) - pos > MAX_EVENT + 2 * _fast.RUN:  # no cut at all (a whitespace run, one long value)
                 raise TraceError(
                     f"{p}: an event, or the text after the last one, runs past {MAX_EVENT >> 20} MiB"
@@ -178,15 +180,12 @@ def _load_any_streaming(p: Path, buf: bytearray, source: Iterator[bytes]) -> Tra
             raise TraceError(f"{p}: not valid JSON ({split.splitlines()[0][:160]})")
         top, rest = split
         for run in _fast.element_runs(rest, MAX_EVENT):
-            read(run)
+            runs.read(run)
     except ValueError as e:
         if isinstance(e, TraceError):
             raise
         raise TraceError(f"{p}: not valid JSON ({e})") from None
-    _finish(p, tr, top)
-    if refused:
-        tr.notes.append(_note(p, refused, tr.num_events, first_why))
-    return tr
+    return runs.finish(p, top)
 
 
 def _finish(p: Path, tr: Trace, top: dict[str, Any]) -> None:
