@@ -17,14 +17,26 @@ from typing import Any
 from attnscope.core.masks import MaskSpec, kept_pairs, parse_mask
 
 
-def equivalent_case(case: dict[str, Any] | None) -> dict[str, str] | None:
-    """``{mask, why}`` when ``case``'s mask keeps every score entry; None otherwise (or no mask, or no case)."""
+def _mask_of(case: dict[str, Any] | None) -> tuple[MaskSpec, Any, Any, Any] | None:
+    """A case dict's mask and its batch, query and key lengths (keys default to the queries); None where it has no
+    mask or they cannot be read."""
     if not isinstance(case, dict) or not case.get("mask"):
         return None
     try:
         m = parse_mask(case["mask"])
-        b, sq = case["batch"], case["seq_q"]
-        sk = case.get("seq_kv") or sq
+        sq = case["seq_q"]
+        return m, case["batch"], sq, case.get("seq_kv") or sq
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def equivalent_case(case: dict[str, Any] | None) -> dict[str, str] | None:
+    """``{mask, why}`` when ``case``'s mask keeps every score entry; None otherwise (or no mask, or no case)."""
+    got = _mask_of(case)
+    if got is None:
+        return None
+    m, b, sq, sk = got
+    try:
         kept = kept_pairs(m, b, sq, sk)
     except (KeyError, TypeError, ValueError):
         return None
@@ -47,12 +59,11 @@ def causal_equivalent(case: dict[str, Any] | None) -> dict[str, str] | None:
     """``{mask, why}`` when ``case``'s sliding or prefix mask keeps exactly the causal entries (of its alignment);
     None otherwise.  ``mask`` is that causal mask's canonical spelling (``causal``, ``causal@top_left`` or
     ``causal_lower_right``)."""
-    if not isinstance(case, dict) or not case.get("mask"):
+    got = _mask_of(case)
+    if got is None:
         return None
+    m, b, sq, sk = got
     try:
-        m = parse_mask(case["mask"])
-        b, sq = case["batch"], case["seq_q"]
-        sk = case.get("seq_kv") or sq
         if m.kind not in ("sliding", "prefix") or kept_pairs(m, b, sq, sk) != kept_pairs(
             MaskSpec("causal", align=m.align), b, sq, sk
         ):
