@@ -1,8 +1,9 @@
 """Random attention specs through the library and the command line: no traceback, no exit outside 0/1/2, every ok
 row matching the fp64 reference or saying why not.
 
-    python benchmarks/fuzz.py [--specs N] [--seed S] [--workers W] [--time-limit SEC] [--out FILE] [--cli-every K]
-                              [--sweep-every K] [--measure-every M] [--subprocess] [--only INDEX]
+    python benchmarks/fuzz.py [--specs N] [--start I] [--seed S] [--workers W] [--time-limit SEC] [--out FILE]
+                              [--cli-every K] [--sweep-every K] [--measure-every M] [--subprocess] [--only INDEX]
+    python benchmarks/fuzz.py --merge PART.json ... [--out FILE]    # shards of one run (--start) counted as one
 
 Each spec is drawn from its own seeded generator (``Random(seed · 1,000,003 + index)``), so a run is reproducible
 spec by spec, whatever the number of workers, and any failure is replayed with ``--only INDEX``.  A spec is a case
@@ -27,7 +28,10 @@ library and the command line judge a case differently).  The counts and the
 first examples of each failure go to ``--out`` (JSON); the summary is printed as markdown.
 
 Workers are processes (``--workers``, default the CPU count): each takes every W-th spec and runs with one torch
-thread, so a 16-core machine runs 16 specs at once.
+thread, so a 16-core machine runs 16 specs at once.  One run can be split into shards, for machines that may only be
+held for a few minutes at a time: ``--start 0 --specs 5000`` and ``--start 5000 --specs 5000`` draw the same specs as
+one ``--specs 10000`` run, and ``--merge`` adds up their counts (refusing shards of other seeds or overlapping
+ranges).
 """
 
 from __future__ import annotations
@@ -356,10 +360,51 @@ def _worker(args: tuple[list[int], int, float, int, int, int, bool]) -> tuple[di
     return dict(counts), bad
 
 
+def merge(parts: list[str], out: str) -> int:
+    """Shards of one run (same seed, disjoint index ranges) counted as one: counts and failure kinds added up, the
+    first examples of each failure kept, the ranges and each shard's time listed."""
+    docs = [json.loads(Path(p).read_text()) for p in parts]
+    seeds = {d["seed"] for d in docs}
+    if len(seeds) != 1:
+        print(f"fuzz: shards of different seeds {sorted(seeds)} are not one run", file=sys.stderr)
+        return 2
+    ranges = sorted(tuple(d.get("range") or (0, d["counts"].get("specs", 0))) for d in docs)
+    for (a0, a1), (b0, _b1) in itertools.pairwise(ranges):
+        if b0 < a1:
+            print(f"fuzz: shards overlap ({a0}..{a1} and {b0}..)", file=sys.stderr)
+            return 2
+    counts: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    failures: dict[str, list[Any]] = {}
+    for d in docs:
+        counts.update(d["counts"])
+        kinds.update(d.get("failure_kinds") or {})
+        for k, v in (d.get("failures") or {}).items():
+            failures[k] = (failures.get(k, []) + v)[:EXAMPLES]
+    result = {
+        "merged": [{"file": Path(p).name, "range": d.get("range"), "workers": d["workers"],
+                    "elapsed_s": d["elapsed_s"], "command": d["command"]} for p, d in zip(parts, docs, strict=True)],
+        "seed": seeds.pop(),
+        "ranges": [list(r) for r in ranges],
+        "versions": docs[0]["versions"],
+        "counts": dict(sorted(counts.items())),
+        "failure_kinds": dict(kinds),
+        "failures": failures,
+    }  # fmt: skip
+    Path(out).write_text(json.dumps(result, indent=1, default=str))
+    print("| outcome | count |\n|---|---:|")
+    for k, v in sorted(counts.items()):
+        print(f"| {k} | {v:,} |")
+    print(f"\n{counts['specs']:,} specs in {len(docs)} shard(s); failures: {dict(kinds) or 'none'}")
+    return 1 if kinds else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--specs", type=int, default=10_000)
+    ap.add_argument("--start", type=int, default=0, help="the first spec index (a shard of a larger run)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--merge", nargs="+", metavar="PART", help="add up the counts of shards written by --out")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--time-limit", type=float, default=math.inf, help="seconds; specs not started by then are counted")
     ap.add_argument("--cli-every", type=int, default=7, help="every K-th spec through the command line (0: none)")
@@ -371,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", type=int, help="replay one spec index and print it")
     ap.add_argument("--out", default="fuzz-results.json")
     a = ap.parse_args(argv)
+    if a.merge:
+        return merge(a.merge, a.out)
+    if a.start < 0 or a.specs < 0:
+        ap.error("--start and --specs take counts >= 0")
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     if a.only is not None:
         spec = make_spec(a.seed, a.only)
@@ -380,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if bad else 0
     t0 = time.time()
     deadline = t0 + a.time_limit if math.isfinite(a.time_limit) else math.inf
-    chunks = [list(range(w, a.specs, a.workers)) for w in range(a.workers)]
+    end = a.start + a.specs
+    chunks = [list(range(a.start + w, end, a.workers)) for w in range(a.workers)]
     jobs = [(c, a.seed, deadline, a.cli_every, a.sweep_every, a.measure_every, a.subprocess) for c in chunks if c]
     if a.workers > 1:
         import multiprocessing as mp
@@ -404,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": " ".join(["python", "benchmarks/fuzz.py", *(argv if argv is not None else sys.argv[1:])]),
         "seed": a.seed,
+        "range": [a.start, end],
         "workers": a.workers,
         "elapsed_s": round(elapsed, 1),
         "versions": {"attnscope": attnscope.__version__, "torch": torch.__version__, "python": sys.version.split()[0]},

@@ -6,6 +6,7 @@ command line that disagree on a case, or an ok row off the fp64 reference withou
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from pathlib import Path
 
@@ -54,3 +55,23 @@ def test_a_few_hundred_random_specs_end_well():
     assert counts["checked: accepted"] and counts["checked: refused"]  # both sides of the checks were reached
     assert counts["measured"] and counts["ok rows matching fp64"]
     assert time.monotonic() - t0 < BUDGET_S + 30
+
+
+def test_shards_of_a_run_add_up_to_the_run(tmp_path):
+    """--start splits one run into shards that draw the same specs; --merge counts them as the one run (checked
+    against that run made whole), and refuses shards that overlap or come from another seed."""
+    fuzz = _fuzz_module()
+    common = ["--seed", str(SEED), "--workers", "1", "--measure-every", "1000", "--cli-every", "0"]
+    parts = [tmp_path / "a.json", tmp_path / "b.json"]
+    assert fuzz.main([*common, "--start", "1", "--specs", "4", "--out", str(parts[0])]) == 0
+    assert fuzz.main([*common, "--start", "5", "--specs", "4", "--out", str(parts[1])]) == 0
+    assert fuzz.main([*common, "--start", "1", "--specs", "8", "--out", str(tmp_path / "whole.json")]) == 0
+    assert fuzz.main(["--merge", *map(str, parts), "--out", str(tmp_path / "m.json")]) == 0
+    merged = json.loads((tmp_path / "m.json").read_text())
+    whole = json.loads((tmp_path / "whole.json").read_text())
+    assert merged["counts"] == whole["counts"] and merged["counts"]["specs"] == 8
+    assert merged["ranges"] == [[1, 5], [5, 9]]
+    assert fuzz.main(["--merge", str(parts[0]), str(parts[0]), "--out", str(tmp_path / "x.json")]) == 2
+    other = json.loads(parts[1].read_text()) | {"seed": SEED + 1}
+    (tmp_path / "c.json").write_text(json.dumps(other))
+    assert fuzz.main(["--merge", str(parts[0]), str(tmp_path / "c.json"), "--out", str(tmp_path / "y.json")]) == 2
