@@ -221,11 +221,14 @@ def measure(model: Any, cfg: Any, ids: Any, steps: int, replay: str, opts: Any, 
             "passes": PASSES,
             "time_method": method,
             "split_method": (
-                "per step, the model split by module (model_split) on the step's window: "
-                + ("GPU time of the kernels the step launched" if cuda else "op self time")
-                if replay == "eager"
-                else "per step, attention families of the replayed kernels, matched to the ops of an eager "
-                "reference step by order and name (analysis/fingerprint/graphs.py, steps.py)"
+                "per step, GPU time of the step's kernels by family, attention kernels against the rest"
+                + (
+                    " (replayed kernels matched to the ops of an eager reference step by order and name)"
+                    if replay == "graph"
+                    else "; module_attention_*: the model split by module on the step's window"
+                )
+                if cuda
+                else "per step, the model split by module (model_split) on the step's window: op self time"
             ),
             "series": series,
         },
@@ -233,27 +236,37 @@ def measure(model: Any, cfg: Any, ids: Any, steps: int, replay: str, opts: Any, 
 
 
 def split_steps(path: Path, replay: str) -> list[dict[str, Any]]:
-    """Each profiled step's attention, rest and unattributed time, and attention's share, in step order."""
+    """Each profiled step's attention, rest and unattributed time, and attention's share, in step order.
+
+    On a GPU both replays are split one way, so that their shares compare: the step's kernels by family (attention
+    kernels against the rest; a graph's replayed kernels matched to the eager reference's ops first).  Eager steps
+    also carry the model split by module (``module_attention_us``, ``module_attention_share``: everything inside
+    the attention modules, projections, rotary and K/V copies included), which a graph's replay cannot give.  On a
+    CPU there are no kernels: the module split of op self time is the only one."""
+    from attnscope.analysis.fingerprint.model_split import breakdown_per_step
     from attnscope.trace import load_trace
 
     tr = load_trace(path)
-    if replay == "graph":
-        from attnscope.analysis.fingerprint.breakdown import kernel_families
-        from attnscope.analysis.fingerprint.build import analyse
-        from attnscope.analysis.fingerprint.steps import summary
+    if not tr.gpu:
+        return breakdown_per_step(tr)
+    from attnscope.analysis.fingerprint.breakdown import kernel_families
+    from attnscope.analysis.fingerprint.build import analyse
+    from attnscope.analysis.fingerprint.steps import summary
 
-        an = analyse(tr)
-        st = summary(an.attribution, kernel_families(an.attribution), tr.annotations) or {"steps": []}
-        return [
-            {
-                "attention_us": s["attention_us"],
-                "rest_us": s["rest_us"],
-                "unattributed_us": s["unattributed_us"],
-                "total_us": s["gpu_time_us"],
-                "attention_share": round(s["attention_us"] / s["gpu_time_us"], 4) if s["gpu_time_us"] else None,
-            }
-            for s in st["steps"]
-        ]
-    from attnscope.analysis.fingerprint.model_split import breakdown_per_step
-
-    return breakdown_per_step(tr)
+    an = analyse(tr)
+    st = summary(an.attribution, kernel_families(an.attribution), tr.annotations) or {"steps": []}
+    rows = [
+        {
+            "attention_us": s["attention_us"],
+            "rest_us": s["rest_us"],
+            "unattributed_us": s["unattributed_us"],
+            "total_us": s["gpu_time_us"],
+            "attention_share": round(s["attention_us"] / s["gpu_time_us"], 4) if s["gpu_time_us"] else None,
+        }
+        for s in st["steps"]
+    ]
+    if replay == "eager":
+        for row, mod in zip(rows, breakdown_per_step(tr), strict=False):
+            row["module_attention_us"] = mod["attention_us"]
+            row["module_attention_share"] = mod["attention_share"]
+    return rows

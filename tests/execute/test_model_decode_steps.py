@@ -107,6 +107,32 @@ def test_graph_loop_split_matches_the_replays_to_the_eager_reference(tmp_path: P
     assert got == [want, want]
 
 
+def test_eager_and_graph_steps_of_the_same_kernels_split_alike(tmp_path: Path) -> None:
+    """An eager loop on a GPU: each step launches the same three kernels itself (mm, flash SDPA, add).  Its attention
+    share is read by kernel family, as the graph loop's is, so the two replays compare: attention = the flash kernel
+    (20 µs), the rest = gemm + add (15 µs) in each step, by hand."""
+    from attnscope.execute.model_decode import split_steps
+    from tests.synth import PID, TID, doc, kernel, launch, op, write_kineto
+
+    flash = "void pytorch_flash::flash_fwd_kernel<x>"
+    names, durs = ("nvjet_gemm", flash, "elementwise_add_kernel"), (10.0, 20.0, 5.0)
+    ops = ("aten::mm", "aten::_scaled_dot_product_flash_attention", "aten::add")
+    ev = []
+    for s, t in enumerate((1000, 2000)):
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"attnscope.step[decode] {s} kv={9 + s}",
+                   "pid": PID, "tid": TID, "ts": t - 5, "dur": 100})  # fmt: skip
+        for j, name in enumerate(ops):
+            corr = 100 * (s + 1) + j
+            ev += [op(name, t + 30 * j, 20, corr), launch(t + 2 + 30 * j, corr, corr),
+                   kernel(names[j], t + 5 + 30 * j, durs[j], corr)]  # fmt: skip
+    path = write_kineto(tmp_path / "eager.json", doc(ev))
+    got = split_steps(path, "eager")
+    want = {"attention_us": 20.0, "rest_us": 15.0, "unattributed_us": 0.0, "total_us": 35.0, "attention_share": 0.5714}
+    assert [{k: g[k] for k in want} for g in got] == [want, want]
+    # no attnscope.model ranges in this trace: the module split has nothing to say
+    assert all(g["module_attention_us"] is None and g["module_attention_share"] is None for g in got)
+
+
 class _Replay:
     """A stand-in for a captured CUDA graph on the CPU: each replay runs the step eagerly, as the graph would."""
 
@@ -140,3 +166,29 @@ def test_the_profiled_graph_loop_stays_inside_the_cache(tmp_path: Path, monkeypa
     assert path.exists()
     written = loop.cache.layers[0].keys[0, 0].abs().sum(-1)  # per position: nonzero where a token was written
     assert int((written != 0).sum()) == SEQ + STEPS  # the prefill and every step, each in its own position
+
+
+def test_the_per_step_table_shows_the_module_share_beside_the_kernel_share() -> None:
+    import io
+
+    from rich.console import Console
+
+    from attnscope.report.text.model import render_decode_steps
+
+    def row(replay: str, module: float | None) -> dict[str, object]:
+        p = {"step": 0, "kv_len": 9, "time_us": 40.0, "attention_us": 20.0, "rest_us": 15.0, "unattributed_us": 5.0,
+             "total_us": 40.0, "attention_share": 0.5}  # fmt: skip
+        if module is not None:
+            p["module_attention_share"] = module
+        return {"status": "ok", "impl": "sdpa", "steps": {"replay": replay, "series": [p], "time_method": "t",
+                                                            "split_method": "s"}}  # fmt: skip
+
+    buf = io.StringIO()
+    render_decode_steps({"results": [row("eager", 0.625), row("graph", None)]}, Console(file=buf, width=200))
+    lines = buf.getvalue().splitlines()
+    eager = next(ln for ln in lines if "eager" in ln and "sdpa" in ln)
+    graph = next(ln for ln in lines if "graph" in ln and "sdpa" in ln)
+    assert "attn module %" in buf.getvalue()
+    # 20 of 40 µs = 50.0 (kernels), 15/40 = 37.5, 5/40 = 12.5, and the module share 62.5 on the eager row only
+    assert [c.strip() for c in eager.split("│")[6:10]] == ["50.0", "37.5", "12.5", "62.5"]
+    assert graph.split("│")[9].strip() == "—"

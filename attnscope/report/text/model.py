@@ -144,6 +144,10 @@ def _sample(n: int, most: int) -> list[int]:
     return sorted({round(k * (n - 1) / (most - 1)) for k in range(most)})
 
 
+def _share(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f}"
+
+
 def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> None:
     """The decode loops (``--steps``): per step, the KV length, the step time and attention's share as the cache
     grows (attention, the rest and the unattributed of the profiled step, which sum to its total)."""
@@ -153,7 +157,11 @@ def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> No
     if not rows:
         return
     t = Table(title="decode over a growing static cache, per step", header_style="bold")
-    for c in ("impl", "replay", "step", "KV", "step µs", "attn %", "rest %", "unattr %"):
+    modules = any(p.get("module_attention_share") is not None for r in rows for p in r["steps"]["series"])
+    cols = ("impl", "replay", "step", "KV", "step µs", "attn %", "rest %", "unattr %") + (
+        ("attn module %",) if modules else ()
+    )
+    for c in cols:
         t.add_column(c, justify="left" if c in ("impl", "replay") else "right")
     for r in rows:
         st = r["steps"]
@@ -169,12 +177,19 @@ def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> No
                 str(p["kv_len"]),
                 fmt_us(p["time_us"]),
                 *(_pct(v, total) if v is not None else "—" for v in cells),
+                *((_share(p.get("module_attention_share")),) if modules else ()),
             )
     console.print(t)
     for m in sorted({r["steps"]["time_method"] for r in rows}):
         console.print(f"  step µs: each step's median over its passes; {m}", highlight=False)
     for m in sorted({r["steps"]["split_method"] for r in rows}):
         console.print(f"  shares: {m}; of the profiled step's total (attention + rest + unattributed)", highlight=False)
+    if modules:
+        console.print(
+            "  attn module %: the attention modules' share of the eager step (projections, rotary and K/V copies"
+            " included); a graph's replay has no modules to split by",
+            highlight=False,
+        )
 
 
 def render_layers(doc: dict[str, Any], console: Any) -> None:
