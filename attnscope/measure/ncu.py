@@ -32,6 +32,10 @@ DEEP_METRICS: dict[str, str] = {
     "dram_write_bytes": "dram__bytes_write.sum",
     "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
     "duration_ns": "gpu__time_duration.sum",
+    "grid_size": "launch__grid_size",
+    # the SMs' busy cycles: their mean against the busiest SM's (a grid whose long blocks leave most SMs idle)
+    "sm_active_cycles_avg": "sm__cycles_active.avg",
+    "sm_active_cycles_max": "sm__cycles_active.max",
 }
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
@@ -127,6 +131,9 @@ def tensor_core_verdict(k: NcuKernel, input_dtype: str | None = None) -> tuple[b
 def deep_fields(k: NcuKernel, top_stalls: int = 3) -> dict[str, Any]:
     """The deep-mode numbers of one kernel (None where ncu did not collect them) and its top stall reasons."""
     out: dict[str, Any] = {key: k.get(m) for key, m in DEEP_METRICS.items()}
+    avg, most = out["sm_active_cycles_avg"], out["sm_active_cycles_max"]
+    # the mean SM's busy share of the busiest one's: 100% when the work is spread evenly over the SMs
+    out["sm_balance_pct"] = round(100.0 * avg / most, 1) if avg is not None and most else None
     stalls = []
     for m, v in k.metrics.items():
         if m.startswith(STALL_PREFIX) and m.endswith(STALL_SUFFIX) and v:

@@ -138,6 +138,11 @@ def test_deep_csv_parsed_values_read_by_hand() -> None:
     assert d["dram_read_bytes"] == 50_513_664 and d["l2_hit_rate_pct"] == 79.5 and d["duration_ns"] == 157_472
     assert d["top_stalls"][0] == {"reason": "wait", "warps_per_issue": 1.04}
     assert all(s["reason"] != "selected" for s in d["top_stalls"])
+    # the cuDNN row (the second), read by hand: launch__grid_size 132, sm__cycles_active.avg 150,243.14 and .max
+    # 170,725: the mean SM was busy 150,243.14 / 170,725 = 88.0% of the busiest one's cycles
+    c = ncu.deep_fields(ks[1])
+    assert c["grid_size"] == 132 and c["sm_active_cycles_avg"] == 150_243.14 and c["sm_active_cycles_max"] == 170_725
+    assert c["sm_balance_pct"] == 88.0
 
 
 def rest() -> list[dict[str, Any]]:
