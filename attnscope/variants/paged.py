@@ -421,11 +421,16 @@ def _varlen_check(case: Case) -> str | None:
     # a packed cache read whole needs neither (torch 2.11 has neither; 2.13 has both)
     need = ["seqused_k", "block_table"] if case.page_size is not None else []
     missing = [p for p in need if p not in params]
-    if missing:
-        import torch
+    import torch
 
+    if missing:
         return (
             f"torch {torch.__version__}'s varlen_attn has no {', '.join(missing)} parameter (paged or used-length KV)"
+        )
+    if case.is_gqa and "enable_gqa" not in params:  # torch 2.11: K and V must carry every query head
+        return (
+            f"torch {torch.__version__}'s varlen_attn has no enable_gqa parameter, and this case has "
+            f"{case.heads} query heads on {case.num_kv_heads} KV heads"
         )
     return None
 

@@ -152,3 +152,19 @@ def test_which_servers_a_graph_per_bucket_can_replay():
     assert make_server("paged_gather_flash", case, x).graph_refusal is not None
     assert make_server("paged_gather_sdpa", case, x).graph_refusal is None
     assert make_server("paged_flex", case, x).graph_refusal is None
+
+
+def test_varlen_without_enable_gqa_refuses_a_gqa_case_up_front(monkeypatch):
+    # torch 2.11's varlen_attn takes no enable_gqa (seen on the GPU host as a TypeError at the first call): a packed
+    # GQA case is refused before any tensor, naming both head counts; a case without GQA is not refused for it
+    import torch.nn.attention.varlen as vl
+
+    def varlen_211(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, is_causal=False, scale=None):
+        raise AssertionError("not called by a check")
+
+    from attnscope.variants.paged import _varlen_check  # the check behind the variant's refusal (CUDA-only here)
+
+    monkeypatch.setattr(vl, "varlen_attn", varlen_211)
+    why = _varlen_check(_case(batch=2, heads=4, kv_heads=2, seq_q=1, kv_lens="9,5"))
+    assert why is not None and "enable_gqa" in why and "4 query heads on 2 KV heads" in why
+    assert _varlen_check(_case(batch=2, heads=4, seq_q=1, kv_lens="9,5")) is None
