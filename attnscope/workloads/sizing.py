@@ -108,8 +108,8 @@ def reference_bytes(case: Case, chunk_bytes: int | None = None) -> tuple[int, in
 def serving_variant_bytes(case: Case, variant: str) -> Estimate:
     """A serving variant's extra peak: the gather's dense K and V (B·H_kv·max L·D each) and its boolean mask, with
     SDPA's math path as the upper bound of its scores (4 fp32 B·H·Sq·max L matrices); eager flex's fp32 scores over
-    the whole pool (B·H·Sq·pool tokens, 4 of them) and its two int32 maps of the pool; a fused kernel its output
-    and log-sum-exp."""
+    the whole pool (B·H·Sq·pool tokens, 4 of them), its two int32 maps of the pool and the pool's K broadcast to every
+    batch element and query head (B·H·pool·D fp32); a fused kernel its output and log-sum-exp."""
     e = DTYPE_BYTES[case.dtype]
     b, h, kvh, sq, d = case.batch, case.heads, case.num_kv_heads, case.seq_q, case.head_dim
     cap = max(case.kv_lengths)
@@ -123,6 +123,9 @@ def serving_variant_bytes(case: Case, variant: str) -> Estimate:
     elif variant == "paged_flex":
         parts = {"4 fp32 score matrices over the pool": 4 * b * h * sq * pool * FP32, "pool maps": 2 * pool * 4}
         parts["fp32 q, k, v"] = (out + 2 * pool * kvh * d) * FP32 if e < FP32 else 0
+        # the batched matmul broadcasts the pool's K (then V) to every batch element and query head, in fp32: seen on
+        # the H200 (torch 2.11) as one allocation of B·H·pool·D·4 B (299 GiB at B=32 H=32, 613,024 pool tokens)
+        parts["K (then V) broadcast over batch and heads, fp32"] = b * h * pool * d * FP32
     else:
         parts = {"log-sum-exp": b * h * sq * FP32, "pool maps": 2 * pool * 4}
     parts.update({"output": out * e, "workspace allowance": WORKSPACE_BYTES, "error check (fp64)": 2 * out * FP64})

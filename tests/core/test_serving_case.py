@@ -128,3 +128,5 @@ def test_the_size_check_counts_the_pool_in_whole_pages():
     assert variant_bytes(c, "paged_gather_flash").parts["gathered K, V"] == 4224
     # eager flex scores every pool token: 4 fp32 matrices of B·H·Sq·64 = 4·2·4·64·4 B = 8192 B
     assert variant_bytes(c, "paged_flex").parts["4 fp32 score matrices over the pool"] == 8192
+    # and broadcasts the pool's K to every (batch, query head) in fp32 for its matmul: 2·4·64·8·4 B = 16384 B
+    assert variant_bytes(c, "paged_flex").parts["K (then V) broadcast over batch and heads, fp32"] == 16384
