@@ -308,6 +308,9 @@ def cli_channel(spec: dict[str, Any], counts: Counter[str], bad: list[dict[str, 
         bad.append({"kind": "traceback (cli)", "spec": spec, "argv": argv, "stderr": err[-1500:]})
 
 
+_PARENT: int | None = None  # in a pool worker, the fuzzer's pid: a worker whose parent is gone stops
+
+
 def fuzz(
     indices: list[int],
     seed: int,
@@ -324,6 +327,8 @@ def fuzz(
     bad: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
     for i in indices:
+        if _PARENT is not None and os.getppid() != _PARENT:  # the fuzzer was killed: a pool worker stops with it
+            break
         if time.monotonic() > deadline:
             counts["not run (time limit)"] += 1
             continue
@@ -351,6 +356,8 @@ def fuzz(
 
 def _worker(args: tuple[list[int], int, float, int, int, int, bool]) -> tuple[dict[str, int], list[dict[str, Any]]]:
     indices, seed, deadline_wall, cli_every, sweep_every, measure_every, subprocess_ = args
+    global _PARENT
+    _PARENT = os.getppid()
     import torch
 
     torch.set_num_threads(1)
