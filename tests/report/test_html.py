@@ -18,7 +18,7 @@ from attnscope.report.html.page import embed_json, esc, plot_text
 from attnscope.report.html.sweep import panel_axes, params
 from attnscope.trace import load_trace
 from tests.htmldocs import IMG_KERNEL, SCRIPT_VARIANT, h200_run, hostile_run, model_document, sweep_rows
-from tests.rawtrace import H200, VARIANTS, raw_events, raw_gpu_events_in_call
+from tests.rawtrace import DATA, H200, VARIANTS, raw_events, raw_gpu_events_in_call
 
 pytest.importorskip("plotly")
 
@@ -321,3 +321,26 @@ def test_the_host_caveat_tops_the_run_and_model_pages(loaded):
     for page, heading in pages:
         assert _before(page, html.escape(CAVEAT, quote=True), heading) is loaded
         assert ("host loaded" in page) is loaded
+
+
+def test_analyze_page_has_every_step_and_the_graph_replays(tmp_path):
+    """The real graph-replayed decode loop (tests/data/h100/serving): the page's steps table has one row per
+    decode_step_<s> range of the raw trace, and the CUDA graph section counts its cudaGraphLaunch calls (both read
+    from the raw JSON with the json module)."""
+    import gzip
+    import json
+    import re
+
+    trace = DATA / "h100" / "serving" / "decode_graph_replay.json.gz"
+    ev = json.loads(gzip.open(trace).read())["traceEvents"]
+    steps = [e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("decode_step_")]
+    launches = [e for e in ev if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch"]
+    assert steps and launches
+    out = tmp_path / "a.html"
+    assert main(["analyze", str(trace), "--html", str(out)]) == 0
+    page = out.read_text()
+    steps_part = page.split("<h4>Steps</h4>", 1)[1].split("<h4>", 1)[0]
+    assert f"{len(steps):,} steps from" in steps_part
+    assert len(re.findall(r"<tr>", steps_part)) == len(steps) + 1  # the header and one row per step
+    graphs_part = page.split("<h4>CUDA graphs</h4>", 1)[1].split("<h4>", 1)[0]
+    assert f"CUDA graphs: {len(launches):,} graph launch(es)" in graphs_part

@@ -1,5 +1,6 @@
 """The analyze section: where a trace's GPU time went (categories, attention families, top kernels and
-their launching ops, idle time, hidden copies and upcasts), from each result's ``trace_summary``."""
+their launching ops, the steps and the CUDA graph replays, idle time, hidden copies and upcasts), from each result's
+``trace_summary``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from attnscope.report.html.run import (
     traces_block,
 )
 from attnscope.report.html.timeline import CATEGORY_COLOURS
+from attnscope.report.text.summary import STEP_COLUMNS, graph_lines, step_cells, steps_note
 
 MIB = 1024 * 1024
 
@@ -134,6 +136,28 @@ def ranked_block(sec: dict[str, Any] | None, what: str, keys: tuple[str, ...]) -
     return join([head, table([*keys, "count", "MiB", "GPU time"], rows)])
 
 
+def steps_block(steps: dict[str, Any] | None) -> Markup:
+    """Every step read from the trace's step ranges, as the terminal shows them (the page keeps all of them)."""
+    if not steps:
+        return tag("p", "no step ranges in this trace", class_="dim")
+    rows = list(enumerate(steps["steps"], 1))
+    return join(
+        [
+            tag("p", f"{steps['num_steps']:,} steps from {steps['source']}"),
+            table(list(STEP_COLUMNS), step_cells(rows)),
+            tag("p", steps_note(steps), class_="dim"),
+        ]
+    )
+
+
+def graphs_block(graphs: dict[str, Any] | None) -> Markup:
+    """The CUDA graph replays and how their kernels were matched to the ops of the capture."""
+    lines = graph_lines(graphs)
+    if not lines:
+        return tag("p", "no CUDA graph launches in this trace", class_="dim")
+    return join([tag("p", line.strip()) for line in lines])
+
+
 def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
     return join(
         [
@@ -143,6 +167,10 @@ def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
             families_block(page, s.get("attention_families") or []),
             tag("h4", "Top kernels and the ops that launched them"),
             top_kernels_table(s.get("top_kernels") or []),
+            tag("h4", "Steps"),
+            steps_block(s.get("steps")),
+            tag("h4", "CUDA graphs"),
+            graphs_block(s.get("cuda_graphs")),
             tag("h4", "GPU idle time"),
             idle_block(s.get("idle")),
             tag("h4", "Hidden copies"),

@@ -140,7 +140,8 @@ def graph_lines(g: dict[str, Any] | None) -> list[str]:
 STEP_COLUMNS = ("#", "kind", "GPU", "attention", "rest", "unattr.", "attn %", "Sk", "TB/s", "%spec")
 
 
-def _step_cells(steps: list[tuple[int, dict[str, Any]]]) -> list[list[str]]:
+def step_cells(steps: list[tuple[int, dict[str, Any]]]) -> list[list[str]]:
+    """One row of STEP_COLUMNS per (position, step) (the terminal's table and the page's)."""
     out = []
     for pos, st in steps:
         sk = sorted({c["seq_kv"] for c in st.get("attention_calls") or [] if c.get("seq_kv") is not None})
@@ -175,15 +176,19 @@ def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: in
     rows = list(enumerate(s["steps"], 1))
     shown = rows if len(rows) <= top else rows[: top - 1] + rows[-1:]
     make = partial(_folded_of, STEP_COLUMNS, f"{title}: {s['num_steps']:,} steps from {s['source']}")
-    console.print(_grid(make, _step_cells(shown), console))
-    kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
+    console.print(_grid(make, step_cells(shown), console))
     more = f" (the first {top - 1} and the last shown; names in the JSON)" if len(rows) > top else ""
-    line = (
+    console.print(bullet(console, "  • ", steps_note(s, more)), highlight=False)
+
+
+def steps_note(s: dict[str, Any], more: str = "") -> str:
+    """What the steps table shows and how its columns add up."""
+    kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
+    return (
         f"steps by kind: {kinds}{more}; GPU time launched outside any step: {fmt_us(s['outside_steps_us'])}; "
         "attention + rest + unattr. = the step's GPU time; TB/s: the attention calls' bytes (Q, K, V read, O "
         "written) over the step's attention time"
     )
-    console.print(bullet(console, "  • ", line), highlight=False)
 
 
 def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
