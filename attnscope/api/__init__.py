@@ -207,7 +207,7 @@ def sweep(
         raise UsageError(f"executor {executor!r}: use one of {', '.join(EXECUTORS)}")
     if timeout_s is not None:
         check_seconds("timeout_s", timeout_s)
-    check_timeout(executor, timeout_s, library=True)
+    check_timeout(executor, timeout_s)
     if workers is not None:
         check_number("workers", workers, minimum=1, maximum=1024)
         if not isinstance(workers, int):

@@ -240,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return pipe_closed()
     except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks
-        print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
+        from attnscope.cli.errors import as_flags  # the values the library's message names, said as their flags
+
+        print(f"attnscope: error: {_one_line(as_flags(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as e:  # before the command began saving (after, the command says what it saved)
         return stop.interrupted(e, _not_yet(argv))
@@ -258,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _one_line(e: BaseException) -> str:
+def _one_line(e: BaseException | str) -> str:
     from attnscope.report.text.terminal import one_line  # a name in the message is printed as data
 
     return one_line(str(e))

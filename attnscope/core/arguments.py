@@ -1,7 +1,8 @@
 """Checks of what a user types, done before any measurement: numbers, names, output paths, devices.
 
-Every check raises :class:`UsageError` with one line that names the argument and says what it
-takes; the command line turns it into ``attnscope: error: …`` and exit 2.  Output paths are
+Every check raises :class:`UsageError` with one line that names the value, as the library calls it, and says
+what it takes; the command line says each named value as its flag (``attnscope.cli.errors``) in
+``attnscope: error: …``, and exits 2.  Output paths are
 probed by creating (and removing) a file where the result will go, because permission bits
 say nothing to root and nothing about read-only or virtual file systems (``/proc``).
 """
@@ -12,8 +13,9 @@ import argparse
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 # Far above any real attention problem, far below sizes whose arithmetic alone overflows a
 # float: anything between is judged by the memory and time estimates (attnscope.workloads.sizing).
@@ -29,7 +31,26 @@ DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
 
 class UsageError(ValueError):
-    """Bad input: the message is the one line the user sees."""
+    """Bad input: the message is the one line the user sees, in the library's words.
+
+    ``fields``: the values it names, each written in the message as the library calls it (a case's field such as
+    ``seq_kv`` or ``mask``, a parameter such as ``budget_s``), and written only where it means that value.  The
+    command line says each of them as the flag that sets it (``attnscope.cli.errors``), so ``mask 'sliding:x'`` from
+    ``attnscope.run(case)`` is ``--mask 'sliding:x'`` from ``attnscope run``.
+    """
+
+    def __init__(self, message: str, *, fields: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.fields: tuple[str, ...] = tuple(fields)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # across a process or Ray: the fields travel with the message
+        return (type(self), (str(self),), {"fields": self.fields})
+
+
+def fields_of(e: BaseException) -> tuple[str, ...]:
+    """The values an error names (:attr:`UsageError.fields`), () for any other error: kept when it is re-raised
+    inside a longer message."""
+    return tuple(getattr(e, "fields", ()))
 
 
 def positive_int(name: str, limit: int) -> Callable[[str], int]:
@@ -113,18 +134,14 @@ def timeout_seconds(s: str) -> float:
     return seconds("timeout")(s)
 
 
-def check_timeout(executor: str, timeout: float | None, *, library: bool = False) -> None:
-    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it.
-    ``library``: said in the API's words (``timeout_s``, ``executor=``) instead of the flags'."""
+def check_timeout(executor: str, timeout: float | None) -> None:
+    """The one timeout check: an executor that runs jobs in this process cannot stop one, so it refuses a timeout
+    rather than ignore it (``timeout_s`` and ``executor`` in the message: the command line says its flags)."""
     if timeout is not None and executor == "inline":
-        if library:
-            raise UsageError(
-                "timeout_s needs a worker it can stop, and the inline executor runs in this process: "
-                "pass executor='process' (or 'ray'), or leave timeout_s out"
-            )
         raise UsageError(
-            "--timeout needs a worker it can stop, and the inline executor runs in this process: "
-            "use --executor process (or ray), or leave --timeout out"
+            "timeout_s needs a worker it can stop, and executor inline runs the jobs in this process: "
+            "use executor process (or ray), or leave timeout_s out",
+            fields=("timeout_s", "executor"),
         )
 
 
@@ -132,12 +149,12 @@ def variant_names(text: str) -> list[str]:
     """A comma list of variant names: none empty, none twice (each row keeps its own trace file)."""
     names = [n.strip() for n in text.split(",")]
     if not any(names):
-        raise UsageError(f"--variants {text!r} names no variant; give a comma list or 'all'")
+        raise UsageError(f"variants {text!r} names no variant; give a comma list or 'all'", fields=("variants",))
     if not all(names):
-        raise UsageError(f"--variants {text!r} has an empty name between commas")
+        raise UsageError(f"variants {text!r} has an empty name between commas", fields=("variants",))
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise UsageError(f"--variants names {', '.join(dupes)} more than once")
+        raise UsageError(f"variants names {', '.join(dupes)} more than once", fields=("variants",))
     return names
 
 
@@ -239,13 +256,13 @@ def check_input_file(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {p}: not a file")
 
 
-def parse_device(text: str, what: str = "--device") -> tuple[str, int | None]:
-    """('cpu' | 'cuda', index or None), or UsageError for any other device name (``what``: how the message
-    names where it came from: the flag, or the library's ``case.device``)."""
+def parse_device(text: str, what: str = "device") -> tuple[str, int | None]:
+    """The one device parser: ('cpu' | 'cuda', index or None), or UsageError for any other device name.  ``what``:
+    how the message names the value (``device``, ``case.device``; the command line says ``--device``)."""
     m = DEVICE_RE.match(str(text).strip().lower())
     if not m:
-        raise UsageError(f"{what} {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
+        raise UsageError(f"{what} {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only", fields=(what,))
     kind, idx = m.group(1), m.group(2)
     if kind == "cpu" and idx is not None:
-        raise UsageError(f"{what} {text!r}: the CPU takes no index; use cpu")
+        raise UsageError(f"{what} {text!r}: the CPU takes no index; use cpu", fields=(what,))
     return kind, (int(idx) if idx is not None else None)

@@ -22,7 +22,15 @@ from typing import Any, Literal
 
 from attnscope.core import case_text as text
 from attnscope.core import serving
-from attnscope.core.arguments import DTYPE_MAX, MAX_DIM, MAX_HEAD_DIM, finite_float, number_problem, positive_int
+from attnscope.core.arguments import (
+    DTYPE_MAX,
+    MAX_DIM,
+    MAX_HEAD_DIM,
+    UsageError,
+    finite_float,
+    number_problem,
+    positive_int,
+)
 from attnscope.core.masks import MASK_HELP, MaskSpec, check_mask, parse_mask
 
 Mode = Literal["fwd", "fwd_bwd"]
@@ -30,8 +38,8 @@ MODES: tuple[str, ...] = ("fwd", "fwd_bwd")
 DType = Literal["fp32", "fp16", "bf16"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 
-# how a causal case was asked for, in a message: --causal given, or no mask flag at all
-CAUSAL_STATED = "causal masking (from --causal, or by default when no --mask / --no-causal is given)"
+# how a causal case was asked for, in a message: causal given, or no mask at all (the command line says the flags)
+CAUSAL_STATED = "the masking from causal (given, or by default when no mask is given)"
 
 
 @dataclass(frozen=True)
@@ -65,15 +73,17 @@ class Case:
     def __post_init__(self) -> None:
         for name in ("batch", "heads", "seq_q", "head_dim"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}", fields=(name,))
         if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
-            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)")
+            raise UsageError(
+                f"kv_heads {self.kv_heads} must divide heads {self.heads} (GQA groups)", fields=("kv_heads", "heads")
+            )
         if self.seq_kv is not None and self.seq_kv < 1:
-            raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
+            raise UsageError(f"seq_kv must be >= 1, got {self.seq_kv}", fields=("seq_kv",))
         if self.dtype not in DTYPE_BYTES:
-            raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+            raise UsageError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {self.dtype!r}", fields=("dtype",))
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}", fields=("mode",))
         if self.is_serving:
             self._check_serving()
         self._check_mask()
@@ -82,42 +92,48 @@ class Case:
         """A paged or ragged cache: lengths resolved and checked, seq_kv their longest, the mask lower-right causal
         (or none) per sequence; forward only, no score modification (what the serving variants take)."""
         if self.page_size is not None and self.page_size < 1:
-            raise ValueError(f"page_size must be >= 1, got {self.page_size}")
+            raise UsageError(f"page_size must be >= 1, got {self.page_size}", fields=("page_size",))
         if self.kv_lens is not None:
             spec = serving.parse_kv_lens(self.kv_lens)
             lens = spec.resolve(self.batch)
             if self.seq_kv is not None and self.seq_kv != max(lens):
-                raise ValueError(
-                    f"--seq-kv {self.seq_kv} with --kv-lens {spec.canonical}: the KV length is each sequence's "
-                    f"(the longest is {max(lens)}); leave --seq-kv out"
+                raise UsageError(
+                    f"seq_kv {self.seq_kv} with kv_lens {spec.canonical}: the KV length is each sequence's "
+                    f"(the longest is {max(lens)}); leave seq_kv out",
+                    fields=("seq_kv", "kv_lens"),
                 )
             object.__setattr__(self, "kv_lens", spec.canonical)
             object.__setattr__(self, "seq_kv", max(lens))
         short = min(self.kv_lengths)
         if short < self.seq_q:
-            raise ValueError(
+            raise UsageError(
                 f"a serving cache holds each sequence's {self.seq_q} new token(s) at its end: a KV length of {short} "
                 f"is shorter than seq_q={self.seq_q}"
             )
         refuse = [
             w
             for w, bad in (
-                ("--mode fwd_bwd", self.mode != "fwd"),
-                ("--softcap", self.softcap is not None),
-                ("--alibi", self.alibi),
-                ("--mask-mod/--score-mod", bool(self.mask_mod or self.score_mod)),
+                (("mode fwd_bwd", ("mode",)), self.mode != "fwd"),
+                (("softcap", ("softcap",)), self.softcap is not None),
+                (("alibi", ("alibi",)), self.alibi),
+                (("mask_mod/score_mod", ("mask_mod", "score_mod")), bool(self.mask_mod or self.score_mod)),
             )
             if bad
         ]
         if refuse:
-            raise ValueError(f"a serving cache (--page-size/--kv-lens) is measured forward and plain: drop {refuse[0]}")
+            drop, named = refuse[0]
+            raise UsageError(
+                f"a serving cache (page_size/kv_lens) is measured forward and plain: drop {drop}",
+                fields=("page_size", "kv_lens", *named),
+            )
         if self.mask is None:  # causal by default: the new tokens are the last of each sequence
             object.__setattr__(self, "mask", "causal_lower_right" if self.causal else "none")
         m = parse_mask(str(self.mask))
         if not (m.kind == "none" or (m.kind == "causal" and (m.align == "lower_right" or self.seq_q == 1))):
-            raise ValueError(
-                f"a serving cache (--page-size/--kv-lens) takes --mask causal_lower_right (the default) or none, "
-                f"not {m.canonical}: each sequence's new tokens are the last of its cache"
+            raise UsageError(
+                f"a serving cache (page_size/kv_lens) takes mask causal_lower_right (the default) or none, "
+                f"not {m.canonical}: each sequence's new tokens are the last of its cache",
+                fields=("page_size", "kv_lens", "mask"),
             )
         if m.kind == "causal":
             object.__setattr__(self, "mask", "causal_lower_right")
@@ -144,7 +160,9 @@ class Case:
             # a cap the dtype cannot hold turns c·tanh(s/c) into inf·0: NaN scores
             why = number_problem(self.softcap, strict=True, maximum=DTYPE_MAX[self.dtype])
             if why:
-                raise ValueError(f"softcap {why}" + (f" (the largest {self.dtype})" if "at most" in why else ""))
+                raise UsageError(
+                    f"softcap {why}" + (f" (the largest {self.dtype})" if "at most" in why else ""), fields=("softcap",)
+                )
         spec = parse_mask(self.mask) if self.mask is not None else self.mask_spec  # as asked: its canonical text
         stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
         check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
@@ -223,7 +241,7 @@ class CaseField:
     axis: Callable[[str], list[Any]] | None = None  # a sweep's text → its values; None: not a sweep axis
     axis_default: tuple[Any, ...] | None = None  # Axes' values when a sweep leaves it out; None: Case's default
     sweep_default: Mapping[str, str] = field(default_factory=dict)  # the sweep command's text per device kind
-    excludes: tuple[str, str] | None = None  # (an axis given with it, the message refusing both)
+    excludes: tuple[str, str] | None = None  # (an axis given with it, the message refusing both, naming the two)
     short: str | None = None  # its name in a grid point: 'S' of 'S=512' (None: the point leaves it out)
     symbol: str | None = None  # the recommender's: 'S', 'H_kv'
     numeric: bool = False  # ordered by value: the recommender's policy may say ≤ and ≥ of it
@@ -259,12 +277,12 @@ class CaseField:
 
 def _int_field(name: str, flag: str, limit: int, run_help: str | None, sweep_help: str, **kw: Any) -> CaseField:
     """A whole-number field: --flag N in run, '512,1024' or '512..16384x2' in sweep."""
-    word = flag.removeprefix("--")
+    dest = flag.removeprefix("--").replace("-", "_")  # the axis's name (seq, head_dim): what its errors call it
     return CaseField(
         name=name,
-        run=(Flag(flag, run_help, {"type": positive_int(word, limit)}),),
+        run=(Flag(flag, run_help, {"type": positive_int(dest, limit)}),),
         sweep=(Flag(flag, sweep_help), *kw.pop("sweep_more", ())),
-        axis=partial(text.parse_int_axis, word, limit=limit),
+        axis=partial(text.parse_int_axis, dest, limit=limit),
         numeric=True,
         **kw,
     )
@@ -359,7 +377,7 @@ FIELDS: tuple[CaseField, ...] = (
         label=lambda c: f" {c.mask}" if c.mask is not None else "",
         file=lambda c: f"-mask-{c.mask}" if c.mask is not None else "",
         axis=text.parse_mask_axis, short="mask", masking=True, policy_rank=4,
-        excludes=("causal", "--mask sets the causal part itself (causal, none, sliding, …): give --mask or --causal"),
+        excludes=("causal", "mask and causal both set the masking: give one of them"),
     ),
     CaseField(
         "softcap", "float | None",
@@ -416,7 +434,7 @@ FIELDS: tuple[CaseField, ...] = (
         label=lambda c: f" kv_lens={c.kv_lens}" if c.kv_lens is not None else "",
         file=lambda c: serving.kv_lens_file_part(c.kv_lens) if c.kv_lens is not None else "",
         axis=serving.parse_kv_lens_axis, short="kv_lens", symbol="L_kv", policy_rank=16, omit_none=True,
-        excludes=("seq_kv", "--kv-lens sets each sequence's KV length (seq-kv is the longest): give one of them"),
+        excludes=("seq_kv", "kv_lens sets each sequence's KV length (seq_kv is the longest): give one of them"),
     ),
     CaseField(
         "device", "str",

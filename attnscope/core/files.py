@@ -94,8 +94,9 @@ def check_trace_names(trace_dir: str | Path | None, names: Iterable[str], output
         p = Path(_identity(path)[0])
         if str(p.parent) == folder and p.name in taken:
             raise UsageError(
-                f"{flag} {path} is where --trace-dir keeps the trace {p.name}: one would replace the other; name "
-                "another file"
+                f"{flag} {path} is where trace_dir keeps the trace {p.name}: one would replace the other; name "
+                "another file",
+                fields=("trace_dir",),
             )
 
 

@@ -215,5 +215,5 @@ def test_check_trace_names_refuses_only_a_trace_of_the_folder(tmp_path, monkeypa
     check_trace_names("t", names, [("--json", "t/other.json"), ("--html", "naive.json"), ("--save", None)])
     check_trace_names(None, names, [("--json", "t/naive.json")])  # no --trace-dir: no trace is kept
     for out in ("t/naive.json", "./t/../t/sdpa_math.json", str(tmp_path / "t" / "naive.json")):
-        with pytest.raises(UsageError, match="is where --trace-dir keeps the trace"):
+        with pytest.raises(UsageError, match="is where trace_dir keeps the trace"):
             check_trace_names("t", names, [("--json", out)])

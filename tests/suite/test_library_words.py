@@ -75,7 +75,10 @@ def offenders(source: str, name: str) -> list[str]:
     """'FILE:LINE: text' for each flag-naming string that reaches an error in ``source``."""
     tree = ast.parse(source)
     found: dict[tuple[int, int], str] = {}
-    scopes: list[ast.AST] = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
+    scopes: list[ast.AST] = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)),
+    ]
     for scope in scopes:
         bound = _bound(scope)
         for message in _messages(scope):
@@ -96,9 +99,7 @@ def _library_modules() -> list[Path]:
 
 def test_no_library_error_names_a_flag() -> None:
     bad = [
-        line
-        for p in _library_modules()
-        for line in offenders(p.read_text(encoding="utf-8"), str(p.relative_to(ROOT)))
+        line for p in _library_modules() for line in offenders(p.read_text(encoding="utf-8"), str(p.relative_to(ROOT)))
     ]
     assert not bad, "errors below cli/ that name a flag (say the value in the library's words):\n" + "\n".join(bad)
 
