@@ -27,9 +27,16 @@ FLAG = re.compile(r"--[A-Za-z]")
 
 
 def _strings(node: ast.AST) -> Iterator[ast.Constant]:
+    """Every string in ``node``; an f-string's literal part that ends in ``--`` before a formatted value
+    (``f"--{what}"``) as if the value were a flag's name."""
     for n in ast.walk(node):
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             yield n
+        if isinstance(n, ast.JoinedStr):
+            for part, after in zip(n.values, n.values[1:], strict=False):
+                if isinstance(part, ast.Constant) and isinstance(after, ast.FormattedValue):
+                    if isinstance(part.value, str) and part.value.endswith("--"):
+                        yield ast.Constant(part.value + "x", lineno=part.lineno, col_offset=part.col_offset)
 
 
 def _is_error_call(node: ast.AST) -> bool:
@@ -116,6 +123,7 @@ def test_the_scan_covers_the_library() -> None:
     [
         ('raise ValueError("--mask x: bad")', 1),
         ('raise UsageError(f"--kv-lens {t!r}: bad")', 1),
+        ("raise ValueError(f\"--{what.replace('_', '-')}: no file\")", 1),
         ('e = WriteError("--out: full")', 1),
         ('def f(t, what="--device"):\n    raise UsageError(f"{what} {t}: bad")', 1),
         ('def f(n):\n    what = f"--mask {n}"\n    raise ValueError(msg(what))', 1),
