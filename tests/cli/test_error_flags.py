@@ -142,3 +142,16 @@ def test_the_library_names_the_value_and_the_command_line_the_flag(call, library
     err = capsys.readouterr().err
     assert err.startswith("attnscope: error: " + line), err
     assert err.count("\n") == 1  # one line
+
+
+def test_a_tour_resumed_elsewhere_names_the_values_and_the_command_line_their_flags(tmp_path) -> None:
+    """A transcript made on cuda at size small, resumed on cpu at tiny: the session names device and size; the
+    command line's handler says --device and --size."""
+    from attnscope.tour.session import Session, TourError
+
+    s = Session("cpu", "tiny", lambda *a: ("", ""), tmp_path / "t.json", lambda m: None)
+    with pytest.raises(TourError) as e:
+        s.start({"device": "cuda", "size": "small"})
+    said = str(e.value)
+    assert said.endswith("made on cuda at small, not cpu at tiny: resume it with the same device and size")
+    assert as_flags(e.value).endswith("resume it with the same --device and --size")
