@@ -69,7 +69,7 @@ def _analyze(
     if require_gpu and not tr.has_gpu:
         raise TraceError(
             f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"
-            " or pass --cpu to fingerprint its CPU ops"
+            " or pass require_gpu=False to fingerprint its CPU ops"
         )
     cap = load_trace(capture) if capture is not None else None
     an = analyse(tr, cap)
