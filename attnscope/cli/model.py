@@ -116,17 +116,10 @@ def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[st
 
 
 def _device(arg: str | None) -> str:
-    import torch
+    """The one device check (attnscope.measure.env.check_device: cpu or cuda[:N] that torch reaches)."""
+    from attnscope.measure.env import check_device, default_device
 
-    if arg is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if arg == "cpu":
-        return arg
-    if arg.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError(f"--device {arg}: CUDA is not available here")
-        return arg
-    raise ValueError(f"--device: expected cpu or cuda[:N], got {arg!r}")
+    return check_device(arg) or default_device()
 
 
 def _check_html(path: str | None) -> None:

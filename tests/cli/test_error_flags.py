@@ -14,6 +14,7 @@ from attnscope.cli.errors import as_flags
 from attnscope.cli.main import main
 from attnscope.core.arguments import UsageError, check_timeout, fields_of, parse_device, variant_names
 from attnscope.core.cases import Axes, grid, make_case
+from attnscope.execute.executors import parse_devices
 
 
 def test_each_listed_value_becomes_its_flag() -> None:
@@ -129,6 +130,18 @@ ROWS = [
         "device 'tpu': attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only",
         ["run", "--device", "tpu"],
         "--device 'tpu': attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only",
+    ),
+    (  # model had its own device parser, which took cudaXYZ for a GPU: now the one parser refuses it
+        lambda: parse_device("cudaXYZ"),
+        "device 'cudaXYZ': attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only",
+        ["model", "--device", "cudaXYZ"],
+        "--device 'cudaXYZ': attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only",
+    ),
+    (
+        lambda: parse_devices("cuda:0,cuda:0"),
+        "devices 'cuda:0,cuda:0': names a GPU twice",
+        ["sweep", "--devices", "cuda:0,cuda:0", "--variants", "naive"],
+        "--devices 'cuda:0,cuda:0': names a GPU twice",
     ),
 ]
 
