@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.flags import check_output_file, positive_int
 from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, add_assets_arg, say_unwritten, write_outputs
-from attnscope.core.arguments import check_output_file, positive_int
 from attnscope.core.files import check_outputs
 
 

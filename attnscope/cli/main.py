@@ -15,6 +15,7 @@ from typing import Any
 # The console script's entry() installs the stopping signals' handlers first thing; what this module imports before
 # that is kept light (no torch, no rich, no analysis: ~10 ms), so a signal at any moment ends in one line.
 from attnscope.cli import stop
+from attnscope.cli.flags import positive_int, seconds, timeout_seconds
 from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's one vocabulary)
     EXIT_FAIL,
     EXIT_INTERNAL,
@@ -32,7 +33,6 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
-from attnscope.core.arguments import positive_int, seconds, timeout_seconds
 from attnscope.core.files import WriteError
 
 

@@ -7,9 +7,10 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.flags import positive_int, seconds, timeout_seconds
 from attnscope.cli.model_jobs import SCHEMA_VERSION
 from attnscope.cli.run import add_assets_arg, check_assets
-from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, positive_int, seconds, timeout_seconds
+from attnscope.core.arguments import MAX_DIM, MAX_LAYERS
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
 __all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
@@ -129,7 +130,7 @@ def _check_html(path: str | None) -> None:
 
 def _check_paths(args: argparse.Namespace) -> None:
     """Every output path checked before a model is built: a bad one is exit 2, not a lost measurement."""
-    from attnscope.core.arguments import check_output_dir, check_output_file
+    from attnscope.cli.flags import check_output_dir, check_output_file
 
     if args.resume and not args.out:
         raise ValueError("--resume needs --out (the JSONL store to complete)")
@@ -283,7 +284,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     refused)."""
     if not args.out:
         return _model(args)
-    from attnscope.core.arguments import check_output_file
+    from attnscope.cli.flags import check_output_file
     from attnscope.core.files import lock_store
 
     check_output_file(args.out, "--out")  # its own one-line refusals come before the lock's

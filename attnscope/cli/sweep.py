@@ -15,17 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.cli import stop
+from attnscope.cli.flags import add_flags, check_output_dir, check_output_file, positive_int, seconds, timeout_seconds
 from attnscope.cli.run import EXIT_WRITE, _check_html, add_assets_arg, say_unwritten, traces_not_kept
-from attnscope.core.arguments import (
-    UsageError,
-    check_output_dir,
-    check_output_file,
-    check_timeout,
-    positive_int,
-    seconds,
-    timeout_seconds,
-)
-from attnscope.core.case import AXIS_FIELDS, add_flags
+from attnscope.core.arguments import UsageError, check_timeout
+from attnscope.core.case import AXIS_FIELDS
 from attnscope.core.files import WriteError, check_outputs, check_trace_names
 from attnscope.execute.executors import EXECUTORS
 

@@ -4,7 +4,7 @@
 ``sweep`` (an axis of values), their help, how its text is read, its default per device, whether it is a sweep
 axis, its parts of a label and of a trace file name, and its JSON key.  Generated from it:
 
-- the flags of ``run``, ``guess``, ``variants`` and ``sweep`` (:func:`add_flags`);
+- the flags of ``run``, ``guess``, ``variants`` and ``sweep`` (:func:`attnscope.cli.flags.add_flags`);
 - the device's default case and the case read from the flags (:mod:`attnscope.core.cases`);
 - the sweep's axes, their defaults and their product (:class:`attnscope.core.cases.Axes`, ``grid``, ``axes_from``);
 - :meth:`Case.label` and :attr:`Case.mask_label`, and the trace file names (:func:`file_stem`);
@@ -15,7 +15,7 @@ axis, its parts of a label and of a trace file name, and its JSON key.  Generate
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -27,9 +27,9 @@ from attnscope.core.arguments import (
     MAX_DIM,
     MAX_HEAD_DIM,
     UsageError,
-    finite_float,
     number_problem,
-    positive_int,
+    read_number,
+    read_whole,
 )
 from attnscope.core.masks import MASK_HELP, MaskSpec, check_mask, parse_mask
 
@@ -215,12 +215,14 @@ class Case:
 
 @dataclass(frozen=True)
 class Flag:
-    """One spelling of a field on the command line: ``add_argument(name, help=help, **options)``."""
+    """One spelling of a field on the command line: ``add_argument(name, help=help, **options)``, with ``read`` (the
+    library's reader of its text, raising UsageError) as its argparse type when given."""
 
     name: str
     help: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     exclusive: bool = False  # in the command's one mutually exclusive group (--causal | --no-causal | --mask)
+    read: Callable[[str], Any] | None = None
 
 
 Command = Literal["run", "sweep"]
@@ -280,7 +282,7 @@ def _int_field(name: str, flag: str, limit: int, run_help: str | None, sweep_hel
     dest = flag.removeprefix("--").replace("-", "_")  # the axis's name (seq, head_dim): what its errors call it
     return CaseField(
         name=name,
-        run=(Flag(flag, run_help, {"type": positive_int(dest, limit)}),),
+        run=(Flag(flag, run_help, read=partial(read_whole, limit=limit)),),
         sweep=(Flag(flag, sweep_help), *kw.pop("sweep_more", ())),
         axis=partial(text.parse_int_axis, dest, limit=limit),
         numeric=True,
@@ -310,7 +312,7 @@ def _causal(c: Case) -> bool:
     return c.mask is None and c.causal  # a mask says its causal part itself
 
 
-BUDGET_TOKENS = positive_int("budget-tokens", 1 << 30)  # sweep's other spelling of the batch axis: B = N / S
+BUDGET_TOKENS = partial(read_whole, limit=1 << 30)  # sweep's other spelling of the batch axis: B = N / S
 DEVICE_HELP = "cpu or cuda[:N] (default: cuda if available, else cpu)"
 
 # In the order a label and a file name give them, and the order of a sweep's product (the last varies fastest).
@@ -319,7 +321,7 @@ FIELDS: tuple[CaseField, ...] = (
     _int_field(
         "batch", "--batch", MAX_DIM["batch"], None,
         "batch sizes (default 1 on CPU; on GPU --budget-tokens 16384 sets them)",
-        sweep_more=(Flag("--budget-tokens", "batch = N / seq (B·S kept)", {"type": BUDGET_TOKENS}),),
+        sweep_more=(Flag("--budget-tokens", "batch = N / seq (B·S kept)", read=BUDGET_TOKENS),),
         type="int", label=lambda c: f"B={c.batch}", file=lambda c: f"-b{c.batch}", short="B", symbol="B",
         default={"cpu": 1, "cuda": 4}, axis_default=(1,), sweep_default={"cpu": "1"}, policy_rank=9,
     ),
@@ -382,7 +384,7 @@ FIELDS: tuple[CaseField, ...] = (
     CaseField(
         "softcap", "float | None",
         run=(Flag("--softcap", "tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)",
-                  {"type": finite_float("softcap", strict=True)}),),
+                  read=partial(read_number, strict=True)),),
         sweep=(Flag("--softcap", "comma list of soft-caps, 0 for none (e.g. 0,30)"),),
         label=lambda c: f" softcap={c.softcap:g}" if c.softcap is not None else "",
         file=lambda c: f"-cap{c.softcap:g}" if c.softcap is not None else "",
@@ -422,7 +424,7 @@ FIELDS: tuple[CaseField, ...] = (
     CaseField(
         "page_size", "int | None",
         run=(Flag("--page-size", "a paged KV cache: tokens per page, behind a shuffled block table (docs/serving.md)",
-                  {"type": positive_int("page-size", MAX_PAGE)}),),
+                  read=partial(read_whole, limit=MAX_PAGE)),),
         sweep=(Flag("--page-size", "comma list of page sizes, 0 for a contiguous cache (e.g. 0,16,64)"),),
         label=_page_label, file=lambda c: f"-p{c.page_size}" if c.page_size is not None else "",
         axis=text.parse_page_axis, short="page", symbol="P", numeric=True, policy_rank=15, omit_none=True,
@@ -461,25 +463,6 @@ def default_fields(device: str) -> dict[str, Any]:
 def file_stem(case: Case) -> str:
     """Each field's part of a trace file name: '-b1-h8-kv2-s512x1024-d64-bf16-mask-sliding:128-cap30-alibi-fwd'."""
     return "".join(f.file(case) for f in FIELDS)
-
-
-def add_flags(group: Any, command: Command, names: Iterable[str] | None = None) -> None:
-    """The fields' flags of ``command`` on an argparse parser or group (only those of ``names`` if given).
-
-    ``run`` gives the device first (the other fields' defaults depend on it); ``sweep`` the axes in table order.
-    """
-    wanted = set(names) if names is not None else None
-    order = sorted(FIELDS, key=lambda f: f.name != "device") if command == "run" else list(FIELDS)
-    exclusive = None
-    for f in order:
-        if wanted is not None and f.name not in wanted:
-            continue
-        for flag in f.flags(command):
-            target = group
-            if flag.exclusive:
-                exclusive = exclusive if exclusive is not None else group.add_mutually_exclusive_group()
-                target = exclusive
-            target.add_argument(flag.name, help=flag.help, **flag.options)
 
 
 @dataclass(frozen=True)
