@@ -4,7 +4,8 @@ Below the command line an error names a value as the library calls it (``mask 's
 integer``, ``budget_s: must be > 0``) and lists those names in :attr:`attnscope.core.arguments.UsageError.fields`.
 Here, in the one place that prints ``attnscope: error: …``, each listed name becomes its flag (``--mask
 'sliding:x': …``, ``--budget: …``), so the line names what the user typed.  Quoted text (a value as given, e.g.
-``'sliding:mask'``) is left as it is.
+``'sliding:mask'``) is left as it is, and so is a name that is part of a path or a file name (``out/x.jsonl``,
+``mask.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ PARAMETERS = {
     "trace_dir": "--trace-dir",
     "size": "--size",
     "case.device": "--device",
+    "out": "--out",
+    "resume": "--resume",
 }
 # a value as repr() gives it: a quote that no letter precedes (the apostrophe of "sequence's" opens nothing)
 _QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*")""")
@@ -47,7 +50,7 @@ def as_flags(e: BaseException) -> str:
     if not names:
         return text
     pattern = re.compile(
-        r"(?<![\w.\-])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w\-])"
+        r"(?<![\w.\-/])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w\-./])"
     )
     parts = _QUOTED.split(text)
     for i in range(0, len(parts), 2):  # the even parts lie outside quotes

@@ -134,8 +134,9 @@ def _check_paths(args: argparse.Namespace) -> None:
 
     if args.resume and not args.out:
         raise ValueError("--resume needs --out (the JSONL store to complete)")
-    if args.out and not args.resume and Path(args.out).exists() and Path(args.out).stat().st_size > 0:
-        raise ValueError(f"--out {args.out}: already holds rows; add --resume to complete it, or name a new file")
+    from attnscope.core.files import check_fresh_store
+
+    check_fresh_store(args.out, resume=args.resume)
     check_output_file(args.out, "--out")
     check_output_file(args.json, "--json")
     check_output_file(args.html, "--html")

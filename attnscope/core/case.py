@@ -116,14 +116,14 @@ class Case:
                 (("mode fwd_bwd", ("mode",)), self.mode != "fwd"),
                 (("softcap", ("softcap",)), self.softcap is not None),
                 (("alibi", ("alibi",)), self.alibi),
-                (("mask_mod/score_mod", ("mask_mod", "score_mod")), bool(self.mask_mod or self.score_mod)),
+                (("mask_mod or score_mod", ("mask_mod", "score_mod")), bool(self.mask_mod or self.score_mod)),
             )
             if bad
         ]
         if refuse:
             drop, named = refuse[0]
             raise UsageError(
-                f"a serving cache (page_size/kv_lens) is measured forward and plain: drop {drop}",
+                f"a serving cache (page_size or kv_lens) is measured forward and plain: drop {drop}",
                 fields=("page_size", "kv_lens", *named),
             )
         if self.mask is None:  # causal by default: the new tokens are the last of each sequence
@@ -131,7 +131,7 @@ class Case:
         m = parse_mask(str(self.mask))
         if not (m.kind == "none" or (m.kind == "causal" and (m.align == "lower_right" or self.seq_q == 1))):
             raise UsageError(
-                f"a serving cache (page_size/kv_lens) takes mask causal_lower_right (the default) or none, "
+                f"a serving cache (page_size or kv_lens) takes mask causal_lower_right (the default) or none, "
                 f"not {m.canonical}: each sequence's new tokens are the last of its cache",
                 fields=("page_size", "kv_lens", "mask"),
             )

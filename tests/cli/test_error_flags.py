@@ -34,6 +34,11 @@ def test_quoted_values_are_left_as_given() -> None:
     assert as_flags(e) == "--mask 'sliding:mask': the window must be an integer; each sequence's --mask"
 
 
+def test_a_name_inside_a_path_or_a_file_name_is_left_as_it_is() -> None:
+    e = UsageError("out out/x.jsonl: mask_mod mask.py:fn in run/out", fields=("out", "mask_mod", "mask"))
+    assert as_flags(e) == "--out out/x.jsonl: --mask-mod mask.py:fn in run/out"
+
+
 def test_an_error_without_fields_is_printed_as_it_is() -> None:
     assert as_flags(ValueError("budget_s: must be > 0")) == "budget_s: must be > 0"
     assert as_flags(UsageError("mask x", fields=("no_such_value",))) == "mask x"
@@ -83,9 +88,9 @@ ROWS = [
     ),
     (
         lambda: make_case("cpu", seq_q=1, batch=1, kv_lens="8", mode="fwd_bwd"),
-        "a serving cache (page_size/kv_lens) is measured forward and plain: drop mode fwd_bwd",
+        "a serving cache (page_size or kv_lens) is measured forward and plain: drop mode fwd_bwd",
         ["run", "--device", "cpu", "--seq", "1", "--kv-lens", "8", "--mode", "fwd_bwd"],
-        "a serving cache (--page-size/--kv-lens) is measured forward and plain: drop --mode fwd_bwd",
+        "a serving cache (--page-size or --kv-lens) is measured forward and plain: drop --mode fwd_bwd",
     ),
     (
         lambda: make_case("cpu", kv_heads=3),
@@ -168,3 +173,30 @@ def test_a_tour_resumed_elsewhere_names_the_values_and_the_command_line_their_fl
     said = str(e.value)
     assert said.endswith("made on cuda at small, not cpu at tiny: resume it with the same device and size")
     assert as_flags(e.value).endswith("resume it with the same --device and --size")
+
+
+def _store_with_two_rows(path) -> None:
+    path.write_text('{"variant": "naive", "status": "ok"}\n{"variant": "naive", "status": "ok"}\n')
+
+
+@pytest.mark.parametrize("command", [["sweep", "--device", "cpu", "--variants", "naive"], ["model", "--device", "cpu"]])
+def test_a_store_that_holds_rows_is_refused_by_the_one_check_naming_out_and_resume(tmp_path, capsys, command):
+    """sweep and model (each had its own copy, worded differently) refuse a store with rows, before any work,
+    in the one check's words said as flags."""
+    out = tmp_path / "s.jsonl"
+    _store_with_two_rows(out)
+    assert main([*command, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnscope: error: --out {out} already holds ")
+    assert "pass --resume to measure only what is missing, or name another file" in err and err.count("\n") == 1
+
+
+def test_api_sweep_refuses_a_store_that_holds_rows_in_the_library_s_words(tmp_path) -> None:
+    from attnscope.api import sweep
+
+    out = tmp_path / "s.jsonl"
+    _store_with_two_rows(out)
+    with pytest.raises(UsageError) as e:
+        sweep([make_case("cpu", seq_q=16, heads=1, head_dim=8)], ["naive"], out=out)
+    assert str(e.value).startswith(f"out {out} already holds ")
+    assert "pass resume to measure only what is missing" in str(e.value) and "--" not in str(e.value)
