@@ -10,7 +10,7 @@ from typing import Any
 from attnscope.cli.flags import positive_int, seconds, timeout_seconds
 from attnscope.cli.model_jobs import SCHEMA_VERSION
 from attnscope.cli.run import add_assets_arg, check_assets
-from attnscope.core.arguments import MAX_DIM, MAX_LAYERS
+from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, check_timeout
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
 __all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
@@ -153,9 +153,11 @@ def _check_size(
 ) -> None:
     """Refuse, before anything is allocated, a mode whose estimate (weights, activations, optimizer state) does
     not fit in the free memory (attnscope.workloads.hf.size says how each term is counted)."""
-    from attnscope.workloads.hf.size import HEADROOM, free_memory, parameters, too_big
+    from attnscope.measure.env import free_memory_bytes
+    from attnscope.workloads.hf.size import parameters, too_big
+    from attnscope.workloads.sizing import HEADROOM
 
-    free = free_memory(device)
+    free = free_memory_bytes(device)  # the one reader: the GPU's, or the host's within the container's limit
     over = too_big(cfg, modes, impls, batch=batch, seq=seq, dtype=dtype, free_bytes=free)
     if over and free is not None:
         hint = "" if layers is not None else "; try --layers 2"
@@ -194,8 +196,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
     batches = given_batches or [2 if cuda else 1]
     seqs = given_seqs or [2048 if cuda else 128]
     batch, seq = max(batches), max(seqs)  # the largest point: what the positions and the size check weigh
-    if args.timeout is not None and args.executor == "inline":
-        raise ValueError("--timeout needs a worker it can stop: use --executor process or ray")
+    check_timeout(args.executor, args.timeout)  # the one timeout check, as run and sweep make it
     if args.devices and args.executor == "inline":
         raise ValueError("--devices needs one worker per GPU: use --executor process or ray")
     args.replays = _replays(args, modes, device)
