@@ -16,6 +16,12 @@ from functools import cache
 # Values that are no field of the case: the library's parameter → the flag that sets it.
 PARAMETERS = {
     "budget_s": "--budget",
+    "timing_budget_s": "--budget",
+    "threshold_pct": "--threshold",
+    "steps": "--steps",
+    "bucket": "--bucket",
+    "workers": "--workers",
+    "jobs": "--jobs",
     "timeout_s": "--timeout",
     "time_limit_s": "--time-limit",
     "executor": "--executor",

@@ -33,6 +33,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
+from attnscope.core.arguments import MAX_BUCKET, MAX_STEPS
 from attnscope.core.files import WriteError
 
 
@@ -157,13 +158,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
     r.add_argument(
         "--steps",
-        type=positive_int("steps", 1 << 16),
+        type=positive_int("steps", MAX_STEPS),
         help="also decode N steps over a growing cache per variant (a serving case, seq 1): each step timed eagerly "
         "and, on CUDA, replayed from a graph per shape bucket (docs/serving.md)",
     )
     r.add_argument(
         "--bucket",
-        type=positive_int("bucket", 1 << 20),
+        type=positive_int("bucket", MAX_BUCKET),
         default=256,
         help="with --steps: tokens per shape bucket, one CUDA graph (and one plan) each (default 256)",
     )

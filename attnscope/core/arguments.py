@@ -9,6 +9,7 @@ are the command line's (``attnscope.cli.flags``).
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -23,6 +24,11 @@ MAX_SECONDS = 7 * 24 * 3600.0
 # The largest finite value of each dtype (torch.finfo(...).max): a soft-cap beyond it cannot be held in the scores.
 DTYPE_MAX = {"fp32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "fp16": 65504.0}
 MAX_LAYERS = 1 << 12  # model --layers: deeper than any published transformer
+MAX_STEPS = 1 << 16  # decode steps over a growing serving cache (run's steps)
+MAX_BUCKET = 1 << 20  # tokens per shape bucket of those steps
+MAX_SEED = (1 << 63) - 1  # torch.manual_seed's largest
+MAX_PROCESSES = 1024  # analyze's processes for several traces (--jobs)
+MAX_BUDGET_TOKENS = 1 << 30  # a sweep's B·S (batch = N / seq)
 DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
 
@@ -75,6 +81,18 @@ def check_number(
     why = number_problem(v, minimum=minimum, strict=strict, maximum=maximum)
     if why:
         raise UsageError(f"{what}: {why}", fields=(what,))
+
+
+def check_whole(what: str, v: object, *, minimum: int = 1, maximum: int) -> None:
+    """The library's check of a whole number it is given (a shape, a count of steps): an int, not a bool, a float or
+    NaN, in [minimum, maximum]; a one-line ``UsageError`` naming the parameter otherwise."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise UsageError(f"{what}: expected a whole number, got {v!r}", fields=(what,))
+    n = int(v)
+    if n < minimum:
+        raise UsageError(f"{what} must be >= {minimum}, got {n}", fields=(what,))
+    if n > maximum:
+        raise UsageError(f"{what} {n:,} is past the most this tool takes ({maximum:,})", fields=(what,))
 
 
 def check_seconds(what: str, v: object) -> None:

@@ -24,9 +24,11 @@ from attnscope.core import case_text as text
 from attnscope.core import serving
 from attnscope.core.arguments import (
     DTYPE_MAX,
+    MAX_BUDGET_TOKENS,
     MAX_DIM,
     MAX_HEAD_DIM,
     UsageError,
+    check_whole,
     number_problem,
     read_number,
     read_whole,
@@ -71,15 +73,14 @@ class Case:
     kv_lens: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("batch", "heads", "seq_q", "head_dim"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}", fields=(name,))
+        for name, limit in _WHOLE.items():
+            v = getattr(self, name)
+            if v is not None or name in ("batch", "heads", "seq_q", "head_dim"):
+                check_whole(name, v, maximum=limit)
         if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
             raise UsageError(
                 f"kv_heads {self.kv_heads} must divide heads {self.heads} (GQA groups)", fields=("kv_heads", "heads")
             )
-        if self.seq_kv is not None and self.seq_kv < 1:
-            raise UsageError(f"seq_kv must be >= 1, got {self.seq_kv}", fields=("seq_kv",))
         if self.dtype not in DTYPE_BYTES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {self.dtype!r}", fields=("dtype",))
         if self.mode not in MODES:
@@ -91,8 +92,6 @@ class Case:
     def _check_serving(self) -> None:
         """A paged or ragged cache: lengths resolved and checked, seq_kv their longest, the mask lower-right causal
         (or none) per sequence; forward only, no score modification (what the serving variants take)."""
-        if self.page_size is not None and self.page_size < 1:
-            raise UsageError(f"page_size must be >= 1, got {self.page_size}", fields=("page_size",))
         if self.kv_lens is not None:
             spec = serving.parse_kv_lens(self.kv_lens)
             lens = spec.resolve(self.batch)
@@ -312,7 +311,7 @@ def _causal(c: Case) -> bool:
     return c.mask is None and c.causal  # a mask says its causal part itself
 
 
-BUDGET_TOKENS = partial(read_whole, limit=1 << 30)  # sweep's other spelling of the batch axis: B = N / S
+BUDGET_TOKENS = partial(read_whole, limit=MAX_BUDGET_TOKENS)  # sweep's other spelling of the batch axis: B = N / S
 DEVICE_HELP = "cpu or cuda[:N] (default: cuda if available, else cpu)"
 
 # In the order a label and a file name give them, and the order of a sweep's product (the last varies fastest).
@@ -447,6 +446,16 @@ FIELDS: tuple[CaseField, ...] = (
 )
 # fmt: on
 FIELD: dict[str, CaseField] = {f.name: f for f in FIELDS}
+# The whole-number fields and their limits (the flags' limits too), checked by Case itself for a library caller.
+_WHOLE = {
+    "batch": MAX_DIM["batch"],
+    "heads": MAX_DIM["heads"],
+    "kv_heads": MAX_DIM["kv_heads"],
+    "seq_q": MAX_DIM["seq"],
+    "seq_kv": MAX_DIM["seq_kv"],
+    "head_dim": MAX_HEAD_DIM,
+    "page_size": MAX_PAGE,
+}
 AXIS_FIELDS: tuple[CaseField, ...] = tuple(f for f in FIELDS if f.axis is not None)
 
 

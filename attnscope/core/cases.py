@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from attnscope.core.arguments import UsageError, fields_of
+from attnscope.core.arguments import MAX_BUDGET_TOKENS, UsageError, check_whole, fields_of
 from attnscope.core.case import AXIS_FIELDS, FIELD, FIELDS, Case, default_fields
 
 MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
@@ -95,7 +95,8 @@ def grid(axes: Axes, device: str) -> list[Case]:
     """Every combination, in the table's order (the last axis varies fastest); a combination that is not a
     valid case is an error naming it.  A mask sets causal itself: with masks given, the causal axis is left out."""
     lists = {f.name: list(axes.values[f.dest]) for f in AXIS_FIELDS}
-    if axes.budget_tokens:
+    if axes.budget_tokens is not None:
+        check_whole("budget_tokens", axes.budget_tokens, maximum=MAX_BUDGET_TOKENS)
         lists["batch"] = [None]
     if lists["mask"] != [None]:
         lists["causal"] = [False]  # a mask sets causal itself
