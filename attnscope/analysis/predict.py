@@ -20,6 +20,7 @@ from attnscope.analysis.rules.insights import MIB, main_kernel, safe_softmax_ker
 from attnscope.analysis.rules.peers import timing_of
 from attnscope.analysis.rules.row_kernels import compute_kernels
 from attnscope.analysis.rules.ties import ran_backend
+from attnscope.core.arguments import UsageError
 from attnscope.core.types import Prediction, Verdict
 
 # kind → (what the value is, the shape it takes)
@@ -63,8 +64,8 @@ TIME_INSIGHTS = (
 )
 
 
-class PredictionError(ValueError):
-    """A predictions file that cannot be read; the message says where and why."""
+class PredictionError(UsageError):
+    """A predictions file that cannot be read; the message says where and why (``fields``: the values it names)."""
 
 
 def _non_negative(vs: list[Any], where: str) -> None:

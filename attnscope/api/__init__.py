@@ -69,7 +69,7 @@ def _analyze(
     if require_gpu and not tr.has_gpu:
         raise TraceError(
             f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"
-            " or pass --cpu to fingerprint its CPU ops"
+            " or pass require_gpu=False to fingerprint its CPU ops"
         )
     cap = load_trace(capture) if capture is not None else None
     an = analyse(tr, cap)
@@ -194,6 +194,7 @@ def sweep(
     Returns this call's results (the file holds them all).
     """
     from attnscope.core.arguments import UsageError, check_number, check_seconds, check_timeout
+    from attnscope.core.files import check_fresh_store
     from attnscope.execute import sweep_settings
     from attnscope.execute.executors import EXECUTORS, make_executor
     from attnscope.execute.job import Options
@@ -207,7 +208,7 @@ def sweep(
         raise UsageError(f"executor {executor!r}: use one of {', '.join(EXECUTORS)}")
     if timeout_s is not None:
         check_seconds("timeout_s", timeout_s)
-    check_timeout(executor, timeout_s, library=True)
+    check_timeout(executor, timeout_s)
     if workers is not None:
         check_number("workers", workers, minimum=1, maximum=1024)
         if not isinstance(workers, int):
@@ -227,8 +228,7 @@ def sweep(
 
             check_reachable(ray_address)
     store = Store(out)
-    if not resume and store.path.exists() and store.path.stat().st_size > 0:
-        raise UsageError(f"{out} already holds rows: pass resume=True to measure only what is missing")
+    check_fresh_store(out, resume=resume, count=lambda: len(store.rows()))
     names = [v.name for v in resolve(variants)]
     if variants is None:  # the default set: the built-ins that can run on the cases' devices (as the CLI's)
         from attnscope.execute.sweep import default_variants

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.arguments import MAX_PROCESSES, check_whole
 from attnscope.core.types import Result
 from attnscope.trace import TraceError
 
@@ -54,6 +55,8 @@ def analyze_many(
     paths: list[Path], *, jobs: int | None = None, require_gpu: bool = True, capture: str | None = None
 ) -> tuple[list[Result], list[str]]:
     """Results in input order and one error line per file that could not be analysed."""
+    if jobs is not None:  # a whole number of processes, as the command line's --jobs
+        check_whole("jobs", jobs, maximum=MAX_PROCESSES)
     n = len(paths)
     workers = max(1, min(jobs or os.cpu_count() or 1, n))
     if workers == 1:

@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.arguments import check_number
+
 FLAGS = (
     "status",
     "sdpa_backend",
@@ -48,6 +50,8 @@ def diff_files(
     metrics: tuple[str, ...] = ("gpu", "cpu"),
 ) -> dict[str, Any]:
     """The diff document `attnscope diff --json` writes: two documents or traces compared, variant by variant."""
+    if threshold_pct is not None:  # a finite percentage ≥ 0, as the command line's --threshold, before any reading
+        check_number("threshold_pct", threshold_pct)
     bad = [m for m in metrics if m not in TIME_METRICS]
     if not metrics or bad:
         raise ValueError(f"metrics are gpu and/or cpu; got {', '.join(metrics) or 'none'}")

@@ -30,7 +30,8 @@ def load_predictions(path: str | Path, run_variants: list[str], known: set[str])
     if missing:
         raise PredictionError(
             f"{p}: predictions name {', '.join(missing)}, which this run does not include; "
-            f"add them to --variants (running: {', '.join(run_variants)})"
+            f"add them to variants (running: {', '.join(run_variants)})",
+            fields=("variants",),
         )
     return preds
 

@@ -128,7 +128,7 @@ def run(
 
     if timeout_s is not None:
         check_seconds("timeout_s", timeout_s)
-    check_timeout(executor, timeout_s, library=True)
+    check_timeout(executor, timeout_s)
     case = case if mode is None else replace(case, mode=mode)
     from attnscope.api.user_mods import check_user_mods, with_user_variants
     from attnscope.measure.env import check_device

@@ -15,6 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.arguments import UsageError
 from attnscope.core.types import Case
 
 USER_VARIANTS = ("flex_user", "flex_compiled_user")
@@ -45,17 +46,19 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
         name = Path(case.mask_mod).name
         if found.equivalent_builtin is None:
             tried = ", ".join(f"{m} at (q={d[0]}, k={d[1]})" for m, d in found.tried.items() if d is not None)
-            raise ValueError(
-                f"--mask-mod {name}: no built-in mask equals it on Sq={case.seq_q} Sk={case.num_seq_kv} "
+            raise UsageError(
+                f"mask_mod {name}: no built-in mask equals it on Sq={case.seq_q} Sk={case.num_seq_kv} "
                 + (f"({why})" if why else f"(first entries that differ: {tried})")
-                + "; attnscope measures a user mask beside the built-in that keeps the same scores"
+                + "; attnscope measures a user mask beside the built-in that keeps the same scores",
+                fields=("mask_mod",),
             )
         stated = case.mask is not None if mask_given is None else mask_given
         asked = case.mask_spec.canonical  # --causal / --no-causal set no mask string: causal or none
         if stated and asked != found.equivalent_builtin:
-            raise ValueError(
-                f"--mask-mod {name} equals {found.equivalent_builtin}, not the mask {asked} given: "
-                "leave --mask out, or give the mask the function computes"
+            raise UsageError(
+                f"mask_mod {name} equals {found.equivalent_builtin}, not {asked}, given as mask: "
+                "leave mask out, or give it as what the function computes",
+                fields=("mask_mod", "mask"),
             )
         case = dataclasses.replace(case, mask=found.equivalent_builtin)
         info = {}
@@ -69,9 +72,10 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
     if case.score_mod is not None:
         differs = user_mods.check_score_mod(case)
         if differs is not None:
-            raise ValueError(
-                f"--score-mod {Path(case.score_mod).name} does not compute the case's score modification: {differs}; "
-                "give the flags it computes (--softcap C, --alibi), which the reference and the other variants apply"
+            raise UsageError(
+                f"score_mod {Path(case.score_mod).name} does not compute the case's score modification: {differs}; "
+                "give what it computes as softcap C and alibi, which the reference and the other variants apply",
+                fields=("score_mod", "softcap", "alibi"),
             )
         flags = " ".join(
             ([f"--softcap {case.softcap:g}"] if case.softcap is not None else []) + ["--alibi"] * case.alibi

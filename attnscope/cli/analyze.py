@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.flags import check_output_file, positive_int
 from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, add_assets_arg, say_unwritten, write_outputs
-from attnscope.core.arguments import check_output_file, positive_int
+from attnscope.core.arguments import MAX_PROCESSES
 from attnscope.core.files import check_outputs
 
 
@@ -26,7 +27,7 @@ def add_parser(sub: Any, text: str) -> None:
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
     a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
     a.add_argument(
-        "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
+        "--jobs", type=positive_int("jobs", MAX_PROCESSES), help="processes for several traces (default: one per core)"
     )
     a.add_argument(
         "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from attnscope.cli.flags import check_output_file, finite_float
 from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console, say_unwritten, write_outputs
-from attnscope.core.arguments import UsageError, check_output_file, finite_float
+from attnscope.core.arguments import UsageError
 from attnscope.core.files import check_outputs
 
 

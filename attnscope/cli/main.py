@@ -15,6 +15,7 @@ from typing import Any
 # The console script's entry() installs the stopping signals' handlers first thing; what this module imports before
 # that is kept light (no torch, no rich, no analysis: ~10 ms), so a signal at any moment ends in one line.
 from attnscope.cli import stop
+from attnscope.cli.flags import positive_int, seconds, timeout_seconds
 from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's one vocabulary)
     EXIT_FAIL,
     EXIT_INTERNAL,
@@ -32,7 +33,7 @@ from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's 
     check_run_args,
     cmd_run,
 )
-from attnscope.core.arguments import positive_int, seconds, timeout_seconds
+from attnscope.core.arguments import MAX_BUCKET, MAX_STEPS
 from attnscope.core.files import WriteError
 
 
@@ -157,13 +158,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     r.add_argument("--guess", metavar="FILE", help="predictions (TOML) written before the run: a verdict for each")
     r.add_argument(
         "--steps",
-        type=positive_int("steps", 1 << 16),
+        type=positive_int("steps", MAX_STEPS),
         help="also decode N steps over a growing cache per variant (a serving case, seq 1): each step timed eagerly "
         "and, on CUDA, replayed from a graph per shape bucket (docs/serving.md)",
     )
     r.add_argument(
         "--bucket",
-        type=positive_int("bucket", 1 << 20),
+        type=positive_int("bucket", MAX_BUCKET),
         default=256,
         help="with --steps: tokens per shape bucket, one CUDA graph (and one plan) each (default 256)",
     )
@@ -240,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return pipe_closed()
     except ValueError as e:  # UsageError, TraceError, DocumentError, PredictionError, Case checks
-        print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
+        from attnscope.cli.errors import as_flags  # the values the library's message names, said as their flags
+
+        print(f"attnscope: error: {_one_line(as_flags(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as e:  # before the command began saving (after, the command says what it saved)
         return stop.interrupted(e, _not_yet(argv))
@@ -258,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _one_line(e: BaseException) -> str:
+def _one_line(e: BaseException | str) -> str:
     from attnscope.report.text.terminal import one_line  # a name in the message is printed as data
 
     return one_line(str(e))

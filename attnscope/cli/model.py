@@ -7,9 +7,10 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli.flags import positive_int, seconds, timeout_seconds
 from attnscope.cli.model_jobs import SCHEMA_VERSION
 from attnscope.cli.run import add_assets_arg, check_assets
-from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, positive_int, seconds, timeout_seconds
+from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, check_timeout
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
 __all__ = ["SCHEMA_VERSION", "add_parser", "cmd_model", "document", "prepare"]
@@ -116,17 +117,10 @@ def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[st
 
 
 def _device(arg: str | None) -> str:
-    import torch
+    """The one device check (attnscope.measure.env.check_device: cpu or cuda[:N] that torch reaches)."""
+    from attnscope.measure.env import check_device, default_device
 
-    if arg is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if arg == "cpu":
-        return arg
-    if arg.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError(f"--device {arg}: CUDA is not available here")
-        return arg
-    raise ValueError(f"--device: expected cpu or cuda[:N], got {arg!r}")
+    return check_device(arg) or default_device()
 
 
 def _check_html(path: str | None) -> None:
@@ -136,12 +130,13 @@ def _check_html(path: str | None) -> None:
 
 def _check_paths(args: argparse.Namespace) -> None:
     """Every output path checked before a model is built: a bad one is exit 2, not a lost measurement."""
-    from attnscope.core.arguments import check_output_dir, check_output_file
+    from attnscope.cli.flags import check_output_dir, check_output_file
 
     if args.resume and not args.out:
         raise ValueError("--resume needs --out (the JSONL store to complete)")
-    if args.out and not args.resume and Path(args.out).exists() and Path(args.out).stat().st_size > 0:
-        raise ValueError(f"--out {args.out}: already holds rows; add --resume to complete it, or name a new file")
+    from attnscope.core.files import check_fresh_store
+
+    check_fresh_store(args.out, resume=args.resume)
     check_output_file(args.out, "--out")
     check_output_file(args.json, "--json")
     check_output_file(args.html, "--html")
@@ -158,9 +153,11 @@ def _check_size(
 ) -> None:
     """Refuse, before anything is allocated, a mode whose estimate (weights, activations, optimizer state) does
     not fit in the free memory (attnscope.workloads.hf.size says how each term is counted)."""
-    from attnscope.workloads.hf.size import HEADROOM, free_memory, parameters, too_big
+    from attnscope.measure.env import free_memory_bytes
+    from attnscope.workloads.hf.size import parameters, too_big
+    from attnscope.workloads.sizing import HEADROOM
 
-    free = free_memory(device)
+    free = free_memory_bytes(device)  # the one reader: the GPU's, or the host's within the container's limit
     over = too_big(cfg, modes, impls, batch=batch, seq=seq, dtype=dtype, free_bytes=free)
     if over and free is not None:
         hint = "" if layers is not None else "; try --layers 2"
@@ -199,8 +196,7 @@ def prepare(args: argparse.Namespace) -> tuple[Any, Any, list[str] | None, list[
     batches = given_batches or [2 if cuda else 1]
     seqs = given_seqs or [2048 if cuda else 128]
     batch, seq = max(batches), max(seqs)  # the largest point: what the positions and the size check weigh
-    if args.timeout is not None and args.executor == "inline":
-        raise ValueError("--timeout needs a worker it can stop: use --executor process or ray")
+    check_timeout(args.executor, args.timeout)  # the one timeout check, as run and sweep make it
     if args.devices and args.executor == "inline":
         raise ValueError("--devices needs one worker per GPU: use --executor process or ray")
     args.replays = _replays(args, modes, device)
@@ -290,7 +286,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     refused)."""
     if not args.out:
         return _model(args)
-    from attnscope.core.arguments import check_output_file
+    from attnscope.cli.flags import check_output_file
     from attnscope.core.files import lock_store
 
     check_output_file(args.out, "--out")  # its own one-line refusals come before the lock's

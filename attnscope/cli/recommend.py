@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from attnscope.cli.flags import check_output_file
 from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console, say_unwritten, write_outputs
-from attnscope.core.arguments import check_output_file
 from attnscope.core.files import check_outputs
 
 

@@ -7,14 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.cli import stop
-from attnscope.core.arguments import (
-    UsageError,
-    check_input_file,
-    check_output_dir,
-    check_output_file,
-    check_timeout,
-    variant_names,
-)
+from attnscope.cli.flags import check_input_file, check_output_dir, check_output_file
+from attnscope.core.arguments import UsageError, check_timeout, variant_names
 from attnscope.core.files import check_outputs, check_trace_names
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -51,7 +45,7 @@ def _console(*, markup: bool = False) -> Any:
 
 def _add_case_args(p: argparse.ArgumentParser) -> None:
     """The case's flags, from the table of its fields (attnscope.core.case)."""
-    from attnscope.core.case import add_flags
+    from attnscope.cli.flags import add_flags
 
     add_flags(p.add_argument_group("case (defaults depend on the device)"), "run")
 

@@ -15,18 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.cli import stop
+from attnscope.cli.flags import add_flags, check_output_dir, check_output_file, positive_int, seconds, timeout_seconds
 from attnscope.cli.run import EXIT_WRITE, _check_html, add_assets_arg, say_unwritten, traces_not_kept
-from attnscope.core.arguments import (
-    UsageError,
-    check_output_dir,
-    check_output_file,
-    check_timeout,
-    positive_int,
-    seconds,
-    timeout_seconds,
-)
-from attnscope.core.case import AXIS_FIELDS, add_flags
-from attnscope.core.files import WriteError, check_outputs, check_trace_names
+from attnscope.core.arguments import UsageError, check_timeout
+from attnscope.core.case import AXIS_FIELDS
+from attnscope.core.files import WriteError, check_fresh_store, check_outputs, check_trace_names
 from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
@@ -200,11 +193,7 @@ def check(args: argparse.Namespace) -> Plan:
     done: set[tuple[str, str, str]] = set()
     if store.path.exists() and store.path.stat().st_size > 0:
         rows = store.rows()
-        if not args.resume:
-            raise UsageError(
-                f"--out {args.out} already holds {len(rows)} row(s): pass --resume to measure only what is "
-                "missing, or choose another file"
-            )
+        check_fresh_store(args.out, resume=args.resume, count=lambda: len(rows))
         if not rows and store.num_torn > 1:
             raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
         done = store.done()

@@ -13,7 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.arguments import UsageError, check_output_file
+from attnscope.cli.flags import check_output_file
+from attnscope.core.arguments import UsageError
 
 SIZES = ("gpu", "cpu", "tiny")
 

@@ -1,19 +1,18 @@
-"""Checks of what a user types, done before any measurement: numbers, names, output paths, devices.
+"""The library's checks of the values it is given, done before any measurement: numbers, seconds, names, devices.
 
-Every check raises :class:`UsageError` with one line that names the argument and says what it
-takes; the command line turns it into ``attnscope: error: …`` and exit 2.  Output paths are
-probed by creating (and removing) a file where the result will go, because permission bits
-say nothing to root and nothing about read-only or virtual file systems (``/proc``).
+Every check raises :class:`UsageError` with one line that names the value, as the library calls it, and says
+what it takes; the command line says each named value as its flag (``attnscope.cli.errors``) in
+``attnscope: error: …``, and exits 2.  The flags' own checks (argparse types, output paths named by their flag)
+are the command line's (``attnscope.cli.flags``).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
+import numbers
 import re
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Iterable
+from typing import Any
 
 # Far above any real attention problem, far below sizes whose arithmetic alone overflows a
 # float: anything between is judged by the memory and time estimates (attnscope.workloads.sizing).
@@ -25,29 +24,35 @@ MAX_SECONDS = 7 * 24 * 3600.0
 # The largest finite value of each dtype (torch.finfo(...).max): a soft-cap beyond it cannot be held in the scores.
 DTYPE_MAX = {"fp32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "fp16": 65504.0}
 MAX_LAYERS = 1 << 12  # model --layers: deeper than any published transformer
+MAX_STEPS = 1 << 16  # decode steps over a growing serving cache (run's steps)
+MAX_BUCKET = 1 << 20  # tokens per shape bucket of those steps
+MAX_SEED = (1 << 63) - 1  # torch.manual_seed's largest
+MAX_PROCESSES = 1024  # analyze's processes for several traces (--jobs)
+MAX_BUDGET_TOKENS = 1 << 30  # a sweep's B·S (batch = N / seq)
 DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
 
 class UsageError(ValueError):
-    """Bad input: the message is the one line the user sees."""
+    """Bad input: the message is the one line the user sees, in the library's words.
+
+    ``fields``: the values it names, each written in the message as the library calls it (a case's field such as
+    ``seq_kv`` or ``mask``, a parameter such as ``budget_s``), and written only where it means that value.  The
+    command line says each of them as the flag that sets it (``attnscope.cli.errors``), so ``mask 'sliding:x'`` from
+    ``attnscope.run(case)`` is ``--mask 'sliding:x'`` from ``attnscope run``.
+    """
+
+    def __init__(self, message: str, *, fields: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.fields: tuple[str, ...] = tuple(fields)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # across a process or Ray: the fields travel with the message
+        return (type(self), (str(self),), {"fields": self.fields})
 
 
-def positive_int(name: str, limit: int) -> Callable[[str], int]:
-    """An argparse ``type=`` for an integer in [1, limit]."""
-
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-        if v > limit:
-            raise argparse.ArgumentTypeError(f"{v:,} is beyond any attention case this tool measures (max {limit:,})")
-        return v
-
-    parse.__name__ = name
-    return parse
+def fields_of(e: BaseException) -> tuple[str, ...]:
+    """The values an error names (:attr:`UsageError.fields`), () for any other error: kept when it is re-raised
+    inside a longer message."""
+    return tuple(getattr(e, "fields", ()))
 
 
 def number_problem(
@@ -55,8 +60,8 @@ def number_problem(
 ) -> str | None:
     """Why ``v`` is not a usable number (NaN, an infinity, out of range, not a number at all), or None.
 
-    The one check behind the flags' types (:func:`finite_float`) and the library's own checks
-    (:func:`check_number`), so the two say the same thing in their own words."""
+    The one check behind the text readers (:func:`read_number`, the flags' types) and the library's own checks
+    (:func:`check_number`), so the two say the same thing."""
     if isinstance(v, bool) or not isinstance(v, int | float):
         return f"expected a number, got {v!r}"
     if isinstance(v, float) and not math.isfinite(v):
@@ -71,10 +76,23 @@ def number_problem(
 def check_number(
     what: str, v: object, *, minimum: float = 0.0, strict: bool = False, maximum: float | None = None
 ) -> None:
-    """The library's check of a number it is given: a one-line ``UsageError`` naming the parameter."""
+    """The library's check of a number it is given: a one-line ``UsageError`` naming the parameter (``what``, which
+    the command line says as its flag)."""
     why = number_problem(v, minimum=minimum, strict=strict, maximum=maximum)
     if why:
-        raise UsageError(f"{what}: {why}")
+        raise UsageError(f"{what}: {why}", fields=(what,))
+
+
+def check_whole(what: str, v: object, *, minimum: int = 1, maximum: int) -> None:
+    """The library's check of a whole number it is given (a shape, a count of steps): an int, not a bool, a float or
+    NaN, in [minimum, maximum]; a one-line ``UsageError`` naming the parameter otherwise."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise UsageError(f"{what}: expected a whole number, got {v!r}", fields=(what,))
+    n = int(v)
+    if n < minimum:
+        raise UsageError(f"{what} must be >= {minimum}, got {n}", fields=(what,))
+    if n > maximum:
+        raise UsageError(f"{what} {n:,} is past the most this tool takes ({maximum:,})", fields=(what,))
 
 
 def check_seconds(what: str, v: object) -> None:
@@ -82,49 +100,48 @@ def check_seconds(what: str, v: object) -> None:
     check_number(what, v, strict=True, maximum=MAX_SECONDS)
 
 
-def finite_float(
-    name: str, *, minimum: float = 0.0, strict: bool = False, maximum: float | None = None
-) -> Callable[[str], float]:
-    """An argparse ``type=`` for a finite number ≥ minimum (> minimum when ``strict``), ≤ maximum when given."""
-
-    def parse(s: str) -> float:
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
-        if not math.isfinite(v):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got {s!r}")
-        why = number_problem(v, minimum=minimum, strict=strict, maximum=maximum)
-        if why:
-            raise argparse.ArgumentTypeError(why)
-        return v
-
-    parse.__name__ = name
-    return parse
+def read_whole(text: str, limit: int) -> int:
+    """A whole number in [1, limit] read from its text (a flag's, an axis entry's), or UsageError in the value's
+    words (the command line puts the flag before them)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise UsageError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise UsageError(f"must be at least 1, got {v}")
+    if v > limit:
+        raise UsageError(f"{v:,} is beyond any attention case this tool measures (max {limit:,})")
+    return v
 
 
-def seconds(name: str) -> Callable[[str], float]:
-    """An argparse ``type=`` for seconds: finite, > 0, at most :data:`MAX_SECONDS` (a week)."""
-    return finite_float(name, minimum=0.0, strict=True, maximum=MAX_SECONDS)
+def read_number(text: str, *, minimum: float = 0.0, strict: bool = False, maximum: float | None = None) -> float:
+    """A finite number ≥ minimum (> minimum when ``strict``), ≤ maximum when given, read from its text; UsageError
+    (:func:`number_problem`'s words) otherwise."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise UsageError(f"expected a finite number, got {text!r}")
+    why = number_problem(v, minimum=minimum, strict=strict, maximum=maximum)
+    if why:
+        raise UsageError(why)
+    return v
 
 
-def timeout_seconds(s: str) -> float:
-    """``--timeout``, the same in every command: a finite number of seconds in (0, a week]."""
-    return seconds("timeout")(s)
+def read_seconds(text: str) -> float:
+    """Seconds (a budget, a timeout, a time limit) read from their text: finite, > 0, at most a week."""
+    return read_number(text, strict=True, maximum=MAX_SECONDS)
 
 
-def check_timeout(executor: str, timeout: float | None, *, library: bool = False) -> None:
-    """An executor that runs jobs in this process cannot stop one: it refuses ``--timeout`` rather than ignore it.
-    ``library``: said in the API's words (``timeout_s``, ``executor=``) instead of the flags'."""
+def check_timeout(executor: str, timeout: float | None) -> None:
+    """The one timeout check: an executor that runs jobs in this process cannot stop one, so it refuses a timeout
+    rather than ignore it (``timeout_s`` and ``executor`` in the message: the command line says its flags)."""
     if timeout is not None and executor == "inline":
-        if library:
-            raise UsageError(
-                "timeout_s needs a worker it can stop, and the inline executor runs in this process: "
-                "pass executor='process' (or 'ray'), or leave timeout_s out"
-            )
         raise UsageError(
-            "--timeout needs a worker it can stop, and the inline executor runs in this process: "
-            "use --executor process (or ray), or leave --timeout out"
+            "timeout_s needs a worker it can stop, and executor inline runs the jobs in this process: "
+            "use executor process (or ray), or leave timeout_s out",
+            fields=("timeout_s", "executor"),
         )
 
 
@@ -132,120 +149,22 @@ def variant_names(text: str) -> list[str]:
     """A comma list of variant names: none empty, none twice (each row keeps its own trace file)."""
     names = [n.strip() for n in text.split(",")]
     if not any(names):
-        raise UsageError(f"--variants {text!r} names no variant; give a comma list or 'all'")
+        raise UsageError(f"variants {text!r} names no variant; give a comma list or 'all'", fields=("variants",))
     if not all(names):
-        raise UsageError(f"--variants {text!r} has an empty name between commas")
+        raise UsageError(f"variants {text!r} has an empty name between commas", fields=("variants",))
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise UsageError(f"--variants names {', '.join(dupes)} more than once")
+        raise UsageError(f"variants names {', '.join(dupes)} more than once", fields=("variants",))
     return names
 
 
-def _nearest_existing(p: Path) -> Path:
-    q = p
-    while q != q.parent:
-        try:
-            if q.exists():
-                break
-        except OSError:  # a name too long to stat: its parent is asked
-            pass
-        q = q.parent
-    return q
-
-
-# file systems whose entries are the kernel's, not files a program can create
-VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
-
-
-def _virtual_root(d: Path) -> str | None:
-    r = str(d.resolve())
-    return next((v for v in VIRTUAL_ROOTS if r == v or r.startswith(v + "/")), None)
-
-
-def _probe_dir(d: Path, flag: str, target: Path) -> None:
-    """Create and remove a file in ``d``: the only test that root and read-only mounts both answer."""
-    virtual = _virtual_root(d)
-    if virtual is not None:
-        raise UsageError(f"{flag} {target}: {virtual} is the kernel's virtual file system, not a place for files")
-    import tempfile  # here: its import (shutil, bz2, lzma, random) is ~2 ms of every command's start-up
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".attnscope-probe-", dir=d)
-    except OSError as e:
-        raise UsageError(f"{flag} {target}: no file can be created in {d} ({e.strerror or e})") from None
-    os.close(fd)
-    Path(tmp).unlink(missing_ok=True)
-
-
-# a file is written beside its final name first (".NAME.XXXXXXXX", then renamed): room for that temp name
-TEMP_NAME_ROOM = 10
-
-
-def _check_length(p: Path, base: Path, flag: str, room: int = 0) -> None:
-    """Every name within the file system's NAME_MAX (the last one with ``room`` to spare), the whole path within
-    PATH_MAX: ENAMETOOLONG said before the measurement, not after it."""
-    try:
-        name_max = os.pathconf(base, "PC_NAME_MAX")
-        path_max = os.pathconf(base, "PC_PATH_MAX")
-    except (OSError, ValueError, AttributeError):  # the system does not say: the common Linux limits
-        name_max, path_max = 255, 4096
-    for i, part in enumerate(p.parts):
-        most = name_max - (room if i == len(p.parts) - 1 else 0)
-        if len(os.fsencode(part)) > most:
-            raise UsageError(
-                f"{flag}: the name {part[:40]}… is {len(os.fsencode(part))} bytes; at most {most} fit here"
-                + (f" (the file system's {name_max}, less room for the temporary file written first)" if room else "")
-            )
-    if len(os.fsencode(str(p.absolute()))) >= path_max:
-        raise UsageError(f"{flag}: the path is longer than this system's limit of {path_max} bytes")
-
-
-def check_output_file(path: str | None, flag: str) -> None:
-    """A file the run will write at its end: fail now, not after the measurement."""
-    if not path:
-        return
-    p = Path(path)
-    # before any stat of p: that would fail with ENAMETOOLONG
-    _check_length(p, _nearest_existing(p.parent), flag, TEMP_NAME_ROOM)
-    if p.is_dir():
-        raise UsageError(f"{flag} {p}: is a directory; name a file")
-    if p.name in ("", ".", ".."):
-        raise UsageError(f"{flag} {p}: name a file")
-    base = _nearest_existing(p.parent if str(p.parent) else Path("."))
-    if not base.is_dir():
-        raise UsageError(f"{flag} {p}: {base} is not a directory")
-    _probe_dir(base, flag, p)
-
-
-def check_output_dir(path: str | None, flag: str) -> None:
-    """A directory the run will fill (trace files): it may not exist yet, but must be creatable."""
-    if not path:
-        return
-    p = Path(path)
-    _check_length(p, _nearest_existing(p.parent), flag)
-    if p.exists() and not p.is_dir():
-        raise UsageError(f"{flag} {p}: exists and is not a directory")
-    base = _nearest_existing(p)
-    if not base.is_dir():
-        raise UsageError(f"{flag} {p}: {base} is not a directory")
-    _probe_dir(base, flag, p)
-
-
-def check_input_file(path: str, flag: str) -> None:
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{flag} {p}: no such file")
-    if not p.is_file():
-        raise UsageError(f"{flag} {p}: not a file")
-
-
-def parse_device(text: str, what: str = "--device") -> tuple[str, int | None]:
-    """('cpu' | 'cuda', index or None), or UsageError for any other device name (``what``: how the message
-    names where it came from: the flag, or the library's ``case.device``)."""
+def parse_device(text: str, what: str = "device") -> tuple[str, int | None]:
+    """The one device parser: ('cpu' | 'cuda', index or None), or UsageError for any other device name.  ``what``:
+    how the message names the value (``device``, ``case.device``; the command line says ``--device``)."""
     m = DEVICE_RE.match(str(text).strip().lower())
     if not m:
-        raise UsageError(f"{what} {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only")
+        raise UsageError(f"{what} {text!r}: attnscope measures on cpu or cuda[:N] (NVIDIA GPUs) only", fields=(what,))
     kind, idx = m.group(1), m.group(2)
     if kind == "cpu" and idx is not None:
-        raise UsageError(f"{what} {text!r}: the CPU takes no index; use cpu")
+        raise UsageError(f"{what} {text!r}: the CPU takes no index; use cpu", fields=(what,))
     return kind, (int(idx) if idx is not None else None)

@@ -4,7 +4,7 @@
 ``sweep`` (an axis of values), their help, how its text is read, its default per device, whether it is a sweep
 axis, its parts of a label and of a trace file name, and its JSON key.  Generated from it:
 
-- the flags of ``run``, ``guess``, ``variants`` and ``sweep`` (:func:`add_flags`);
+- the flags of ``run``, ``guess``, ``variants`` and ``sweep`` (:func:`attnscope.cli.flags.add_flags`);
 - the device's default case and the case read from the flags (:mod:`attnscope.core.cases`);
 - the sweep's axes, their defaults and their product (:class:`attnscope.core.cases.Axes`, ``grid``, ``axes_from``);
 - :meth:`Case.label` and :attr:`Case.mask_label`, and the trace file names (:func:`file_stem`);
@@ -15,14 +15,24 @@ axis, its parts of a label and of a trace file name, and its JSON key.  Generate
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
 from attnscope.core import case_text as text
 from attnscope.core import serving
-from attnscope.core.arguments import DTYPE_MAX, MAX_DIM, MAX_HEAD_DIM, finite_float, number_problem, positive_int
+from attnscope.core.arguments import (
+    DTYPE_MAX,
+    MAX_BUDGET_TOKENS,
+    MAX_DIM,
+    MAX_HEAD_DIM,
+    UsageError,
+    check_whole,
+    number_problem,
+    read_number,
+    read_whole,
+)
 from attnscope.core.masks import MASK_HELP, MaskSpec, check_mask, parse_mask
 
 Mode = Literal["fwd", "fwd_bwd"]
@@ -30,8 +40,8 @@ MODES: tuple[str, ...] = ("fwd", "fwd_bwd")
 DType = Literal["fp32", "fp16", "bf16"]
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2}
 
-# how a causal case was asked for, in a message: --causal given, or no mask flag at all
-CAUSAL_STATED = "causal masking (from --causal, or by default when no --mask / --no-causal is given)"
+# how a causal case was asked for, in a message: causal given, or no mask at all (the command line says the flags)
+CAUSAL_STATED = "the masking from causal (given, or by default when no mask is given)"
 
 
 @dataclass(frozen=True)
@@ -63,17 +73,18 @@ class Case:
     kv_lens: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("batch", "heads", "seq_q", "head_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name, limit in _WHOLE.items():
+            v = getattr(self, name)
+            if v is not None or name in ("batch", "heads", "seq_q", "head_dim"):
+                check_whole(name, v, maximum=limit)
         if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads != 0):
-            raise ValueError(f"kv_heads={self.kv_heads} must divide heads={self.heads} (GQA groups)")
-        if self.seq_kv is not None and self.seq_kv < 1:
-            raise ValueError(f"seq_kv must be >= 1, got {self.seq_kv}")
+            raise UsageError(
+                f"kv_heads {self.kv_heads} must divide heads {self.heads} (GQA groups)", fields=("kv_heads", "heads")
+            )
         if self.dtype not in DTYPE_BYTES:
-            raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}, got {self.dtype!r}")
+            raise UsageError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {self.dtype!r}", fields=("dtype",))
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}", fields=("mode",))
         if self.is_serving:
             self._check_serving()
         self._check_mask()
@@ -81,43 +92,47 @@ class Case:
     def _check_serving(self) -> None:
         """A paged or ragged cache: lengths resolved and checked, seq_kv their longest, the mask lower-right causal
         (or none) per sequence; forward only, no score modification (what the serving variants take)."""
-        if self.page_size is not None and self.page_size < 1:
-            raise ValueError(f"page_size must be >= 1, got {self.page_size}")
         if self.kv_lens is not None:
             spec = serving.parse_kv_lens(self.kv_lens)
             lens = spec.resolve(self.batch)
             if self.seq_kv is not None and self.seq_kv != max(lens):
-                raise ValueError(
-                    f"--seq-kv {self.seq_kv} with --kv-lens {spec.canonical}: the KV length is each sequence's "
-                    f"(the longest is {max(lens)}); leave --seq-kv out"
+                raise UsageError(
+                    f"seq_kv {self.seq_kv} with kv_lens {spec.canonical}: the KV length is each sequence's "
+                    f"(the longest is {max(lens)}); leave seq_kv out",
+                    fields=("seq_kv", "kv_lens"),
                 )
             object.__setattr__(self, "kv_lens", spec.canonical)
             object.__setattr__(self, "seq_kv", max(lens))
         short = min(self.kv_lengths)
         if short < self.seq_q:
-            raise ValueError(
+            raise UsageError(
                 f"a serving cache holds each sequence's {self.seq_q} new token(s) at its end: a KV length of {short} "
                 f"is shorter than seq_q={self.seq_q}"
             )
         refuse = [
             w
             for w, bad in (
-                ("--mode fwd_bwd", self.mode != "fwd"),
-                ("--softcap", self.softcap is not None),
-                ("--alibi", self.alibi),
-                ("--mask-mod/--score-mod", bool(self.mask_mod or self.score_mod)),
+                (("mode fwd_bwd", ("mode",)), self.mode != "fwd"),
+                (("softcap", ("softcap",)), self.softcap is not None),
+                (("alibi", ("alibi",)), self.alibi),
+                (("mask_mod or score_mod", ("mask_mod", "score_mod")), bool(self.mask_mod or self.score_mod)),
             )
             if bad
         ]
         if refuse:
-            raise ValueError(f"a serving cache (--page-size/--kv-lens) is measured forward and plain: drop {refuse[0]}")
+            drop, named = refuse[0]
+            raise UsageError(
+                f"a serving cache (page_size or kv_lens) is measured forward and plain: drop {drop}",
+                fields=("page_size", "kv_lens", *named),
+            )
         if self.mask is None:  # causal by default: the new tokens are the last of each sequence
             object.__setattr__(self, "mask", "causal_lower_right" if self.causal else "none")
         m = parse_mask(str(self.mask))
         if not (m.kind == "none" or (m.kind == "causal" and (m.align == "lower_right" or self.seq_q == 1))):
-            raise ValueError(
-                f"a serving cache (--page-size/--kv-lens) takes --mask causal_lower_right (the default) or none, "
-                f"not {m.canonical}: each sequence's new tokens are the last of its cache"
+            raise UsageError(
+                f"a serving cache (page_size or kv_lens) takes mask causal_lower_right (the default) or none, "
+                f"not {m.canonical}: each sequence's new tokens are the last of its cache",
+                fields=("page_size", "kv_lens", "mask"),
             )
         if m.kind == "causal":
             object.__setattr__(self, "mask", "causal_lower_right")
@@ -144,7 +159,9 @@ class Case:
             # a cap the dtype cannot hold turns c·tanh(s/c) into inf·0: NaN scores
             why = number_problem(self.softcap, strict=True, maximum=DTYPE_MAX[self.dtype])
             if why:
-                raise ValueError(f"softcap {why}" + (f" (the largest {self.dtype})" if "at most" in why else ""))
+                raise UsageError(
+                    f"softcap {why}" + (f" (the largest {self.dtype})" if "at most" in why else ""), fields=("softcap",)
+                )
         spec = parse_mask(self.mask) if self.mask is not None else self.mask_spec  # as asked: its canonical text
         stated = None if self.mask is not None else (CAUSAL_STATED if self.causal else None)
         check_mask(spec, self.batch, self.seq_q, self.num_seq_kv, alibi=self.alibi, stated=stated)
@@ -197,12 +214,14 @@ class Case:
 
 @dataclass(frozen=True)
 class Flag:
-    """One spelling of a field on the command line: ``add_argument(name, help=help, **options)``."""
+    """One spelling of a field on the command line: ``add_argument(name, help=help, **options)``, with ``read`` (the
+    library's reader of its text, raising UsageError) as its argparse type when given."""
 
     name: str
     help: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     exclusive: bool = False  # in the command's one mutually exclusive group (--causal | --no-causal | --mask)
+    read: Callable[[str], Any] | None = None
 
 
 Command = Literal["run", "sweep"]
@@ -223,7 +242,7 @@ class CaseField:
     axis: Callable[[str], list[Any]] | None = None  # a sweep's text → its values; None: not a sweep axis
     axis_default: tuple[Any, ...] | None = None  # Axes' values when a sweep leaves it out; None: Case's default
     sweep_default: Mapping[str, str] = field(default_factory=dict)  # the sweep command's text per device kind
-    excludes: tuple[str, str] | None = None  # (an axis given with it, the message refusing both)
+    excludes: tuple[str, str] | None = None  # (an axis given with it, the message refusing both, naming the two)
     short: str | None = None  # its name in a grid point: 'S' of 'S=512' (None: the point leaves it out)
     symbol: str | None = None  # the recommender's: 'S', 'H_kv'
     numeric: bool = False  # ordered by value: the recommender's policy may say ≤ and ≥ of it
@@ -259,12 +278,12 @@ class CaseField:
 
 def _int_field(name: str, flag: str, limit: int, run_help: str | None, sweep_help: str, **kw: Any) -> CaseField:
     """A whole-number field: --flag N in run, '512,1024' or '512..16384x2' in sweep."""
-    word = flag.removeprefix("--")
+    dest = flag.removeprefix("--").replace("-", "_")  # the axis's name (seq, head_dim): what its errors call it
     return CaseField(
         name=name,
-        run=(Flag(flag, run_help, {"type": positive_int(word, limit)}),),
+        run=(Flag(flag, run_help, read=partial(read_whole, limit=limit)),),
         sweep=(Flag(flag, sweep_help), *kw.pop("sweep_more", ())),
-        axis=partial(text.parse_int_axis, word, limit=limit),
+        axis=partial(text.parse_int_axis, dest, limit=limit),
         numeric=True,
         **kw,
     )
@@ -292,7 +311,7 @@ def _causal(c: Case) -> bool:
     return c.mask is None and c.causal  # a mask says its causal part itself
 
 
-BUDGET_TOKENS = positive_int("budget-tokens", 1 << 30)  # sweep's other spelling of the batch axis: B = N / S
+BUDGET_TOKENS = partial(read_whole, limit=MAX_BUDGET_TOKENS)  # sweep's other spelling of the batch axis: B = N / S
 DEVICE_HELP = "cpu or cuda[:N] (default: cuda if available, else cpu)"
 
 # In the order a label and a file name give them, and the order of a sweep's product (the last varies fastest).
@@ -301,7 +320,7 @@ FIELDS: tuple[CaseField, ...] = (
     _int_field(
         "batch", "--batch", MAX_DIM["batch"], None,
         "batch sizes (default 1 on CPU; on GPU --budget-tokens 16384 sets them)",
-        sweep_more=(Flag("--budget-tokens", "batch = N / seq (B·S kept)", {"type": BUDGET_TOKENS}),),
+        sweep_more=(Flag("--budget-tokens", "batch = N / seq (B·S kept)", read=BUDGET_TOKENS),),
         type="int", label=lambda c: f"B={c.batch}", file=lambda c: f"-b{c.batch}", short="B", symbol="B",
         default={"cpu": 1, "cuda": 4}, axis_default=(1,), sweep_default={"cpu": "1"}, policy_rank=9,
     ),
@@ -359,12 +378,12 @@ FIELDS: tuple[CaseField, ...] = (
         label=lambda c: f" {c.mask}" if c.mask is not None else "",
         file=lambda c: f"-mask-{c.mask}" if c.mask is not None else "",
         axis=text.parse_mask_axis, short="mask", masking=True, policy_rank=4,
-        excludes=("causal", "--mask sets the causal part itself (causal, none, sliding, …): give --mask or --causal"),
+        excludes=("causal", "mask and causal both set the masking: give one of them"),
     ),
     CaseField(
         "softcap", "float | None",
         run=(Flag("--softcap", "tanh soft-capping of the scores: c·tanh(s/c) (Gemma 2: 50)",
-                  {"type": finite_float("softcap", strict=True)}),),
+                  read=partial(read_number, strict=True)),),
         sweep=(Flag("--softcap", "comma list of soft-caps, 0 for none (e.g. 0,30)"),),
         label=lambda c: f" softcap={c.softcap:g}" if c.softcap is not None else "",
         file=lambda c: f"-cap{c.softcap:g}" if c.softcap is not None else "",
@@ -404,7 +423,7 @@ FIELDS: tuple[CaseField, ...] = (
     CaseField(
         "page_size", "int | None",
         run=(Flag("--page-size", "a paged KV cache: tokens per page, behind a shuffled block table (docs/serving.md)",
-                  {"type": positive_int("page-size", MAX_PAGE)}),),
+                  read=partial(read_whole, limit=MAX_PAGE)),),
         sweep=(Flag("--page-size", "comma list of page sizes, 0 for a contiguous cache (e.g. 0,16,64)"),),
         label=_page_label, file=lambda c: f"-p{c.page_size}" if c.page_size is not None else "",
         axis=text.parse_page_axis, short="page", symbol="P", numeric=True, policy_rank=15, omit_none=True,
@@ -416,7 +435,7 @@ FIELDS: tuple[CaseField, ...] = (
         label=lambda c: f" kv_lens={c.kv_lens}" if c.kv_lens is not None else "",
         file=lambda c: serving.kv_lens_file_part(c.kv_lens) if c.kv_lens is not None else "",
         axis=serving.parse_kv_lens_axis, short="kv_lens", symbol="L_kv", policy_rank=16, omit_none=True,
-        excludes=("seq_kv", "--kv-lens sets each sequence's KV length (seq-kv is the longest): give one of them"),
+        excludes=("seq_kv", "kv_lens sets each sequence's KV length (seq_kv is the longest): give one of them"),
     ),
     CaseField(
         "device", "str",
@@ -427,6 +446,16 @@ FIELDS: tuple[CaseField, ...] = (
 )
 # fmt: on
 FIELD: dict[str, CaseField] = {f.name: f for f in FIELDS}
+# The whole-number fields and their limits (the flags' limits too), checked by Case itself for a library caller.
+_WHOLE = {
+    "batch": MAX_DIM["batch"],
+    "heads": MAX_DIM["heads"],
+    "kv_heads": MAX_DIM["kv_heads"],
+    "seq_q": MAX_DIM["seq"],
+    "seq_kv": MAX_DIM["seq_kv"],
+    "head_dim": MAX_HEAD_DIM,
+    "page_size": MAX_PAGE,
+}
 AXIS_FIELDS: tuple[CaseField, ...] = tuple(f for f in FIELDS if f.axis is not None)
 
 
@@ -443,25 +472,6 @@ def default_fields(device: str) -> dict[str, Any]:
 def file_stem(case: Case) -> str:
     """Each field's part of a trace file name: '-b1-h8-kv2-s512x1024-d64-bf16-mask-sliding:128-cap30-alibi-fwd'."""
     return "".join(f.file(case) for f in FIELDS)
-
-
-def add_flags(group: Any, command: Command, names: Iterable[str] | None = None) -> None:
-    """The fields' flags of ``command`` on an argparse parser or group (only those of ``names`` if given).
-
-    ``run`` gives the device first (the other fields' defaults depend on it); ``sweep`` the axes in table order.
-    """
-    wanted = set(names) if names is not None else None
-    order = sorted(FIELDS, key=lambda f: f.name != "device") if command == "run" else list(FIELDS)
-    exclusive = None
-    for f in order:
-        if wanted is not None and f.name not in wanted:
-            continue
-        for flag in f.flags(command):
-            target = group
-            if flag.exclusive:
-                exclusive = exclusive if exclusive is not None else group.add_mutually_exclusive_group()
-                target = exclusive
-            target.add_argument(flag.name, help=flag.help, **flag.options)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The case's fields as a user types them: one value (``run``) or an axis of values (``sweep``).
 
-Each parser raises ``ValueError`` with one line that names the flag and says what it takes; the table of
-fields (:mod:`attnscope.core.case`) says which parser reads which field.
+Each parser raises :class:`~attnscope.core.arguments.UsageError` with one line that names the field (as the library
+calls it: ``mask``, ``head_dim``; the command line says it as its flag) and says what it takes; the table of fields
+(:mod:`attnscope.core.case`) says which parser reads which field.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from attnscope.core.arguments import UsageError
 from attnscope.core.masks import KINDS, parse_mask
 
 _RANGE = re.compile(r"^(\d+)\.\.(\d+)(?:([x+])(\d+))?$", re.ASCII)
@@ -36,7 +38,7 @@ def parse_dtype(s: str) -> str:
     try:
         return DTYPE_ALIASES[s.lower()]
     except KeyError:
-        raise ValueError(f"unknown dtype {s!r}; use one of bf16, fp16, fp32") from None
+        raise UsageError(f"dtype {s!r}: use one of bf16, fp16, fp32", fields=("dtype",)) from None
 
 
 def parse_int_axis(name: str, text: str, limit: int | None = None) -> list[int]:
@@ -45,29 +47,35 @@ def parse_int_axis(name: str, text: str, limit: int | None = None) -> list[int]:
     out: list[int] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
-            raise ValueError(f"--{name} {text!r}: an empty item between commas")
+            raise UsageError(f"{name} {text!r}: an empty item between commas", fields=(name,))
         m = _RANGE.match(part)
         if m is None:
             if not _NUMBER.match(part):
-                raise ValueError(f"--{name} {text!r}: {part!r} is neither a whole number nor a range like 512..16384x2")
+                raise UsageError(
+                    f"{name} {text!r}: {part!r} is neither a whole number nor a range like 512..16384x2", fields=(name,)
+                )
             out.append(int(part))
             continue
         lo, hi, op, step = int(m[1]), int(m[2]), m[3] or "+", int(m[4] or 1)
         if lo > hi:
-            raise ValueError(f"--{name} {part!r}: the range runs backwards ({lo} > {hi})")
+            raise UsageError(f"{name} {part!r}: the range runs backwards ({lo} > {hi})", fields=(name,))
         if (op == "x" and step < 2) or step < 1 or lo < 1:
-            raise ValueError(f"--{name} {part!r}: a range starts at 1 or more and grows (x2 or more, +1 or more)")
+            raise UsageError(
+                f"{name} {part!r}: a range starts at 1 or more and grows (x2 or more, +1 or more)", fields=(name,)
+            )
         v = lo
         while v <= hi and len(out) <= MAX_AXIS_VALUES:
             out.append(v)
             v = v * step if op == "x" else v + step
     if len(out) > MAX_AXIS_VALUES:
-        raise ValueError(f"--{name} {text!r}: more than {MAX_AXIS_VALUES} values")
+        raise UsageError(f"{name} {text!r}: more than {MAX_AXIS_VALUES} values", fields=(name,))
     for v in out:
         if v < 1:
-            raise ValueError(f"--{name} {text!r}: values must be at least 1, got {v}")
+            raise UsageError(f"{name} {text!r}: values must be at least 1, got {v}", fields=(name,))
         if limit is not None and v > limit:
-            raise ValueError(f"--{name} {text!r}: {v:,} is beyond any case this tool measures (max {limit:,})")
+            raise UsageError(
+                f"{name} {text!r}: {v:,} is beyond any case this tool measures (max {limit:,})", fields=(name,)
+            )
     return list(dict.fromkeys(out))
 
 
@@ -76,7 +84,7 @@ def parse_choice_axis(name: str, text: str, choices: Iterable[str]) -> list[str]
     out = [p.strip() for p in text.split(",")]
     bad = [p for p in out if p not in allowed]
     if bad:
-        raise ValueError(f"--{name} {text!r}: use a comma list of {', '.join(allowed)}")
+        raise UsageError(f"{name} {text!r}: use a comma list of {', '.join(allowed)}", fields=(name,))
     return list(dict.fromkeys(out))
 
 
@@ -84,8 +92,8 @@ def parse_dtype_axis(text: str) -> list[str]:
     """``bf16,fp32``: each spelling of :data:`DTYPE_ALIASES`, kept once in its short name."""
     try:
         return list(dict.fromkeys(parse_dtype(t.strip()) for t in text.split(",")))
-    except ValueError as e:
-        raise ValueError(f"--dtype {text!r}: {e}") from None
+    except UsageError as e:  # the item's own message ("dtype 'x': …"), then the whole axis
+        raise UsageError(f"{e} (in dtype {text!r})", fields=("dtype",)) from None
 
 
 def parse_mask_axis(text: str) -> list[str]:
@@ -95,26 +103,31 @@ def parse_mask_axis(text: str) -> list[str]:
     entries: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
-            raise ValueError(f"--mask {text!r}: an empty item between commas")
+            raise UsageError(f"mask {text!r}: an empty item between commas", fields=("mask",))
         name = re.split(r"[:@]", part, maxsplit=1)[0].lower()
         if name in MASK_NAMES:
             entries.append(part)
             continue
         if not entries:
-            raise ValueError(f"--mask {text!r}: it must start with a mask name ({', '.join(MASK_NAMES)})")
+            raise UsageError(
+                f"mask {text!r}: it must start with a mask name ({', '.join(MASK_NAMES)})", fields=("mask",)
+            )
         kind = re.split(r"[:@]", entries[-1], maxsplit=1)[0].lower()
         if kind not in LIST_KINDS or "@" in entries[-1]:
-            raise ValueError(
-                f"--mask {text!r}: {part!r} is no mask name, and only document and padding take a comma list "
-                f"({entries[-1]!r} does not); give each mask its name, e.g. sliding:256,sliding:512"
+            raise UsageError(
+                f"mask {text!r}: {part!r} is no mask name, and only document and padding take a comma list "
+                f"({entries[-1]!r} does not); give each mask its name, e.g. sliding:256,sliding:512",
+                fields=("mask",),
             )
         entries[-1] += "," + part
     out = []
     for e in entries:
         try:
             out.append(parse_mask(e).canonical)
-        except ValueError as err:
-            raise ValueError(f"--mask {text!r}: {err}") from None
+        except ValueError as err:  # the entry's own message ("mask 'sliding:x': …"), then the whole axis
+            raise UsageError(
+                f"{err}" + (f" (in mask {text!r})" if e != text.strip() else ""), fields=("mask",)
+            ) from None
     return list(dict.fromkeys(out))
 
 
@@ -125,9 +138,13 @@ def parse_softcap_axis(text: str) -> list[float | None]:
         try:
             v = float(part)
         except ValueError:
-            raise ValueError(f"--softcap {text!r}: {part!r} is not a number (0: no soft-capping)") from None
+            raise UsageError(
+                f"softcap {text!r}: {part!r} is not a number (0: no soft-capping)", fields=("softcap",)
+            ) from None
         if not math.isfinite(v) or v < 0:
-            raise ValueError(f"--softcap {text!r}: each cap is 0 (none) or a positive finite number, got {part!r}")
+            raise UsageError(
+                f"softcap {text!r}: each cap is 0 (none) or a positive finite number, got {part!r}", fields=("softcap",)
+            )
         out.append(None if v == 0 else v)
     return list(dict.fromkeys(out))
 
@@ -149,7 +166,7 @@ def parse_alibi_axis(text: str) -> list[bool]:
     out: list[bool] = []
     for part in (p.strip() for p in text.split(",")):
         if part not in ALIBI:
-            raise ValueError(f"--alibi {text!r}: use yes, no, both, or a comma list of yes and no")
+            raise UsageError(f"alibi {text!r}: use yes, no, both, or a comma list of yes and no", fields=("alibi",))
         out += ALIBI[part]
     return list(dict.fromkeys(out))
 
@@ -158,4 +175,4 @@ def parse_causal(text: str) -> list[bool]:
     try:
         return CAUSAL[text.strip()]
     except KeyError:
-        raise ValueError(f"--causal {text!r}: use yes, no or both") from None
+        raise UsageError(f"causal {text!r}: use yes, no or both", fields=("causal",)) from None

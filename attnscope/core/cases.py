@@ -8,6 +8,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from attnscope.core.arguments import MAX_BUDGET_TOKENS, UsageError, check_whole, fields_of
 from attnscope.core.case import AXIS_FIELDS, FIELD, FIELDS, Case, default_fields
 
 MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
@@ -94,28 +95,30 @@ def grid(axes: Axes, device: str) -> list[Case]:
     """Every combination, in the table's order (the last axis varies fastest); a combination that is not a
     valid case is an error naming it.  A mask sets causal itself: with masks given, the causal axis is left out."""
     lists = {f.name: list(axes.values[f.dest]) for f in AXIS_FIELDS}
-    if axes.budget_tokens:
+    if axes.budget_tokens is not None:
+        check_whole("budget_tokens", axes.budget_tokens, maximum=MAX_BUDGET_TOKENS)
         lists["batch"] = [None]
     if lists["mask"] != [None]:
         lists["causal"] = [False]  # a mask sets causal itself
     n = math.prod(len(v) for v in lists.values())
     if n > MAX_JOBS:
-        raise ValueError(f"the grid holds {n:,} cases, over {MAX_JOBS:,}: narrow it")
+        raise UsageError(f"the grid holds {n:,} cases, over {MAX_JOBS:,}: narrow it")
     cases: list[Case] = []
     for combo in itertools.product(*lists.values()):
         point = dict(zip(lists, combo, strict=True))
         if point["batch"] is None:
             assert axes.budget_tokens is not None
             if axes.budget_tokens % point["seq_q"]:
-                raise ValueError(
-                    f"--budget-tokens {axes.budget_tokens} is not a multiple of seq {point['seq_q']} "
-                    "(B·S must stay constant)"
+                raise UsageError(
+                    f"budget_tokens {axes.budget_tokens} is not a multiple of seq {point['seq_q']} "
+                    "(B·S must stay constant)",
+                    fields=("budget_tokens",),
                 )
             point["batch"] = axes.budget_tokens // point["seq_q"]
         try:
             c = Case(**point, device=device)
         except ValueError as e:
-            raise ValueError(f"the grid point {_point_text(point)}: {e}") from None
+            raise UsageError(f"the grid point {_point_text(point)}: {e}", fields=fields_of(e)) from None
         cases.append(c)
     return list(dict.fromkeys(cases))
 
@@ -128,11 +131,14 @@ def axes_from(args: Any) -> Axes:
         if given is None:
             continue
         if f.excludes is not None and getattr(args, FIELD[f.excludes[0]].dest, None) is not None:
-            raise ValueError(f.excludes[1])
+            raise UsageError(f.excludes[1], fields=(f.dest, FIELD[f.excludes[0]].dest))
         assert f.axis is not None
         a.values[f.dest] = f.axis(given)
     if getattr(args, "budget_tokens", None) is not None:
         if getattr(args, "batch", None) is not None:
-            raise ValueError("--budget-tokens sets the batch (N / seq): give it or --batch, not both")
+            raise UsageError(
+                "budget_tokens sets the number of sequences (N / seq): give it or batch, not both",
+                fields=("budget_tokens", "batch"),
+            )
         a.budget_tokens = args.budget_tokens
     return a

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnscope.core.arguments import UsageError
+
 ALIGNS = ("top_left", "lower_right")
 KINDS = ("none", "causal", "sliding", "document", "prefix", "padding")
 # Kinds whose kept set depends on where the queries sit among the keys (ALiBi positions too).
@@ -40,7 +42,7 @@ def ambiguity_message(what: str, seq_q: int, seq_kv: int) -> str:
         f"{what} with seq_q={seq_q} != seq_kv={seq_kv} is ambiguous: top-left (torch's is_causal: the queries "
         f"are positions 0..{seq_q - 1}, query i sees keys 0..i) or lower-right (the queries are the last "
         f"{seq_q} positions, as in decode and chunked prefill: query i sees keys 0..i+{seq_kv - seq_q}); "
-        "say which with --mask causal_lower_right, --mask causal@top_left (or KIND:ARGS@lower_right)"
+        "say which with mask causal_lower_right or mask causal_top_left (or KIND:ARGS@lower_right)"
     )
 
 
@@ -88,18 +90,20 @@ def _ints(text: str, what: str, spec: str, least: int = 1) -> tuple[int, ...]:
     try:
         vals = tuple(int(p) for p in text.split(",") if p.strip() != "")
     except ValueError:
-        raise ValueError(f"mask {spec!r}: {what} must be integers, got {text!r}") from None
+        raise UsageError(f"mask {spec!r}: {what} must be integers, got {text!r}", fields=("mask",)) from None
     if not vals:
-        raise ValueError(f"mask {spec!r}: {what} missing")
+        raise UsageError(f"mask {spec!r}: {what} missing", fields=("mask",))
     if min(vals) < least:
-        raise ValueError(f"mask {spec!r}: every {what[:-1] if what.endswith('s') else what} must be >= {least}")
+        raise UsageError(
+            f"mask {spec!r}: every {what[:-1] if what.endswith('s') else what} must be >= {least}", fields=("mask",)
+        )
     return vals
 
 
 def _one_int(text: str, what: str, spec: str, kind: str, least: int = 1) -> int:
     vals = _ints(text, what, spec, least)
     if len(vals) != 1:
-        raise ValueError(f"mask {spec!r}: {kind} takes one {what}, got {text!r}")
+        raise UsageError(f"mask {spec!r}: {kind} takes one {what}, got {text!r}", fields=("mask",))
     return vals[0]
 
 
@@ -110,24 +114,26 @@ def parse_mask(spec: str) -> MaskSpec:
     if "@" in s:
         s, align = s.split("@", 1)
         if align not in ALIGNS:
-            raise ValueError(f"mask {spec!r}: alignment must be top_left or lower_right, got {align!r}")
+            raise UsageError(
+                f"mask {spec!r}: alignment must be top_left or lower_right, got {align!r}", fields=("mask",)
+            )
     if s == "causal_lower_right":
         if align == "top_left":
-            raise ValueError(f"mask {spec!r}: causal_lower_right cannot be @top_left")
+            raise UsageError(f"mask {spec!r}: causal_lower_right cannot be @top_left", fields=("mask",))
         return MaskSpec("causal", align="lower_right")
     if s == "causal_top_left":
         if align == "lower_right":
-            raise ValueError(f"mask {spec!r}: causal_top_left cannot be @lower_right")
+            raise UsageError(f"mask {spec!r}: causal_top_left cannot be @lower_right", fields=("mask",))
         s, align = "causal", "top_left"
     kind, _, arg = s.partition(":")
     if kind not in KINDS:
-        raise ValueError(f"unknown mask {spec!r}; use {MASK_HELP}")
+        raise UsageError(f"mask {spec!r}: no such mask; use {MASK_HELP}", fields=("mask",))
     if kind in ("none", "causal"):
         if arg:
-            raise ValueError(f"mask {spec!r}: {kind} takes no argument")
+            raise UsageError(f"mask {spec!r}: {kind} takes no argument", fields=("mask",))
         return MaskSpec(kind, align=align)
     if not arg:
-        raise ValueError(f"mask {spec!r}: {kind} needs an argument ({MASK_HELP})")
+        raise UsageError(f"mask {spec!r}: {kind} needs an argument ({MASK_HELP})", fields=("mask",))
     if kind == "sliding":
         return MaskSpec(kind, window=_one_int(arg, "window", spec, kind), align=align)
     if kind == "prefix":
@@ -139,35 +145,44 @@ def parse_mask(spec: str) -> MaskSpec:
 def check_mask(
     m: MaskSpec, batch: int, seq_q: int, seq_kv: int, alibi: bool = False, stated: str | None = None
 ) -> None:
-    """Refuse (one-line ValueError) a mask that does not fit the shapes or leaves a query with no key.
-    ``stated``: how the user asked for it, for the message (default ``--mask NAME``)."""
+    """Refuse (one-line UsageError) a mask that does not fit the shapes or leaves a query with no key.
+    ``stated``: how the user asked for it, for the message (default ``mask NAME``)."""
     name = m.canonical
     covers_all = m.kind == "prefix" and (m.prefix or 0) >= seq_kv  # every key, where the queries sit or not
     if seq_q != seq_kv and m.align is None and ((m.kind in POSITIONAL and not covers_all) or alibi):
-        what = (stated or f"--mask {name}") + (" with --alibi" if alibi and m.kind not in POSITIONAL else "")
-        raise ValueError(ambiguity_message(what, seq_q, seq_kv))
+        what = (stated or f"mask {name}") + (" with alibi" if alibi and m.kind not in POSITIONAL else "")
+        # the message names causal only where it was stated (CAUSAL_STATED): "causal_top_left" is a mask's name
+        raise UsageError(
+            ambiguity_message(what, seq_q, seq_kv), fields=("mask", "alibi", *(("causal",) if stated else ()))
+        )
     if m.kind == "document":
         if seq_q != seq_kv:
-            raise ValueError(f"mask {name}: a packed sequence needs seq_q == seq_kv, got {seq_q} and {seq_kv}")
+            raise UsageError(
+                f"mask {name}: a packed sequence needs seq_q == seq_kv, got {seq_q} and {seq_kv}", fields=("mask",)
+            )
         if sum(m.lengths) != seq_q:
-            raise ValueError(f"mask {name}: document lengths sum to {sum(m.lengths)}, the sequence is {seq_q}")
+            raise UsageError(
+                f"mask {name}: document lengths sum to {sum(m.lengths)}, the sequence is {seq_q}", fields=("mask",)
+            )
     if m.kind == "padding":
         if len(m.lengths) != batch:
-            raise ValueError(f"mask {name}: {len(m.lengths)} key length(s) for a batch of {batch}")
+            raise UsageError(f"mask {name}: {len(m.lengths)} key length(s) for a batch of {batch}", fields=("mask",))
         if max(m.lengths) > seq_kv:
-            raise ValueError(f"mask {name}: a key length exceeds seq_kv={seq_kv}")
+            raise UsageError(f"mask {name}: a key length exceeds seq_kv={seq_kv}", fields=("mask",))
     if m.kind in ("causal", "sliding") and m.offset(seq_q, seq_kv) < 0:
-        raise ValueError(
+        raise UsageError(
             f"mask {name}: with seq_q={seq_q} > seq_kv={seq_kv} lower-right, the first {seq_q - seq_kv} "
-            "queries see no key at all (their softmax is undefined)"
+            "queries see no key at all (their softmax is undefined)",
+            fields=("mask",),
         )
     if m.kind == "sliding" and m.window is not None:
         # row i keeps keys (i + off - W, i + off] ∩ [0, Sk): empty once i + off - W + 1 > Sk - 1
         empty = seq_q + m.offset(seq_q, seq_kv) - seq_kv - m.window + 1
         if empty > 0:
-            raise ValueError(
+            raise UsageError(
                 f"mask {name}: with seq_q={seq_q} and seq_kv={seq_kv} top-left, the last {empty} queries are more "
-                f"than the window ({m.window}) past the last key and see no key at all (their softmax is undefined)"
+                f"than the window ({m.window}) past the last key and see no key at all (their softmax is undefined)",
+                fields=("mask",),
             )
 
 

@@ -23,6 +23,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from attnscope.core.arguments import UsageError
+
 DISTRIBUTIONS = ("uniform",)
 KV_LENS_HELP = "per-sequence KV lengths: L1,L2,... (one per sequence) or uniform:LO..HI[@SEED] (seeded draw)"
 _UNIFORM = re.compile(r"^uniform:(\d+)\.\.(\d+)(?:@(\d+))?$", re.ASCII)
@@ -58,33 +60,40 @@ class KvLens:
         """The ``batch`` lengths (a list must have exactly ``batch``)."""
         if self.dist is None:
             if len(self.lengths) != batch:
-                raise ValueError(f"--kv-lens gives {len(self.lengths)} length(s) for a batch of {batch}")
+                raise UsageError(
+                    f"kv_lens gives {len(self.lengths)} length(s) for a batch of {batch}", fields=("kv_lens",)
+                )
             return self.lengths
         rng = random.Random(self.seed)
         return tuple(rng.randint(self.lo, self.hi) for _ in range(batch))
 
 
 def parse_kv_lens(text: str, limit: int = 1 << 24) -> KvLens:
-    """``1024,2048,512`` or ``uniform:1024..32768@7``; one-line ValueError otherwise."""
+    """``1024,2048,512`` or ``uniform:1024..32768@7``; one-line UsageError (naming ``kv_lens``) otherwise."""
     s = text.strip().lower().removeprefix("list:")
     m = _UNIFORM.match(s)
     if m is not None:
         lo, hi, seed = int(m[1]), int(m[2]), int(m[3] or 0)
         if lo < 1 or lo > hi:
-            raise ValueError(f"--kv-lens {text!r}: uniform:LO..HI needs 1 <= LO <= HI")
+            raise UsageError(f"kv_lens {text!r}: uniform:LO..HI needs 1 <= LO <= HI", fields=("kv_lens",))
         if hi > limit:
-            raise ValueError(f"--kv-lens {text!r}: {hi:,} is beyond any case this tool measures (max {limit:,})")
+            raise UsageError(
+                f"kv_lens {text!r}: {hi:,} is beyond any case this tool measures (max {limit:,})", fields=("kv_lens",)
+            )
         return KvLens(dist="uniform", lo=lo, hi=hi, seed=seed)
     if s.split(":", 1)[0] in DISTRIBUTIONS or ":" in s:
-        raise ValueError(f"--kv-lens {text!r}: use {KV_LENS_HELP}")
+        raise UsageError(f"kv_lens {text!r}: use {KV_LENS_HELP}", fields=("kv_lens",))
     try:
         vals = tuple(int(p) for p in s.split(","))
     except ValueError:
-        raise ValueError(f"--kv-lens {text!r}: use {KV_LENS_HELP}") from None
+        raise UsageError(f"kv_lens {text!r}: use {KV_LENS_HELP}", fields=("kv_lens",)) from None
     if not vals or min(vals) < 1:
-        raise ValueError(f"--kv-lens {text!r}: every length must be >= 1")
+        raise UsageError(f"kv_lens {text!r}: every length must be >= 1", fields=("kv_lens",))
     if max(vals) > limit:
-        raise ValueError(f"--kv-lens {text!r}: {max(vals):,} is beyond any case this tool measures (max {limit:,})")
+        raise UsageError(
+            f"kv_lens {text!r}: {max(vals):,} is beyond any case this tool measures (max {limit:,})",
+            fields=("kv_lens",),
+        )
     return KvLens(lengths=vals)
 
 
@@ -95,11 +104,13 @@ def parse_kv_lens_axis(text: str) -> list[str]:
     entries: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
-            raise ValueError(f"--kv-lens {text!r}: an empty item between commas")
+            raise UsageError(f"kv_lens {text!r}: an empty item between commas", fields=("kv_lens",))
         if part.lower().startswith((*(f"{d}:" for d in DISTRIBUTIONS), "list:")) or not entries:
             entries.append(part)
         elif entries[-1].lower().startswith(tuple(f"{d}:" for d in DISTRIBUTIONS)):
-            raise ValueError(f"--kv-lens {text!r}: {part!r} follows a distribution; start a list with list:")
+            raise UsageError(
+                f"kv_lens {text!r}: {part!r} follows a distribution; start a list with list:", fields=("kv_lens",)
+            )
         else:
             entries[-1] += "," + part
     return list(dict.fromkeys(parse_kv_lens(e).canonical for e in entries))

@@ -41,9 +41,9 @@ def kind_of(doc: dict[str, Any], where: str) -> Kind:
     if doc.get("kind") in ("run", "analyze", "model", "sweep"):
         return doc["kind"]  # type: ignore[no-any-return]
     if doc.get("kind") == "diff":
-        raise DocumentError(f"{where}: a diff document (attnscope diff --json), not results")
+        raise DocumentError(f"{where}: a diff document (what attnscope diff writes), not results")
     if doc.get("kind") == "recommend" or ("best" in doc and "policy" in doc and "results" not in doc):
-        raise DocumentError(f"{where}: a recommendation (attnscope recommend --json), not result rows")
+        raise DocumentError(f"{where}: a recommendation (what attnscope recommend writes), not result rows")
     results = doc.get("results")
     if not isinstance(results, list) or "schema_version" not in doc:
         raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")

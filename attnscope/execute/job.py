@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.arguments import check_seconds
+from attnscope.core.arguments import MAX_BUCKET, MAX_SEED, MAX_STEPS, check_seconds, check_whole
 from attnscope.core.case import file_stem
 from attnscope.core.types import Case, Result, Status
 
@@ -26,8 +26,11 @@ class Options:
     steps: int = 0  # a serving case: also decode this many steps over a growing cache (attnscope.execute.serve)
     bucket: int = 256  # with steps: tokens per shape bucket (one CUDA graph each)
 
-    def __post_init__(self) -> None:  # a library caller's budget checked as the command line's --budget is
+    def __post_init__(self) -> None:  # a library caller's numbers checked as the command line's flags are
         check_seconds("timing_budget_s", self.timing_budget_s)
+        check_whole("steps", self.steps, minimum=0, maximum=MAX_STEPS)
+        check_whole("bucket", self.bucket, maximum=MAX_BUCKET)
+        check_whole("seed", self.seed, minimum=0, maximum=MAX_SEED)
 
 
 @dataclass(frozen=True)

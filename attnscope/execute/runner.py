@@ -44,7 +44,7 @@ def run(
 
     opts = options or Options()
     if case.device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA GPU (use --device cpu)")
+        raise RuntimeError(f"case.device {case.device!r} asked for, but torch sees no CUDA GPU (use device cpu)")
     jobs = [Job(case, v.name, opts, explicit=variants is not None) for v in resolve(variants, serving=case.is_serving)]
     ex = executor or make_executor("inline")
     results: list[Result] = []

@@ -91,9 +91,9 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def check_device(text: str | None, what: str = "--device") -> str | None:
-    """The device string to use (normalised), after checking that torch can reach it.  ``what`` names where the
-    device came from in the message: the flag (default) or, for a library caller, ``case.device``."""
+def check_device(text: str | None, what: str = "device") -> str | None:
+    """The device string to use (normalised), after checking that torch can reach it.  ``what`` names the value in
+    the message: ``device`` (default) or, for a library caller, ``case.device`` (the command line says ``--device``)."""
     if text is None:
         return None
     kind, idx = parse_device(text, what)
@@ -102,9 +102,10 @@ def check_device(text: str | None, what: str = "--device") -> str | None:
     import torch
 
     if not torch.cuda.is_available():
-        use = "use --device cpu" if what == "--device" else "use device='cpu'"
-        raise UsageError(f"{what} {text}: torch {torch.__version__} sees no CUDA GPU here; {use}")
+        raise UsageError(
+            f"{what} {text}: torch {torch.__version__} sees no CUDA GPU here; use {what} cpu", fields=(what,)
+        )
     n = torch.cuda.device_count()
     if idx is not None and idx >= n:
-        raise UsageError(f"{what} {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}")
+        raise UsageError(f"{what} {text}: this machine has {n} CUDA device(s), cuda:0 to cuda:{n - 1}", fields=(what,))
     return "cuda" if idx is None else f"cuda:{idx}"

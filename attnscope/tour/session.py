@@ -19,6 +19,7 @@ from typing import Any
 from rich.markup import escape
 
 from attnscope.core.answers import Question, read_answer
+from attnscope.core.arguments import UsageError
 from attnscope.tour import judge as J
 from attnscope.tour.steps import STEPS, Size, Step, case_for, variants_for
 
@@ -35,8 +36,8 @@ COPY_BYTES = {"tiny": 16 << 20, "cpu": 64 << 20, "gpu": 1 << 30}
 Answerer = Callable[[Step, Question, tuple[str, ...]], tuple[Any, str]]
 
 
-class TourError(ValueError):
-    """A transcript or answers file that cannot be used; one line for the user."""
+class TourError(UsageError):
+    """A transcript or answers file that cannot be used; one line for the user (``fields``: the values it names)."""
 
 
 @dataclass
@@ -65,8 +66,9 @@ class Session:
         if resume is not None:
             if resume.get("device") != self.device or resume.get("size") != self.size:
                 raise TourError(
-                    f"{self.out}: the transcript was made on {resume.get('device')} at size {resume.get('size')}, "
-                    f"not {self.device} at {self.size}: resume it with the same --device and --size"
+                    f"{self.out}: the transcript was made on {resume.get('device')} at {resume.get('size')}, "
+                    f"not {self.device} at {self.size}: resume it with the same device and size",
+                    fields=("device", "size"),
                 )
             self.transcript = resume
             self.transcript["complete"] = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from attnscope.core.arguments import UsageError
 from attnscope.core.masks import MaskSpec
 from attnscope.core.types import Case
 
@@ -113,7 +114,9 @@ def score_mod_for(case: Case) -> ScoreMod | None:
     try:
         from attn_gym.mods import generate_alibi_bias, generate_tanh_softcap
     except ImportError as e:
-        raise ValueError(f"--softcap and --alibi are built on attention-gym (pip install attn-gym): {e}") from e
+        raise UsageError(
+            f"softcap and alibi are built on attention-gym (pip install attn-gym): {e}", fields=("softcap", "alibi")
+        ) from e
 
     mods: list[ScoreMod] = []
     if case.alibi:

@@ -4,7 +4,8 @@ case's shape, and checked against the built-ins.  Needs torch.
 The named function is either the flex function itself, ``mask_mod(b, h, q_idx, kv_idx)`` or
 ``score_mod(score, b, h, q_idx, kv_idx)``, or a factory of one argument, the device, that returns it (so a
 mask that looks up tensors, such as document offsets, builds them where the kernel runs).  Every failure is a
-one-line ``ValueError`` naming the flag: the command line turns it into exit 2.
+one-line ``UsageError`` naming the value (``mask_mod``, ``score_mod``): the command line says it as its flag and
+exits 2.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.mask_match import MaskMatch, Runs, match_builtin
+from attnscope.core.arguments import UsageError
 from attnscope.core.types import Case
 
 ARITY = {"mask_mod": 4, "score_mod": 5}
@@ -28,27 +30,27 @@ def split_source(source: str, what: str) -> tuple[Path, str]:
     """``file.py:fn`` → (path, fn); the file must exist."""
     path, sep, fn = source.rpartition(":")
     if not sep or not path or not fn.isidentifier():
-        raise ValueError(f"--{what.replace('_', '-')} {source!r}: give FILE.py:FUNCTION")
+        raise UsageError(f"{what} {source!r}: give FILE.py:FUNCTION", fields=(what,))
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"--{what.replace('_', '-')}: no file {path}")
+        raise UsageError(f"{what}: no file {path}", fields=(what,))
     return p, fn
 
 
-def _module(p: Path, flag: str) -> Any:
+def _module(p: Path, what: str) -> Any:
     name = "attnscope_user_" + hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, p)
     if spec is None or spec.loader is None:
-        raise ValueError(f"{flag}: {p} is not a Python module")
+        raise UsageError(f"{what}: {p} is not a Python module", fields=(what,))
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # torch.compile reads the function's globals through its module
     try:
         spec.loader.exec_module(mod)
     except Exception as e:
         del sys.modules[name]
-        raise ValueError(f"{flag}: importing {p} failed: {type(e).__name__}: {_one_line(e)}") from e
+        raise UsageError(f"{what}: importing {p} failed: {type(e).__name__}: {_one_line(e)}", fields=(what,)) from e
     return mod
 
 
@@ -69,26 +71,26 @@ def _positional(fn: Callable[..., Any]) -> int | None:
 
 def load(source: str, what: str, device: Any) -> Callable[..., Any]:
     """The user's ``what`` ("mask_mod" or "score_mod") from ``source``, built for ``device``."""
-    flag = f"--{what.replace('_', '-')}"
     p, name = split_source(source, what)
-    fn = getattr(_module(p, flag), name, None)
+    fn = getattr(_module(p, what), name, None)
     if fn is None:
-        raise ValueError(f"{flag}: {p} has no function {name!r}")
+        raise UsageError(f"{what}: {p} has no function {name!r}", fields=(what,))
     if not callable(fn):
-        raise ValueError(f"{flag}: {name!r} in {p} is not a function")
+        raise UsageError(f"{what}: {name!r} in {p} is not a function", fields=(what,))
     n = _positional(fn)
     if n == 1:  # a factory of the device
         try:
             fn = fn(device)
         except Exception as e:
-            raise ValueError(f"{flag}: {name}(device) raised {type(e).__name__}: {_one_line(e)}") from e
+            raise UsageError(f"{what}: {name}(device) raised {type(e).__name__}: {_one_line(e)}", fields=(what,)) from e
         if not callable(fn):
-            raise ValueError(f"{flag}: {name}(device) returned {type(fn).__name__}, not a {what}")
+            raise UsageError(f"{what}: {name}(device) returned {type(fn).__name__}, not a function", fields=(what,))
         n = _positional(fn)
     if n is not None and n != ARITY[what]:
-        raise ValueError(
-            f"{flag}: {name} takes {n} argument(s); a {what} takes {SIGNATURE[what]} (or write a factory of the "
-            "device that returns one)"
+        raise UsageError(
+            f"{what}: {name} takes {n} argument(s); flex calls it with {SIGNATURE[what]} (or write a factory of the "
+            "device that returns one)",
+            fields=(what,),
         )
     return fn
 
@@ -149,9 +151,10 @@ def check_mask_mod(case: Case, rows_per_chunk: int = 1024) -> tuple[MaskMatch, s
                 why = "a row keeps two or more separate runs of keys: no built-in does"
             rows.extend(got or [])
     except Exception as e:
-        raise ValueError(
-            f"--mask-mod {Path(case.mask_mod).name} on B={case.batch} H={case.heads} Sq={sq} Sk={sk}: "
-            f"{type(e).__name__}: {_one_line(e)}"
+        raise UsageError(
+            f"mask_mod {Path(case.mask_mod).name} on B={case.batch} H={case.heads} Sq={sq} Sk={sk}: "
+            f"{type(e).__name__}: {_one_line(e)}",
+            fields=("mask_mod",),
         ) from e
     if why is not None:
         return MaskMatch(None, 2 * sq * sk), why
@@ -159,9 +162,10 @@ def check_mask_mod(case: Case, rows_per_chunk: int = 1024) -> tuple[MaskMatch, s
     return MaskMatch(found.equivalent_builtin, 2 * sq * sk, found.tried), None
 
 
-def score_flags(case: Case) -> str:
-    """The case's score modification as its flags ("--softcap 20 --alibi"); "" for none."""
-    return " ".join(([f"--softcap {case.softcap:g}"] if case.softcap is not None else []) + ["--alibi"] * case.alibi)
+def score_words(case: Case) -> str:
+    """The case's score modification by its fields ("softcap 20, alibi"); "no softcap, no alibi" for none."""
+    said = ([f"softcap {case.softcap:g}"] if case.softcap is not None else []) + ["alibi"] * case.alibi
+    return ", ".join(said) or "no softcap, no alibi"
 
 
 def check_score_mod(case: Case) -> str | None:
@@ -184,9 +188,11 @@ def check_score_mod(case: Case) -> str | None:
     try:
         got = fn(s, torch.tensor(0), h, qi, ki)
     except Exception as e:
-        raise ValueError(f"--score-mod {Path(case.score_mod).name} raised {type(e).__name__}: {_one_line(e)}") from e
+        raise UsageError(
+            f"score_mod {Path(case.score_mod).name} raised {type(e).__name__}: {_one_line(e)}", fields=("score_mod",)
+        ) from e
     want = ours(s, torch.tensor(0), h, qi, ki)
-    flags = score_flags(case)
+    said = score_words(case)
     if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.allclose(got, want, rtol=1e-6, atol=1e-6):
         return None
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
@@ -194,5 +200,5 @@ def check_score_mod(case: Case) -> str | None:
     i, j = divmod(int((got - want).abs().argmax()), sk)
     return (
         f"at query {int(qi[i, 0])}, key {int(ki[0, j])}, score {float(s[i, j]):.4g} it gives {float(got[i, j]):.6g} "
-        f"where the case's flags ({flags or 'no --softcap, no --alibi'}) give {float(want[i, j]):.6g}"
+        f"where the case's ({said}) gives {float(want[i, j]):.6g}"
     )

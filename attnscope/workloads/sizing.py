@@ -35,7 +35,7 @@ from attnscope.core.units import fmt_bytes
 GIB = 1024**3
 FP32, FP64 = 4, 8
 SCORE_FAMILIES = {"naive": "naive", "naive_inplace": "naive", "sdpa_math": "upcast", "flex": "upcast"}
-HEADROOM = 0.85  # of the free memory: the allocator, the profiler and torch's own buffers need the rest
+HEADROOM = 0.85  # of the free memory: the allocator, the profiler and torch's (or transformers') buffers need the rest
 # Kernel workspaces, allocator rounding and per-thread buffers, measured as 0.2 MiB (CPU, flash's
 # per-thread blocks) to 0.5 MiB (H200, compiled flex) beyond the terms below on the committed runs.
 WORKSPACE_BYTES = 8 * 1024**2
@@ -162,9 +162,20 @@ def call_floor_s(case: Case, rate_tflops: float) -> float:
     return MIN_CALLS * attention_flops(case) / (rate_tflops * 1e12)
 
 
+def usable_bytes(free_bytes: int) -> int:
+    """The one "fits in memory" rule: what an estimate may take of ``free_bytes`` (:data:`HEADROOM` of it), for an
+    attention case here and a transformers model (attnscope.workloads.hf.size) alike."""
+    return int(free_bytes * HEADROOM)
+
+
+def fits(need_bytes: int, free_bytes: int) -> bool:
+    """Whether an estimate of ``need_bytes`` fits in the usable part of ``free_bytes`` (:func:`usable_bytes`)."""
+    return need_bytes <= usable_bytes(free_bytes)
+
+
 def variant_skip(case: Case, variant: str, free_bytes: int, rate_tflops: float) -> str | None:
     """Why ``variant`` is not run on this case (with the estimate and the limit), else None."""
-    budget = int(free_bytes * HEADROOM) - input_bytes(case) - reference_bytes(case)[1]
+    budget = usable_bytes(free_bytes) - input_bytes(case) - reference_bytes(case)[1]
     est = variant_bytes(case, variant)
     if est.bytes > budget:
         return (
@@ -183,9 +194,9 @@ def variant_skip(case: Case, variant: str, free_bytes: int, rate_tflops: float) 
 
 def case_skip(case: Case, free_bytes: int, chunk_bytes: int | None = None) -> str | None:
     """Why the case cannot start at all: the inputs, or the inputs and the reference, do not fit."""
-    room = free_bytes * HEADROOM
+    room = usable_bytes(free_bytes)
     need = input_peak_bytes(case)
-    if need > room:
+    if not fits(need, free_bytes):
         return (
             f"the case does not fit: its inputs need ~{fmt_bytes(need)} (q, k, v and an fp32 draft), "
             f"above {HEADROOM:.0%} of the {fmt_bytes(free_bytes)} free on {case.device}"

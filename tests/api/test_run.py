@@ -47,7 +47,7 @@ def test_the_run_objects_are_still_there(doc):
 
 
 def test_a_timeout_is_refused_where_it_cannot_be_enforced():
-    with pytest.raises(ValueError, match="inline executor"):
+    with pytest.raises(ValueError, match="timeout_s needs a worker it can stop, and executor inline"):
         attnscope.run(CASE, "naive", executor="inline", timeout_s=5.0, **FAST)
     for bad in (0.0, -5.0):
         with pytest.raises(ValueError, match="> 0"):

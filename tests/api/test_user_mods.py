@@ -32,11 +32,20 @@ def _err(capsys, argv: list[str]) -> str:
         (["--mask-mod", f"{USER}:missing"], "has no function 'missing'"),
         (["--mask-mod", f"{USER}"], "give FILE.py:FUNCTION"),
         (["--mask-mod", f"{USER}:NOT_A_FUNCTION"], "is not a function"),
-        (["--mask-mod", f"{USER}:three_args"], "takes 3 argument(s); a mask_mod takes (b, h, q_idx, kv_idx)"),
+        (
+            ["--mask-mod", f"{USER}:three_args"],
+            "--mask-mod: three_args takes 3 argument(s); flex calls it with (b, h, q_idx, kv_idx)",
+        ),
         (["--mask-mod", f"{USER}:raises"], "RuntimeError: this mask is not finished"),
         (["--mask-mod", f"{USER}:every_other"], "no built-in mask equals it"),
-        (["--mask-mod", f"{USER}:doc_mask", "--mask", "causal"], "equals document:20,30,14, not the mask causal given"),
-        (["--score-mod", f"{USER}:capped"], "does not compute the case's score modification"),
+        (
+            ["--mask-mod", f"{USER}:doc_mask", "--mask", "causal"],
+            "equals document:20,30,14, not causal, given as --mask",
+        ),
+        (
+            ["--score-mod", f"{USER}:capped"],
+            "--score-mod doc_offsets.py:capped does not compute the case's score modification",
+        ),
     ],
 )
 def test_bad_user_function_is_one_line_exit_2(capsys, argv, said):
@@ -111,7 +120,7 @@ def test_score_mod_checked_against_the_flags_and_measured(tmp_path):
 
 def test_score_mod_with_another_cap_names_the_entry(capsys):
     err = _err(capsys, ["--softcap", "30", "--score-mod", f"{USER}:capped"])
-    assert "where the case's flags (--softcap 30) give" in err
+    assert "where the case's (--softcap 30) gives" in err
 
 
 def test_a_worker_process_loads_the_file_given_relative(tmp_path, monkeypatch):
@@ -124,3 +133,23 @@ def test_a_worker_process_loads_the_file_given_relative(tmp_path, monkeypatch):
     [row] = doc["results"]
     assert row["status"] == "ok" and row["numerics_ok"] is True
     assert doc["mask_mod"]["source"] == f"{USER}:doc_mask"
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"mask_mod": "nowhere.py:doc_mask"}, "mask_mod: no file "),
+        ({"mask_mod": f"{USER}:three_args"}, "mask_mod: three_args takes 3 argument(s)"),
+        ({"mask_mod": f"{USER}:doc_mask", "mask": "causal"}, "not causal, given as mask: leave mask out"),
+        ({"score_mod": f"{USER}:capped", "softcap": 30.0}, "where the case's (softcap 30) gives"),
+    ],
+)
+def test_the_library_names_the_case_field_not_the_flag(fields, said):
+    """``api.check_user_mods`` called as a library: the message names the case's field, and no flag."""
+    from attnscope.api.user_mods import check_user_mods
+    from attnscope.core.cases import make_case
+
+    case = make_case("cpu", batch=2, heads=2, seq_q=64, head_dim=8, dtype="fp32", **fields)
+    with pytest.raises(ValueError) as e:
+        check_user_mods(case)
+    assert said in str(e.value) and "--" not in str(e.value)

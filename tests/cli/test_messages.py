@@ -51,7 +51,7 @@ def test_recommend_names_a_recommendation_as_one(capsys, tmp_path):
     capsys.readouterr()
     assert main(["recommend", str(rec)]) == 2
     err = capsys.readouterr().err
-    assert "a recommendation (attnscope recommend --json), not result rows" in err
+    assert "a recommendation (what attnscope recommend writes), not result rows" in err
     assert "no schema_version" not in err
 
 

@@ -41,9 +41,7 @@ def test_out_with_rows_needs_resume(tmp_path, capsys):
 
 
 def test_size_check_refuses_llama_3_8b_quickly(monkeypatch, capsys):
-    import attnscope.workloads.hf.size as size
-
-    monkeypatch.setattr(size, "free_memory", lambda device: 22 * 1024**3)
+    monkeypatch.setattr("attnscope.measure.env.free_memory_bytes", lambda device: 22 * 1024**3)  # the one reader
     t0 = time.monotonic()
     err = _usage(capsys, ["--config", "llama-3-8b", "--device", "cpu"])
     assert time.monotonic() - t0 < 10
@@ -53,10 +51,8 @@ def test_size_check_refuses_llama_3_8b_quickly(monkeypatch, capsys):
 
 
 def test_size_check_passes_with_fewer_layers(monkeypatch, tmp_path):
-    import attnscope.workloads.hf.size as size
-
     seen = []
-    monkeypatch.setattr(size, "free_memory", lambda device: seen.append(device) or 10**12)
+    monkeypatch.setattr("attnscope.measure.env.free_memory_bytes", lambda device: seen.append(device) or 10**12)
     rc = main(["model", "--config", "tiny", "--impl", "sdpa", "--mode", "prefill", "--seq", "16", "--budget", "0.01"])
     assert rc == 0 and seen == ["cpu"]
 
@@ -80,7 +76,7 @@ def test_devices_need_cuda(capsys):
 
 def test_timeout_needs_a_worker_and_must_be_positive(capsys):
     assert "argument --timeout: must be > 0" in _usage(capsys, ["--timeout", "0"])
-    assert "--executor process or ray" in _usage(capsys, ["--timeout", "5", "--executor", "inline"])
+    assert "use --executor process (or ray)" in _usage(capsys, ["--timeout", "5", "--executor", "inline"])
 
 
 def test_grid_points_from_seq_and_batch():

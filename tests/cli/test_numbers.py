@@ -41,7 +41,7 @@ def _case_rows(command: str) -> dict[str, list[str] | tuple[str, ...]]:
                 rows[flag.name] = SPECIAL[flag.name]
             elif flag.options.get("action") in ("store_true", "store_false"):
                 continue  # takes no value
-            elif f.numeric or "type" in flag.options:
+            elif f.numeric or flag.read is not None:
                 rows[flag.name] = INTS if command == "run" or flag.name == "--budget-tokens" else AXES
             else:
                 rows[flag.name] = TEXT

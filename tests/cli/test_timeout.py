@@ -33,7 +33,8 @@ def test_the_inline_executor_refuses_a_timeout_it_cannot_enforce(tmp_path, capsy
     assert "--timeout needs a worker it can stop" in err and "inline" in err and "--executor process" in err
 
 
-def test_the_same_line_in_run_and_sweep(capsys):
-    """One check, one message: run and sweep say the same words for the same mistake."""
+def test_the_same_line_in_run_sweep_and_model(capsys):
+    """One check, one message: run, sweep and model say the same words for the same mistake."""
     lines = [_refused(capsys, [c, "--seq", "16", "--executor", "inline", "--timeout", "1"]) for c in ("run", "sweep")]
-    assert lines[0] == lines[1]
+    lines.append(_refused(capsys, ["model", "--device", "cpu", "--executor", "inline", "--timeout", "1"]))
+    assert lines[0] == lines[1] == lines[2]

@@ -236,7 +236,7 @@ def test_axes_know_only_the_table_and_refuse_what_excludes_each_other():
     assert "seq" in Axes().values and "seq_q" not in Axes().values  # named as the flag
     with pytest.raises(TypeError, match="seq_q"):
         Axes(seq_q=[1])
-    with pytest.raises(ValueError, match="give --mask or --causal"):
+    with pytest.raises(ValueError, match="mask and causal both set the masking"):
         axes_from(_sweep_args(["--mask", "none", "--causal", "yes"]))
     with pytest.raises(ValueError, match="not both"):
         axes_from(_sweep_args(["--batch", "1", "--budget-tokens", "64"]))

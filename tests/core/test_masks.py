@@ -82,7 +82,7 @@ def test_alignment_does_not_matter_without_a_positional_mask():
         ({"mask": "sliding:0"}, ">= 1"),
         ({"mask": "sliding:x"}, "integers"),
         ({"mask": "sliding"}, "needs an argument"),
-        ({"mask": "diagonal"}, "unknown mask"),
+        ({"mask": "diagonal"}, "no such mask"),
         ({"mask": "causal@middle"}, "alignment"),
         ({"mask": "document:1,2", "sq": 4}, "sum to 3"),
         ({"mask": "padding:1,2", "b": 1}, "batch of 1"),
@@ -293,13 +293,13 @@ def _err(fn, *args, **kw) -> str:
 
 
 def test_ambiguity_message_names_both_ranges_and_the_fix():
-    msg = ambiguity_message("--mask causal", 3, 5)
+    msg = ambiguity_message("mask causal", 3, 5)
     # top-left: queries at 0..Sq-1 = 0..2; lower-right: query i sees keys 0..i+(Sk-Sq) = 0..i+2
     assert msg == (
-        "--mask causal with seq_q=3 != seq_kv=5 is ambiguous: top-left (torch's is_causal: the queries "
+        "mask causal with seq_q=3 != seq_kv=5 is ambiguous: top-left (torch's is_causal: the queries "
         "are positions 0..2, query i sees keys 0..i) or lower-right (the queries are the last "
         "3 positions, as in decode and chunked prefill: query i sees keys 0..i+2); "
-        "say which with --mask causal_lower_right, --mask causal@top_left (or KIND:ARGS@lower_right)"
+        "say which with mask causal_lower_right or mask causal_top_left (or KIND:ARGS@lower_right)"
     )
 
 
@@ -402,26 +402,26 @@ def test_alibi_is_off_by_default():
 
 def test_ambiguity_refusal_names_the_mask():
     msg = _err(check_mask, parse_mask("causal"), 1, 3, 5)
-    assert msg == ambiguity_message("--mask causal", 3, 5)
-    assert msg.startswith("--mask causal with seq_q=3 != seq_kv=5 is ambiguous")
+    assert msg == ambiguity_message("mask causal", 3, 5)
+    assert msg.startswith("mask causal with seq_q=3 != seq_kv=5 is ambiguous")
 
 
 def test_ambiguity_refusal_says_with_alibi_only_for_a_non_positional_mask():
     msg = _err(check_mask, parse_mask("none"), 1, 3, 5, alibi=True)
-    assert msg.startswith("--mask none with --alibi with seq_q=3 != seq_kv=5 is ambiguous")
+    assert msg.startswith("mask none with alibi with seq_q=3 != seq_kv=5 is ambiguous")
     msg = _err(check_mask, parse_mask("document:3"), 1, 3, 5, alibi=True)
-    assert msg.startswith("--mask document:3 with --alibi with seq_q=3")
-    # a positional mask is ambiguous by itself: no "with --alibi"
+    assert msg.startswith("mask document:3 with alibi with seq_q=3")
+    # a positional mask is ambiguous by itself: no "with alibi"
     msg = _err(check_mask, parse_mask("sliding:4"), 1, 3, 5, alibi=True)
-    assert msg.startswith("--mask sliding:4 with seq_q=3 != seq_kv=5")
-    assert "--alibi" not in msg
+    assert msg.startswith("mask sliding:4 with seq_q=3 != seq_kv=5")
+    assert "alibi" not in msg
 
 
 def test_ambiguity_refusal_uses_the_stated_spelling():
-    msg = _err(check_mask, parse_mask("causal"), 1, 1, 64, stated="--causal")
-    assert msg.startswith("--causal with seq_q=1 != seq_kv=64 is ambiguous")
-    msg = _err(check_mask, parse_mask("none"), 1, 1, 64, alibi=True, stated="--mask none")
-    assert msg.startswith("--mask none with --alibi with seq_q=1")
+    msg = _err(check_mask, parse_mask("causal"), 1, 1, 64, stated="causal")
+    assert msg.startswith("causal with seq_q=1 != seq_kv=64 is ambiguous")
+    msg = _err(check_mask, parse_mask("none"), 1, 1, 64, alibi=True, stated="mask none")
+    assert msg.startswith("mask none with alibi with seq_q=1")
 
 
 def test_document_refusals_word_for_word():

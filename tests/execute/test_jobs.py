@@ -80,10 +80,21 @@ def test_parse_devices(spec, want):
     assert parse_devices(spec) == want
 
 
-@pytest.mark.parametrize("spec", ["gpu0", "cuda:0,cuda:0", "cuda:x"])
-def test_parse_devices_refuses_nonsense(spec):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("gpu0", "devices 'gpu0': attnscope measures on cpu or cuda[:N]"),
+        ("cuda:0,cuda:0", "devices 'cuda:0,cuda:0': names a GPU twice"),
+        ("0,cuda:0", "devices '0,cuda:0': names a GPU twice"),  # a bare index is cuda:N
+        ("cuda:x", "devices 'cuda:x': attnscope measures on cpu or cuda[:N]"),
+        ("cudaXYZ", "devices 'cudaXYZ': attnscope measures on cpu or cuda[:N]"),
+        ("cuda:0,cpu", "devices 'cuda:0,cpu': takes cuda:N[,cuda:M...] or all, got 'cpu'"),
+    ],
+)
+def test_parse_devices_refuses_nonsense_in_the_one_device_parser_s_words(spec, said):
+    with pytest.raises(ValueError) as e:
         parse_devices(spec)
+    assert str(e.value).startswith(said) and "--" not in str(e.value)
 
 
 @pytest.mark.slow

@@ -154,7 +154,8 @@ def test_estimate_text_names_each_nonzero_term_in_its_unit():
 
 
 def test_too_big_refuses_above_the_headroom_only_and_takes_the_largest_implementation():
-    from attnscope.workloads.hf.size import HEADROOM, estimate
+    from attnscope.workloads.hf.size import estimate
+    from attnscope.workloads.sizing import HEADROOM
 
     cfg = _llama_like("llama", tied=False)
     kw = {"batch": 2, "seq": 64, "dtype": "fp32"}
@@ -169,24 +170,6 @@ def test_too_big_refuses_above_the_headroom_only_and_takes_the_largest_implement
     over = too_big(cfg, ["prefill"], ["sdpa", "eager"], free_bytes=free_short, **kw)
     assert over == [f"prefill needs {estimate(cfg, 'prefill', impl='eager', **kw).text()}"]
     assert too_big(cfg, ["prefill"], ["sdpa"], free_bytes=free_short, **kw) == []  # sdpa alone fits
-
-
-def test_free_memory_on_the_host_reads_mem_available(monkeypatch):
-    import io
-
-    from attnscope.workloads.hf import size
-
-    text = "MemTotal:       16000 kB\nMemFree:         2000 kB\nMemAvailable:    7000 kB\n"
-    monkeypatch.setattr(size, "open", lambda *a, **k: io.StringIO(text), raising=False)
-    assert size.free_memory("cpu") == 7000 * 1024
-    monkeypatch.setattr(size, "open", lambda *a, **k: io.StringIO("MemTotal: 1 kB\n"), raising=False)
-    assert size.free_memory("cpu") is None
-
-    def no_file(*a, **k):
-        raise OSError("no /proc")
-
-    monkeypatch.setattr(size, "open", no_file, raising=False)
-    assert size.free_memory("cpu") is None
 
 
 def test_names_and_defaults_the_first_tests_left_open():
@@ -223,33 +206,9 @@ def test_an_estimate_of_exactly_the_headroom_fits(monkeypatch):
 
     cfg = _llama_like("llama", tied=False)
     need = size.estimate(cfg, "train", batch=1, seq=4, dtype="fp32").bytes
-    monkeypatch.setattr(size, "HEADROOM", 0.5)
+    monkeypatch.setattr("attnscope.workloads.sizing.HEADROOM", 0.5)  # the one rule's fraction
     assert too_big(cfg, ["train"], ["sdpa"], batch=1, seq=4, dtype="fp32", free_bytes=2 * need) == []
     assert too_big(cfg, ["train"], ["sdpa"], batch=1, seq=4, dtype="fp32", free_bytes=2 * need - 1) != []
-
-
-def test_free_memory_on_a_gpu_asks_that_gpu(monkeypatch):
-    import torch
-
-    from attnscope.workloads.hf import size
-
-    asked = []
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i: asked.append(i) or (1000 + i, 5000))
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
-    assert size.free_memory("cuda:1") == 1001 and size.free_memory("cuda") == 1003
-    assert asked == [1, 3]
-
-
-def test_free_memory_on_the_host_opens_proc_meminfo(monkeypatch):
-    import io
-
-    from attnscope.workloads.hf import size
-
-    opened = []
-    monkeypatch.setattr(
-        size, "open", lambda p, *a, **k: opened.append(p) or io.StringIO("MemAvailable: 3 kB\n"), raising=False
-    )
-    assert size.free_memory("cpu") == 3072 and opened == ["/proc/meminfo"]
 
 
 @pytest.mark.parametrize("name", ["gpt2", "bert-base"])

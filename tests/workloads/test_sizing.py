@@ -161,3 +161,12 @@ def test_naive_counts_k_and_v_repeated_to_every_query_head_under_gqa(variant: st
     # without GQA (16 KV heads) nothing is repeated
     mha = Case(batch=4, heads=16, seq_q=2048, head_dim=64, dtype="bf16", causal=True, device="cuda")
     assert sizing.variant_bytes(mha, variant).parts["K/V repeated for GQA"] == 0
+
+
+def test_the_one_fits_rule_is_the_headroom_of_the_free_memory():
+    """85 % of 10^9 B is 850,000,000 B (by hand): that much fits, one byte more does not; the model's size check
+    (too_big) and the attention case's (case_skip) both ask this rule."""
+    from attnscope.workloads.sizing import fits, usable_bytes
+
+    assert usable_bytes(10**9) == 850_000_000
+    assert fits(850_000_000, 10**9) and not fits(850_000_001, 10**9)

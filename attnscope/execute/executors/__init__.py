@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Literal, Protocol
 
+from attnscope.core.arguments import UsageError, parse_device
 from attnscope.core.types import Case, Result
 from attnscope.execute.job import Job
 
@@ -44,7 +45,8 @@ def pick(todo: deque[Job], last: Case | None, busy: set[Case]) -> Job:
 
 def parse_devices(spec: str | None) -> list[str] | None:
     """'cuda:0,cuda:1' → ['0', '1'] (CUDA_VISIBLE_DEVICES of each worker); 'all' → every GPU torch
-    sees; None or 'cpu' → None (one worker, no pinning)."""
+    sees; None or 'cpu' → None (one worker, no pinning).  Each entry is read by the one device parser
+    (:func:`attnscope.core.arguments.parse_device`); a bare index N stands for cuda:N."""
     if spec is None or spec.strip() in ("", "cpu"):
         return None
     if spec.strip() == "all":
@@ -52,18 +54,16 @@ def parse_devices(spec: str | None) -> list[str] | None:
 
         n = torch.cuda.device_count()
         if n == 0:
-            raise ValueError("--devices all: torch sees no CUDA GPU")
+            raise UsageError("devices 'all': torch sees no CUDA GPU", fields=("devices",))
         return [str(i) for i in range(n)]
     out = []
     for part in (p.strip() for p in spec.split(",") if p.strip()):
-        idx = part.removeprefix("cuda:")
-        if part == "cuda":
-            idx = "0"
-        if not idx.isdigit():
-            raise ValueError(f"--devices takes cuda:N[,cuda:M...] or all, got {part!r}")
-        out.append(idx)
+        kind, idx = parse_device(f"cuda:{part}" if part.isdigit() else part, "devices")
+        if kind != "cuda":
+            raise UsageError(f"devices {spec!r}: takes cuda:N[,cuda:M...] or all, got {part!r}", fields=("devices",))
+        out.append(str(idx if idx is not None else 0))
     if len(set(out)) != len(out):
-        raise ValueError(f"--devices names a GPU twice: {spec!r}")
+        raise UsageError(f"devices {spec!r}: names a GPU twice", fields=("devices",))
     return out
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from attnscope.core.arguments import UsageError
 from attnscope.core.types import Result
 from attnscope.execute.executors import OnStart, pick
 from attnscope.execute.job import Job, failed_row
@@ -123,7 +124,9 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise ValueError("--executor ray needs Ray: pip install -e '.[ray]' in the attnscope clone") from None
+            raise UsageError(
+                "executor ray needs Ray: pip install -e '.[ray]' in the attnscope clone", fields=("executor",)
+            ) from None
         env = {MODULES_ENV: os.environ.get(MODULES_ENV, "")}
         if self.address is None:  # a local cluster sees this checkout: give it our import path
             env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)

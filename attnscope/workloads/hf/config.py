@@ -12,6 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.arguments import UsageError
+
 # Models with bidirectional attention and no KV cache: prefill and train only.
 ENCODER_TYPES = frozenset(
     {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta", "modernbert"}
@@ -112,7 +114,7 @@ def build_config(spec: ModelSpec, *, layers: int | None) -> Any:
         raise ValueError(f"{spec.name}: model_type {model_type!r} is not known to this transformers")
     if layers is not None:
         if layers < 1:
-            raise ValueError(f"--layers must be at least 1, got {layers}")
+            raise UsageError(f"layers must be at least 1, got {layers}", fields=("layers",))
         values = _with_depth(values, layers)
     _precheck(values, spec.name)
     try:

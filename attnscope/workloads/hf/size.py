@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnscope.workloads.sizing import fits
+
 GATED = {"llama", "mistral", "qwen2", "gemma", "gemma2", "gemma3_text", "mixtral", "phi3", "qwen3"}
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-HEADROOM = 0.85  # of the free memory: the allocator, the profiler and transformers' own buffers need the rest
 
 
 def _get(cfg: Any, *names: str, default: Any = None) -> Any:
@@ -125,7 +126,8 @@ def estimate(cfg: Any, mode: str, *, batch: int, seq: int, dtype: str, impl: str
 def too_big(
     cfg: Any, modes: list[str], impls: list[str], *, batch: int, seq: int, dtype: str, free_bytes: int | None
 ) -> list[str]:
-    """One line per mode whose largest estimate does not fit in ``HEADROOM`` of the free memory."""
+    """One line per mode whose largest estimate does not fit in the free memory (the one rule,
+    :func:`attnscope.workloads.sizing.fits`: ``HEADROOM`` of it)."""
     if free_bytes is None:
         return []
     out = []
@@ -133,23 +135,6 @@ def too_big(
         est = max(
             (estimate(cfg, mode, batch=batch, seq=seq, dtype=dtype, impl=i) for i in impls), key=lambda e: e.bytes
         )
-        if est.bytes > HEADROOM * free_bytes:
+        if not fits(est.bytes, free_bytes):
             out.append(f"{mode} needs {est.text()}")
     return out
-
-
-def free_memory(device: str) -> int | None:
-    """Bytes free now: the GPU's (torch.cuda.mem_get_info) or the host's MemAvailable; None if unknown."""
-    if device.startswith("cuda"):
-        import torch
-
-        idx = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
-        return int(torch.cuda.mem_get_info(idx)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
