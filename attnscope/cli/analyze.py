@@ -45,8 +45,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from attnscope.api import analyze_traces
-
     check_output_file(args.json, "--json")
     _check_html(args)
     capture = getattr(args, "capture", None)
@@ -58,6 +56,12 @@ def _analyze(args: argparse.Namespace) -> int:
         [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
         [("--json", args.json), ("--html", args.html)],
     )
+    if len(args.traces) == 1:  # one trace file: a second core reads its first part while the analysis is imported
+        from attnscope.trace import parallel
+
+        parallel.start(args.traces[0])
+    from attnscope.api import analyze_traces
+
     doc, errors = analyze_traces(args.traces, jobs=args.jobs, capture=capture)
     from attnscope.report.text.terminal import one_line
 

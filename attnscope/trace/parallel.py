@@ -1,0 +1,274 @@
+"""A second core for one trace: a forked child reads the first part of a Kineto-layout trace while this process
+goes on (imports the analysis, then reads the rest), and hands its records back through a pipe.
+
+The text is cut into runs of whole events the same way in both processes (source.py's ``event_runs`` over the same
+bytes); a run belongs to the child when fewer than ``split`` bytes of runs came before it, else to this process. The
+child sends its records as msgpack (msgspec's encoder, ~10 ms for 10^5 records; the GPU events and runtime calls are
+decoded straight into their Structs), and this process puts them before its own: the same records, in the same
+order, as one process reading the whole file.  Whatever goes wrong in the child (a run the typed decoder refused,
+an error, a kill) makes this process read the file alone, as before.  Bounds on hostile input hold: this process
+inflates and cuts every byte itself.
+
+It costs CPU time (the hand-over: ~25 ms to encode and ~25 ms to decode the Llama trace's first three quarters, and
+this process still inflates and cuts every byte), so it is used only where it can help: a fork (POSIX), at least
+two cores this process may run on with a load average that leaves one of them idle, and at least ``MIN_BYTES`` of
+text.  ``ATTNSCOPE_READ_CORES=1`` turns it off, ``=2`` turns it on whatever the load (the benchmark's two switches).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+MIN_BYTES = 8 << 20  # of text: below this, forking and the hand-over cost more than a part of the read saves
+# the child's share of the text: it starts while this process still imports the analysis, so it takes the larger part
+CHILD_SHARE = 0.75
+ENV = "ATTNSCOPE_READ_CORES"
+MAX_PAYLOAD = 1 << 34  # a length past this is not the child's
+
+
+class ChildFailed(Exception):
+    """The child sent no complete result."""
+
+
+@dataclass
+class Helper:
+    pid: int
+    fd: int
+    split: int  # inflated bytes of runs that go to the child
+    reaped: bool = False
+
+    def frames(self) -> Iterator[bytearray]:
+        """The child's frames as they come, each read in place (held once); :class:`ChildFailed` where the child
+        stopped before its last frame (an empty one) or exited with an error: this process then reads the file
+        alone."""
+        ok = False
+        try:
+            with open(self.fd, "rb", buffering=0, closefd=False) as f:
+                while True:
+                    size = int.from_bytes(f.read(8) or b"\xff" * 8, "little")  # each frame: its length, then it
+                    if size == 0:
+                        ok = True
+                        break
+                    if size > MAX_PAYLOAD:
+                        break
+                    buf = bytearray(size)
+                    view, got = memoryview(buf), 0
+                    while got < size and (n := f.readinto(view[got:])):
+                        got += n
+                    if got < size:
+                        break
+                    yield buf
+        finally:
+            os.close(self.fd)
+            _, status = os.waitpid(self.pid, 0)
+            self.reaped = True
+        if not ok or os.waitstatus_to_exitcode(status) != 0:
+            raise ChildFailed
+
+    def cancel(self) -> None:
+        """The child killed and reaped, unless its result was already taken."""
+        if self.reaped:
+            return
+        self.reaped = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(self.fd)
+        os.waitpid(self.pid, 0)
+
+
+_PENDING: dict[str, Helper] = {}
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def wanted(path: Path) -> bool:
+    """A fork is there, a second core is idle (the load average leaves one), the text is long enough, not turned off."""
+    if os.environ.get(ENV, "") == "1" or not hasattr(os, "fork"):
+        return False
+    cores = _cores()
+    if cores < 2 or (os.environ.get(ENV, "") != "2" and os.getloadavg()[0] > cores - 1):
+        return False
+    try:
+        return path.is_file() and _inflated_size(path) >= MIN_BYTES
+    except OSError:
+        return False
+
+
+def _inflated_size(path: Path) -> int:
+    """The text's length: a gzip file's ISIZE (its last member's length mod 2^32: only balance depends on it)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        if f.read(2) != b"\x1f\x8b":
+            return size
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+    return isize if isize > size else size * 10
+
+
+def start(path: str | Path) -> None:
+    """Fork a child that reads the first part of ``path``; :func:`load_trace` of the same file takes it up."""
+    p = Path(path)
+    try:
+        if not wanted(p):
+            return
+        split = int(_inflated_size(p) * CHILD_SHARE)
+        r, w = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return
+    if pid == 0:  # the child: its frames to the pipe, then exit at once (no atexit, no inherited buffers flushed)
+        code = 1
+        try:
+            os.close(r)
+            for frame in _child(p, split):
+                view = memoryview(len(frame).to_bytes(8, "little") + frame)
+                while view:
+                    view = view[os.write(w, view) :]
+            code = 0
+        except BaseException:  # noqa: BLE001  # any failure: the parent reads the file alone
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    _PENDING[os.path.realpath(p)] = Helper(pid, r, split)
+
+
+def take(path: Path) -> Helper | None:
+    """The child reading this file's first part, if one was started."""
+    return _PENDING.pop(os.path.realpath(path), None)
+
+
+def _child(p: Path, split: int) -> Iterator[bytes]:
+    """The frames of the first part's records (:func:`encode`), then an empty one: done."""
+    import gc
+
+    gc.disable()
+    from attnscope.trace import _first_part
+
+    got = _first_part(p, split)
+    if got is None:
+        raise ChildFailed
+    yield from encode(got)
+    yield b""
+
+
+_NONE = -(1 << 63)  # an op without an External id, in the int64 column
+
+
+def encode(tr: Any) -> Iterator[bytes]:
+    """The records as msgpack frames: the ops as columns (names, threads and processes as indices into a table;
+    times as float64 arrays; the few ops with shapes by position), so that the parent builds each op from one zip
+    without a row object; then the GPU events, the runtime calls and the rest as their records.  Sent one frame at a
+    time, so that the parent holds one frame's bytes at a time."""
+    import msgspec
+
+    enc = msgspec.msgpack.encode
+    ops = tr.cpu_ops
+    keys = ("name", "tid", "pid")
+    table = list(dict.fromkeys(chain.from_iterable(map(attrgetter(k), ops) for k in keys)))  # in C: no per-op call
+    pos = {v: i for i, v in enumerate(table)}.__getitem__
+    names, tids, pids = (array("I", map(pos, map(attrgetter(k), ops))) for k in keys)
+    ts, dur = (array("d", map(attrgetter(k), ops)) for k in ("ts", "dur"))
+    ext = array("q", [_NONE if v is None else v for v in map(attrgetter("ext_id"), ops)])
+    shapes = [(i, o._shapes) for i, o in enumerate(ops) if o._shapes is not None]
+    cols = [memoryview(c) for c in (names, tids, pids, ts, dur, ext)]  # msgspec writes a buffer as bytes
+    yield enc((tr.num_events, tr.num_skipped, table, *cols, shapes))
+    yield enc(tr.gpu)
+    yield enc(tr.runtime)
+    yield enc((tr.annotations, tr.modules, tr.memory))
+
+
+@dataclass
+class Part:
+    num_events: int
+    num_skipped: int
+    ops: list[Any]
+    gpu: list[Any]
+    runtime: list[Any]
+    annotations: list[Any]
+    modules: list[Any]
+    memory: list[Any]
+
+
+def decode(frames: Iterator[bytearray], intern: dict[Any, Any]) -> Part:
+    """The child's records, frame by frame; names, threads and grids interned in this process's table (``intern``).
+    :class:`ChildFailed` for anything but the child's complete result."""
+    import msgspec
+
+    try:
+        return _decode(frames, intern)
+    except (msgspec.DecodeError, ValueError) as e:  # not what the child writes: read the file alone
+        raise ChildFailed from e
+
+
+def _decode(frames: Iterator[bytearray], intern: dict[Any, Any]) -> Part:
+    import msgspec
+
+    from attnscope.trace.events import Annotation, CpuOp, GpuEvent, MemEvent, RuntimeCall
+
+    def frame() -> bytearray:
+        got = next(frames, None)
+        if got is None:
+            raise ChildFailed
+        return got
+
+    cols = msgspec.msgpack.Decoder(
+        tuple[int, int, list[int | str], bytes, bytes, bytes, bytes, bytes, bytes, list[tuple[int, bytes]]]
+    ).decode(frame())
+    n, skipped = cols[0], cols[1]
+    setdefault, new = intern.setdefault, object.__new__
+    table = [setdefault(v, v) for v in cols[2]]
+    names, tids, pids = (map(table.__getitem__, _array("I", c)) for c in cols[3:6])
+    ops: list[CpuOp] = []
+    add = ops.append
+    for name, tid, pid, ts, dur, ext in zip(names, tids, pids, _array("d", cols[6]), _array("d", cols[7]),
+                                            _array("q", cols[8]), strict=True):  # fmt: skip
+        o = new(CpuOp)
+        o.name = name
+        o.tid = tid
+        o.pid = pid
+        o.ts = ts
+        o.dur = dur
+        o.ext_id = None if ext == _NONE else ext
+        o._shapes = None
+        add(o)
+    for i, raw in cols[9]:
+        ops[i]._shapes = raw
+    del cols
+    gpu = msgspec.msgpack.Decoder(list[GpuEvent]).decode(frame())
+    for g in gpu:
+        g.name = setdefault(g.name, g.name)
+        if g.grid is not None:
+            g.grid = setdefault(g.grid, g.grid)
+        if g.block is not None:
+            g.block = setdefault(g.block, g.block)
+    rt = msgspec.msgpack.Decoder(list[RuntimeCall]).decode(frame())
+    for c in rt:
+        c.name = setdefault(c.name, c.name)
+        c.tid = setdefault(c.tid, c.tid)
+        c.pid = setdefault(c.pid, c.pid)
+    ann, mods, mem = msgspec.msgpack.Decoder(tuple[list[Annotation], list[Annotation], list[MemEvent]]).decode(frame())
+    for _ in frames:  # the end: the child's exit status checked (ChildFailed)
+        raise ChildFailed
+    return Part(n, skipped, ops, gpu, rt, ann, mods, mem)
+
+
+def _array(code: str, data: bytes) -> array[Any]:
+    a = array(code)
+    a.frombytes(data)
+    return a
