@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from attnscope.trace import cache as _cache
 from attnscope.trace import parallel as _parallel
 from attnscope.trace.events import (
     SHAPES_READ,
@@ -69,12 +70,18 @@ def load_trace(path: str | Path) -> Trace:
     p = Path(path)
     check_path(p)
     with no_gc():
+        tr = _cache.load(p) if _fast is not None else None  # ATTNSCOPE_TRACE_CACHE: a trace read before
+        if tr is not None:
+            _parallel.drop(p)
+            return tr
         try:
             tr = _load(p, keep_all_shapes=False)
             if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
                 tr = _load(p, keep_all_shapes=True)
         except RecursionError:  # msgspec, orjson and json each stop at a depth; no trace nests past ~10 levels
             raise TraceError(f"{p}: JSON nested deeper than Python's recursion limit: not a trace") from None
+        if _fast is not None:
+            _cache.store(p, tr)
     for note in tr.notes:
         print(f"attnscope: note: {note}", file=sys.stderr)
     return tr

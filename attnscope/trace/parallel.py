@@ -3,16 +3,17 @@ goes on (imports the analysis, then reads the rest), and hands its records back 
 
 The text is cut into runs of whole events the same way in both processes (source.py's ``event_runs`` over the same
 bytes); a run belongs to the child when fewer than ``split`` bytes of runs came before it, else to this process. The
-child sends its records as msgpack (msgspec's encoder, ~10 ms for 10^5 records; the GPU events and runtime calls are
-decoded straight into their Structs), and this process puts them before its own: the same records, in the same
-order, as one process reading the whole file.  Whatever goes wrong in the child (a run the typed decoder refused,
-an error, a kill) makes this process read the file alone, as before.  Bounds on hostile input hold: this process
-inflates and cuts every byte itself.
+child sends its records as msgpack frames (the ops as columns; the GPU events and runtime calls decoded straight
+into their Structs), and this process puts them before its own: the same records, in the same order, as one process
+reading the whole file.  Whatever goes wrong in the child (a run the typed decoder refused, an error, a kill) makes
+this process read the file alone, as before.  Bounds on hostile input hold: this process inflates and cuts every
+byte itself.
 
 It costs CPU time (the hand-over: ~25 ms to encode and ~25 ms to decode the Llama trace's first three quarters, and
 this process still inflates and cuts every byte), so it is used only where it can help: a fork (POSIX), at least
-two cores this process may run on with a load average that leaves one of them idle, and at least ``MIN_BYTES`` of
-text.  ``ATTNSCOPE_READ_CORES=1`` turns it off, ``=2`` turns it on whatever the load (the benchmark's two switches).
+two cores this process may run on with a load average that leaves one of them idle, and ``MIN_BYTES`` to
+``MAX_BYTES`` of text (a longer trace is read by one process: the child's records would add to the peak memory).
+``ATTNSCOPE_READ_CORES=1`` turns it off, ``=2`` turns it on whatever the load (the benchmark's two switches).
 """
 
 from __future__ import annotations
@@ -20,14 +21,18 @@ from __future__ import annotations
 import os
 import signal
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from io import BufferedReader, RawIOBase
 from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 MIN_BYTES = 8 << 20  # of text: below this, forking and the hand-over cost more than a part of the read saves
+# ... and above this, the child's records (held until this process takes them) would add to the peak memory more
+# than the time saved is worth: a long trace is read by one process, its memory as without a child
+MAX_BYTES = 160 << 20
 # the child's share of the text: it starts while this process still imports the analysis, so it takes the larger part
 CHILD_SHARE = 0.75
 ENV = "ATTNSCOPE_READ_CORES"
@@ -46,31 +51,16 @@ class Helper:
     reaped: bool = False
 
     def frames(self) -> Iterator[bytearray]:
-        """The child's frames as they come, each read in place (held once); :class:`ChildFailed` where the child
-        stopped before its last frame (an empty one) or exited with an error: this process then reads the file
-        alone."""
-        ok = False
+        """The child's frames as they come (:func:`read_frames`); :class:`ChildFailed` where the child stopped
+        before its last frame or exited with an error: this process then reads the file alone."""
         try:
             with open(self.fd, "rb", buffering=0, closefd=False) as f:
-                while True:
-                    size = int.from_bytes(f.read(8) or b"\xff" * 8, "little")  # each frame: its length, then it
-                    if size == 0:
-                        ok = True
-                        break
-                    if size > MAX_PAYLOAD:
-                        break
-                    buf = bytearray(size)
-                    view, got = memoryview(buf), 0
-                    while got < size and (n := f.readinto(view[got:])):
-                        got += n
-                    if got < size:
-                        break
-                    yield buf
+                yield from read_frames(f)
         finally:
             os.close(self.fd)
             _, status = os.waitpid(self.pid, 0)
             self.reaped = True
-        if not ok or os.waitstatus_to_exitcode(status) != 0:
+        if os.waitstatus_to_exitcode(status) != 0:
             raise ChildFailed
 
     def cancel(self) -> None:
@@ -89,6 +79,36 @@ class Helper:
 _PENDING: dict[str, Helper] = {}
 
 
+def read_frames(f: RawIOBase | BufferedReader) -> Iterator[bytearray]:
+    """Frames (each its length in 8 bytes, then its bytes; an empty one ends them), each read in place: one frame's
+    bytes held at a time.  :class:`ChildFailed` where they stop before the empty frame."""
+    while True:
+        head = _exactly(f, bytearray(8))
+        if head is None:
+            raise ChildFailed
+        size = int.from_bytes(head, "little")
+        if size == 0:
+            return
+        if size > MAX_PAYLOAD or (buf := _exactly(f, bytearray(size))) is None:
+            raise ChildFailed
+        yield buf
+
+
+def _exactly(f: RawIOBase | BufferedReader, buf: bytearray) -> bytearray | None:
+    view, got = memoryview(buf), 0
+    while got < len(buf) and (n := f.readinto(view[got:])):
+        got += n
+    return buf if got == len(buf) else None
+
+
+def write_frames(fd: int, frames: Iterable[bytes]) -> None:
+    """Each frame with its length first, then the empty frame that ends them."""
+    for frame in chain(frames, (b"",)):
+        view = memoryview(len(frame).to_bytes(8, "little") + frame)
+        while view:
+            view = view[os.write(fd, view) :]
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -104,7 +124,7 @@ def wanted(path: Path) -> bool:
     if cores < 2 or (os.environ.get(ENV, "") != "2" and os.getloadavg()[0] > cores - 1):
         return False
     try:
-        return path.is_file() and _inflated_size(path) >= MIN_BYTES
+        return path.is_file() and MIN_BYTES <= _inflated_size(path) <= MAX_BYTES
     except OSError:
         return False
 
@@ -135,10 +155,7 @@ def start(path: str | Path) -> None:
         code = 1
         try:
             os.close(r)
-            for frame in _child(p, split):
-                view = memoryview(len(frame).to_bytes(8, "little") + frame)
-                while view:
-                    view = view[os.write(w, view) :]
+            write_frames(w, _child(p, split))
             code = 0
         except BaseException:  # noqa: BLE001  # any failure: the parent reads the file alone
             pass
@@ -148,13 +165,20 @@ def start(path: str | Path) -> None:
     _PENDING[os.path.realpath(p)] = Helper(pid, r, split)
 
 
+def drop(path: Path) -> None:
+    """The child reading this file, if any, is not needed (the trace came from elsewhere)."""
+    helper = take(path)
+    if helper is not None:
+        helper.cancel()
+
+
 def take(path: Path) -> Helper | None:
     """The child reading this file's first part, if one was started."""
     return _PENDING.pop(os.path.realpath(path), None)
 
 
 def _child(p: Path, split: int) -> Iterator[bytes]:
-    """The frames of the first part's records (:func:`encode`), then an empty one: done."""
+    """The frames of the first part's records (:func:`encode`)."""
     import gc
 
     gc.disable()
@@ -164,7 +188,6 @@ def _child(p: Path, split: int) -> Iterator[bytes]:
     if got is None:
         raise ChildFailed
     yield from encode(got)
-    yield b""
 
 
 _NONE = -(1 << 63)  # an op without an External id, in the int64 column
