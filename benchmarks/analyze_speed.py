@@ -185,7 +185,7 @@ def paired(ours: list[str], hta: list[str], rounds: int) -> None:
     )
 
 
-READ_CORES = {"1": "one core", "2": "second core", "auto": "auto"}
+READ_CORES = {"1": "one core", "2": "second core", "auto": "auto", "cache": "cache hit"}
 
 
 def side_by_side(traces: list[Path], hta_py: str, rounds: int, modes: list[str]) -> bool:
@@ -209,12 +209,16 @@ def side_by_side(traces: list[Path], hta_py: str, rounds: int, modes: list[str])
     got: dict[tuple[Path, str], list[tuple[float, float, float, float, float]]] = {
         (t, m): [] for t in traces for m in modes
     }
+    envs = {m: {} if m == "auto" else {"ATTNSCOPE_READ_CORES": m} for m in modes}
+    if "cache" in modes:  # a repeat analysis: the trace cache filled by one run before the rounds
+        envs["cache"] = {"ATTNSCOPE_READ_CORES": "1", "ATTNSCOPE_TRACE_CACHE": str(work / "cache")}
+        for _, ours, _ in cmds:
+            measure(ours, envs["cache"])
     for r in range(rounds):
         for t, ours, hta in cmds:
             mine = []
             for m in modes:
-                env = {} if m == "auto" else {"ATTNSCOPE_READ_CORES": m}
-                mine.append((m, *measure(ours, env)[:3], os.getloadavg()[0]))
+                mine.append((m, *measure(ours, envs[m])[:3], os.getloadavg()[0]))
             b, _, bc, _ = measure(hta)
             for m, a, ar, ac, load in mine:
                 got[(t, m)].append((a, ac, b, bc, ar))
@@ -262,6 +266,11 @@ def main() -> int:
         help="--side-by-side: attnscope's reader on one core (1), with a child on the second core (2), both in every "
         "round (default), or as a user gets it (auto: the second core when the load average leaves one idle)",
     )
+    ap.add_argument(
+        "--cache",
+        action="store_true",
+        help="--side-by-side: also attnscope repeating an analysis with the trace cache warm (ATTNSCOPE_TRACE_CACHE)",
+    )
     ap.add_argument("--runs", type=int, default=5, help="runs of attnscope (median reported)")
     ap.add_argument("--hta-runs", type=int, default=3, help="runs of HTA (median reported)")
     ap.add_argument("--hta-python", help="interpreter with HolisticTraceAnalysis installed")
@@ -301,6 +310,7 @@ def main() -> int:
             f"{ATTNSCOPE_PY[0]}, HTA under {hta_py}"
         )
         modes = ["1", "2"] if args.read_cores == "both" else [args.read_cores]
+        modes += ["cache"] if args.cache else []
         ok = side_by_side([Path(t).resolve() for t in args.side_by_side], hta_py, args.paired or 5, modes)
         verdict = "met" if ok else "NOT met"
         print(f"load average {os.getloadavg()[0]:.1f} at the end; goal ≥ {TARGET_SIDE}× on each: {verdict}")
