@@ -16,13 +16,12 @@ trigger many full collections that free nothing.
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from attnscope.trace import cache as _cache
-from attnscope.trace import parallel as _parallel
 from attnscope.trace.events import (
     SHAPES_READ,
     Annotation,
@@ -70,9 +69,12 @@ def load_trace(path: str | Path) -> Trace:
     p = Path(path)
     check_path(p)
     with no_gc():
-        tr = _cache.load(p) if _fast is not None else None  # ATTNSCOPE_TRACE_CACHE: a trace read before
+        cache = _cache_module()
+        tr = cache.load(p) if cache is not None else None  # a trace read before
         if tr is not None:
-            _parallel.drop(p)
+            par = _parallel_module()
+            if par is not None:
+                par.drop(p)  # a child started for it is not needed
             return tr
         try:
             tr = _load(p, keep_all_shapes=False)
@@ -80,15 +82,30 @@ def load_trace(path: str | Path) -> Trace:
                 tr = _load(p, keep_all_shapes=True)
         except RecursionError:  # msgspec, orjson and json each stop at a depth; no trace nests past ~10 levels
             raise TraceError(f"{p}: JSON nested deeper than Python's recursion limit: not a trace") from None
-        if _fast is not None:
-            _cache.store(p, tr)
+        if cache is not None:
+            cache.store(p, tr)
     for note in tr.notes:
         print(f"attnscope: note: {note}", file=sys.stderr)
     return tr
 
 
+def _cache_module() -> Any:
+    """trace/cache.py where ``ATTNSCOPE_TRACE_CACHE`` turns it on (imported only then: start-up time)."""
+    if _fast is None or not os.environ.get("ATTNSCOPE_TRACE_CACHE"):
+        return None
+    from attnscope.trace import cache
+
+    return cache
+
+
+def _parallel_module() -> Any:
+    """trace/parallel.py if a caller imported it to start a child (only then can one be pending)."""
+    return sys.modules.get("attnscope.trace.parallel")
+
+
 def _load(p: Path, keep_all_shapes: bool) -> Trace:
-    helper = _parallel.take(p)  # a child reading the file's first part (parallel.py), if one was started
+    par = _parallel_module()
+    helper = par.take(p) if par is not None else None  # a child reading the file's first part, if one was started
     source = chunks(p)
     try:
         head, m = read_head(p, source)
@@ -241,7 +258,7 @@ def _finish(p: Path, tr: Trace, top: dict[str, Any]) -> None:
 
 
 def _load_streaming(
-    p: Path, head: bytes, buf: bytes, source: object, keep_all: bool, helper: _parallel.Helper | None = None
+    p: Path, head: bytes, buf: bytes, source: object, keep_all: bool, helper: Any = None
 ) -> Trace | None:
     """``head`` ends with ``[`` of traceEvents; ``buf`` starts at the first event's ``{``.  With a ``helper``, the
     runs before its ``split`` bytes are cut but not decoded here: the child's records for them come first."""
@@ -281,13 +298,15 @@ def _load_streaming(
     return tr
 
 
-def _take_part(tr: Trace, helper: _parallel.Helper, reader: Any) -> bool:
-    """The child's records put before this process's own; False where the child failed."""
+def _take_part(tr: Trace, helper: Any, reader: Any) -> bool:
+    """The child's records (a parallel.Helper's) put before this process's own; False where the child failed."""
+    from attnscope.trace import parallel
+
     if reader is None:
         return False
     try:
-        got = _parallel.decode(helper.frames(), reader.intern)
-    except _parallel.ChildFailed:
+        got = parallel.decode(helper.frames(), reader.intern)
+    except parallel.ChildFailed:
         return False
     tr.num_events += got.num_events
     tr.num_skipped += got.num_skipped

@@ -11,9 +11,7 @@ cached.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,8 @@ def path_for(p: Path) -> Path | None:
         st = os.stat(p)
     except OSError:
         return None
+    import hashlib  # here: the cache is off for most runs, and each import is start-up time
+
     key = f"{FORMAT}\0{os.path.realpath(p)}\0{st.st_size}\0{st.st_mtime_ns}\0{_reader_stamp()}"
     return Path(d) / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.trace"
 
@@ -85,6 +85,8 @@ def store(p: Path, tr: Any) -> None:
     where = path_for(p)
     if where is None:
         return
+    import tempfile
+
     import msgspec
 
     from attnscope.trace import parallel

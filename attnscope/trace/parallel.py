@@ -19,10 +19,8 @@ two cores this process may run on with a load average that leaves one of them id
 from __future__ import annotations
 
 import os
-import signal
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from io import BufferedReader, RawIOBase
 from itertools import chain
 from operator import attrgetter
@@ -43,12 +41,12 @@ class ChildFailed(Exception):
     """The child sent no complete result."""
 
 
-@dataclass
 class Helper:
-    pid: int
-    fd: int
-    split: int  # inflated bytes of runs that go to the child
-    reaped: bool = False
+    """The child reading a file's first part: its process id, the pipe's read end, the bytes of runs it reads."""
+
+    def __init__(self, pid: int, fd: int, split: int) -> None:
+        self.pid, self.fd, self.split = pid, fd, split
+        self.reaped = False
 
     def frames(self) -> Iterator[bytearray]:
         """The child's frames as they come (:func:`read_frames`); :class:`ChildFailed` where the child stopped
@@ -68,6 +66,8 @@ class Helper:
         if self.reaped:
             return
         self.reaped = True
+        import signal
+
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -216,16 +216,14 @@ def encode(tr: Any) -> Iterator[bytes]:
     yield enc((tr.annotations, tr.modules, tr.memory))
 
 
-@dataclass
 class Part:
-    num_events: int
-    num_skipped: int
-    ops: list[Any]
-    gpu: list[Any]
-    runtime: list[Any]
-    annotations: list[Any]
-    modules: list[Any]
-    memory: list[Any]
+    """The records of a part of a trace, as one process read them."""
+
+    __slots__ = ("annotations", "gpu", "memory", "modules", "num_events", "num_skipped", "ops", "runtime")
+
+    def __init__(self, n: int, skipped: int, ops: list[Any], gpu: list[Any], runtime: list[Any], *rest: list[Any]):
+        self.num_events, self.num_skipped, self.ops, self.gpu, self.runtime = n, skipped, ops, gpu, runtime
+        self.annotations, self.modules, self.memory = rest
 
 
 def decode(frames: Iterator[bytearray], intern: dict[Any, Any]) -> Part:
@@ -275,6 +273,7 @@ def _decode(frames: Iterator[bytearray], intern: dict[Any, Any]) -> Part:
     del cols
     gpu = msgspec.msgpack.Decoder(list[GpuEvent]).decode(frame())
     for g in gpu:
+        g.kind = setdefault(g.kind, g.kind)
         g.name = setdefault(g.name, g.name)
         if g.grid is not None:
             g.grid = setdefault(g.grid, g.grid)
