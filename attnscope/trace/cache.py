@@ -6,7 +6,7 @@ document's other members), and a later read of the same file (the same real path
 by the same reader code) decodes them instead of the JSON.  A cache file that is missing, unreadable, written by
 other reader code or cut short is passed over and the trace read as usual; a cache that cannot be written costs the
 run nothing but the try.  Traces that needed the safe JSON path (their note names the path the user gave) are not
-cached.
+cached.  Nothing is evicted: a file that changed gets a new entry, and removing the directory reclaims the space.
 """
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ def load(p: Path) -> Any:
 
     try:
         with open(where, "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_CACHE:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_CACHE:
                 return None
-            frames = parallel.read_frames(f)
+            frames = parallel.read_frames(f, limit=size)  # a length past the file's: cut short, not allocated
             head = next(frames, None)
             if head is None:
                 return None

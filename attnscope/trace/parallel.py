@@ -34,7 +34,7 @@ MAX_BYTES = 160 << 20
 # the child's share of the text: it starts while this process still imports the analysis, so it takes the larger part
 CHILD_SHARE = 0.75
 ENV = "ATTNSCOPE_READ_CORES"
-MAX_PAYLOAD = 1 << 34  # a length past this is not the child's
+MAX_PAYLOAD = 1 << 32  # bytes of frames in all: more is not what the child of a trace of MAX_BYTES of text sends
 
 
 class ChildFailed(Exception):
@@ -79,9 +79,10 @@ class Helper:
 _PENDING: dict[str, Helper] = {}
 
 
-def read_frames(f: RawIOBase | BufferedReader) -> Iterator[bytearray]:
+def read_frames(f: RawIOBase | BufferedReader, limit: int = MAX_PAYLOAD) -> Iterator[bytearray]:
     """Frames (each its length in 8 bytes, then its bytes; an empty one ends them), each read in place: one frame's
-    bytes held at a time.  :class:`ChildFailed` where they stop before the empty frame."""
+    bytes held at a time.  :class:`ChildFailed` where they stop before the empty frame, or where their lengths add up
+    past ``limit`` bytes (a cut or foreign file is refused before its length is allocated)."""
     while True:
         head = _exactly(f, bytearray(8))
         if head is None:
@@ -89,7 +90,8 @@ def read_frames(f: RawIOBase | BufferedReader) -> Iterator[bytearray]:
         size = int.from_bytes(head, "little")
         if size == 0:
             return
-        if size > MAX_PAYLOAD or (buf := _exactly(f, bytearray(size))) is None:
+        limit -= 8 + size
+        if limit < 0 or (buf := _exactly(f, bytearray(size))) is None:
             raise ChildFailed
         yield buf
 
@@ -121,8 +123,14 @@ def wanted(path: Path) -> bool:
     if os.environ.get(ENV, "") == "1" or not hasattr(os, "fork"):
         return False
     cores = _cores()
-    if cores < 2 or (os.environ.get(ENV, "") != "2" and os.getloadavg()[0] > cores - 1):
+    if cores < 2:
         return False
+    if os.environ.get(ENV, "") != "2":
+        try:
+            if os.getloadavg()[0] > cores - 1:
+                return False
+        except OSError:  # no load average to read: no idle core known
+            return False
     try:
         return path.is_file() and MIN_BYTES <= _inflated_size(path) <= MAX_BYTES
     except OSError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tracemalloc
 
 import pytest
 
@@ -77,3 +78,20 @@ def test_an_unwritable_cache_costs_nothing(monkeypatch, tmp_path):
     blocker.write_text("not a directory")
     monkeypatch.setenv(cache.ENV, str(blocker / "cache"))
     assert _records(load_trace(H200))["events"] > 0
+
+
+def test_a_cache_file_claiming_a_huge_frame_is_refused_before_allocating(monkeypatch, tmp_path):
+    """A frame length past the file's own size (a corrupt or foreign file) is not allocated: the cache is passed
+    over at once."""
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "cache"))
+    want = _records(load_trace(H200))
+    (f,) = (tmp_path / "cache").iterdir()
+    f.write_bytes((512 << 20).to_bytes(8, "little") + b"x" * 64)  # a 512 MiB frame, if believed
+    tracemalloc.start()
+    try:
+        assert cache.load(H200) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+    assert _records(load_trace(H200)) == want
