@@ -155,3 +155,13 @@ def test_analyze_json_on_two_cores_matches_the_golden(monkeypatch):
     monkeypatch.setattr(trace_pkg, "_take_part", lambda *a: taken.append(take(*a)) or taken[-1])
     test_analyze_output_matches_golden([str(LLAMA.relative_to(ROOT))])
     assert started and taken == [True]
+
+
+@pytest.mark.parametrize("value", ["3", "yes", "0"])
+def test_a_bad_read_cores_value_is_refused_in_one_line(value, monkeypatch, capsys):
+    from attnscope.cli.main import main
+
+    monkeypatch.setenv(parallel.ENV, value)
+    assert main(["analyze", str(LLAMA)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"ATTNSCOPE_READ_CORES={value!r}" in err[0]

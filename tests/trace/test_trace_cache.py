@@ -95,3 +95,14 @@ def test_a_cache_file_claiming_a_huge_frame_is_refused_before_allocating(monkeyp
         tracemalloc.stop()
     assert peak < 16 << 20
     assert _records(load_trace(H200)) == want
+
+
+def test_a_cache_path_that_is_a_file_is_refused_in_one_line(monkeypatch, tmp_path, capsys):
+    from attnscope.cli.main import main
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    monkeypatch.setenv(cache.ENV, str(f))
+    assert main(["analyze", str(H200)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ATTNSCOPE_TRACE_CACHE" in err[0] and "not a directory" in err[0]
