@@ -27,6 +27,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from attnscope.trace.source import text_size
+
 MIN_BYTES = 8 << 20  # of text: below this, forking and the hand-over cost more than a part of the read saves
 # ... and above this, the child's records (held until this process takes them) would add to the peak memory more
 # than the time saved is worth: a long trace is read by one process, its memory as without a child
@@ -132,20 +134,9 @@ def wanted(path: Path) -> bool:
         except OSError:  # no load average to read: no idle core known
             return False
     try:
-        return path.is_file() and MIN_BYTES <= _inflated_size(path) <= MAX_BYTES
+        return path.is_file() and MIN_BYTES <= text_size(path) <= MAX_BYTES
     except OSError:
         return False
-
-
-def _inflated_size(path: Path) -> int:
-    """The text's length: a gzip file's ISIZE (its last member's length mod 2^32: only balance depends on it)."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if f.read(2) != b"\x1f\x8b":
-            return size
-        f.seek(-4, os.SEEK_END)
-        isize = int.from_bytes(f.read(4), "little")
-    return isize if isize > size else size * 10
 
 
 def start(path: str | Path) -> None:
@@ -154,7 +145,7 @@ def start(path: str | Path) -> None:
     try:
         if not wanted(p):
             return
-        split = int(_inflated_size(p) * CHILD_SHARE)
+        split = int(text_size(p) * CHILD_SHARE)
         r, w = os.pipe()
         pid = os.fork()
     except OSError:
