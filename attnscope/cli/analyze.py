@@ -26,7 +26,9 @@ def add_parser(sub: Any, text: str) -> None:
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
     a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
     a.add_argument(
-        "--jobs", type=positive_int("jobs", 1024), help="processes for several traces (default: one per core)"
+        "--jobs",
+        type=positive_int("jobs", 1024),
+        help="processes for several traces (default: one per core; this one alone for under 16 MiB of JSON in all)",
     )
     a.add_argument(
         "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
