@@ -86,7 +86,7 @@ def ddp(out: Path, dev_kind: str, small: bool) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank = int(os.environ["RANK"])
     dist.init_process_group("nccl" if dev_kind == "cuda" else "gloo")
     dev = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}" if dev_kind == "cuda" else "cpu"
     if dev_kind == "cuda":
