@@ -190,8 +190,9 @@ READ_CORES = {"1": "one core", "2": "second core", "auto": "auto", "cache": "cac
 
 def side_by_side(traces: list[Path], hta_py: str, rounds: int, modes: list[str]) -> bool:
     """Each round runs, for every trace in turn, ``attnscope analyze TRACE --json`` (once per reader mode: the
-    environment's ``ATTNSCOPE_READ_CORES``, 1 = one core, 2 = a child reads the first part on the second core, auto
-    = as a user gets it) then HTA's load + breakdown (visualize=False) on the same trace: per trace and mode, the
+    environment's ``ATTNSCOPE_READ_CORES``, 1 = one core (what a user gets), 2 = a child reads the first part on the
+    second core, auto = the second core while the load average leaves one idle; cache = a repeat analysis with the
+    trace cache warm) then HTA's load + breakdown (visualize=False) on the same trace: per trace and mode, the
     medians of each tool and of the per-round ratio (wall and CPU).  A directory is a job's ranks: ``attnscope
     analyze DIR --json``, HTA's ``TraceAnalysis(trace_dir=DIR)``.  The load average is printed with every round."""
     work = Path(tempfile.mkdtemp(prefix="side_by_side_"))
@@ -209,7 +210,7 @@ def side_by_side(traces: list[Path], hta_py: str, rounds: int, modes: list[str])
     got: dict[tuple[Path, str], list[tuple[float, float, float, float, float]]] = {
         (t, m): [] for t in traces for m in modes
     }
-    envs = {m: {} if m == "auto" else {"ATTNSCOPE_READ_CORES": m} for m in modes}
+    envs = {m: {"ATTNSCOPE_READ_CORES": m} for m in modes}
     if "cache" in modes:  # a repeat analysis: the trace cache filled by one run before the rounds
         envs["cache"] = {"ATTNSCOPE_READ_CORES": "1", "ATTNSCOPE_TRACE_CACHE": str(work / "cache")}
         for _, ours, _ in cmds:
@@ -263,8 +264,8 @@ def main() -> int:
         "--read-cores",
         choices=["1", "2", "both", "auto"],
         default="both",
-        help="--side-by-side: attnscope's reader on one core (1), with a child on the second core (2), both in every "
-        "round (default), or as a user gets it (auto: the second core when the load average leaves one idle)",
+        help="--side-by-side: attnscope's reader on one core (1, the default a user gets), with a child on the second "
+        "core (2), both in every round (default), or auto (the second core while the load average leaves one idle)",
     )
     ap.add_argument(
         "--cache",

@@ -58,7 +58,7 @@ def _analyze(args: argparse.Namespace) -> int:
         [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
         [("--json", args.json), ("--html", args.html)],
     )
-    if len(args.traces) == 1:  # one trace file: a second core reads its first part while the analysis is imported
+    if len(args.traces) == 1:  # one trace file: a second core may read its first part (ATTNSCOPE_READ_CORES)
         from attnscope.trace import parallel
 
         parallel.start(args.traces[0])

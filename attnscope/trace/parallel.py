@@ -10,10 +10,11 @@ this process read the file alone, as before.  Bounds on hostile input hold: this
 byte itself.
 
 It costs CPU time (the hand-over: ~25 ms to encode and ~25 ms to decode the Llama trace's first three quarters, and
-this process still inflates and cuts every byte), so it is used only where it can help: a fork (POSIX), at least
-two cores this process may run on with a load average that leaves one of them idle, and ``MIN_BYTES`` to
-``MAX_BYTES`` of text (a longer trace is read by one process: the child's records would add to the peak memory).
-``ATTNSCOPE_READ_CORES=1`` turns it off, ``=2`` turns it on whatever the load (the benchmark's two switches).
+this process still inflates and cuts every byte: 23% more CPU in all for 11% less in this process), and on a
+machine whose other core was busy it made ``analyze`` slower; it has not been measured with an idle core.  So it is
+off unless asked for: ``ATTNSCOPE_READ_CORES=2`` (on), ``auto`` (on while the load average leaves a core idle);
+and then only with a fork (POSIX), two cores this process may run on, and ``MIN_BYTES`` to ``MAX_BYTES`` of text
+(a longer trace is read by one process: the child's records would add to the peak memory).
 """
 
 from __future__ import annotations
@@ -121,13 +122,15 @@ def _cores() -> int:
 
 
 def wanted(path: Path) -> bool:
-    """A fork is there, a second core is idle (the load average leaves one), the text is long enough, not turned off."""
-    if os.environ.get(ENV, "") == "1" or not hasattr(os, "fork"):
+    """Turned on (``ATTNSCOPE_READ_CORES=2``; ``auto``: only while the load average leaves a core idle), a fork and a
+    second core there, the text long enough and not too long."""
+    mode = os.environ.get(ENV, "")
+    if mode not in ("2", "auto") or not hasattr(os, "fork"):
         return False
     cores = _cores()
     if cores < 2:
         return False
-    if os.environ.get(ENV, "") != "2":
+    if mode == "auto":
         try:
             if os.getloadavg()[0] > cores - 1:
                 return False

@@ -123,18 +123,20 @@ def test_bounds_hold_and_the_child_is_reaped(monkeypatch, tmp_path):
         os.waitpid(pid, os.WNOHANG)  # already reaped
 
 
-def test_no_child_on_a_busy_machine_or_when_turned_off(monkeypatch):
+def test_off_unless_asked_for_and_auto_only_with_an_idle_core(monkeypatch):
     monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
     monkeypatch.delenv(parallel.ENV)
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 1.0))  # more than one core's worth of other work
-    assert not parallel.wanted(LLAMA)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 1.0, 1.0))
-    assert parallel.wanted(LLAMA)
+    assert not parallel.wanted(LLAMA)  # off by default: not measured to help
     monkeypatch.setenv(parallel.ENV, "1")
+    assert not parallel.wanted(LLAMA)
+    monkeypatch.setenv(parallel.ENV, "auto")
+    assert parallel.wanted(LLAMA)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 1.0))  # more than one core's worth of other work
     assert not parallel.wanted(LLAMA)
     monkeypatch.setenv(parallel.ENV, "2")
     monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 1.0, 1.0))
-    assert parallel.wanted(LLAMA)
+    assert parallel.wanted(LLAMA)  # forced, whatever the load
     monkeypatch.setattr(parallel, "_cores", lambda: 1)
     assert not parallel.wanted(LLAMA)
     small = ROOT / "tests" / "data" / "hta" / "trace_filter_sampled_rank-0.json.gz"  # ~1.7 MB of text
@@ -157,7 +159,7 @@ def test_analyze_json_on_two_cores_matches_the_golden(monkeypatch):
     assert started and taken == [True]
 
 
-@pytest.mark.parametrize("value", ["3", "yes", "0"])
+@pytest.mark.parametrize("value", ["3", "yes", "0", "Auto"])
 def test_a_bad_read_cores_value_is_refused_in_one_line(value, monkeypatch, capsys):
     from attnscope.cli.main import main
 
