@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,8 @@ def _analyze(args: argparse.Namespace) -> int:
         [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
         [("--json", args.json), ("--html", args.html)],
     )
-    if len(args.traces) == 1:  # one trace file: a second core may read its first part (ATTNSCOPE_READ_CORES)
+    # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
+    if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
         from attnscope.trace import parallel
 
         parallel.start(args.traces[0])
