@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ def add_parser(sub: Any, text: str) -> None:
     a.add_argument("--kernels", action="store_true", help="also list each trace's kernels")
     a.add_argument("--verbose", action="store_true", help="also the rules not checked on this evidence, and why")
     a.add_argument(
-        "--jobs", type=positive_int("jobs", MAX_PROCESSES), help="processes for several traces (default: one per core)"
+        "--jobs",
+        type=positive_int("jobs", MAX_PROCESSES),
+        help="processes for several traces (default: one per core; this one alone for under 16 MiB of JSON in all)",
     )
     a.add_argument(
         "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
@@ -46,8 +49,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from attnscope.api import analyze_traces
-
     check_output_file(args.json, "--json")
     _check_html(args)
     capture = getattr(args, "capture", None)
@@ -59,6 +60,13 @@ def _analyze(args: argparse.Namespace) -> int:
         [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
         [("--json", args.json), ("--html", args.html)],
     )
+    # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
+    if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
+        from attnscope.trace import parallel
+
+        parallel.start(args.traces[0])
+    from attnscope.api import analyze_traces
+
     doc, errors = analyze_traces(args.traces, jobs=args.jobs, capture=capture)
     from attnscope.report.text.terminal import one_line
 

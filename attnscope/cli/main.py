@@ -212,6 +212,18 @@ def check_environment(args: argparse.Namespace) -> None:
             raise UsageError(
                 f"ATTNSCOPE_TOUR_SIZE={size!r}: not one of {', '.join(SIZES)} (it sets --size; unset it or pass --size)"
             )
+    cores = os.environ.get("ATTNSCOPE_READ_CORES")
+    if cores and cores not in ("1", "2", "auto"):
+        from attnscope.core.arguments import UsageError
+
+        raise UsageError(
+            f"ATTNSCOPE_READ_CORES={cores[:40]!r}: not 1 (one process), 2 (a second core) or auto; or unset it"
+        )
+    cache = os.environ.get("ATTNSCOPE_TRACE_CACHE")
+    if cache and os.path.exists(cache) and not os.path.isdir(cache):
+        from attnscope.core.arguments import UsageError
+
+        raise UsageError(f"ATTNSCOPE_TRACE_CACHE={cache[:200]!r}: not a directory (the trace cache is kept in one)")
 
 
 # Commands that measure: interrupted before they saved anything, they say "nothing measured yet".

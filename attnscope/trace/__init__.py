@@ -16,6 +16,7 @@ trigger many full collections that free nothing.
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,29 +69,85 @@ def load_trace(path: str | Path) -> Trace:
     p = Path(path)
     check_path(p)
     with no_gc():
+        cache = _cache_module()
+        tr = cache.load(p) if cache is not None else None  # a trace read before
+        if tr is not None:
+            par = _parallel_module()
+            if par is not None:
+                par.drop(p)  # a child started for it is not needed
+            return tr
         try:
             tr = _load(p, keep_all_shapes=False)
             if tr.shapes_dropped and not tr.gpu:  # a CPU-only profile on a GPU machine: every op's shapes are read
                 tr = _load(p, keep_all_shapes=True)
         except RecursionError:  # msgspec, orjson and json each stop at a depth; no trace nests past ~10 levels
             raise TraceError(f"{p}: JSON nested deeper than Python's recursion limit: not a trace") from None
+        if cache is not None:
+            cache.store(p, tr)
     for note in tr.notes:
         print(f"attnscope: note: {note}", file=sys.stderr)
     return tr
 
 
+def _cache_module() -> Any:
+    """trace/cache.py where ``ATTNSCOPE_TRACE_CACHE`` turns it on (imported only then: start-up time)."""
+    if _fast is None or not os.environ.get("ATTNSCOPE_TRACE_CACHE"):
+        return None
+    from attnscope.trace import cache
+
+    return cache
+
+
+def _parallel_module() -> Any:
+    """trace/parallel.py if a caller imported it to start a child (only then can one be pending)."""
+    return sys.modules.get("attnscope.trace.parallel")
+
+
 def _load(p: Path, keep_all_shapes: bool) -> Trace:
+    par = _parallel_module()
+    helper = par.take(p) if par is not None else None  # a child reading the file's first part, if one was started
     source = chunks(p)
     try:
         head, m = read_head(p, source)
         if m is None:
+            if helper is not None:
+                helper.cancel()
+                helper = None
             raw, complete = whole(head, source)
             return _load_whole(p, bytes(raw)) if complete else _load_any_streaming(p, raw, source)
         # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
-        return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
+        if helper is None or _fast is None:
+            return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)  # type: ignore[return-value]
+        tr = _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep, helper)
     finally:
         source.close()  # closes the file if the read ended early
+        if helper is not None:  # reaped when taken up; killed on an error before that
+            helper.cancel()
+    return tr if tr is not None else _load(p, keep_all_shapes)  # the child failed: the file read alone
+
+
+def _first_part(p: Path, split: int) -> Trace | None:
+    """In parallel.py's child: the events of the runs before ``split`` bytes of a Kineto-layout trace, read as
+    :func:`_load` would (GC off), or None where it cannot stand in for them (another layout, a refused run)."""
+    source = chunks(p)
+    try:
+        head, m = read_head(p, source)
+        if m is None or _fast is None:
+            return None
+        keep = GPU_HEAD.search(head, 0, m.start()) is None
+        tr = Trace(path=str(p), device_properties=[])
+        reader = _fast.Reader(tr, keep)
+        done = 0
+        for run in event_runs(p, head[m.start(2) :], source, []):
+            if done >= split:
+                break
+            done += len(run)
+            if reader.read(run) is not None:
+                return None  # the safe path's events: this process reads the file alone
+        return tr
+    finally:
+        source.close()
 
 
 def _load_whole(p: Path, raw: bytes) -> Trace:
@@ -200,15 +257,22 @@ def _finish(p: Path, tr: Trace, top: dict[str, Any]) -> None:
         drop_unread_shapes(tr)
 
 
-def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: bool) -> Trace:
-    """``head`` ends with ``[`` of traceEvents; ``buf`` starts at the first event's ``{``."""
+def _load_streaming(
+    p: Path, head: bytes, buf: bytes, source: object, keep_all: bool, helper: Any = None
+) -> Trace | None:
+    """``head`` ends with ``[`` of traceEvents; ``buf`` starts at the first event's ``{``.  With a ``helper``, the
+    runs before its ``split`` bytes are cut but not decoded here: the child's records for them come first."""
     tr = Trace(path=str(p), device_properties=[])
     tr.shapes_dropped = not keep_all
     reader = _fast.Reader(tr, keep_all) if _fast is not None else None
     names: dict[object, str] = {}
     tail: list[bytes] = []
     refused, first_why = 0, ""
+    skip = helper.split if helper is not None else 0
     for run in event_runs(p, buf, source, tail):  # type: ignore[arg-type]
+        if skip > 0:  # the child's run
+            skip -= len(run)
+            continue
         why = reader.read(run) if reader is not None else ""
         if why is not None:
             before = tr.num_events
@@ -216,6 +280,8 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
             if reader is not None:
                 refused += tr.num_events - before
                 first_why = first_why or why
+    if helper is not None and not _take_part(tr, helper, reader):
+        return None
     try:
         top = loads(head + tail[0])
     except JSONError as e:
@@ -230,6 +296,27 @@ def _load_streaming(p: Path, head: bytes, buf: bytes, source: object, keep_all: 
     if refused:
         tr.notes.append(_note(p, refused, tr.num_events, first_why))
     return tr
+
+
+def _take_part(tr: Trace, helper: Any, reader: Any) -> bool:
+    """The child's records (a parallel.Helper's) put before this process's own; False where the child failed."""
+    from attnscope.trace import parallel
+
+    if reader is None:
+        return False
+    try:
+        got = parallel.decode(helper.frames(), reader.intern)
+    except parallel.ChildFailed:
+        return False
+    tr.num_events += got.num_events
+    tr.num_skipped += got.num_skipped
+    tr.cpu_ops[:0] = got.ops
+    tr.gpu[:0] = got.gpu
+    tr.runtime[:0] = got.runtime
+    tr.annotations[:0] = got.annotations
+    tr.modules[:0] = got.modules
+    tr.memory[:0] = got.memory
+    return True
 
 
 def _note(p: Path, n: int, total: int, why: str) -> str:
