@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from attnscope.core.types import Case, Env, PeakRate, Result
 from attnscope.execute.executors import Executor, make_executor
-from attnscope.execute.job import Job, Options
+from attnscope.execute.job import AttentionJob, Options
 from attnscope.variants import resolve
 from attnscope.workloads.attention import make_inputs, reference
 
@@ -45,7 +45,10 @@ def run(
     opts = options or Options()
     if case.device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA GPU (use --device cpu)")
-    jobs = [Job(case, v.name, opts, explicit=variants is not None) for v in resolve(variants, serving=case.is_serving)]
+    jobs = [
+        AttentionJob(case, v.name, opts, explicit=variants is not None)
+        for v in resolve(variants, serving=case.is_serving)
+    ]
     ex = executor or make_executor("inline")
     results: list[Result] = []
     try:

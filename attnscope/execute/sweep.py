@@ -15,8 +15,8 @@ from typing import Any
 
 from attnscope.core.types import Case, Env, Result
 from attnscope.document.schema import result_to_dict
-from attnscope.execute.executors import Executor
-from attnscope.execute.job import Job, Options, trace_file_name
+from attnscope.execute.executors import Executor, OnStart
+from attnscope.execute.job import AttentionJob, Options, trace_file_name
 from attnscope.execute.store import Store
 
 
@@ -52,7 +52,7 @@ def left_out_line(left: dict[str, str], where: str) -> str:
 
 def plan(
     cases: list[Case], variants: list[str], options: Options, *, explicit: bool, done: set[tuple[str, str, str]]
-) -> list[Job]:
+) -> list[AttentionJob]:
     """The jobs still to measure, grouped by case (a worker builds a case's inputs once).  From the default set
     (not ``explicit``), a serving case gets the serving variants and a dense case the others."""
     from attnscope.variants import REGISTRY
@@ -62,7 +62,7 @@ def plan(
         for v in variants:
             if not explicit and v in REGISTRY and REGISTRY[v].serving != c.is_serving:
                 continue
-            j = Job(c, v, options, explicit=explicit, trace_name=trace_file_name(v, c))
+            j = AttentionJob(c, v, options, explicit=explicit, trace_name=trace_file_name(v, c))
             if j.key not in done:
                 jobs.append(j)
     return jobs
@@ -96,12 +96,12 @@ def _sigint_after() -> Iterator[None]:
 
 
 def run_sweep(
-    jobs: list[Job],
+    jobs: list[AttentionJob],
     store: Store,
     executor: Executor,
     *,
     env: Callable[[], Env | None] = lambda: None,
-    on_start: Callable[[Job], None] | None = None,
+    on_start: OnStart | None = None,
     on_result: Callable[[Result], None] | None = None,
 ) -> list[Result]:
     """Measure ``jobs``; each row is durable in ``store`` before the next callback runs.
