@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, add_assets_arg, say_unwritten, write_outputs
+from attnscope.cli import common
+from attnscope.cli.common import EXIT_OK, EXIT_USAGE, add_assets_arg, check_html, say_unwritten, write_outputs
 from attnscope.core.arguments import check_output_file, positive_int
 from attnscope.core.files import check_outputs
 
@@ -48,7 +49,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from attnscope.api import analyze_traces
 
     check_output_file(args.json, "--json")
-    _check_html(args)
+    check_html(args)
     capture = getattr(args, "capture", None)
     if capture is not None and not Path(capture).is_file():
         print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
@@ -70,7 +71,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from attnscope.report.text.summary import render_overall, render_summary
     from attnscope.report.text.table import render
 
-    console = _console()
+    console = common.console()
     render(doc, console, kernels=args.kernels, title="attnscope analyze", verbose=getattr(args, "verbose", False))
     for r in doc["results"]:
         render_summary(r, console, top=args.top)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from attnscope.cli import stop
+from attnscope.cli.common import EXIT_FAIL, EXIT_OK, check_html, console, say_unwritten, traces_not_kept, write_outputs
 from attnscope.core.arguments import (
     UsageError,
     check_input_file,
@@ -17,20 +17,6 @@ from attnscope.core.arguments import (
 )
 from attnscope.core.files import check_outputs, check_trace_names
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
-EXIT_WRITE = 74  # a file could not be written after the work was done: a full disk (sysexits' EX_IOERR)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
-
-    def error(self, message: str) -> Any:  # type: ignore[override]
-        from attnscope.report.text.terminal import clean  # the message quotes what was typed
-
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {clean(message)} (see {self.prog} --help)\n")
-
-
 # seconds per timer per variant when --budget is not given: a CPU's default study (six variants, one of them
 # ~0.1 s a call) measures in ≤ 10 s of 2 cores with 0.2 (benchmarks/first_result.py); a GPU call is µs long
 DEFAULT_BUDGET_S = {"cuda": 0.5, "cpu": 0.2}
@@ -38,15 +24,6 @@ DEFAULT_BUDGET_S = {"cuda": 0.5, "cpu": 0.2}
 
 def default_budget(device: str) -> float:
     return DEFAULT_BUDGET_S["cuda" if device.startswith("cuda") else "cpu"]
-
-
-def _console(*, markup: bool = False) -> Any:
-    """The terminal's Console: its width (COLUMNS where set; tables fit it, report/text/table.py), names printed
-    as data (no markup, control characters removed: report/text/terminal.py).  ``markup``: for text whose every
-    name is escaped with rich.markup.escape (the tour's)."""
-    from attnscope.report.text.terminal import console
-
-    return console(markup=markup)
 
 
 def _add_case_args(p: argparse.ArgumentParser) -> None:
@@ -112,7 +89,7 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
             raise UsageError(f"--steps decodes one new token per sequence per step: give --seq 1, not {case.seq_q}")
     chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
-    _check_html(args)
+    check_html(args)
     outputs = [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))]
     check_trace_names(args.trace_dir, (f"{n}.json" for n in chosen), outputs)
     preds = None
@@ -133,68 +110,31 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
-    """Call ``attnscope.api.run`` with the progress shown and each row saved, then render (run and guess)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+    """Call ``attnscope.api.run`` with the progress shown and each row saved to --json as it comes, then render
+    (run and guess).  A stop saves and is said by the command line's handler (attnscope.api.campaign.Interrupted)."""
     from attnscope.api import run
-    from attnscope.api.running import partial_document
-    from attnscope.core.files import WriteError
-    from attnscope.core.types import Result
-    from attnscope.document.schema import write_atomic
+    from attnscope.cli.common import Progress, stopping
 
-    console = _console()
-    done: list[Result] = []
-    saved = [0]  # variants in the JSON as last written (a full disk stops the rewrites, never the run)
-
-    def save(r: Result) -> None:
-        done.append(r)
-        if args.json:  # rewritten atomically after every variant: a crash never loses finished results
-            try:
-                write_atomic(args.json, partial_document(case, done))
-                saved[0] = len(done)
-            except WriteError:
-                pass  # said after the table, when the whole document is written (or fails) once more
-
-    old = stop.install()  # SIGTERM (`timeout`, job schedulers), SIGHUP (a closed terminal) save as Ctrl-C does
-    try:
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}", markup=False),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as prog:
-            task = prog.add_task(f"attnscope run: {case.label()}")
-            doc = run(
-                case,
-                args.variants,
-                executor=args.executor,
-                timeout_s=args.timeout,
-                ncu=getattr(args, "ncu", False),
-                predictions=preds,
-                on_result=save,
-                on_start=lambda name: prog.update(task, description=f"{case.label()}: {name}"),
-                on_note=lambda text: console.print(text, style="yellow"),
-                flush_l2=args.flush_l2,
-                timing_budget_s=args.budget if args.budget is not None else default_budget(case.device),
-                trace_dir=Path(args.trace_dir) if args.trace_dir else None,
-                measure_peak=not args.no_peak,
-                steps=getattr(args, "steps", None) or 0,
-                bucket=getattr(args, "bucket", 256),
-            )
-    except KeyboardInterrupt as e:
-        stop.restore(old)
-        if args.json and saved[0]:
-            what = f"{saved[0]} finished variant(s) saved in {args.json} (marked partial)"
-        elif args.json and done:
-            what = f"{len(done)} finished variant(s) not saved: {args.json} could not be written"
-        elif not done:
-            what = "nothing measured yet"  # and no file written: --json is written after the first variant
-        else:
-            what = f"{len(done)} finished variant(s) not saved (no --json was given)"
-        return stop.interrupted(e, what)
-    stop.restore(old)
-    return render_run(args, case, doc, console, saved=saved[0])
+    out = console()
+    with stopping(), Progress(case.label(), bar=False, lines=False) as bar:
+        doc = run(
+            case,
+            args.variants,
+            executor=args.executor,
+            timeout_s=args.timeout,
+            ncu=getattr(args, "ncu", False),
+            predictions=preds,
+            on_event=bar,
+            on_note=lambda text: out.print(text, style="yellow"),
+            partial_to=args.json,
+            flush_l2=args.flush_l2,
+            timing_budget_s=args.budget if args.budget is not None else default_budget(case.device),
+            trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+            measure_peak=not args.no_peak,
+            steps=getattr(args, "steps", None) or 0,
+            bucket=getattr(args, "bucket", 256),
+        )
+    return render_run(args, case, doc, out, saved=doc.partial_saved)
 
 
 def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, saved: int = 0) -> int:
@@ -245,80 +185,3 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, save
             console.print(f"  {failed}: exit 1", style="bold red")
             return EXIT_FAIL
     return EXIT_OK
-
-
-ASSETS_HELP = (
-    "write plotly once into DIR (shared by every page that names the same DIR) and link it, instead of inlining it: "
-    "a page of ~0.1 MB instead of ~4.8 MB; it then opens only beside DIR (see docs/report.md)"
-)
-
-
-def add_assets_arg(parser: Any, with_html: bool = True) -> None:
-    """``--assets DIR`` for a command that writes an HTML page (with ``--html`` where the page is optional)."""
-    parser.add_argument("--assets", metavar="DIR", help=("with --html: " if with_html else "") + ASSETS_HELP)
-
-
-def _check_html(args: argparse.Namespace) -> None:
-    """--html needs plotly and a writable path, --assets a page and a folder it can fill: say so before any work,
-    not after a long run."""
-    check_assets(args)
-    if getattr(args, "html", None):
-        from attnscope.report.html.page import require_plotly
-
-        check_output_file(args.html, "--html")
-        require_plotly()
-
-
-def check_assets(args: argparse.Namespace) -> None:
-    """``--assets`` names a folder that can be made and written, and comes with ``--html``."""
-    assets = getattr(args, "assets", None)
-    if assets is None:
-        return
-    if not getattr(args, "html", None):
-        raise UsageError("--assets holds the plotly of an HTML page: give --html PATH too")
-    check_output_dir(assets, "--assets")
-
-
-def write_outputs(args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, str]:
-    """The document to --json, then the page to --html, each tried whatever became of the other; what could not be
-    written: {flag: why} (a WriteError's one line), said by :func:`say_unwritten` after the study is printed."""
-    from attnscope.core.files import WriteError
-    from attnscope.document.schema import write_atomic
-
-    unwritten: dict[str, str] = {}
-    if getattr(args, "json", None):
-        try:
-            write_atomic(args.json, doc)
-        except WriteError as e:
-            unwritten["--json"] = str(e)
-    try:
-        _write_html(args, doc)
-    except WriteError as e:
-        unwritten["--html"] = str(e)
-    return unwritten
-
-
-def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
-    """--trace-dir's rows whose trace could not be moved there (the row itself measured): their note."""
-    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
-    lost = [n for n in notes if str(n).startswith("trace not kept")]
-    if not lost:
-        return {}
-    return {"--trace-dir": f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"}
-
-
-def say_unwritten(unwritten: dict[str, str]) -> int:
-    """One line per file not written (the measurement above is kept in the others, or only on screen); exit 74."""
-    import sys
-
-    for why in unwritten.values():
-        print(f"attnscope: error: {why}", file=sys.stderr)
-    return EXIT_WRITE
-
-
-def _write_html(args: argparse.Namespace, doc: Any) -> None:
-    """After the JSON: a failing page never costs the results."""
-    if getattr(args, "html", None):
-        from attnscope.api.report import write_html
-
-        write_html(doc, args.html, assets=getattr(args, "assets", None))

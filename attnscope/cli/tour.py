@@ -167,7 +167,7 @@ def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
 
 
 def cmd_tour(args: argparse.Namespace) -> int:
-    from attnscope.cli.run import _console
+    from attnscope.cli import common
     from attnscope.tour.reveal import show_end
     from attnscope.tour.session import Session, load_transcript
 
@@ -199,7 +199,7 @@ def cmd_tour(args: argparse.Namespace) -> int:
 
         resolve(model)
         require_transformers()
-    console = _console(markup=True)  # the tour's text escapes every name it prints
+    console = common.console(markup=True)  # the tour's text escapes every name it prints
     answer = _answer_fn(args, console, gpu)
     console.print(
         "[bold]attnscope tour[/bold]: the attention study replayed here. Guess first, then look for what does "

@@ -337,7 +337,7 @@ def _modifier_checks(
 def free_after(case: Case) -> None:
     """What the last variant left is freed; what survives is frozen (gc.freeze), so that the next collect walks
     only what was made since, not the ~3·10^5 objects of torch and dynamo (0.15 s or more each time on a CPU).
-    ``runner.run`` and ``sweep.run_sweep`` unfreeze when they end."""
+    The campaign loop (attnscope.api.campaign) unfreezes when it ends."""
     gc.collect()
     gc.freeze()
     if case.device.startswith("cuda"):

@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 
 from attnscope.core.types import Case
-from attnscope.execute.runner import make_inputs
 from attnscope.measure import timing as measure
 from attnscope.variants import resolve
+from attnscope.workloads.attention import make_inputs
 
 CASE = Case(batch=1, heads=8, seq_q=512, head_dim=64, device="cuda")
 
@@ -68,8 +68,7 @@ def main() -> None:
     ) as pr:
         pr.add_task("x")
         sample(preps, "inside a rich progress spinner")
-    from attnscope.execute.job import AttentionJob
-    from attnscope.execute.runner import Options
+    from attnscope.execute.job import AttentionJob, Options
     from attnscope.execute.worker import measure_one
 
     for n in preps:
