@@ -283,3 +283,20 @@ def record_settings(out: str | Path, settings: dict[str, Any] | None) -> None:
         from attnscope.execute.sweep_settings import settings_path
 
         write_document(settings_path(out), settings)
+
+
+def read_load() -> tuple[float | None, int | None]:
+    """The host's load read now (1-minute load average, logical cores): before a campaign adds its own threads."""
+    from attnscope.measure import host
+
+    return host.read_load()
+
+
+def host_verdict(
+    load: tuple[float | None, int | None], timings: Iterable[tuple[str, Sequence[float]]]
+) -> dict[str, Any]:
+    """Was the host busy enough to distort the timings? The load read before, judged with ``(label, [p25, median,
+    p75])`` of each timing after (attnscope.measure.host.assess)."""
+    from attnscope.measure import host
+
+    return host.assess(*load, timings)

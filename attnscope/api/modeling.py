@@ -10,6 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.api.campaign import Event
+from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
+from attnscope.execute.model_decode import REPLAYS, graph_refusal
+
+__all__ = [
+    "DTYPES",
+    "IMPLS",
+    "MODES",
+    "REPLAYS",
+    "ModelDocument",
+    "ModelGrid",
+    "check_config",
+    "config_of",
+    "graph_refusal",
+    "model",
+    "positions",
+    "size_over",
+    "trace_names",
+]
 
 SCHEMA_VERSION = 1  # of the model document (``kind: "model"``)
 
@@ -48,12 +66,7 @@ class ModelGrid:
         """The grid of a config (a preset, a config.json path or a transformers model type): its spec read and
         its transformers config built (``layers`` overrides the depth).  ``points``: (batch, seq) pairs (default
         one point, batch 1 and 128 tokens)."""
-        from attnscope.execute.model_bench import MODES
-        from attnscope.workloads.hf.config import build_config, require_transformers, resolve
-
-        spec = resolve(config)
-        require_transformers()
-        cfg = build_config(spec, layers=layers)
+        spec, cfg = config_of(config, layers)
         return cls(spec, cfg, impls, list(modes or MODES), list(points or [(1, 128)]), dtype, device, layers, steps,
                    replays)  # fmt: skip
 
@@ -127,7 +140,6 @@ def _measure(
     from attnscope.api.campaign import measure_jobs, record_settings, resume_settings
     from attnscope.execute import sweep_settings
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.model_bench import IMPLS
     from attnscope.execute.store import Store
 
     impls = grid.impls or list(IMPLS)
@@ -165,6 +177,53 @@ def _measure(
     doc = model_document(grid, impls, rows, env, annotate_rows(rows), False)  # annotated once, here
     doc["host"] = measured.host
     return ModelDocument(doc, len(earlier))
+
+
+def config_of(config: str, layers: int | None) -> tuple[Any, Any]:
+    """(the spec, the transformers config built at ``layers`` deep, or the config's own depth): a preset, a
+    config.json path or a transformers model type; transformers is needed (a one-line error says how to get it)."""
+    from attnscope.workloads.hf.config import build_config, require_transformers, resolve
+
+    spec = resolve(config)
+    require_transformers()
+    return spec, build_config(spec, layers=layers)
+
+
+def check_config(config: str) -> None:
+    """The config can be read (its spec) and transformers is here: checked before a long session starts."""
+    from attnscope.workloads.hf.config import require_transformers, resolve
+
+    resolve(config)
+    require_transformers()
+
+
+def positions(cfg: Any) -> int | None:
+    """The positions the config allows (None: no limit)."""
+    from attnscope.workloads.hf.config import max_positions
+
+    return max_positions(cfg)
+
+
+def size_over(
+    cfg: Any, modes: list[str], impls: list[str], batch: int, seq: int, dtype: str, device: str
+) -> tuple[list[str], int | None, float, float]:
+    """(each mode whose estimate does not fit, the free bytes (None: unknown), the parameters, the usable share):
+    attnscope.workloads.hf.size says how weights, activations and optimizer state are counted."""
+    from attnscope.workloads.hf.size import HEADROOM, free_memory, parameters, too_big
+
+    free = free_memory(device)
+    over = too_big(cfg, modes, impls, batch=batch, seq=seq, dtype=dtype, free_bytes=free)
+    return over, free, parameters(cfg), HEADROOM
+
+
+def trace_names(
+    device: str, dtype: str, impls: list[str], modes: list[str], points: list[tuple[int, int]]
+) -> list[str]:
+    """The file name of each row's kept trace."""
+    from attnscope.execute.model_bench import BenchOptions, trace_name
+
+    at = [BenchOptions(device, dtype, b, q, grid=len(points) > 1) for b, q in points]
+    return [trace_name(o, i, m) for i in impls for o in at for m in modes]
 
 
 def _walls(results: list[Any]) -> list[tuple[str, list[float]]]:

@@ -124,6 +124,7 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     partial_to: str | Path | None = None,
+    annotated: bool = True,
     **options: Any,
 ) -> RunDocument:
     """Run variants on a case (needs torch) and return the annotated document.
@@ -146,6 +147,8 @@ def run(
     if timeout_s is not None:
         check_seconds("timeout_s", timeout_s)
     check_timeout(executor, timeout_s, library=True)
+    if predictions is not None and not annotated:
+        raise UsageError("predictions are judged when the document is annotated: pass annotated=True")
     case = case if mode is None else replace(case, mode=mode)
     from attnscope.api.user_mods import check_user_mods, with_user_variants
     from attnscope.measure.env import check_device
@@ -185,16 +188,15 @@ def run(
 
     peak = next((r.peak for r in results if r.peak is not None), None)
     rep = RunReport(env_mod.collect(case.device), case, results, peak)
-    doc = annotate(
-        document(
-            rep.env,
-            rep.results,
-            case=case.to_dict(),
-            peak=_peak(rep.peak),
-            host=measured.host,
-            **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
-            **({"equivalent_case": same} if same else {}),
-        ),
-        predictions,
+    doc = document(
+        rep.env,
+        rep.results,
+        case=case.to_dict(),
+        peak=_peak(rep.peak),
+        host=measured.host,
+        **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
+        **({"equivalent_case": same} if same else {}),
     )
+    if annotated:  # once: insights, the recommendation and the predictions' verdicts in one pass
+        doc = annotate(doc, predictions)
     return RunDocument(doc, rep, measured.in_document)

@@ -9,6 +9,18 @@ from typing import Any
 
 from attnscope.api.campaign import Event
 from attnscope.core.types import Case, Result
+from attnscope.execute.sweep import default_variants, left_out_line
+
+__all__ = [
+    "SweepResults",
+    "default_variants",
+    "left_out_line",
+    "planned",
+    "recommendation",
+    "settings_differ",
+    "settings_file",
+    "sweep",
+]
 
 
 class SweepResults(list[Result]):
@@ -161,3 +173,32 @@ def recommendation(rows: list[dict[str, Any]]) -> dict[str, Any]:
     from attnscope.analysis.recommend import recommend
 
     return recommend(rows)
+
+
+def planned(
+    cases: list[Case], variants: list[str], *, explicit: bool, done: set[tuple[str, str, str]], **options: Any
+) -> list[Any]:
+    """The jobs a sweep of ``cases`` × ``variants`` would measure now (``done``: the keys the store holds)."""
+    from attnscope.execute.job import Options
+    from attnscope.execute.sweep import plan
+
+    return plan(cases, variants, Options(**options), explicit=explicit, done=done)
+
+
+def settings_file(out: str | Path) -> Path:
+    """Where the settings of the store ``out`` are recorded."""
+    from attnscope.execute.sweep_settings import settings_path
+
+    return settings_path(out)
+
+
+def settings_differ(out: str | Path, budget_s: float, flush_l2: bool, device: str, words: dict[str, str]) -> list[str]:
+    """'<setting> recorded → now' for each setting recorded beside ``out`` that differs from these (none recorded:
+    nothing differs); ``words`` names each setting (budget_s, flush_l2, torch, transformers, device).  An
+    unreadable record is a one-line ValueError."""
+    from attnscope.execute import sweep_settings
+
+    recorded = sweep_settings.load(out)
+    if recorded is None:
+        return []
+    return sweep_settings.differences(recorded, sweep_settings.current(budget_s, flush_l2, device), words)

@@ -39,9 +39,9 @@ def add_parser(sub: Any, text: str) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from attnscope.trace import no_gc
+    from attnscope.api.checks import light_gc
 
-    with no_gc():  # a short process holding ~10^5 objects: full collections only cost time
+    with light_gc():  # a short process holding ~10^5 objects: full collections only cost time
         return _analyze(args)
 
 

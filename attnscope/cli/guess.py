@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from attnscope.analysis.predict import BACKENDS, PredictionError, to_toml
+from attnscope.api.guesses import BACKENDS, PredictionError, to_toml
 from attnscope.core.answers import Answer, AnswerError, Question, read_answer
 from attnscope.core.types import Case, Prediction
 

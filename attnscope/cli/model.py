@@ -8,9 +8,9 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from attnscope.api.modeling import DTYPES, IMPLS, MODES
 from attnscope.cli.common import add_assets_arg, check_assets
 from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, positive_int, seconds, timeout_seconds
-from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 
 __all__ = ["add_parser", "cmd_model", "prepare"]
 
@@ -103,7 +103,7 @@ def _split(arg: str | None, allowed: tuple[str, ...], what: str) -> list[str] | 
 def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[str] | None:
     """The replays of a --steps decode loop, checked: --replay without --steps, --steps without decode, and a graph
     on a CPU are refused in one line."""
-    from attnscope.execute.model_decode import REPLAYS, graph_refusal
+    from attnscope.api.modeling import REPLAYS, graph_refusal
 
     steps = getattr(args, "steps", None)
     replay = getattr(args, "replay", None)
@@ -122,10 +122,10 @@ def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[st
 
 
 def _device(arg: str | None) -> str:
-    """The one device parser (attnscope.measure.env.check_device): cpu or cuda[:N] that torch can reach."""
-    from attnscope.measure.env import check_device, default_device
+    """The one device parser (attnscope.api.checks.device): cpu or cuda[:N] that torch can reach."""
+    from attnscope.api.checks import device
 
-    return check_device(arg) or default_device()
+    return device(arg)
 
 
 def _check_html(path: str | None) -> None:
@@ -159,23 +159,22 @@ def _check_size(
 ) -> None:
     """Refuse, before anything is allocated, a mode whose estimate (weights, activations, optimizer state) does
     not fit in the free memory (attnscope.workloads.hf.size says how each term is counted)."""
-    from attnscope.workloads.hf.size import HEADROOM, free_memory, parameters, too_big
+    from attnscope.api.modeling import size_over
 
-    free = free_memory(device)
-    over = too_big(cfg, modes, impls, batch=batch, seq=seq, dtype=dtype, free_bytes=free)
+    over, free, params, usable = size_over(cfg, modes, impls, batch, seq, dtype, device)
     if over and free is not None:
         hint = "" if layers is not None else "; try --layers 2"
         raise ValueError(
-            f"{cfg.model_type} with {cfg.num_hidden_layers} layers ({parameters(cfg) / 1e9:,.2f} B parameters) does "
-            f"not fit on {device}: {'; '.join(over)}, against {free / 1024**3:,.1f} GiB free ({HEADROOM:.0%} usable)"
+            f"{cfg.model_type} with {cfg.num_hidden_layers} layers ({params / 1e9:,.2f} B parameters) does "
+            f"not fit on {device}: {'; '.join(over)}, against {free / 1024**3:,.1f} GiB free ({usable:.0%} usable)"
             f"{hint}, a smaller --batch/--seq, or fewer --mode"
         )
 
 
 def prepare(args: argparse.Namespace) -> Any:
     """Everything checked before any model is built (bad input is one line and exit 2): the grid to measure."""
+    from attnscope.api.modeling import config_of, positions
     from attnscope.core.case_text import parse_int_axis
-    from attnscope.workloads.hf.config import build_config, max_positions, require_transformers, resolve
 
     impls = _split(args.impl, IMPLS, "impl")
     modes = _split(args.mode, MODES, "mode") or list(MODES)
@@ -189,9 +188,7 @@ def prepare(args: argparse.Namespace) -> Any:
         raise ValueError(f"--seq must be ≥ 2 (a step predicts the next token), got {args.seq}")
     _check_html(args.html)
     _check_paths(args)
-    spec = resolve(args.config)
-    require_transformers()
-    cfg = build_config(spec, layers=args.layers)
+    spec, cfg = config_of(args.config, args.layers)
     device = _device(args.device)
     cuda = device.startswith("cuda")
     if args.devices and device != "cuda":
@@ -204,18 +201,17 @@ def prepare(args: argparse.Namespace) -> Any:
     if args.devices and args.executor == "inline":
         raise ValueError("--devices needs one worker per GPU: use --executor process or ray")
     replays = _replays(args, modes, device)
-    limit = max_positions(cfg)
+    limit = positions(cfg)
     need = seq + ((args.steps or 1) if "decode" in modes and not spec.is_encoder else 0)
     if limit is not None and need > limit:
         raise ValueError(f"{spec.name}: --seq {seq} needs {need} positions, the config allows {limit}")
     _check_size(cfg, modes, impls or list(IMPLS), batch, seq, args.dtype, device, args.layers)
     points = [(b, q) for q in seqs for b in batches]
     if args.trace_dir:  # before any model is built: no output where a kept trace goes
+        from attnscope.api.modeling import trace_names
         from attnscope.core.files import check_trace_names
-        from attnscope.execute.model_bench import BenchOptions, trace_name
 
-        at = [BenchOptions(device, args.dtype, b, q, grid=len(points) > 1) for b, q in points]
-        names = [trace_name(o, i, m) for i in impls or IMPLS for o in at for m in modes]
+        names = trace_names(device, args.dtype, impls or list(IMPLS), modes, points)
         check_trace_names(args.trace_dir, names, [("--out", args.out), ("--json", args.json), ("--html", args.html)])
     from attnscope.api.modeling import ModelGrid
 
@@ -258,9 +254,9 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def parse_devices(spec: str | None) -> list[str] | None:
-    from attnscope.execute.executors import parse_devices as parse
+    from attnscope.api.checks import devices
 
-    return parse(spec)
+    return devices(spec)
 
 
 def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: Any) -> int:
@@ -268,7 +264,7 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
     import sys
 
     from attnscope.cli.common import say_unwritten, traces_not_kept, write_outputs
-    from attnscope.measure import host
+    from attnscope.core.host_line import host_line
     from attnscope.report.text.model import render, render_decode_steps, render_layers
 
     rows, env = doc["results"], doc["env"]
@@ -282,8 +278,8 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
     render(doc, out, title=title)
     render_decode_steps(doc, out)
     render_layers(doc, out)
-    if host.line(doc["host"]):
-        out.print(f"  {host.line(doc['host'])}", style="yellow", highlight=False, markup=False)
+    if host_line(doc["host"]):
+        out.print(f"  {host_line(doc['host'])}", style="yellow", highlight=False, markup=False)
     if args.out:
         out.print(f"  rows in {args.out}")
     if args.json and "--json" not in unwritten:

@@ -34,10 +34,10 @@ def _add_case_args(p: argparse.ArgumentParser) -> None:
 
 
 def _case_from(args: argparse.Namespace) -> Any:
+    from attnscope.api.checks import device
     from attnscope.core.cases import case_from_args
-    from attnscope.measure.env import check_device, default_device
 
-    return case_from_args(args, check_device(args.device) or default_device())
+    return case_from_args(args, device(args.device))
 
 
 def check_run_args(args: argparse.Namespace) -> None:
@@ -77,8 +77,8 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
     """The checked case, the chosen variants' names and the predictions of ``--guess``: everything a run refuses,
     refused before any tensor.  The user's ``--mask-mod`` / ``--score-mod`` file is imported (its code runs) last,
     only once every other check has passed."""
+    from attnscope.api.checks import variant_names as chosen_names
     from attnscope.api.user_mods import check_user_mods, with_user_variants
-    from attnscope.variants import resolve
 
     check_run_args(args)
     case = _case_from(args)
@@ -87,17 +87,17 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
             raise UsageError("--steps grows a serving cache: give --page-size and/or --kv-lens (docs/serving.md)")
         if case.seq_q != 1:
             raise UsageError(f"--steps decodes one new token per sequence per step: give --seq 1, not {case.seq_q}")
-    chosen = [v.name for v in resolve(with_user_variants(case, args.variants))]  # unknown names fail first
+    chosen = chosen_names(with_user_variants(case, args.variants))  # unknown names fail first
     check_case_fits(case, chosen, explicit=args.variants is not None)
     check_html(args)
     outputs = [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))]
     check_trace_names(args.trace_dir, (f"{n}.json" for n in chosen), outputs)
     preds = None
     if getattr(args, "guess", None):  # read and checked before any torch work
+        from attnscope.api.checks import known_variants
         from attnscope.api.guesses import load_predictions
-        from attnscope.variants import REGISTRY
 
-        preds = load_predictions(args.guess, chosen, set(REGISTRY))
+        preds = load_predictions(args.guess, chosen, known_variants())
     # last: this imports the user's file, which runs its code
     case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
     return case, chosen, preds
@@ -150,17 +150,17 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, save
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
     )
     render(dict(doc), console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
-    from attnscope.measure import host
-    from attnscope.workloads.sensitivity import summary_line
+    from attnscope.api.checks import modifier_line
+    from attnscope.core.host_line import host_line
 
-    checked = summary_line(next((r.get("modifier_checks") for r in doc["results"] if r.get("modifier_checks")), None))
+    checked = modifier_line(doc["results"])
     if checked:
         console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
     from attnscope.report.text.serving import decode_loop_lines
 
     for line in decode_loop_lines(dict(doc)):
         console.print(f"  {line}", highlight=False, markup=False)
-    busy = host.line(doc.get("host") or {})
+    busy = host_line(doc.get("host") or {})
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
     if args.json and "--json" not in unwritten:

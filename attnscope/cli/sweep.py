@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnscope.api.checks import EXECUTORS
 from attnscope.cli.common import add_assets_arg, check_html, say_unwritten, traces_not_kept
 from attnscope.core.arguments import (
     UsageError,
@@ -24,7 +25,6 @@ from attnscope.core.arguments import (
 )
 from attnscope.core.case import AXIS_FIELDS, add_flags
 from attnscope.core.files import check_outputs, check_trace_names
-from attnscope.execute.executors import EXECUTORS
 
 DEFAULT_OUT = "sweep.jsonl"
 DEFAULT_TIMEOUT_S = 600.0
@@ -106,17 +106,14 @@ class Request:
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
     """(the cases' device, the GPUs to pin one worker each to)."""
-    from attnscope.execute.executors import parse_devices
-    from attnscope.measure.env import check_device
+    from attnscope.api.checks import device as checked_device
+    from attnscope.api.checks import devices as parse_devices
+    from attnscope.api.checks import gpu_count
 
     if args.devices is not None and args.device is not None:
         raise UsageError("give --device (one) or --devices (one worker each), not both")
     if args.devices is None:
-        device = check_device(args.device)
-        if device is None:
-            from attnscope.measure.env import default_device
-
-            device = default_device()
+        device = checked_device(args.device)
         if args.executor == "ray" and device.startswith("cuda"):
             if device != "cuda":
                 raise UsageError(f"--device {args.device}: Ray picks each actor's GPU; give --device cuda or --devices")
@@ -126,9 +123,7 @@ def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
     if devices is None:
         return "cpu", None
     if not (args.executor == "ray" and args.ray_address):  # a cluster's GPUs are not ours to count
-        import torch
-
-        n = torch.cuda.device_count()
+        n = gpu_count()
         over = [d for d in devices if int(d) >= n]
         if over:
             raise UsageError(f"--devices {args.devices}: {n} CUDA device(s) here; cuda:{over[0]} is not one")
@@ -155,12 +150,11 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
 
 def check(args: argparse.Namespace) -> Request:
     """Everything about the flags that can be wrong before a worker starts; the request for the API."""
+    from attnscope.api.checks import done_keys, store_rows
+    from attnscope.api.checks import variant_names as chosen_names
+    from attnscope.api.sweeping import default_variants, left_out_line, planned, settings_file
     from attnscope.core.arguments import variant_names
     from attnscope.core.cases import MAX_JOBS, grid
-    from attnscope.execute.job import Options
-    from attnscope.execute.store import Store
-    from attnscope.execute.sweep import default_variants, left_out_line, plan
-    from attnscope.variants import resolve
 
     if args.ray_address and args.executor != "ray":
         raise UsageError("--ray-address is for --executor ray")
@@ -180,7 +174,7 @@ def check(args: argparse.Namespace) -> Request:
     if args.executor == "inline" and ((devices and len(devices) > 1) or (args.workers or 1) > 1):
         raise UsageError("--executor inline runs one job at a time here: use process or ray for several workers")
     cases = grid(_axes(args, device), device)
-    variants = [v.name for v in resolve(args.variants)]
+    variants = chosen_names(args.variants)
     left_out = None
     if args.variants is None:  # the default set: only the built-ins that can run on this device
         variants, left = default_variants([device])
@@ -191,30 +185,28 @@ def check(args: argparse.Namespace) -> Request:
     check_output_file(args.json, "--json")
     check_output_dir(args.trace_dir, "--trace-dir")
     check_html(args)  # --html's path and plotly, --assets' folder: as run and analyze check them
-    from attnscope.execute.sweep_settings import settings_path
-
-    outs = [("--out", args.out), ("--out's settings", settings_path(args.out)), ("--json", args.json)]
+    outs = [("--out", args.out), ("--out's settings", settings_file(args.out)), ("--json", args.json)]
     check_outputs([], [*outs, ("--html", args.html)])
-    store = Store(args.out)
     done: set[tuple[str, str, str]] = set()
-    if store.path.exists() and store.path.stat().st_size > 0:
-        rows = store.rows()
+    torn = 0
+    if Path(args.out).exists() and Path(args.out).stat().st_size > 0:
+        rows, torn = store_rows(args.out)
         if not args.resume:
             raise UsageError(
                 f"--out {args.out} already holds {len(rows)} row(s): pass --resume to measure only what is "
                 "missing, or choose another file"
             )
-        if not rows and store.num_torn > 1:
+        if not rows and torn > 1:
             raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
-        done = store.done()
-    _check_settings(args, device, resuming=bool(done) or store.num_torn > 0)
+        done = done_keys(args.out)
+    _check_settings(args, device, resuming=bool(done) or torn > 0)
     options = {
         "flush_l2": args.flush_l2,
         "timing_budget_s": args.budget,
         "trace_dir": Path(args.trace_dir) if args.trace_dir else None,
         "measure_peak": not args.no_peak,
     }
-    jobs = plan(cases, variants, Options(**options), explicit=args.variants is not None, done=done)
+    jobs = planned(cases, variants, explicit=args.variants is not None, done=done, **options)
     check_trace_names(args.trace_dir, (j.trace_name for j in jobs if j.trace_name), [*outs, ("--html", args.html)])
     timeout = None if args.executor == "inline" else (args.timeout or DEFAULT_TIMEOUT_S)
     n = len(devices) if devices else (args.workers or 1)
@@ -222,7 +214,7 @@ def check(args: argparse.Namespace) -> Request:
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     total = len(cases) * len(variants)
     return Request(
-        cases, args.variants, len(variants), total - len(jobs), store.num_torn, devices, timeout, workers, options,
+        cases, args.variants, len(variants), total - len(jobs), torn, devices, timeout, workers, options,
         left_out, notes,
     )  # fmt: skip
 
@@ -234,14 +226,14 @@ def _ray_notes(args: argparse.Namespace) -> tuple[str, ...]:
 
     if args.executor != "ray":
         return ()
-    from attnscope.execute.executors.ray import CONNECT_TIMEOUT_S, check_reachable
+    from attnscope.api.checks import ray_reachable
 
     if args.ray_address:
         try:
-            check_reachable(args.ray_address)
+            within = ray_reachable(args.ray_address)
         except ValueError as e:
             raise UsageError(f"--ray-address: {e}") from None
-        return (f"Ray: joining the cluster at {args.ray_address} (it answered within {CONNECT_TIMEOUT_S:g} s)",)
+        return (f"Ray: joining the cluster at {args.ray_address} (it answered within {within:g} s)",)
     env = os.environ.get("RAY_ADDRESS")
     ignored = f"; RAY_ADDRESS={env} in the environment is ignored (give --ray-address to join it)" if env else ""
     return (f"Ray: a local Ray started for this sweep, listening on 127.0.0.1 only, no dashboard{ignored}",)
@@ -250,22 +242,19 @@ def _ray_notes(args: argparse.Namespace) -> tuple[str, ...]:
 def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> None:
     """Refuse a resume whose settings differ from the recorded ones (unless --force), in the flags' words; the
     API records them (a forced resume keeps the first run's record)."""
-    from attnscope.execute import sweep_settings
+    from attnscope.api.sweeping import settings_differ, settings_file
 
-    now = sweep_settings.current(args.budget, args.flush_l2, device)
     if not resuming:
         return
+    words = {"budget_s": "--budget", "flush_l2": "--flush-l2", "torch": "torch", "device": "device"}
     try:
-        recorded = sweep_settings.load(args.out)
+        diff = settings_differ(args.out, args.budget, args.flush_l2, device, words)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if recorded is None:
-        return  # rows from before settings were recorded: nothing to compare with
-    diff = sweep_settings.differences(recorded, now)
     if diff and not getattr(args, "force", False):
         raise UsageError(
             f"--resume: the rows in {args.out} were measured with other settings ({'; '.join(diff)}, as recorded in "
-            f"{sweep_settings.settings_path(args.out)}): give the same settings, another --out, or --resume --force "
+            f"{settings_file(args.out)}): give the same settings, another --out, or --resume --force "
             "to add rows measured otherwise"
         )
 
@@ -321,15 +310,15 @@ def header(args: argparse.Namespace, req: Request) -> list[str]:
 
 
 def _rows(out: str) -> list[dict[str, Any]]:
-    from attnscope.execute.store import Store
+    from attnscope.api.checks import store_rows
 
-    return Store(out).rows()
+    return store_rows(out)[0]
 
 
 def render_sweep(args: argparse.Namespace, new: Any, rows: list[dict[str, Any]], rec: dict[str, Any], out: Any) -> int:
     """The summary, the recommendation, the host's verdict, the --json and --html files; the exit status."""
+    from attnscope.core.host_line import host_line
     from attnscope.document.schema import result_to_dict
-    from attnscope.measure import host
     from attnscope.report.text.sweep import render
     from attnscope.report.text.sweep_summary import summary_lines
 
@@ -339,8 +328,8 @@ def render_sweep(args: argparse.Namespace, new: Any, rows: list[dict[str, Any]],
         out.print("recommendation: no row to compare yet (one needs status ok, numerics within tolerance, a time)")
     else:
         out.print(render(rec), highlight=False)
-    if host.line(rec["host"]):
-        out.print(f"  {host.line(rec['host'])}", style="yellow", highlight=False, markup=False)
+    if host_line(rec["host"]):
+        out.print(f"  {host_line(rec['host'])}", style="yellow", highlight=False, markup=False)
     unwritten = _write_files(args, rec, out)  # a full disk: each file tried, each failure said after (exit 74)
     if args.trace_dir:
         unwritten.update(traces_not_kept([result_to_dict(r) for r in new], args.trace_dir))
