@@ -261,18 +261,18 @@ def resume_settings(out: str | Path, now: dict[str, Any], *, resuming: bool, for
     recorded settings differ from ``now`` unless ``force``.  None: the file stays as it is (a forced resume keeps
     the first run's record)."""
     from attnscope.core.arguments import UsageError
-    from attnscope.execute import sweep_settings
+    from attnscope.execute import store_settings
 
     if not resuming:
         return now
-    recorded = sweep_settings.load(out)
+    recorded = store_settings.load(out)
     if recorded is None:
         return now  # rows from before settings were recorded: nothing to compare with
-    diff = sweep_settings.differences(recorded, now, sweep_settings.LIBRARY_WORDS)
+    diff = store_settings.differences(recorded, now, store_settings.LIBRARY_WORDS)
     if diff and not force:
         raise UsageError(
             f"resume: the rows in {out} were measured with other settings ({'; '.join(diff)}, as recorded in "
-            f"{sweep_settings.settings_path(out)}): pass the same settings, another out, or force=True"
+            f"{store_settings.settings_path(out)}): pass the same settings, another out, or force=True"
         )
     return None if diff else now
 
@@ -280,7 +280,7 @@ def resume_settings(out: str | Path, now: dict[str, Any], *, resuming: bool, for
 def record_settings(out: str | Path, settings: dict[str, Any] | None) -> None:
     """Write what :func:`resume_settings` returned beside the store (nothing for None)."""
     if settings is not None:
-        from attnscope.execute.sweep_settings import settings_path
+        from attnscope.execute.store_settings import settings_path
 
         write_document(settings_path(out), settings)
 

@@ -136,9 +136,9 @@ def _measure(
     on_event: Callable[[Event], None] | None,
     resume_with: str | None,
 ) -> ModelDocument:
-    from attnscope.analysis.recommend.model import annotate_rows
+    from attnscope.analysis.recommend.model_points import annotate_rows
     from attnscope.api.campaign import measure_jobs, record_settings, resume_settings
-    from attnscope.execute import sweep_settings
+    from attnscope.execute import store_settings
     from attnscope.execute.executors import make_executor
     from attnscope.execute.store import Store
 
@@ -149,7 +149,7 @@ def _measure(
     earlier = [r for r in (store.rows() if store else []) if same_run(r, grid, impls)]
     settings = None
     if store is not None:
-        now = sweep_settings.model_current(budget_s, grid.device)
+        now = store_settings.model_current(budget_s, grid.device)
         settings = resume_settings(store.path, now, resuming=resume and store.path.exists(), force=force)
     done = {_key(r) for r in earlier}
     todo = [j for j in jobs(grid, impls, budget_s, trace_dir) if j.key not in done]

@@ -150,7 +150,7 @@ def run(
     if predictions is not None and not annotated:
         raise UsageError("predictions are judged when the document is annotated: pass annotated=True")
     case = case if mode is None else replace(case, mode=mode)
-    from attnscope.api.user_mods import check_user_mods, with_user_variants
+    from attnscope.api.user_case import check_user_mods, with_user_variants
     from attnscope.measure.env import check_device
     from attnscope.variants import resolve
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from attnscope.api.campaign import Event
 from attnscope.core.types import Case, Result
-from attnscope.execute.sweep import default_variants, left_out_line
+from attnscope.execute.sweep_plan import default_variants, left_out_line
 
 __all__ = [
     "SweepResults",
@@ -54,7 +54,7 @@ def sweep(
     """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
 
     ``variants`` None is the default set less the built-ins that cannot run on the cases' devices (on a CPU:
-    sdpa_efficient, sdpa_cudnn, flex_compiled; :func:`attnscope.execute.sweep.default_variants` says why).
+    sdpa_efficient, sdpa_cudnn, flex_compiled; :func:`attnscope.execute.sweep_plan.default_variants` says why).
     ``resume`` skips the (variant, case, mode) rows ``out`` already holds (a ``crashed`` row is measured again);
     without it a non-empty ``out`` is an error; a resume whose settings (``timing_budget_s``, ``flush_l2``, torch,
     the device) differ from those recorded in ``<out>.settings.json`` is refused unless ``force``.  Cases come
@@ -86,7 +86,7 @@ def sweep(
             raise UsageError(f"workers: expected a whole number, got {workers!r}")
     opts = Options(**options)  # the budget checked
     if not all(isinstance(c, Case) for c in cases):
-        raise UsageError("cases: expected attnscope.Case objects (attnscope.execute.sweep.grid makes them)")
+        raise UsageError("cases: expected attnscope.Case objects (attnscope.execute.sweep_plan.grid makes them)")
     for device in dict.fromkeys(c.device for c in cases):  # a GPU case without a GPU: refused, not crashed rows
         check_device(device, "case.device")
     if executor == "ray":
@@ -124,10 +124,10 @@ def _measure(
     from attnscope.api.campaign import measure_jobs, record_settings, resume_settings
     from attnscope.core.arguments import UsageError
     from attnscope.document.schema import result_to_dict
-    from attnscope.execute import sweep_settings
+    from attnscope.execute import store_settings
     from attnscope.execute.executors import make_executor
     from attnscope.execute.store import Store
-    from attnscope.execute.sweep import default_variants, plan
+    from attnscope.execute.sweep_plan import default_variants, plan
     from attnscope.variants import resolve
 
     store = Store(out)
@@ -139,7 +139,7 @@ def _measure(
     done = store.done() if resume else set()
     settings = None
     if cases:
-        now = sweep_settings.current(opts.timing_budget_s, opts.flush_l2, cases[0].device)
+        now = store_settings.current(opts.timing_budget_s, opts.flush_l2, cases[0].device)
         settings = resume_settings(out, now, resuming=resume and store.path.exists(), force=force)
     jobs = plan(cases, names, opts, explicit=variants is not None, done=done)
     torn = store.num_torn
@@ -180,14 +180,14 @@ def planned(
 ) -> list[Any]:
     """The jobs a sweep of ``cases`` × ``variants`` would measure now (``done``: the keys the store holds)."""
     from attnscope.execute.job import Options
-    from attnscope.execute.sweep import plan
+    from attnscope.execute.sweep_plan import plan
 
     return plan(cases, variants, Options(**options), explicit=explicit, done=done)
 
 
 def settings_file(out: str | Path) -> Path:
     """Where the settings of the store ``out`` are recorded."""
-    from attnscope.execute.sweep_settings import settings_path
+    from attnscope.execute.store_settings import settings_path
 
     return settings_path(out)
 
@@ -196,9 +196,9 @@ def settings_differ(out: str | Path, budget_s: float, flush_l2: bool, device: st
     """'<setting> recorded → now' for each setting recorded beside ``out`` that differs from these (none recorded:
     nothing differs); ``words`` names each setting (budget_s, flush_l2, torch, transformers, device).  An
     unreadable record is a one-line ValueError."""
-    from attnscope.execute import sweep_settings
+    from attnscope.execute import store_settings
 
-    recorded = sweep_settings.load(out)
+    recorded = store_settings.load(out)
     if recorded is None:
         return []
-    return sweep_settings.differences(recorded, sweep_settings.current(budget_s, flush_l2, device), words)
+    return store_settings.differences(recorded, store_settings.current(budget_s, flush_l2, device), words)

@@ -78,7 +78,7 @@ def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
     refused before any tensor.  The user's ``--mask-mod`` / ``--score-mod`` file is imported (its code runs) last,
     only once every other check has passed."""
     from attnscope.api.checks import variant_names as chosen_names
-    from attnscope.api.user_mods import check_user_mods, with_user_variants
+    from attnscope.api.user_case import check_user_mods, with_user_variants
 
     check_run_args(args)
     case = _case_from(args)

@@ -86,7 +86,7 @@ def load_answers(path: str) -> dict[str, str]:
     """question id → typed answer, from an answers file; PredictionError/UsageError name what is wrong."""
     from attnscope.api.checks import known_variants
     from attnscope.api.guesses import parse_predictions
-    from attnscope.tour.model import MODEL_STEP
+    from attnscope.tour.model_step import MODEL_STEP
     from attnscope.tour.steps import STEPS
 
     p = Path(path)
@@ -150,7 +150,7 @@ def _interactive(console: Any) -> Any:
 
 def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
     from attnscope.core.answers import AnswerError, read_answer
-    from attnscope.tour.model import MODEL_STEP
+    from attnscope.tour.model_step import MODEL_STEP
     from attnscope.tour.steps import STEPS, study_answer, variants_for
 
     if args.auto:

@@ -130,7 +130,7 @@ def _inputs_and_reference(case: Case, seed: int) -> tuple[Inputs, Any]:
         _checks.clear()
         out = None
         costly = sensitivity.too_costly(case) if too_large(case) is None else None
-        if case.is_serving:  # checked per sequence against the block table instead (workloads/paged.py)
+        if case.is_serving:  # checked per sequence against the block table instead (workloads/paged_cache.py)
             pass
         elif costly:
             _checks[key] = ([], [costly], [])

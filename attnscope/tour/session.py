@@ -87,7 +87,7 @@ class Session:
         }
 
     def steps(self) -> list[Step]:
-        from attnscope.tour.model import MODEL_STEP
+        from attnscope.tour.model_step import MODEL_STEP
 
         steps = [s for s in STEPS if self.gpu or not s.gpu_only]  # a GPU-only step has nothing to show on a CPU
         return [*steps, MODEL_STEP] if self.model else steps
@@ -186,7 +186,7 @@ class Session:
         from attnscope.document.schema import document
 
         if step.id == "model":
-            from attnscope.tour.model import measure_model
+            from attnscope.tour.model_step import measure_model
 
             assert self.model is not None
             results, self._model_about = measure_model(self.model, self.device, self.size)

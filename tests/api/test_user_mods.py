@@ -83,7 +83,7 @@ def test_sliding_window_inferred(tmp_path):
 
 
 def test_the_user_variants_are_added_without_variants():
-    from attnscope.api.user_mods import with_user_variants
+    from attnscope.api.user_case import with_user_variants
     from attnscope.core.types import Case
 
     case = Case(2, 2, 64, 8, "fp32", mask="document:20,30,14", mask_mod=f"{USER}:doc_mask")

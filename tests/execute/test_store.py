@@ -7,7 +7,7 @@ import json
 from attnscope.core.types import Case
 from attnscope.execute.job import Options
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import plan
+from attnscope.execute.sweep_plan import plan
 
 CASES = [Case(batch=1, heads=2, seq_q=s, head_dim=8, dtype="fp32") for s in (16, 32, 64)]
 

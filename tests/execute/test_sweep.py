@@ -19,7 +19,7 @@ from attnscope.core.case_text import parse_causal, parse_choice_axis, parse_int_
 from attnscope.core.cases import Axes, grid
 from attnscope.execute.job import job_key
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import plan
+from attnscope.execute.sweep_plan import plan
 from attnscope.report.text.sweep_summary import cost_medians, status_counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -448,7 +448,7 @@ def test_executors_give_the_inline_rows(name, test_variants):
 def test_the_default_set_gives_a_serving_case_the_serving_variants_and_a_dense_case_the_others():
     from attnscope.core.cases import make_case
     from attnscope.execute.job import Options
-    from attnscope.execute.sweep import plan as plan_jobs
+    from attnscope.execute.sweep_plan import plan as plan_jobs
 
     dense, paged = make_case("cpu", seq_q=64), make_case("cpu", seq_q=1, seq_kv=64, page_size=16)
     names = ["sdpa_math", "paged_flex"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from attnscope.analysis.recommend import recommend
-from attnscope.analysis.recommend.model import annotate_rows, as_generic
+from attnscope.analysis.recommend.model_points import annotate_rows, as_generic
 from attnscope.api import annotate
 from attnscope.cli.main import main
 
