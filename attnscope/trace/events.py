@@ -87,9 +87,9 @@ class CpuOp:
         s = self._shapes
         if s is None:
             return _NO_SHAPES
-        if type(s) is bytes:
+        if isinstance(s, bytes):
             return _parse_shapes(s)
-        return s  # type: ignore[return-value]
+        return s
 
     @property
     def input_dims(self) -> list[Any] | None:
