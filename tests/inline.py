@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attnscope.core.types import Case, Result
+from attnscope.core.types import Case, Env, Result
 from attnscope.execute.executors.inline import InlineExecutor
 from attnscope.execute.job import AttentionJob, Options
 
@@ -14,6 +14,7 @@ from attnscope.execute.job import AttentionJob, Options
 @dataclass
 class Measured:
     results: list[Result]
+    env: Env  # this process's, where the rows were measured
 
 
 def run(
@@ -40,4 +41,6 @@ def run(
                 on_result(r)
     finally:
         gc.unfreeze()  # worker.free_after froze what survived each variant
-    return Measured(out)
+    from attnscope.measure.env import collect
+
+    return Measured(out, collect(case.device))
