@@ -256,11 +256,26 @@ def _saved_text(
     return f"{n} row(s) saved in {' and '.join(where)} ({len(results)} measured in this run){how}"
 
 
+class SettingsDiffer(ValueError):
+    """A resume refused: the rows in ``out`` were measured with other settings (as recorded in ``path``).
+    ``differences``: (setting, recorded, now) for each that differs (budget_s, flush_l2, torch, transformers,
+    device); the message names them in the library's words (a command line names them as its flags)."""
+
+    def __init__(self, out: str | Path, path: Path, differences: list[tuple[str, Any, Any]]) -> None:
+        from attnscope.execute.store_settings import LIBRARY_WORDS
+
+        said = "; ".join(f"{LIBRARY_WORDS[k]} {a} → {b}" for k, a, b in differences)
+        super().__init__(
+            f"resume: the rows in {out} were measured with other settings ({said}, as recorded in {path}): pass the "
+            "same settings, another out, or force=True"
+        )
+        self.out, self.path, self.differences = out, path, differences
+
+
 def resume_settings(out: str | Path, now: dict[str, Any], *, resuming: bool, force: bool) -> dict[str, Any] | None:
     """The settings to record beside the store ``out`` (``<out>.settings.json``), after refusing a resume whose
     recorded settings differ from ``now`` unless ``force``.  None: the file stays as it is (a forced resume keeps
     the first run's record)."""
-    from attnscope.core.arguments import UsageError
     from attnscope.execute import store_settings
 
     if not resuming:
@@ -268,12 +283,9 @@ def resume_settings(out: str | Path, now: dict[str, Any], *, resuming: bool, for
     recorded = store_settings.load(out)
     if recorded is None:
         return now  # rows from before settings were recorded: nothing to compare with
-    diff = store_settings.differences(recorded, now, store_settings.LIBRARY_WORDS)
+    diff = [(k, recorded[k], now.get(k)) for k in store_settings.KEYS if k in recorded and recorded[k] != now.get(k)]
     if diff and not force:
-        raise UsageError(
-            f"resume: the rows in {out} were measured with other settings ({'; '.join(diff)}, as recorded in "
-            f"{store_settings.settings_path(out)}): pass the same settings, another out, or force=True"
-        )
+        raise SettingsDiffer(out, store_settings.settings_path(out), diff)
     return None if diff else now
 
 

@@ -17,7 +17,6 @@ __all__ = [
     "left_out_line",
     "planned",
     "recommendation",
-    "settings_differ",
     "settings_file",
     "sweep",
 ]
@@ -190,15 +189,3 @@ def settings_file(out: str | Path) -> Path:
     from attnscope.execute.store_settings import settings_path
 
     return settings_path(out)
-
-
-def settings_differ(out: str | Path, budget_s: float, flush_l2: bool, device: str, words: dict[str, str]) -> list[str]:
-    """'<setting> recorded → now' for each setting recorded beside ``out`` that differs from these (none recorded:
-    nothing differs); ``words`` names each setting (budget_s, flush_l2, torch, transformers, device).  An
-    unreadable record is a one-line ValueError."""
-    from attnscope.execute import store_settings
-
-    recorded = store_settings.load(out)
-    if recorded is None:
-        return []
-    return store_settings.differences(recorded, store_settings.current(budget_s, flush_l2, device), words)

@@ -200,3 +200,29 @@ def _said(row: dict[str, Any]) -> str:
     if row.get("status") == "ok" and isinstance(timed, dict) and timed.get("median_us") is not None:
         return f"{timed['median_us']:,.1f} µs"
     return " ".join(str(row.get("reason") or "").split())[:160]
+
+
+# a recorded setting as the flag (or the thing) that sets it
+SETTING_WORDS = {
+    "budget_s": "--budget",
+    "flush_l2": "--flush-l2",
+    "torch": "torch",
+    "transformers": "transformers",
+    "device": "device",
+}
+
+
+@contextlib.contextmanager
+def settings_in_flag_words() -> Iterator[None]:
+    """A resume the API refused because the store's rows were measured with other settings
+    (attnscope.api.campaign.SettingsDiffer), said in the flags' words."""
+    from attnscope.api.campaign import SettingsDiffer
+
+    try:
+        yield
+    except SettingsDiffer as e:
+        said = "; ".join(f"{SETTING_WORDS[k]} {a} → {b}" for k, a, b in e.differences)
+        raise UsageError(
+            f"--resume: the rows in {e.out} were measured with other settings ({said}, as recorded in {e.path}): give "
+            "the same settings, another --out, or --resume --force to add rows measured otherwise"
+        ) from None

@@ -225,7 +225,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
     from attnscope.api import model
     from attnscope.api.campaign import Planned
-    from attnscope.cli.common import Progress, stopping
+    from attnscope.cli.common import Progress, settings_in_flag_words, stopping
     from attnscope.cli.sweep import _resume_command
     from attnscope.core.arguments import check_output_file
     from attnscope.core.files import lock_store
@@ -243,7 +243,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                 out.print(f"attnscope model: {rows} row(s); {event.done_before} already in {args.out}{torn}")
             bar(event)
 
-        with stopping(), bar:
+        with settings_in_flag_words(), stopping(), bar:
             doc = model(
                 grid, budget_s=args.budget, time_limit_s=args.time_limit, trace_dir=args.trace_dir, out=args.out,
                 resume=args.resume, force=args.force, partial_to=args.json, executor=args.executor,

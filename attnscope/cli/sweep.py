@@ -199,7 +199,6 @@ def check(args: argparse.Namespace) -> Request:
         if not rows and torn > 1:
             raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
         done = done_keys(args.out)
-    _check_settings(args, device, resuming=bool(done) or torn > 0)
     options = {
         "flush_l2": args.flush_l2,
         "timing_budget_s": args.budget,
@@ -239,26 +238,6 @@ def _ray_notes(args: argparse.Namespace) -> tuple[str, ...]:
     return (f"Ray: a local Ray started for this sweep, listening on 127.0.0.1 only, no dashboard{ignored}",)
 
 
-def _check_settings(args: argparse.Namespace, device: str, *, resuming: bool) -> None:
-    """Refuse a resume whose settings differ from the recorded ones (unless --force), in the flags' words; the
-    API records them (a forced resume keeps the first run's record)."""
-    from attnscope.api.sweeping import settings_differ, settings_file
-
-    if not resuming:
-        return
-    words = {"budget_s": "--budget", "flush_l2": "--flush-l2", "torch": "torch", "device": "device"}
-    try:
-        diff = settings_differ(args.out, args.budget, args.flush_l2, device, words)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if diff and not getattr(args, "force", False):
-        raise UsageError(
-            f"--resume: the rows in {args.out} were measured with other settings ({'; '.join(diff)}, as recorded in "
-            f"{settings_file(args.out)}): give the same settings, another --out, or --resume --force "
-            "to add rows measured otherwise"
-        )
-
-
 def _resume_command(args: argparse.Namespace) -> str:
     argv = list(getattr(args, "argv", None) or [])
     if not argv:
@@ -272,7 +251,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attnscope.api import sweep
     from attnscope.api.campaign import Planned
     from attnscope.api.sweeping import recommendation
-    from attnscope.cli.common import Progress, stopping
+    from attnscope.cli.common import Progress, settings_in_flag_words, stopping
     from attnscope.core.files import lock_store
     from attnscope.report.text.terminal import console
 
@@ -287,7 +266,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     out.print(line, highlight=False, markup=False)
             bar(event)
 
-        with stopping(), bar:
+        with settings_in_flag_words(), stopping(), bar:
             new = sweep(
                 req.cases, req.variants, out=args.out, resume=args.resume, force=args.force, lock=False,
                 executor=args.executor, devices=req.devices, timeout_s=req.timeout, ray_address=args.ray_address,

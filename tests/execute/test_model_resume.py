@@ -108,7 +108,7 @@ def test_a_resume_with_other_settings_is_refused_in_one_line_unless_forced(tmp_p
     more = [*one, "--mode", "prefill,train", "--out", str(out), "--resume"]
     assert main([*more, "--budget", "0.02"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "0.01 → 0.02" in err and "force" in err, err
+    assert "\n" not in err and "--budget 0.01 → 0.02" in err and "--resume --force" in err, err
     assert _lines(out) == rows  # refused before any work
     assert main([*more, "--budget", "0.01"]) == 0  # the same settings: resumed
     assert [(r["mode"], r["status"]) for r in _lines(out)] == [("prefill", "ok"), ("train", "ok")]
