@@ -272,6 +272,30 @@ class SettingsDiffer(ValueError):
         self.out, self.path, self.differences = out, path, differences
 
 
+class StoreHoldsRows(ValueError):
+    """The store ``out`` already holds ``rows`` rows and this is no resume (or holds only lines that are no rows:
+    ``rows`` 0, ``torn`` of them); the message is in the library's words (a command line says it in its flags')."""
+
+    def __init__(self, out: str | Path, rows: int, torn: int) -> None:
+        if rows:
+            said = f"{out} already holds {rows} row(s): pass resume=True to measure only what is missing"
+        else:
+            said = f"{out}: not an attnscope store (no result rows in its {torn} lines); choose another file"
+        super().__init__(said)
+        self.out, self.rows, self.torn = out, rows, torn
+
+
+def open_store(out: str | Path, *, resume: bool) -> Store:
+    """The JSONL store ``out``, checked before any work: without ``resume`` it must hold nothing; resumed, it must
+    hold rows (a file of lines that are none is not a store).  :class:`StoreHoldsRows` otherwise."""
+    store = Store(out)
+    if store.path.exists() and store.path.stat().st_size > 0:
+        rows = store.rows()
+        if not resume or (not rows and store.num_torn > 1):
+            raise StoreHoldsRows(out, len(rows) if not resume else 0, store.num_torn)
+    return store
+
+
 def resume_settings(out: str | Path, now: dict[str, Any], *, resuming: bool, force: bool) -> dict[str, Any] | None:
     """The settings to record beside the store ``out`` (``<out>.settings.json``), after refusing a resume whose
     recorded settings differ from ``now`` unless ``force``.  None: the file stays as it is (a forced resume keeps

@@ -137,14 +137,13 @@ def _measure(
     resume_with: str | None,
 ) -> ModelDocument:
     from attnscope.analysis.recommend.model_points import annotate_rows
-    from attnscope.api.campaign import measure_jobs, record_settings, resume_settings
+    from attnscope.api.campaign import measure_jobs, open_store, record_settings, resume_settings
     from attnscope.execute import store_settings
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.store import Store
 
     impls = grid.impls or list(IMPLS)
     env = _env(grid.device)
-    store = Store(out) if out is not None else None
+    store = open_store(out, resume=resume) if out is not None else None
     # rows of this grid already in the store (resume): kept as they are, never measured again
     earlier = [r for r in (store.rows() if store else []) if same_run(r, grid, impls)]
     settings = None

@@ -120,18 +120,14 @@ def _measure(
     on_event: Callable[[Event], None] | None,
     resume_with: str | None,
 ) -> SweepResults:
-    from attnscope.api.campaign import measure_jobs, record_settings, resume_settings
-    from attnscope.core.arguments import UsageError
+    from attnscope.api.campaign import measure_jobs, open_store, record_settings, resume_settings
     from attnscope.document.schema import result_to_dict
     from attnscope.execute import store_settings
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.store import Store
     from attnscope.execute.sweep_plan import default_variants, plan
     from attnscope.variants import resolve
 
-    store = Store(out)
-    if not resume and store.path.exists() and store.path.stat().st_size > 0:
-        raise UsageError(f"{out} already holds rows: pass resume=True to measure only what is missing")
+    store = open_store(out, resume=resume)
     names = [v.name for v in resolve(variants)]
     if variants is None:  # the default set: the built-ins that can run on the cases' devices (as the CLI's)
         names, _ = default_variants([c.device for c in cases])

@@ -213,13 +213,20 @@ SETTING_WORDS = {
 
 
 @contextlib.contextmanager
-def settings_in_flag_words() -> Iterator[None]:
-    """A resume the API refused because the store's rows were measured with other settings
-    (attnscope.api.campaign.SettingsDiffer), said in the flags' words."""
-    from attnscope.api.campaign import SettingsDiffer
+def store_in_flag_words() -> Iterator[None]:
+    """The API's refusals of a store (attnscope.api.campaign: it already holds rows and this is no resume, or the
+    rows there were measured with other settings), said in the flags' words."""
+    from attnscope.api.campaign import SettingsDiffer, StoreHoldsRows
 
     try:
         yield
+    except StoreHoldsRows as e:
+        if not e.rows:
+            raise UsageError(f"--out {e.out}: not an attnscope store (no result rows); choose another file") from None
+        raise UsageError(
+            f"--out {e.out} already holds {e.rows} row(s): pass --resume to measure only what is missing, or choose "
+            "another file"
+        ) from None
     except SettingsDiffer as e:
         said = "; ".join(f"{SETTING_WORDS[k]} {a} → {b}" for k, a, b in e.differences)
         raise UsageError(

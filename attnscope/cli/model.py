@@ -141,8 +141,6 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise ValueError("--resume needs --out (the JSONL store to complete)")
     if args.force and not args.resume:
         raise ValueError("--force is for --resume (it resumes although the recorded settings differ)")
-    if args.out and not args.resume and Path(args.out).exists() and Path(args.out).stat().st_size > 0:
-        raise ValueError(f"--out {args.out}: already holds rows; add --resume to complete it, or name a new file")
     check_output_file(args.out, "--out")
     check_output_file(args.json, "--json")
     check_output_file(args.html, "--html")
@@ -225,7 +223,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
     from attnscope.api import model
     from attnscope.api.campaign import Planned
-    from attnscope.cli.common import Progress, settings_in_flag_words, stopping
+    from attnscope.cli.common import Progress, stopping, store_in_flag_words
     from attnscope.cli.sweep import _resume_command
     from attnscope.core.arguments import check_output_file
     from attnscope.core.files import lock_store
@@ -243,7 +241,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                 out.print(f"attnscope model: {rows} row(s); {event.done_before} already in {args.out}{torn}")
             bar(event)
 
-        with settings_in_flag_words(), stopping(), bar:
+        with store_in_flag_words(), stopping(), bar:
             doc = model(
                 grid, budget_s=args.budget, time_limit_s=args.time_limit, trace_dir=args.trace_dir, out=args.out,
                 resume=args.resume, force=args.force, partial_to=args.json, executor=args.executor,

@@ -189,15 +189,8 @@ def check(args: argparse.Namespace) -> Request:
     check_outputs([], [*outs, ("--html", args.html)])
     done: set[tuple[str, str, str]] = set()
     torn = 0
-    if Path(args.out).exists() and Path(args.out).stat().st_size > 0:
-        rows, torn = store_rows(args.out)
-        if not args.resume:
-            raise UsageError(
-                f"--out {args.out} already holds {len(rows)} row(s): pass --resume to measure only what is "
-                "missing, or choose another file"
-            )
-        if not rows and torn > 1:
-            raise UsageError(f"--out {args.out}: not an attnscope sweep file (no result rows); choose another file")
+    if args.resume and Path(args.out).exists():  # what the header counts (the API refuses a store it cannot use)
+        torn = store_rows(args.out)[1]
         done = done_keys(args.out)
     options = {
         "flush_l2": args.flush_l2,
@@ -251,7 +244,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attnscope.api import sweep
     from attnscope.api.campaign import Planned
     from attnscope.api.sweeping import recommendation
-    from attnscope.cli.common import Progress, settings_in_flag_words, stopping
+    from attnscope.cli.common import Progress, stopping, store_in_flag_words
     from attnscope.core.files import lock_store
     from attnscope.report.text.terminal import console
 
@@ -266,7 +259,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     out.print(line, highlight=False, markup=False)
             bar(event)
 
-        with settings_in_flag_words(), stopping(), bar:
+        with store_in_flag_words(), stopping(), bar:
             new = sweep(
                 req.cases, req.variants, out=args.out, resume=args.resume, force=args.force, lock=False,
                 executor=args.executor, devices=req.devices, timeout_s=req.timeout, ray_address=args.ray_address,
