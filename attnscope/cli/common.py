@@ -46,7 +46,7 @@ def add_assets_arg(parser: Any, with_html: bool = True) -> None:
     parser.add_argument("--assets", metavar="DIR", help=("with --html: " if with_html else "") + ASSETS_HELP)
 
 
-def check_html(args: argparse.Namespace) -> None:
+def check_html(args: Any) -> None:  # args: the parsed flags, or a request with the same fields (html, assets)
     """--html needs plotly and a writable path, --assets a page and a folder it can fill: say so before any work,
     not after a long run."""
     check_assets(args)
@@ -57,7 +57,7 @@ def check_html(args: argparse.Namespace) -> None:
         require_plotly()
 
 
-def check_assets(args: argparse.Namespace) -> None:
+def check_assets(args: Any) -> None:
     """``--assets`` names a folder that can be made and written, and comes with ``--html``."""
     assets = getattr(args, "assets", None)
     if assets is None:
@@ -67,7 +67,7 @@ def check_assets(args: argparse.Namespace) -> None:
     check_output_dir(assets, "--assets")
 
 
-def write_outputs(args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, str]:
+def write_outputs(args: Any, doc: dict[str, Any]) -> dict[str, str]:
     """The document to --json, then the page to --html, each tried whatever became of the other; what could not be
     written: {flag: why} (a WriteError's one line), said by :func:`say_unwritten` after the study is printed."""
     from attnscope.core.files import WriteError
@@ -104,7 +104,7 @@ def say_unwritten(unwritten: dict[str, str]) -> int:
     return EXIT_WRITE
 
 
-def write_html(args: argparse.Namespace, doc: Any) -> None:
+def write_html(args: Any, doc: Any) -> None:
     """After the JSON: a failing page never costs the results."""
     if getattr(args, "html", None):
         from attnscope.api.report import write_html

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,47 @@ def _add_case_args(p: argparse.ArgumentParser) -> None:
     add_flags(p.add_argument_group("case (defaults depend on the device)"), "run")
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What `run` or `guess` was asked, read from the flags in one place (:func:`request_of`): the case, built from
+    the case's flags, and plain values.  Every check before work and the one ``attnscope.api.run`` call read this,
+    never the parser's namespace."""
+
+    command: str
+    case: Any  # attnscope.Case
+    mask_given: bool  # --mask or --causal given: a user's --mask-mod is then measured as stated
+    variants: str | None = None
+    guess: str | None = None
+    strict: bool = False
+    json: str | None = None
+    html: str | None = None
+    assets: str | None = None
+    save: str | None = None
+    trace_dir: str | None = None
+    executor: str = "inline"
+    timeout: float | None = None
+    ncu: bool = False
+    flush_l2: bool = False
+    budget: float | None = None
+    no_peak: bool = False
+    steps: int | None = None
+    bucket: int = 256
+    kernels: bool = False
+    verbose: bool = False
+    mask_mod: str | None = None
+    score_mod: str | None = None
+    argv: tuple[str, ...] = ()
+
+
+def request_of(args: argparse.Namespace) -> RunRequest:
+    """The flags of `run` or `guess` as a :class:`RunRequest` (the case built on the one device parser's device)."""
+    flags = {f: getattr(args, f, None) for f in RunRequest.__dataclass_fields__ if f not in ("case", "mask_given")}
+    given = {k: v for k, v in flags.items() if v is not None}
+    given["argv"] = tuple(given.get("argv", ()))
+    mask_given = getattr(args, "mask", None) is not None or getattr(args, "causal", None) is not None
+    return RunRequest(case=_case_from(args), mask_given=mask_given, **given)
+
+
 def _case_from(args: argparse.Namespace) -> Any:
     from attnscope.api.checks import device
     from attnscope.core.cases import case_from_args
@@ -40,29 +82,29 @@ def _case_from(args: argparse.Namespace) -> Any:
     return case_from_args(args, device(args.device))
 
 
-def check_run_args(args: argparse.Namespace) -> None:
+def check_run_args(req: RunRequest) -> None:
     """Everything about `run`/`guess` that can be wrong before a tensor exists."""
-    if args.variants is not None:
-        names = variant_names(args.variants)
+    if req.variants is not None:
+        names = variant_names(req.variants)
         if "all" in names and len(names) > 1:
             raise UsageError("--variants: 'all' stands alone")
-    if args.strict and args.command == "run" and not args.guess:
+    if req.strict and req.command == "run" and not req.guess:
         raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
-    check_timeout(args.executor, args.timeout)
-    if getattr(args, "guess", None):
-        check_input_file(args.guess, "--guess")
-    check_output_file(args.json, "--json")
-    check_output_dir(args.trace_dir, "--trace-dir")
-    check_output_file(getattr(args, "save", None), "--save")
+    check_timeout(req.executor, req.timeout)
+    if req.guess:
+        check_input_file(req.guess, "--guess")
+    check_output_file(req.json, "--json")
+    check_output_dir(req.trace_dir, "--trace-dir")
+    check_output_file(req.save, "--save")
     check_outputs(
-        [("--guess", getattr(args, "guess", None)), *user_code_files(args)],
-        [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))],
+        [("--guess", req.guess), *user_code_files(req)],
+        [("--json", req.json), ("--html", req.html), ("--save", req.save)],
     )
 
 
-def user_code_files(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+def user_code_files(req: RunRequest) -> list[tuple[str, str | None]]:
     """The files of ``--mask-mod``/``--score-mod FILE.py:FN``: inputs no output may replace."""
-    given = (("--mask-mod", getattr(args, "mask_mod", None)), ("--score-mod", getattr(args, "score_mod", None)))
+    given = (("--mask-mod", req.mask_mod), ("--score-mod", req.score_mod))
     return [(flag, spec.rsplit(":", 1)[0]) for flag, spec in given if spec]
 
 
@@ -73,43 +115,44 @@ def check_case_fits(case: Any, names: list[str], explicit: bool) -> None:
     fits(case, names, explicit)
 
 
-def prepare_run(args: argparse.Namespace) -> tuple[Any, list[str], Any]:
+def prepare_run(req: RunRequest) -> tuple[Any, list[str], Any]:
     """The checked case, the chosen variants' names and the predictions of ``--guess``: everything a run refuses,
     refused before any tensor.  The user's ``--mask-mod`` / ``--score-mod`` file is imported (its code runs) last,
     only once every other check has passed."""
     from attnscope.api.checks import variant_names as chosen_names
     from attnscope.api.user_case import check_user_mods, with_user_variants
 
-    check_run_args(args)
-    case = _case_from(args)
-    if getattr(args, "steps", None):
+    check_run_args(req)
+    case = req.case
+    if req.steps:
         if not case.is_serving:
             raise UsageError("--steps grows a serving cache: give --page-size and/or --kv-lens (docs/serving.md)")
         if case.seq_q != 1:
             raise UsageError(f"--steps decodes one new token per sequence per step: give --seq 1, not {case.seq_q}")
-    chosen = chosen_names(with_user_variants(case, args.variants))  # unknown names fail first
-    check_case_fits(case, chosen, explicit=args.variants is not None)
-    check_html(args)
-    outputs = [("--json", args.json), ("--html", getattr(args, "html", None)), ("--save", getattr(args, "save", None))]
-    check_trace_names(args.trace_dir, (f"{n}.json" for n in chosen), outputs)
+    chosen = chosen_names(with_user_variants(case, req.variants))  # unknown names fail first
+    check_case_fits(case, chosen, explicit=req.variants is not None)
+    check_html(req)
+    outputs = [("--json", req.json), ("--html", req.html), ("--save", req.save)]
+    check_trace_names(req.trace_dir, (f"{n}.json" for n in chosen), outputs)
     preds = None
-    if getattr(args, "guess", None):  # read and checked before any torch work
+    if req.guess:  # read and checked before any torch work
         from attnscope.api.checks import known_variants
         from attnscope.api.guesses import load_predictions
 
-        preds = load_predictions(args.guess, chosen, known_variants())
+        preds = load_predictions(req.guess, chosen, known_variants())
     # last: this imports the user's file, which runs its code
-    case, _ = check_user_mods(case, mask_given=args.mask is not None or args.causal is not None)
+    case, _ = check_user_mods(case, mask_given=req.mask_given)
     return case, chosen, preds
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """`attnscope run`: parse and check, call the API, render."""
-    case, _, preds = prepare_run(args)
-    return run_and_render(args, case, preds)
+    """`attnscope run`: the flags read into one request, checked, one API call, rendered."""
+    request = request_of(args)
+    case, _, preds = prepare_run(request)
+    return run_and_render(request, case, preds)
 
 
-def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
+def run_and_render(req: RunRequest, case: Any, preds: Any) -> int:
     """Call ``attnscope.api.run`` with the progress shown and each row saved to --json as it comes, then render
     (run and guess).  A stop saves and is said by the command line's handler (attnscope.api.campaign.Interrupted)."""
     from attnscope.api import run
@@ -119,37 +162,37 @@ def run_and_render(args: argparse.Namespace, case: Any, preds: Any) -> int:
     with stopping(), Progress(case.label(), bar=False, lines=False) as bar:
         doc = run(
             case,
-            args.variants,
-            executor=args.executor,
-            timeout_s=args.timeout,
-            ncu=getattr(args, "ncu", False),
+            req.variants,
+            executor=req.executor,
+            timeout_s=req.timeout,
+            ncu=req.ncu,
             predictions=preds,
             on_event=bar,
             on_note=lambda text: out.print(text, style="yellow"),
-            partial_to=args.json,
-            flush_l2=args.flush_l2,
-            timing_budget_s=args.budget if args.budget is not None else default_budget(case.device),
-            trace_dir=Path(args.trace_dir) if args.trace_dir else None,
-            measure_peak=not args.no_peak,
-            steps=getattr(args, "steps", None) or 0,
-            bucket=getattr(args, "bucket", 256),
+            partial_to=req.json,
+            flush_l2=req.flush_l2,
+            timing_budget_s=req.budget if req.budget is not None else default_budget(case.device),
+            trace_dir=Path(req.trace_dir) if req.trace_dir else None,
+            measure_peak=not req.no_peak,
+            steps=req.steps or 0,
+            bucket=req.bucket,
         )
-    return render_run(args, case, doc, out, saved=doc.partial_saved)
+    return render_run(req, case, doc, out, saved=doc.partial_saved)
 
 
-def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, saved: int = 0) -> int:
+def render_run(req: RunRequest, case: Any, doc: Any, console: Any, saved: int = 0) -> int:
     """Write the JSON and HTML, print the study, and the exit status (--strict).  A file that cannot be written (a
     full disk) costs neither the other file nor the printed study: it is said after the study, exit 74."""
     from attnscope.report.text.table import render
 
-    unwritten = write_outputs(args, dict(doc))
+    unwritten = write_outputs(req, dict(doc))
     if "--json" in unwritten and saved:
         unwritten["--json"] += f"; it holds the {saved} variant(s) written before (marked partial)"
     env = doc.env
     title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
         f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
     )
-    render(dict(doc), console, kernels=args.kernels, title=title, verbose=getattr(args, "verbose", False))
+    render(dict(doc), console, kernels=req.kernels, title=title, verbose=req.verbose)
     from attnscope.api.checks import modifier_line
     from attnscope.core.host_line import host_line
 
@@ -163,13 +206,13 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, save
     busy = host_line(doc.get("host") or {})
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
-    if args.json and "--json" not in unwritten:
-        console.print(f"  JSON written to {args.json}")
-    if args.trace_dir:
-        console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
-        unwritten.update(traces_not_kept(doc["results"], args.trace_dir))
-    if getattr(args, "html", None) and "--html" not in unwritten:
-        console.print(f"  HTML report written to {args.html}")
+    if req.json and "--json" not in unwritten:
+        console.print(f"  JSON written to {req.json}")
+    if req.trace_dir:
+        console.print(f"  traces (Perfetto / chrome://tracing) in {req.trace_dir}/")
+        unwritten.update(traces_not_kept(doc["results"], req.trace_dir))
+    if req.html and "--html" not in unwritten:
+        console.print(f"  HTML report written to {req.html}")
     if unwritten:
         return say_unwritten(unwritten)
     if not any(r.get("status") == "ok" for r in doc["results"]):
@@ -177,7 +220,7 @@ def render_run(args: argparse.Namespace, case: Any, doc: Any, console: Any, save
         for r in doc["results"]:
             console.print(f"    {r['variant']} {r['status']}: {r.get('reason')}", highlight=False, markup=False)
         return EXIT_FAIL
-    if args.strict:
+    if req.strict:
         from attnscope.api.guesses import strict_failure
 
         failed = strict_failure(doc)
