@@ -94,8 +94,6 @@ class Request:
     cases: list[Any]
     variants: str | None
     num_variants: int
-    num_done: int
-    num_torn: int
     devices: list[str] | None
     timeout: float | None
     workers: str
@@ -150,7 +148,6 @@ def _axes(args: argparse.Namespace, device: str) -> Any:
 
 def check(args: argparse.Namespace) -> Request:
     """Everything about the flags that can be wrong before a worker starts; the request for the API."""
-    from attnscope.api.checks import done_keys, store_rows
     from attnscope.api.checks import variant_names as chosen_names
     from attnscope.api.sweeping import default_variants, left_out_line, planned, settings_file
     from attnscope.core.arguments import variant_names
@@ -187,28 +184,19 @@ def check(args: argparse.Namespace) -> Request:
     check_html(args)  # --html's path and plotly, --assets' folder: as run and analyze check them
     outs = [("--out", args.out), ("--out's settings", settings_file(args.out)), ("--json", args.json)]
     check_outputs([], [*outs, ("--html", args.html)])
-    done: set[tuple[str, str, str]] = set()
-    torn = 0
-    if args.resume and Path(args.out).exists():  # what the header counts (the API refuses a store it cannot use)
-        torn = store_rows(args.out)[1]
-        done = done_keys(args.out)
     options = {
         "flush_l2": args.flush_l2,
         "timing_budget_s": args.budget,
         "trace_dir": Path(args.trace_dir) if args.trace_dir else None,
         "measure_peak": not args.no_peak,
     }
-    jobs = planned(cases, variants, explicit=args.variants is not None, done=done, **options)
+    jobs = planned(cases, variants, explicit=args.variants is not None, done=set(), **options)
     check_trace_names(args.trace_dir, (j.trace_name for j in jobs if j.trace_name), [*outs, ("--html", args.html)])
     timeout = None if args.executor == "inline" else (args.timeout or DEFAULT_TIMEOUT_S)
     n = len(devices) if devices else (args.workers or 1)
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
-    total = len(cases) * len(variants)
-    return Request(
-        cases, args.variants, len(variants), total - len(jobs), torn, devices, timeout, workers, options,
-        left_out, notes,
-    )  # fmt: skip
+    return Request(cases, args.variants, len(variants), devices, timeout, workers, options, left_out, notes)
 
 
 def _ray_notes(args: argparse.Namespace) -> tuple[str, ...]:
@@ -255,7 +243,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         def shown(event: Any) -> None:
             if isinstance(event, Planned):  # after the lock, before the first job
-                for line in header(args, req):
+                for line in header(args, req, event):
                     out.print(line, highlight=False, markup=False)
             bar(event)
 
@@ -269,14 +257,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return render_sweep(args, new, rows, {**rec, "host": new.host}, out)
 
 
-def header(args: argparse.Namespace, req: Request) -> list[str]:
-    """The lines said before the first job: the grid, what the store holds, where the jobs run."""
+def header(args: argparse.Namespace, req: Request, planned: Any) -> list[str]:
+    """The lines said before the first job (``planned``: the campaign's Planned event): the grid, what the store
+    holds, where the jobs run."""
     n = len(req.cases) * req.num_variants
-    todo = n - req.num_done
-    torn = f"; {req.num_torn} unreadable line(s) in it skipped (a write cut short, or not a row)"
+    torn = f"; {planned.torn} unreadable line(s) in it skipped (a write cut short, or not a row)"
     first = (
-        f"attnscope sweep: {len(req.cases)} case(s) × {req.num_variants} variant(s) = {n} job(s); {req.num_done} "
-        f"already in {args.out}, {todo} to measure ({req.workers})" + (torn if req.num_torn else "")
+        f"attnscope sweep: {len(req.cases)} case(s) × {req.num_variants} variant(s) = {n} job(s); "
+        f"{planned.done_before} already in {args.out}, {planned.total} to measure ({req.workers})"
+        + (torn if planned.torn else "")
     )
     return [first, *(f"  {line}" for line in (*req.notes, *([req.left_out] if req.left_out else [])))]
 
