@@ -17,7 +17,6 @@ __all__ = [
     "copy_bandwidth",
     "device",
     "devices",
-    "done_keys",
     "gpu_count",
     "known_variants",
     "light_gc",
@@ -92,13 +91,6 @@ def gpu_count() -> int:
     import torch
 
     return int(torch.cuda.device_count())
-
-
-def done_keys(path: str | Path) -> set[tuple[str, str, str]]:
-    """The (variant, case, mode) keys a store holds already: what a resume does not measure again."""
-    from attnscope.execute.store import Store
-
-    return Store(path).done()
 
 
 def ray_reachable(address: str) -> float:
