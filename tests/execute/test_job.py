@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from attnscope.core.types import Case
 from attnscope.execute.job import AttentionJob, Options, job_key, trace_file_name
 
@@ -70,3 +72,18 @@ def test_a_name_of_200_characters_is_kept_and_one_of_201_is_cut():
     assert trace_file_name("naive", case) == stem + ".json"
     case, stem = found[201]
     assert trace_file_name("naive", case) == stem[:180] + "-" + hashlib.sha256(stem.encode()).hexdigest()[:16] + ".json"
+
+
+def test_options_name_the_budget_they_refuse():
+    with pytest.raises(ValueError) as e:
+        Options(timing_budget_s=-1.0)
+    assert str(e.value).startswith("timing_budget_s")
+
+
+def test_an_attention_job_measures_itself_in_this_process():
+    """The Job protocol's measure: the row of this job (its variant, its case), as an executor's worker gets it."""
+    pytest.importorskip("torch")
+    c = Case(batch=1, heads=1, seq_q=8, head_dim=8, dtype="fp32", device="cpu")
+    r = AttentionJob(c, "naive", Options(timing_budget_s=0.01, measure_peak=False)).measure()
+    assert (r.variant, r.case, r.status) == ("naive", c, "ok") and r.max_rel_error is not None
+    assert AttentionJob(c, "naive").label() == f"naive · {c.label()}"
