@@ -222,8 +222,11 @@ def write_document(path: str | Path, doc: dict[str, Any]) -> None:
 
 
 def _store_holds(store: Store, resume: str | None) -> str:
-    n = len(store.rows())
-    return f"{n} row(s) are saved in {store.path}: free space, then resume with: {resume or 'resume'}"
+    try:
+        held = f"{len(store.rows())} row(s) are"
+    except OSError:  # the store cannot be read back either (its folder gone): what was appended is there
+        held = "the rows before it are"
+    return f"{held} saved in {store.path}: free space, then resume with: {resume or 'resume'}"
 
 
 def _saved_text(
