@@ -18,9 +18,9 @@ from typing import Any
 import torch
 
 from attnscope.core.types import Case
-from attnscope.execute.runner import make_inputs
 from attnscope.measure import timing as measure
 from attnscope.variants import Unsupported, resolve
+from attnscope.workloads.attention import make_inputs
 
 CASES = [
     Case(batch=4, heads=16, seq_q=2048, head_dim=64, device="cuda"),

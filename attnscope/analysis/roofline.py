@@ -293,7 +293,7 @@ def _graph_replay(
 
 
 def step_rooflines(r: dict[str, Any]) -> None:
-    """A roofline on each step of a trace's ``steps`` (analysis/fingerprint/steps.py) whose attention calls are
+    """A roofline on each step of a trace's ``steps`` (analysis/fingerprint/loop_steps.py) whose attention calls are
     known: their FLOPs and bytes (:func:`call_bytes`, summed over the step's calls) on the step's attention GPU time.
     Set in place as ``step["roofline"]`` (None where the step has no calls or no attention time)."""
     s = r.get("trace_summary")

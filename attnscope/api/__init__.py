@@ -5,7 +5,7 @@ Each command of the CLI parses its arguments, calls one of these and prints what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "case_from_trace",
     "diff_files",
     "load_side",
+    "model",
     "recommend",
     "run",
     "sweep",
@@ -166,93 +167,21 @@ def run(case: Case, variants: str | list[str] | None = None, **kwargs: Any) -> A
     return _run(case, variants, **kwargs)
 
 
-def sweep(
-    cases: Iterable[Case],
-    variants: str | list[str] | None = None,
-    *,
-    out: str | Path,
-    resume: bool = False,
-    executor: str = "process",
-    devices: list[str] | None = None,
-    timeout_s: float | None = None,
-    ray_address: str | None = None,
-    workers: int | None = None,
-    force: bool = False,
-    on_result: Callable[[Result], None] | None = None,
-    **options: Any,
-) -> list[Result]:
-    """Every variant on every case, one job each, each row appended to the JSONL file ``out`` as it comes.
+def sweep(cases: Iterable[Case], variants: str | list[str] | None = None, **kwargs: Any) -> Any:
+    """Every variant on every case, each row appended to the JSONL file ``out`` as it comes; returns this call's
+    results (see :func:`attnscope.api.sweeping.sweep`)."""
+    from attnscope.api.sweeping import sweep as _sweep
 
-    ``variants`` None is the default set less the built-ins that cannot run on the cases' devices (on a CPU:
-    sdpa_efficient, sdpa_cudnn, flex_compiled; :func:`attnscope.execute.sweep.default_variants` says why).
-    ``resume`` skips the (variant, case, mode) rows ``out`` already holds (a ``crashed`` row is measured again);
-    without it a non-empty ``out`` is an error; a resume whose settings (``timing_budget_s``, ``flush_l2``, torch,
-    the device) differ from those recorded in ``<out>.settings.json`` is refused unless ``force``.  Cases come
-    from ``attnscope.core.cases.grid`` or anywhere; ``devices`` pins one worker per GPU (``["0", "1"]``).
-    Everything the command line checks before work is checked here first, and refused with the same one-line
-    ``ValueError`` (a device torch cannot reach, numbers that are no usable numbers, unknown variants).
-    Returns this call's results (the file holds them all).
-    """
-    from attnscope.core.arguments import UsageError, check_number, check_seconds, check_timeout
-    from attnscope.core.files import check_fresh_store
-    from attnscope.execute import sweep_settings
-    from attnscope.execute.executors import EXECUTORS, make_executor
-    from attnscope.execute.job import Options
-    from attnscope.execute.store import Store
-    from attnscope.execute.sweep import plan, run_sweep
-    from attnscope.measure.env import check_device
-    from attnscope.variants import resolve
+    return _sweep(cases, variants, **kwargs)
 
-    cases = list(cases)
-    if executor not in EXECUTORS:
-        raise UsageError(f"executor {executor!r}: use one of {', '.join(EXECUTORS)}")
-    if timeout_s is not None:
-        check_seconds("timeout_s", timeout_s)
-    check_timeout(executor, timeout_s)
-    if workers is not None:
-        check_number("workers", workers, minimum=1, maximum=1024)
-        if not isinstance(workers, int):
-            raise UsageError(f"workers: expected a whole number, got {workers!r}")
-    opts = Options(**options)  # the budget checked
-    if not all(isinstance(c, Case) for c in cases):
-        raise UsageError("cases: expected attnscope.Case objects (attnscope.execute.sweep.grid makes them)")
-    for device in dict.fromkeys(c.device for c in cases):  # a GPU case without a GPU: refused, not crashed rows
-        check_device(device, "case.device")
-    if executor == "ray":
-        import importlib.util
 
-        if importlib.util.find_spec("ray") is None:
-            raise UsageError("executor='ray' needs Ray: pip install -e '.[ray]' in the attnscope clone")
-        if ray_address:  # a cluster that does not answer: refused now, not after minutes in ray.init
-            from attnscope.execute.executors.ray import check_reachable
+def model(grid: Any, **kwargs: Any) -> Any:
+    """A transformers model's step, per attention implementation, over a grid of points (``grid``:
+    :meth:`attnscope.api.modeling.ModelGrid.build`): the annotated model document (see
+    :func:`attnscope.api.modeling.model`)."""
+    from attnscope.api.modeling import model as _model
 
-            check_reachable(ray_address)
-    store = Store(out)
-    check_fresh_store(out, resume=resume, count=lambda: len(store.rows()))
-    names = [v.name for v in resolve(variants)]
-    if variants is None:  # the default set: the built-ins that can run on the cases' devices (as the CLI's)
-        from attnscope.execute.sweep import default_variants
-
-        names, _ = default_variants([c.device for c in cases])
-    done = store.done() if resume else set()
-    settings = None
-    if cases:
-        now = sweep_settings.current(opts.timing_budget_s, opts.flush_l2, cases[0].device)
-        recorded = sweep_settings.load(out) if resume and store.path.exists() else None
-        diff = sweep_settings.differences(recorded, now, sweep_settings.LIBRARY_WORDS) if recorded else []
-        if diff and not force:
-            raise UsageError(
-                f"resume: the rows in {out} were measured with other settings ({'; '.join(diff)}, as recorded in "
-                f"{sweep_settings.settings_path(out)}): pass the same settings, another out, or force=True"
-            )
-        settings = None if diff else now
-    jobs = plan(cases, names, opts, explicit=variants is not None, done=done)
-    ex = make_executor(executor, devices=devices, timeout_s=timeout_s, ray_address=ray_address, workers=workers)
-    if settings is not None:
-        from attnscope.document.schema import write_atomic
-
-        write_atomic(sweep_settings.settings_path(out), settings)
-    return run_sweep(jobs, store, ex, on_result=on_result)
+    return _model(grid, **kwargs)
 
 
 def annotate(doc: dict[str, Any], predictions: list[Any] | None = None) -> dict[str, Any]:

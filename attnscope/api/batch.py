@@ -118,3 +118,11 @@ def analyze_traces(
         named = [(r.variant, r.trace_summary) for r in results if r.trace_summary is not None]
         overall = combine(named) if len(named) > 1 else None
         return annotate(document(None, results, **({"overall": overall} if overall else {}))), errors
+
+
+def read_ahead(path: str | Path) -> None:
+    """Start a second core reading the first part of one trace (attnscope.trace.parallel), for the analysis that
+    follows in this process to use; the caller decides when (the command line: ATTNSCOPE_READ_CORES)."""
+    from attnscope.trace import parallel
+
+    parallel.start(path)

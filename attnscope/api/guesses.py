@@ -8,9 +8,33 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.analysis.annotate import verdict_counts
-from attnscope.analysis.predict import PredictionError, parse_predictions
-from attnscope.api import annotate
+from attnscope.analysis.predict import (
+    BACKENDS,
+    PredictionError,
+    check_predictions,
+    judge,
+    kernel_accounting,
+    noise_band,
+    parse_predictions,
+    to_toml,
+)
+from attnscope.analysis.rules.peers import timing_of
 from attnscope.core.types import Prediction
+
+# the predictions' vocabulary, for the command line and the tour (which import the API, not the analysis)
+__all__ = [
+    "BACKENDS",
+    "PredictionError",
+    "check_predictions",
+    "judge",
+    "kernel_accounting",
+    "load_predictions",
+    "noise_band",
+    "parse_predictions",
+    "strict_failure",
+    "timing_of",
+    "to_toml",
+]
 
 
 def load_predictions(path: str | Path, run_variants: list[str], known: set[str]) -> list[Prediction]:
@@ -34,10 +58,6 @@ def load_predictions(path: str | Path, run_variants: list[str], known: set[str])
             fields=("variants",),
         )
     return preds
-
-
-def with_verdicts(doc: dict[str, Any], preds: list[Prediction]) -> dict[str, Any]:
-    return annotate(doc, preds)
 
 
 def strict_failure(doc: dict[str, Any]) -> str | None:

@@ -49,7 +49,7 @@ def recommend(files: Sequence[str | Path], *, on_note: Callable[[str], None] | N
 
 def _model(rows: list[dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
     """The best implementation per mode and point of `model --out` rows."""
-    from attnscope.analysis.recommend.model import annotate_rows
+    from attnscope.analysis.recommend.model_points import annotate_rows
 
     recs = annotate_rows(rows)
     if not recs:

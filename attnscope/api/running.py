@@ -7,35 +7,48 @@ verdicts of predictions: the command line only parses, calls this, and renders w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from attnscope.api.campaign import Event
 from attnscope.core.arguments import UsageError, check_seconds, check_timeout
-from attnscope.core.types import Case, Mode, Prediction, Result
+from attnscope.core.types import Case, Env, Mode, PeakRate, Prediction, Result
+
+
+@dataclass
+class RunReport:
+    """The run's objects: the environment, the case measured, the rows in the order of the variants, the peak."""
+
+    env: Env
+    case: Case
+    results: list[Result]
+    peak: PeakRate | None
 
 
 class RunDocument(dict[str, Any]):
     """The annotated run document (the dict ``run --json`` writes), carrying the run's objects as well:
-    ``results`` (``Result`` rows), ``env``, ``case`` and ``peak``, as the ``RunReport`` this call used to return."""
+    ``results`` (``Result`` rows), ``env``, ``case`` and ``peak`` (:class:`RunReport`)."""
 
-    def __init__(self, doc: dict[str, Any], report: Any) -> None:
+    def __init__(self, doc: dict[str, Any], report: RunReport, partial_saved: int = 0) -> None:
         super().__init__(doc)
         self.report = report
+        self.partial_saved = partial_saved  # rows in ``partial_to`` as last written (a full disk stops the rewrites)
 
     @property
     def results(self) -> list[Result]:
-        return self.report.results  # type: ignore[no-any-return]
+        return self.report.results
 
     @property
-    def env(self) -> Any:
+    def env(self) -> Env:
         return self.report.env
 
     @property
     def case(self) -> Case:
-        return self.report.case  # type: ignore[no-any-return]
+        return self.report.case
 
     @property
-    def peak(self) -> Any:
+    def peak(self) -> PeakRate | None:
         return self.report.peak
 
 
@@ -108,8 +121,10 @@ def run(
     ncu: bool = False,
     predictions: list[Prediction] | None = None,
     on_result: Callable[[Result], None] | None = None,
-    on_start: Callable[[str], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    partial_to: str | Path | None = None,
+    annotated: bool = True,
     **options: Any,
 ) -> RunDocument:
     """Run variants on a case (needs torch) and return the annotated document.
@@ -117,20 +132,25 @@ def run(
     ``mode`` ("fwd" or "fwd_bwd") overrides ``case.mode``; ``executor`` is inline (this process) or process
     (a worker: a crash becomes a row); ``timeout_s`` (> 0) stops a worker, and the inline executor, which cannot
     stop itself, refuses it.  ``ncu`` adds Nsight Compute counters (a note says why, where it cannot).
-    ``predictions`` add a verdict per prediction.  ``on_result`` sees each row as it is measured (to save it),
-    ``on_start`` each variant's name as it starts.  ``options`` are ``attnscope.execute.job.Options`` fields.
+    ``predictions`` add a verdict per prediction, judged in the one annotation pass.  ``on_result`` sees each row
+    as it is measured, ``on_event`` the progress (attnscope.api.campaign).  ``partial_to``: the document so far
+    is rewritten there after every variant (marked partial), so a stop or a crash loses no finished row; a stop
+    raises :class:`attnscope.api.campaign.Interrupted` saying what was saved.  ``options`` are
+    ``attnscope.execute.job.Options`` fields.
     """
     from attnscope.api import annotate
-    from attnscope.document.schema import document
+    from attnscope.api.campaign import measure_jobs
+    from attnscope.document.schema import document, result_to_dict
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.runner import Options
-    from attnscope.execute.runner import run as _run
+    from attnscope.execute.job import AttentionJob, Options
 
     if timeout_s is not None:
         check_seconds("timeout_s", timeout_s)
     check_timeout(executor, timeout_s)
+    if predictions is not None and not annotated:
+        raise UsageError("predictions are judged when the document is annotated: pass annotated=True")
     case = case if mode is None else replace(case, mode=mode)
-    from attnscope.api.user_mods import check_user_mods, with_user_variants
+    from attnscope.api.user_case import check_user_mods, with_user_variants
     from attnscope.measure.env import check_device
     from attnscope.variants import resolve
 
@@ -142,36 +162,41 @@ def run(
     # last: importing the user's mask_mod / score_mod file runs its code
     case, user_mods = check_user_mods(case)  # a user's mask_mod measured as the built-in it equals
     case, same = plain_call(case)  # a mask that keeps every key: the plain call measured, and said
-    from attnscope.measure import host
-
-    load = host.read_load()  # before the measuring adds its own threads to the load
-    ex = make_executor(executor, timeout_s=timeout_s)
-    try:
-        rep = _run(case, variants, opts, on_result=on_result, on_start=on_start, executor=ex)
-    finally:
-        ex.close()
+    jobs = [AttentionJob(case, v.name, opts, explicit=explicit) for v in resolve(variants, serving=case.is_serving)]
+    measured = measure_jobs(
+        jobs,
+        make_executor(executor, timeout_s=timeout_s),
+        row=result_to_dict,
+        document=partial_to,
+        partial=lambda done: partial_document(case, done),
+        on_event=on_event,
+        on_result=on_result,
+    )
+    order = {j.variant: i for i, j in enumerate(jobs)}
+    results = sorted(measured.results, key=lambda r: order[r.variant])
     if ncu:  # deep mode: each variant's call once more, under Nsight Compute
         from attnscope.execute.ncu_run import attach
 
-        if on_start is not None:
-            on_start("Nsight Compute")
-        results, why = attach(case, rep.results)
-        rep.results[:] = results
+        if on_event is not None:
+            from attnscope.api.campaign import Started
+
+            on_event(Started("Nsight Compute", "Nsight Compute"))
+        results, why = attach(case, results)
         if why and on_note is not None:
             on_note(f"--ncu: {why}; the run's results are complete without it")
-    doc = annotate(
-        document(
-            rep.env,
-            rep.results,
-            case=case.to_dict(),
-            peak=_peak(rep.peak),
-            host=host.assess(*load, host.timings_of(rep.results)),
-            **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
-            **({"equivalent_case": same} if same else {}),
-        )
-    )
-    if predictions is not None:
-        from attnscope.api.guesses import with_verdicts
+    from attnscope.measure import env as env_mod
 
-        doc = with_verdicts(doc, predictions)
-    return RunDocument(doc, rep)
+    peak = next((r.peak for r in results if r.peak is not None), None)
+    rep = RunReport(env_mod.collect(case.device), case, results, peak)
+    doc = document(
+        rep.env,
+        rep.results,
+        case=case.to_dict(),
+        peak=_peak(rep.peak),
+        host=measured.host,
+        **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
+        **({"equivalent_case": same} if same else {}),
+    )
+    if annotated:  # once: insights, the recommendation and the predictions' verdicts in one pass
+        doc = annotate(doc, predictions)
+    return RunDocument(doc, rep, measured.in_document)

@@ -11,8 +11,8 @@ def variant_support(case: Case) -> list[dict[str, Any]]:
     """One row per registered variant, in registry order: ``variant``, ``runs_here`` ("yes", "no" or "opt-in"),
     ``description`` and ``reason`` (why not, or why opt-in; "" when it runs).  A variant that is not compiled is
     prepared on the case's inputs, so a refusal it only finds then is reported too."""
-    from attnscope.execute.runner import make_inputs
     from attnscope.variants import REGISTRY, Unsupported, load_modules
+    from attnscope.workloads.attention import make_inputs
 
     load_modules()  # the variants of ATTNSCOPE_VARIANT_MODULES are listed too, as run and sweep find them
     x = make_inputs(case, 0)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attnscope.cli import common
+from attnscope.cli.common import EXIT_OK, EXIT_USAGE, add_assets_arg, check_html, say_unwritten, write_outputs
 from attnscope.cli.flags import check_output_file, positive_int
-from attnscope.cli.run import EXIT_OK, EXIT_USAGE, _check_html, _console, add_assets_arg, say_unwritten, write_outputs
 from attnscope.core.arguments import MAX_PROCESSES
 from attnscope.core.files import check_outputs
 
@@ -42,15 +43,15 @@ def add_parser(sub: Any, text: str) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from attnscope.trace import no_gc
+    from attnscope.api.checks import light_gc
 
-    with no_gc():  # a short process holding ~10^5 objects: full collections only cost time
+    with light_gc():  # a short process holding ~10^5 objects: full collections only cost time
         return _analyze(args)
 
 
 def _analyze(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
-    _check_html(args)
+    check_html(args)
     capture = getattr(args, "capture", None)
     if capture is not None and not Path(capture).is_file():
         print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
@@ -62,9 +63,9 @@ def _analyze(args: argparse.Namespace) -> int:
     )
     # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
     if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
-        from attnscope.trace import parallel
+        from attnscope.api.batch import read_ahead
 
-        parallel.start(args.traces[0])
+        read_ahead(args.traces[0])
     from attnscope.api import analyze_traces
 
     doc, errors = analyze_traces(args.traces, jobs=args.jobs, capture=capture)
@@ -79,7 +80,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from attnscope.report.text.summary import render_overall, render_summary
     from attnscope.report.text.table import render
 
-    console = _console()
+    console = common.console()
     render(doc, console, kernels=args.kernels, title="attnscope analyze", verbose=getattr(args, "verbose", False))
     for r in doc["results"]:
         render_summary(r, console, top=args.top)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from attnscope.cli import common
+from attnscope.cli.common import EXIT_FAIL, EXIT_OK, say_unwritten, write_outputs
 from attnscope.cli.flags import check_output_file, finite_float
-from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console, say_unwritten, write_outputs
 from attnscope.core.arguments import UsageError
 from attnscope.core.files import check_outputs
 
@@ -37,7 +38,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     unwritten = write_outputs(args, d)  # a full disk: said after the comparison, exit 74
     from attnscope.report.text.diff import render_diff
 
-    render_diff(d, _console(), title=f"attnscope diff: {args.a} → {args.b}")
+    render_diff(d, common.console(), title=f"attnscope diff: {args.a} → {args.b}")
     if unwritten:
         return say_unwritten(unwritten)
     return EXIT_FAIL if d["regressions"] else EXIT_OK

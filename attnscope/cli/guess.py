@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from attnscope.analysis.predict import BACKENDS, PredictionError, to_toml
+from attnscope.api.guesses import BACKENDS, PredictionError, to_toml
 from attnscope.core.answers import Answer, AnswerError, Question, read_answer
 from attnscope.core.types import Case, Prediction
 
@@ -103,9 +103,10 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
 
 def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run through the API as `attnscope run` does, the answers as predictions."""
-    from attnscope.cli.run import prepare_run, run_and_render
+    from attnscope.cli.run import prepare_run, request_of, run_and_render
 
-    case, chosen, _ = prepare_run(args)  # paths, names and the case's size before the questions, not after them
+    request = request_of(args)
+    case, chosen, _ = prepare_run(request)  # paths, names and the case's size before the questions, not after them
     from attnscope.report.text.terminal import clean
 
     print(clean(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}"))
@@ -121,4 +122,4 @@ def cmd_guess(args: Any) -> int:
             raise PredictionError(f"--save {args.save}: cannot write: {os_error_text(e)}") from None
         print(f"Your {len(preds)} predictions are saved in {args.save} (reuse them with `attnscope run --guess`).")
     print("Now measuring…", flush=True)
-    return run_and_render(args, case, preds)
+    return run_and_render(request, case, preds)

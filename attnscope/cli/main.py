@@ -15,24 +15,9 @@ from typing import Any
 # The console script's entry() installs the stopping signals' handlers first thing; what this module imports before
 # that is kept light (no torch, no rich, no analysis: ~10 ms), so a signal at any moment ends in one line.
 from attnscope.cli import stop
+from attnscope.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_WRITE, Parser, add_assets_arg
 from attnscope.cli.flags import positive_int, seconds, timeout_seconds
-from attnscope.cli.run import (  # noqa: F401  (re-exported: the command line's one vocabulary)
-    EXIT_FAIL,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_USAGE,
-    EXIT_WRITE,
-    Parser,
-    _add_case_args,
-    _case_from,
-    _check_html,
-    _console,
-    _write_html,
-    add_assets_arg,
-    check_case_fits,
-    check_run_args,
-    cmd_run,
-)
+from attnscope.cli.run import _add_case_args, cmd_run
 from attnscope.core.arguments import MAX_BUCKET, MAX_STEPS
 from attnscope.core.files import WriteError
 
@@ -257,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"attnscope: error: {_one_line(as_flags(e))}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt as e:  # before the command began saving (after, the command says what it saved)
-        return stop.interrupted(e, _not_yet(argv))
+    except KeyboardInterrupt as e:  # the measuring loop's Interrupted says what it saved; before it, nothing was
+        return stop.interrupted(e, getattr(e, "what", None) or _not_yet(argv))
     except WriteError as e:  # a full disk after the work: the file and the cause, never a traceback
         print(f"attnscope: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_WRITE

@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from attnscope.cli import common
+from attnscope.cli.common import EXIT_FAIL, EXIT_OK, say_unwritten, write_outputs
 from attnscope.cli.flags import check_output_file
-from attnscope.cli.run import EXIT_FAIL, EXIT_OK, _console, say_unwritten, write_outputs
 from attnscope.core.files import check_outputs
 
 
@@ -41,7 +42,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     unwritten = write_outputs(args, rec)  # a full disk: said after the recommendation, exit 74
     from rich.text import Text
 
-    console = _console()
+    console = common.console()
     if rec.get("kind") == "model":  # `model --out` rows: one line per mode and point
         for where, r in rec["recommendations"].items():
             console.print(Text.assemble((f"Recommendation ({where}):", "bold"), f" {r['text']}"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from attnscope.cli.common import EXIT_OK, add_assets_arg
 from attnscope.cli.flags import check_output_dir, check_output_file
-from attnscope.cli.run import EXIT_OK, add_assets_arg
 from attnscope.core.files import check_outputs
 
 

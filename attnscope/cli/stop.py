@@ -47,8 +47,12 @@ def restore(old: dict[int, Any]) -> None:
 
 
 def signum_of(e: BaseException) -> int:
-    """The signal behind an interruption: a plain KeyboardInterrupt is Ctrl-C (SIGINT)."""
-    return int(e.signum) if isinstance(e, Stopped) else int(signal.SIGINT)
+    """The signal behind an interruption (or behind the one it caused: a measuring loop's, raised after saving); a
+    plain KeyboardInterrupt is Ctrl-C (SIGINT)."""
+    for cause in (e, e.__cause__):
+        if isinstance(cause, Stopped):
+            return int(cause.signum)
+    return int(signal.SIGINT)
 
 
 def status_of(e: BaseException) -> int:

@@ -85,10 +85,10 @@ def _predict_toml(blocks: Any) -> str:
 
 def load_answers(path: str) -> dict[str, str]:
     """question id → typed answer, from an answers file; PredictionError/UsageError name what is wrong."""
-    from attnscope.analysis.predict import parse_predictions
-    from attnscope.tour.model import MODEL_STEP
+    from attnscope.api.checks import known_variants
+    from attnscope.api.guesses import parse_predictions
+    from attnscope.tour.model_step import MODEL_STEP
     from attnscope.tour.steps import STEPS
-    from attnscope.variants import REGISTRY
 
     p = Path(path)
     try:
@@ -106,7 +106,9 @@ def load_answers(path: str) -> dict[str, str]:
         raise UsageError(f"--answers {p}: unknown top-level key(s) {', '.join(sorted(extra))}")
     questions = {q.id: q for s in (*STEPS, MODEL_STEP) for q in s.questions}
     out: dict[str, str] = {}
-    preds = parse_predictions(_predict_toml(doc["predict"]), set(REGISTRY), source=str(p)) if "predict" in doc else []
+    preds = (
+        parse_predictions(_predict_toml(doc["predict"]), known_variants(), source=str(p)) if "predict" in doc else []
+    )
     for pred in preds:
         for q in questions.values():
             if not q.predict or q.predict[0] != pred.variant:
@@ -149,7 +151,7 @@ def _interactive(console: Any) -> Any:
 
 def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
     from attnscope.core.answers import AnswerError, read_answer
-    from attnscope.tour.model import MODEL_STEP
+    from attnscope.tour.model_step import MODEL_STEP
     from attnscope.tour.steps import STEPS, study_answer, variants_for
 
     if args.auto:
@@ -168,7 +170,7 @@ def _answer_fn(args: argparse.Namespace, console: Any, gpu: bool) -> Any:
 
 
 def cmd_tour(args: argparse.Namespace) -> int:
-    from attnscope.cli.run import _console
+    from attnscope.cli import common
     from attnscope.tour.reveal import show_end
     from attnscope.tour.session import Session, load_transcript
 
@@ -188,19 +190,19 @@ def cmd_tour(args: argparse.Namespace) -> int:
         raise UsageError(f"--resume: {args.out} does not exist (nothing to resume)")
     if not args.resume and Path(args.out).exists() and Path(args.out).stat().st_size > 0:
         raise UsageError(f"--out {args.out} already exists: pass --resume to continue it, or another --out")
-    device = args.device or (resume or {}).get("device") or _default_device()
-    from attnscope.measure.env import check_device
+    from attnscope.api.checks import device as checked_device
 
-    check_device(str(device))  # cpu or cuda[:N] that torch can reach (an index past the GPUs here refused)
+    given = args.device or (resume or {}).get("device")
+    device = str(given) if given else checked_device(None)  # the default: cuda where torch sees a GPU, else cpu
+    checked_device(device)  # cpu or cuda[:N] that torch can reach (an index past the GPUs here refused)
     gpu = device.startswith("cuda")
     size: Any = args.size or (resume or {}).get("size") or ("gpu" if gpu else "cpu")
     model = args.model or (resume or {}).get("model")
     if model:  # the config is checked now, not after the other steps
-        from attnscope.workloads.hf.config import require_transformers, resolve
+        from attnscope.api.modeling import check_config
 
-        resolve(model)
-        require_transformers()
-    console = _console(markup=True)  # the tour's text escapes every name it prints
+        check_config(model)
+    console = common.console(markup=True)  # the tour's text escapes every name it prints
     answer = _answer_fn(args, console, gpu)
     console.print(
         "[bold]attnscope tour[/bold]: the attention study replayed here. Guess first, then look for what does "
@@ -233,9 +235,3 @@ def cmd_tour(args: argparse.Namespace) -> int:
         write_tour_html(transcript, args.html)
         console.print(f"  HTML page written to {args.html}")
     return 0
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from attnscope.cli.run import EXIT_OK, _add_case_args, _case_from, _console
+from attnscope.cli import common
+from attnscope.cli.common import EXIT_OK
+from attnscope.cli.run import _add_case_args, _case_from
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -26,5 +28,5 @@ def cmd_variants(args: argparse.Namespace) -> int:
         t.add_column(col)
     for row in variant_support(case):
         t.add_row(row["variant"], row["runs_here"], row["description"], row["reason"])
-    _console().print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
+    common.console().print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
     return EXIT_OK

@@ -1,6 +1,6 @@
 """The names of the ranges that attribute a model's time to its parts.  Pure, no torch.
 
-``attnscope model`` (and :func:`attnscope.workloads.hf.annotate.annotate` in anyone's own profiling
+``attnscope model`` (and :func:`attnscope.workloads.hf.module_ranges.annotate` in anyone's own profiling
 run) wraps each part of the model in a ``record_function`` range named
 ``attnscope.model:<role>:<path>``, with `` [backward]`` appended for the range that covers the
 part's backward pass.  Kineto writes those ranges as ``user_annotation`` events; the analysis

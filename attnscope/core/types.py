@@ -148,7 +148,7 @@ class Fingerprint:
     trace_cpu_time_us: float | None  # wall time of the window on the host
     trace_peak_memory_bytes: int | None  # from profiler [memory] events, if recorded
     notes: tuple[str, ...] = field(default=())
-    # Each tril/triu the trace ran, with its context (analysis/mask_build.py): what built it, inside which
+    # Each tril/triu the trace ran, with its context (analysis/fingerprint/mask_ops.py): what built it, inside which
     # attention op or before which one, how that op took it, and the GPU work of building and converting it.
     mask_builds: tuple[dict[str, Any], ...] = field(default=())
     # True if any matrix kernel used tensor cores, False if matrix work ran without (attention helpers

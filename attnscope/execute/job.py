@@ -1,13 +1,16 @@
-"""What one measurement is: a picklable ``Job`` (case, variant, options) and its identity in a store."""
+"""What one measurement is: the ``Job`` protocol every executor runs (a key in a store, a label for the progress,
+``measure`` in the worker, ``failed`` where the worker could not answer), and the attention job that implements it
+(:class:`AttentionJob`: case, variant, options).  The model's rows implement it too (attnscope.execute.model_job)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from attnscope.core.arguments import MAX_BUCKET, MAX_SEED, MAX_STEPS, check_seconds, check_whole
 from attnscope.core.case import file_stem
@@ -33,8 +36,52 @@ class Options:
         check_whole("seed", self.seed, minimum=0, maximum=MAX_SEED)
 
 
+class Measured(Protocol):
+    """What an executor reads of a job's result: a frozen dataclass with a variant, a status, the environment it
+    was measured in (None where the worker died first) and its costs in seconds."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def variant(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def env(self) -> Any: ...
+
+    @property
+    def cost_s(self) -> dict[str, float] | None: ...
+
+
+M = TypeVar("M", bound=Measured, covariant=True)
+
+
+class Job(Protocol[M]):
+    """One measurement, plain data that crosses processes: executors send it to a worker, which calls ``measure``;
+    a worker that dies or hangs past the timeout gets ``failed``'s row instead.  ``key`` is what makes the row
+    unique in a store (``--resume`` skips it), ``case`` what a worker caches between jobs (hashable), ``label``
+    what the progress shows while it runs."""
+
+    @property
+    def key(self) -> tuple[str, str, str]: ...
+
+    @property
+    def case(self) -> Hashable: ...
+
+    @property
+    def variant(self) -> str: ...
+
+    def label(self) -> str: ...
+
+    def measure(self) -> M: ...
+
+    def failed(self, status: Status, reason: str | None) -> M: ...
+
+
 @dataclass(frozen=True)
-class Job:
+class AttentionJob:
     """One variant on one case (the case carries the mode).  Plain data: it crosses processes.
 
     ``explicit``: the variant was asked for by name, so an opt-in variant runs.
@@ -50,6 +97,23 @@ class Job:
     @property
     def key(self) -> tuple[str, str, str]:
         return job_key(self.variant, self.case.to_dict())
+
+    def label(self) -> str:
+        return f"{self.variant} · {self.case.label()}"
+
+    def measure(self) -> Result:
+        """Measure in this process (needs torch): :func:`attnscope.execute.worker.measure_one`."""
+        from attnscope.execute.worker import measure_one
+
+        return measure_one(self)
+
+    def failed(self, status: Status, reason: str | None) -> Result:
+        """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
+        variant's declared family and backend; used by the worker and by executors whose worker could not answer."""
+        from attnscope.variants import get
+
+        v = get(self.variant)
+        return Result(variant=v.name, case=self.case, status=status, reason=reason, family=v.family, backend=v.backend)
 
 
 def job_key(variant: str, case: dict[str, Any] | None) -> tuple[str, str, str]:
@@ -71,15 +135,3 @@ def trace_file_name(variant: str, case: Case) -> str:
     if len(stem) > 200:
         stem = stem[:180] + "-" + hashlib.sha256(stem.encode()).hexdigest()[:16]
     return stem + ".json"
-
-
-def failed_row(job: Job, status: Status, reason: str | None) -> Result:
-    """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
-    variant's declared family and backend; used by the worker and by executors whose worker could not answer.
-    A job of another kind (a model row: attnscope.execute.model_job) makes its own."""
-    if not isinstance(job, Job):
-        return job.failed(status, reason)  # type: ignore[no-any-return]
-    from attnscope.variants import get
-
-    v = get(job.variant)
-    return Result(variant=v.name, case=job.case, status=status, reason=reason, family=v.family, backend=v.backend)

@@ -3,7 +3,7 @@
 Per row: a warm-up, then the step timed many times by the loop every attnscope measurement uses
 (:mod:`attnscope.measure.timing`: GPU time from CUDA events on CUDA, each step queued behind a GPU sleep; wall time
 on a CPU), with ``reset`` (the decode cache restored) before every step outside the timed region; then one step
-profiled with the model annotated (:mod:`attnscope.workloads.hf.annotate`) and split by
+profiled with the model annotated (:mod:`attnscope.workloads.hf.module_ranges`) and split by
 :func:`attnscope.analysis.fingerprint.model_split.breakdown`.  Timings are taken without the annotation hooks; the
 profiled step carries them.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from attnscope.core.types import Timing
 from attnscope.measure import timing
-from attnscope.workloads.hf.annotate import annotate, step_range
+from attnscope.workloads.hf.module_ranges import annotate, step_range
 
 MODES = ("prefill", "decode", "train")
 IMPLS = ("eager", "sdpa", "flex_attention", "flash_attention_2")

@@ -13,11 +13,11 @@ Needs torch.
   untimed); each step's time is its median over the passes.  CUDA: GPU time between CUDA events recorded around
   each step (launch gaps inside the step included); CPU: wall time per step.
 - The split: one more loop, profiled, each step inside an ``attnscope.step[decode] <i> kv=<L>`` range
-  (L = the tokens it attends over).  ``eager``: the model annotated (attnscope.workloads.hf.annotate) and each
+  (L = the tokens it attends over).  ``eager``: the model annotated (attnscope.workloads.hf.module_ranges) and each
   step split by module (analysis/fingerprint/model_split.py on the step's window: GPU time on CUDA, op self time on
   CPU).  ``graph``: one eager step before the loop, outside any step range, serves as the capture's reference: the
   replayed kernels are matched to its ops by order and name (analysis/fingerprint/graphs.py), and each step is split
-  into attention, the rest and the unattributed by attention family (analysis/fingerprint/steps.py).
+  into attention, the rest and the unattributed by attention family (analysis/fingerprint/loop_steps.py).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def profile_loop(loop: Loop, path: Path, cuda: bool, annotate_model: Callable[[]
             for i in range(loop.steps):
                 with record_function(f"attnscope.step[decode] {i} kv={loop.seq + i + 1}"):
                     if loop.graph is None:
-                        from attnscope.workloads.hf.annotate import step_range
+                        from attnscope.workloads.hf.module_ranges import step_range
 
                         with step_range("step", "decode"):
                             loop.step(i)
@@ -176,7 +176,7 @@ def profile_loop(loop: Loop, path: Path, cuda: bool, annotate_model: Callable[[]
 def measure(model: Any, cfg: Any, ids: Any, steps: int, replay: str, opts: Any, trace: Path) -> dict[str, Any]:
     """The ``steps`` section of a decode row, and its step time (all steps' medians summarised)."""
     from attnscope.execute.model_bench import _torch_dtype
-    from attnscope.workloads.hf.annotate import annotate
+    from attnscope.workloads.hf.module_ranges import annotate
 
     cuda = opts.device.startswith("cuda")
     why = graph_refusal(replay, opts.device)
@@ -251,7 +251,7 @@ def split_steps(path: Path, replay: str) -> list[dict[str, Any]]:
         return breakdown_per_step(tr)
     from attnscope.analysis.fingerprint.breakdown import kernel_families
     from attnscope.analysis.fingerprint.build import analyse
-    from attnscope.analysis.fingerprint.steps import summary
+    from attnscope.analysis.fingerprint.loop_steps import summary
 
     an = analyse(tr)
     st = summary(an.attribution, kernel_families(an.attribution), tr.annotations) or {"steps": []}

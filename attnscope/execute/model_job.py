@@ -1,6 +1,6 @@
-"""A model row as a job: one (implementation, batch, seq, mode) measured by ``worker.measure_one`` in whatever
-executor runs it (inline, a worker process, a Ray actor), so a crash, an OOM or a timeout is a row, and a
-store and ``--resume`` treat model rows as they treat attention rows.  Plain data: it crosses processes.
+"""A model row as a job (attnscope.execute.job.Job): one (implementation, batch, seq, mode) measured by its own
+``measure`` in whatever executor runs it (inline, a worker process, a Ray actor), so a crash, an OOM or a timeout
+is a row, and a store and ``--resume`` treat model rows as they treat attention rows.  Plain data: it crosses processes.
 """
 
 from __future__ import annotations
@@ -62,6 +62,13 @@ class ModelJob:
     def key(self) -> tuple[str, str, str]:
         graph = "+graph" if self.case.replay == "graph" else ""  # as the row's variant (model_runner.generic)
         return job_key(self.variant + graph, self.case.point())
+
+    def label(self) -> str:
+        return f"{self.variant} {self.case.mode} {self.case.label()}"
+
+    def measure(self) -> ModelResult:
+        """Build (or reuse) the model and measure the row in this process (needs torch and transformers)."""
+        return measure(self)
 
     def failed(self, status: str, reason: str | None) -> ModelResult:
         """The row of a job whose worker could not answer (crashed, timeout) or that did not run."""

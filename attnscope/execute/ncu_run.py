@@ -99,8 +99,8 @@ def _target(argv: list[str]) -> None:
 
     import torch
 
-    from attnscope.execute.runner import make_inputs
     from attnscope.variants import resolve
+    from attnscope.workloads.attention import make_inputs
 
     case = Case.from_dict(json.loads(argv[argv.index("--case") + 1]))
     names = argv[argv.index("--variants") + 1].split(",")

@@ -216,7 +216,7 @@ def decode_loop(
     import torch
 
     from attnscope.measure.timing import relative_error
-    from attnscope.workloads.paged import make_serving_inputs, serving_reference
+    from attnscope.workloads.paged_cache import make_serving_inputs, serving_reference
 
     cuda = case.device.startswith("cuda")
     x = make_serving_inputs(case, seed, extra_steps=steps)

@@ -11,18 +11,20 @@ import gc
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnscope.core.files import keep_file, os_error_text, private_dir
 from attnscope.core.flops import attention_flops, mode_flops, tflops
 from attnscope.core.types import Case, Env, PeakRate, Result
-from attnscope.execute.job import Job, failed_row
 from attnscope.measure import device_state
 from attnscope.measure import timing as measure
 from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
 from attnscope.workloads import sensitivity
 from attnscope.workloads.attention import TORCH_DTYPES, make_inputs, reference, reference_grads, reference_skipped
 from attnscope.workloads.reference import too_large
+
+if TYPE_CHECKING:  # a type only: job.py imports this module when a job is measured
+    from attnscope.execute.job import AttentionJob
 
 # One workload (the last case's) and the peaks: a sweep sorts its jobs by case.
 _workload: dict[tuple[Case, int], tuple[Inputs, Any]] = {}
@@ -128,7 +130,7 @@ def _inputs_and_reference(case: Case, seed: int) -> tuple[Inputs, Any]:
         _checks.clear()
         out = None
         costly = sensitivity.too_costly(case) if too_large(case) is None else None
-        if case.is_serving:  # checked per sequence against the block table instead (workloads/paged.py)
+        if case.is_serving:  # checked per sequence against the block table instead (workloads/paged_cache.py)
             pass
         elif costly:
             _checks[key] = ([], [costly], [])
@@ -144,7 +146,7 @@ def _inputs_and_reference(case: Case, seed: int) -> tuple[Inputs, Any]:
     return _workload[key]
 
 
-def failure(job: Job, e: BaseException, during: str = "") -> Result:
+def failure(job: AttentionJob, e: BaseException, during: str = "") -> Result:
     """An oom / crashed / error row with the exception on one line: one job never stops the sweep."""
     import torch
 
@@ -152,10 +154,10 @@ def failure(job: Job, e: BaseException, during: str = "") -> Result:
     msg = f"{type(e).__name__}{during}: {text[:400]}"
     if isinstance(e, torch.cuda.OutOfMemoryError) or "can't allocate memory" in text:
         free_memory()
-        return failed_row(job, "oom", f"out of memory{during}: {str(e).splitlines()[0] if str(e) else ''}")
+        return job.failed("oom", f"out of memory{during}: {str(e).splitlines()[0] if str(e) else ''}")
     if any(s in text for s in STICKY_CUDA) or type(e).__name__ == "AcceleratorError":
-        return failed_row(job, "crashed", f"CUDA fault (sticky: this worker is replaced){during}: {text[:400]}")
-    return failed_row(job, "error", msg)
+        return job.failed("crashed", f"CUDA fault (sticky: this worker is replaced){during}: {text[:400]}")
+    return job.failed("error", msg)
 
 
 def _with_backward(fn: Any, x: Inputs) -> Any:
@@ -195,12 +197,8 @@ def _errors(outs: Any, ref: dict[str, Any] | None) -> tuple[dict[str, float], bo
     return errs, bad
 
 
-def measure_one(job: Job) -> Result:
+def measure_one(job: AttentionJob) -> Result:
     """Measure ``job``; every failure becomes a row (skipped, oom, error, crashed), never an exception."""
-    if not isinstance(job, Job):  # a model row (attnscope.execute.model_job)
-        from attnscope.execute.model_job import measure
-
-        return measure(job)  # type: ignore[return-value]
     t0 = time.perf_counter()
     v = get(job.variant)
     case = job.case
@@ -210,7 +208,7 @@ def measure_one(job: Job) -> Result:
     if reason is None:
         reason = _size_skip(case, job.variant, job.options.seed)
     if reason:
-        return failed_row(job, "skipped", reason)
+        return job.failed("skipped", reason)
     try:
         r = _measure(v, job)
     except Exception as e:  # noqa: BLE001 - one job's failure must not lose the others
@@ -239,7 +237,7 @@ def _size_skip(case: Case, name: str, seed: int) -> str | None:
     return sizing.variant_skip(case, name, free, rate)
 
 
-def _measure(v: Variant, job: Job) -> Result:
+def _measure(v: Variant, job: AttentionJob) -> Result:
     opts, case = job.options, job.case
     t0 = time.perf_counter()
     x, ref = _inputs_and_reference(case, opts.seed)
@@ -254,7 +252,7 @@ def _measure(v: Variant, job: Job) -> Result:
     try:
         prep = v.prepare(case, x)
     except Unsupported as e:
-        return failed_row(job, "skipped", str(e))
+        return job.failed("skipped", str(e))
     except Exception as e:  # noqa: BLE001 - one variant's failure must not lose the others
         return failure(job, e, " while preparing")
     cost["prepare"] = time.perf_counter() - t0
@@ -297,7 +295,7 @@ def _keep_trace(r: Result, path: Path, trace_dir: Path, name: str) -> Result:
     return replace(r, trace_path=str(kept))
 
 
-def _with_decode_loop(r: Result, job: Job, stem: str) -> Result:
+def _with_decode_loop(r: Result, job: AttentionJob, stem: str) -> Result:
     """The row with its decode loop (attnscope.execute.serve) in ``extra["decode_loop"]``; a loop that fails is a
     note, never the row's loss."""
     from attnscope.execute.serve import decode_loop
@@ -339,7 +337,7 @@ def _modifier_checks(
 def free_after(case: Case) -> None:
     """What the last variant left is freed; what survives is frozen (gc.freeze), so that the next collect walks
     only what was made since, not the ~3·10^5 objects of torch and dynamo (0.15 s or more each time on a CPU).
-    ``runner.run`` and ``sweep.run_sweep`` unfreeze when they end."""
+    The campaign loop (attnscope.api.campaign) unfreezes when it ends."""
     gc.collect()
     gc.freeze()
     if case.device.startswith("cuda"):
@@ -425,7 +423,7 @@ def _l2_and_spare(device: str) -> tuple[int | None, int | None]:
 
 
 def _observe(
-    job: Job,
+    job: AttentionJob,
     prep: Prepared,
     fn: Any,
     ref: dict[str, Any] | None,

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.predict import check_predictions, judge, noise_band
-from attnscope.analysis.rules.peers import timing_of
+from attnscope.api.guesses import check_predictions, judge, noise_band, timing_of
 from attnscope.core.answers import Question
 from attnscope.core.types import Prediction
 

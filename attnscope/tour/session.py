@@ -60,9 +60,9 @@ class Session:
         return self.device.startswith("cuda")
 
     def start(self, resume: dict[str, Any] | None) -> None:
-        from attnscope.measure import host
+        from attnscope.api.campaign import read_load
 
-        self._load = host.read_load()  # before the steps add their own threads to the load
+        self._load = read_load()  # before the steps add their own threads to the load
         if resume is not None:
             if resume.get("device") != self.device or resume.get("size") != self.size:
                 raise TourError(
@@ -89,7 +89,7 @@ class Session:
         }
 
     def steps(self) -> list[Step]:
-        from attnscope.tour.model import MODEL_STEP
+        from attnscope.tour.model_step import MODEL_STEP
 
         steps = [s for s in STEPS if self.gpu or not s.gpu_only]  # a GPU-only step has nothing to show on a CPU
         return [*steps, MODEL_STEP] if self.model else steps
@@ -120,16 +120,16 @@ class Session:
         return self.transcript
 
     def host(self) -> dict[str, Any]:
-        """Was the host busy enough to distort the timings? (attnscope.measure.host): the load read when the
-        tour started and the host time per call of every variant this session measured."""
-        from attnscope.measure import host
+        """Was the host busy enough to distort the timings? (attnscope.api.campaign.host_verdict): the load read
+        when the tour started and the host time per call of every variant this session measured."""
+        from attnscope.api.campaign import host_verdict
 
         timings = [
             (f"{v} {key}", [t["p25_us"], t["median_us"], t["p75_us"]])
             for (v, key), r in self._cache.items()
             if isinstance(t := r.get("cpu_time"), dict)
         ]
-        return host.assess(*self._load, timings)
+        return host_verdict(self._load, timings)
 
     def save(self) -> None:
         from attnscope.document.schema import write_atomic
@@ -182,12 +182,13 @@ class Session:
         return rec
 
     def measure(self, step: Step) -> list[dict[str, Any]]:
-        """The step's variants on its case through ``api.run`` (each variant once per case), annotated."""
+        """The step's variants on its case through ``api.run`` (each variant measured once per case, its rows kept
+        unannotated), then the step's rows annotated once, together (they may come from several runs)."""
         from attnscope.api import annotate, run
         from attnscope.document.schema import document
 
         if step.id == "model":
-            from attnscope.tour.model import measure_model
+            from attnscope.tour.model_step import measure_model
 
             assert self.model is not None
             results, self._model_about = measure_model(self.model, self.device, self.size)
@@ -196,7 +197,13 @@ class Session:
         names = variants_for(step, self.gpu)
         todo = [v for v in names if (v, _key(case)) not in self._cache]
         if todo:
-            rep = run(case, todo, timing_budget_s=BUDGET_S[self.size], measure_peak=self.gpu or step.id == "decode")
+            rep = run(
+                case,
+                todo,
+                annotated=False,
+                timing_budget_s=BUDGET_S[self.size],
+                measure_peak=self.gpu or step.id == "decode",
+            )
             self._env = rep.env
             from attnscope.document.schema import result_to_dict
 
@@ -211,7 +218,7 @@ class Session:
         return list(doc["results"])
 
     def _copy_bandwidth(self) -> None:
-        from attnscope.measure.timing import copy_bandwidth
+        from attnscope.api.checks import copy_bandwidth
 
         bw, how = copy_bandwidth(self.device, COPY_BYTES[self.size])
         self._extra.update(copy_bytes_per_s=bw, copy_method=how)
@@ -282,8 +289,7 @@ def _now() -> str:
 
 def result_record(r: dict[str, Any]) -> dict[str, Any]:
     """What the transcript keeps of one result: enough for the reveal and the page, nothing to recompute."""
-    from attnscope.analysis.predict import kernel_accounting
-    from attnscope.analysis.rules.peers import timing_of
+    from attnscope.api.guesses import kernel_accounting, timing_of
     from attnscope.tour.strip import in_time_order
 
     t = timing_of(r) if r.get("status") == "ok" else None

@@ -87,9 +87,9 @@ class CpuOp:
         s = self._shapes
         if s is None:
             return _NO_SHAPES
-        if type(s) is bytes:
+        if isinstance(s, bytes):
             return _parse_shapes(s)
-        return s  # type: ignore[return-value]
+        return s
 
     @property
     def input_dims(self) -> list[Any] | None:
@@ -228,7 +228,7 @@ def no_gc() -> Iterator[None]:
 
 # Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes), attention
 # ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores) and the causal-mask
-# builders and converters (analysis/mask_build.py reads a materialised mask's shape and diagonal).
+# builders and converters (analysis/fingerprint/mask_ops.py reads a materialised mask's shape and diagonal).
 # A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
 SHAPES_READ = re.compile(
     r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex|"

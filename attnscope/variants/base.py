@@ -20,7 +20,7 @@ class Inputs:
     v: torch.Tensor
     scale: float
     grad_out: torch.Tensor | None = None  # dO for the backward (fwd_bwd mode), same shape as the output
-    # A serving case's KV cache (attnscope.workloads.paged.ServingCache): k and v are then its pools, not
+    # A serving case's KV cache (attnscope.workloads.paged_cache.ServingCache): k and v are then its pools, not
     # [B, H_kv, S, D]; only the serving variants (``serving=True``) read it.
     cache: Any = None
 

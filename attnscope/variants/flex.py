@@ -48,19 +48,19 @@ def _user_check(case: Case) -> str | None:
 
 def _mods(case: Case, device: Any, user: bool) -> tuple[Any, Any]:
     """(BlockMask or None, score_mod or None): the case's built-ins, or where ``user``, the user's functions
-    in place of the built-in they were checked against (attnscope.variants.user_mods)."""
+    in place of the built-in they were checked against (attnscope.variants.user_code)."""
     from torch.nn.attention.flex_attention import create_block_mask
 
-    from attnscope.variants import user_mods
+    from attnscope.variants import user_code
     from attnscope.variants.mask_mods import block_mask_for, score_mod_for
 
     if user and case.mask_mod is not None:
-        fn = user_mods.load(case.mask_mod, "mask_mod", device)
+        fn = user_code.load(case.mask_mod, "mask_mod", device)
         bm = create_block_mask(fn, None, None, case.seq_q, case.num_seq_kv, device=device)
     else:
         bm = block_mask_for(case, device)
     if user and case.score_mod is not None:
-        return bm, user_mods.load(case.score_mod, "score_mod", device)
+        return bm, user_code.load(case.score_mod, "score_mod", device)
     return bm, score_mod_for(case)
 
 

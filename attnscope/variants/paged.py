@@ -1,4 +1,4 @@
-"""The serving variants: attention over a paged or packed KV cache (attnscope.workloads.paged).
+"""The serving variants: attention over a paged or packed KV cache (attnscope.workloads.paged_cache).
 
 Each is a :class:`Server` bound to one cache.  ``plan(capacity)`` is the work a new shape costs (a gather index,
 a BlockMask, FlashInfer's ``plan()``), sized for KV lengths up to ``capacity``; ``call()`` is the attention for

@@ -17,11 +17,11 @@ GRAD_NAMES = ("dq", "dk", "dv")
 
 def make_inputs(case: Case, seed: int, requires_grad: bool = False) -> Inputs:
     """Seeded q, k, v on the case's device; with ``requires_grad`` also leaves for autograd and dO.  A serving case
-    gets its paged or packed cache (attnscope.workloads.paged)."""
+    gets its paged or packed cache (attnscope.workloads.paged_cache)."""
     import torch
 
     if case.is_serving:
-        from attnscope.workloads.paged import make_serving_inputs
+        from attnscope.workloads.paged_cache import make_serving_inputs
 
         return make_serving_inputs(case, seed)
 
@@ -49,7 +49,7 @@ def reference(case: Case, x: Inputs) -> Any:
     if too_large(case) is not None:
         return None
     if case.is_serving:
-        from attnscope.workloads.paged import serving_reference
+        from attnscope.workloads.paged_cache import serving_reference
 
         return serving_reference(case, x)
     return reference_chunked(case, x.q, x.k, x.v, x.scale)["out"]

@@ -91,7 +91,7 @@ def reference_bytes(case: Case, chunk_bytes: int | None = None) -> tuple[int, in
     """
     q, kv, out, score = _elems(case)
     resident = out * FP64
-    if case.is_serving:  # one sequence at a time (workloads/paged.py): its K, V per query head and scores in fp64
+    if case.is_serving:  # one sequence at a time (workloads/paged_cache.py): its K, V per query head and scores in fp64
         cap = max(case.kv_lengths)
         return resident + 2 * case.heads * cap * case.head_dim * FP64 + 3 * case.heads * case.seq_q * cap * FP64, (
             resident

@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 
 from attnscope.core.types import Case
-from attnscope.execute.runner import make_inputs
 from attnscope.measure import timing as measure
 from attnscope.variants import resolve
+from attnscope.workloads.attention import make_inputs
 
 CASE = Case(batch=1, heads=8, seq_q=512, head_dim=64, device="cuda")
 
@@ -68,12 +68,11 @@ def main() -> None:
     ) as pr:
         pr.add_task("x")
         sample(preps, "inside a rich progress spinner")
-    from attnscope.execute.job import Job
-    from attnscope.execute.runner import Options
+    from attnscope.execute.job import AttentionJob, Options
     from attnscope.execute.worker import measure_one
 
     for n in preps:
-        r = measure_one(Job(variant=n, case=CASE, options=Options(timing_budget_s=0.3, measure_peak=False)))
+        r = measure_one(AttentionJob(variant=n, case=CASE, options=Options(timing_budget_s=0.3, measure_peak=False)))
         ct = r.cpu_time
         print(f"measure_one {n:12} {r.status} cpu {ct.median_us if ct else float('nan'):6.2f}", flush=True)
     sample(preps, "after measure_one (captures, graphs)")

@@ -23,9 +23,9 @@ from typing import Any
 import torch
 
 from attnscope.core.types import Case
-from attnscope.execute.runner import make_inputs
 from attnscope.measure import timing as measure
 from attnscope.variants import resolve
+from attnscope.workloads.attention import make_inputs
 
 ROUNDS = 9
 CASES = {

@@ -1,6 +1,6 @@
 """Profile one training step of a 2-layer Llama shape three ways, for docs/model.md (which options carry what).
 
-1. annotated by attnscope.workloads.hf.annotate (record_function ranges), record_shapes=True
+1. annotated by attnscope.workloads.hf.module_ranges (record_function ranges), record_shapes=True
 2. with_modules=True, record_shapes=True (torch's own module hierarchy, python_function events)
 3. with_stack=True, record_shapes=True
 
@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from attnscope.workloads.hf.annotate import annotate, step_range
 from attnscope.workloads.hf.config import build_config, resolve
+from attnscope.workloads.hf.module_ranges import annotate, step_range
 
 
 def main(out: Path) -> None:

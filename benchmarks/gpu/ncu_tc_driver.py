@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from attnscope.core.types import Case
-from attnscope.execute.runner import make_inputs
 from attnscope.variants import resolve
+from attnscope.workloads.attention import make_inputs
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "sections.json")
 BUDGET_S = float(sys.argv[2]) if len(sys.argv) > 2 else 150.0

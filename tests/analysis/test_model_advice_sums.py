@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.recommend.model import annotate_rows
+from attnscope.analysis.recommend.model_points import annotate_rows
 
 
 def _row(

@@ -92,7 +92,7 @@ def test_sliding_window_inferred(tmp_path):
 
 
 def test_the_user_variants_are_added_without_variants():
-    from attnscope.api.user_mods import with_user_variants
+    from attnscope.api.user_case import with_user_variants
     from attnscope.core.types import Case
 
     case = Case(2, 2, 64, 8, "fp32", mask="document:20,30,14", mask_mod=f"{USER}:doc_mask")
@@ -146,7 +146,7 @@ def test_a_worker_process_loads_the_file_given_relative(tmp_path, monkeypatch):
 )
 def test_the_library_names_the_case_field_not_the_flag(fields, said):
     """``api.check_user_mods`` called as a library: the message names the case's field, and no flag."""
-    from attnscope.api.user_mods import check_user_mods
+    from attnscope.api.user_case import check_user_mods
     from attnscope.core.cases import make_case
 
     case = make_case("cpu", batch=2, heads=2, seq_q=64, head_dim=8, dtype="fp32", **fields)

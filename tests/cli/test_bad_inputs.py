@@ -341,8 +341,7 @@ def test_bad_input_ends_in_one_line_and_exit_2(
     def no_measurement(*_a: object, **_k: object) -> None:
         raise AssertionError("a measurement started before the input was checked")
 
-    monkeypatch.setattr("attnscope.execute.runner.run", no_measurement)
-    monkeypatch.setattr("attnscope.execute.sweep.run_sweep", no_measurement)
+    monkeypatch.setattr("attnscope.api.campaign.measure_jobs", no_measurement)
     monkeypatch.setattr("builtins.input", no_measurement)  # `guess` must fail before its first question
     if name.startswith(("device_cuda", "variants_cuda")):
         torch = pytest.importorskip("torch")

@@ -37,8 +37,8 @@ def test_sdpa_why_on_cpu_uses_torchs_own_check():
 
 def test_forced_backend_skip_row_carries_the_reason():
     from attnscope.core.cases import make_case
-    from attnscope.execute.runner import make_inputs
     from attnscope.variants import REGISTRY, Unsupported
+    from attnscope.workloads.attention import make_inputs
 
     case = make_case("cpu", batch=1, heads=2, seq_q=16)
     x = make_inputs(case, 0)

@@ -84,9 +84,8 @@ def test_grid_points_from_seq_and_batch():
     from attnscope.cli.model import prepare
 
     argv = ["model", "--config", "tiny", "--device", "cpu", "--seq", "16..64x2", "--batch", "1,3"]
-    *_, opts, points = prepare(build_parser(argv).parse_args(argv))
-    assert points == [(1, 16), (3, 16), (1, 32), (3, 32), (1, 64), (3, 64)]
-    assert opts.grid and (opts.batch, opts.seq) == (1, 16)
+    grid = prepare(build_parser(argv).parse_args(argv))
+    assert grid.points == [(1, 16), (3, 16), (1, 32), (3, 32), (1, 64), (3, 64)]
 
 
 def test_bad_grid_is_refused(capsys):

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from attnscope.analysis.recommend.model import as_generic
+from attnscope.analysis.recommend.model_points import as_generic
 from attnscope.cli.main import main
 
 

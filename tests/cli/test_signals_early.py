@@ -176,7 +176,7 @@ def test_an_exception_in_model_leaves_no_workers_folder(tmp_path, monkeypatch, c
     pytest.importorskip("transformers")
     import tempfile
 
-    from attnscope.analysis.recommend import model as recommend_model
+    from attnscope.analysis.recommend import model_points as recommend_model
     from attnscope.cli.main import main
 
     tmp = tmp_path / "tmp"

@@ -222,7 +222,8 @@ VARIANT_MASKS = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("mask", "sq", "sk", "kw"), VARIANT_MASKS)
 def test_every_variant_applies_the_mask(mask, sq, sk, kw):
-    from attnscope.execute.runner import Options, run
+    from attnscope.execute.job import Options
+    from tests.inline import run
 
     c = Case(2, 4, sq, 16, dtype="fp32", seq_kv=sk, mask=mask, **kw)
     rep = run(c, "naive,sdpa_math,sdpa_flash,sdpa_default,flex", Options(timing_budget_s=0.005, measure_peak=False))

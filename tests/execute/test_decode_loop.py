@@ -49,7 +49,7 @@ def test_a_mask_planned_for_a_bucket_serves_every_length_in_it(variant, page):
     from attnscope.core.cases import make_case
     from attnscope.measure.timing import TOLERANCE, relative_error
     from attnscope.variants.paged import make_server
-    from attnscope.workloads.paged import make_serving_inputs, serving_reference
+    from attnscope.workloads.paged_cache import make_serving_inputs, serving_reference
 
     case = make_case("cpu", batch=3, heads=4, kv_heads=2, head_dim=16, seq_q=1, kv_lens="30,17,45", page_size=page)
     x = make_serving_inputs(case, seed=5, extra_steps=6)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from attnscope.core.types import Case
-from attnscope.execute.job import Job, Options, failed_row, job_key, trace_file_name
+from attnscope.execute.job import AttentionJob, Options, job_key, trace_file_name
 
 
 def test_the_key_is_variant_case_fields_but_the_mode_and_the_mode():
     c = Case(batch=2, heads=4, seq_q=8, head_dim=16, dtype="fp16", mode="fwd_bwd")
-    variant, fields, mode = Job(c, "naive").key
+    variant, fields, mode = AttentionJob(c, "naive").key
     assert (variant, mode) == ("naive", "fwd_bwd")
     # sorted keys, no spaces, no mode
     assert fields.startswith('{"alibi":false,"batch":2,"causal":true,"device":"cpu","dtype":"fp16","head_dim":16,')
@@ -42,7 +44,7 @@ def test_a_long_name_is_cut_at_180_characters_and_ends_with_the_hash_of_the_whol
 
 def test_a_failed_row_carries_the_variant_s_family_and_backend():
     c = Case(batch=1, heads=1, seq_q=8, head_dim=8)
-    r = failed_row(Job(c, "sdpa_flash", Options()), "oom", "out of memory")
+    r = AttentionJob(c, "sdpa_flash", Options()).failed("oom", "out of memory")
     assert (r.variant, r.status, r.reason, r.case) == ("sdpa_flash", "oom", "out of memory", c)
     assert (r.family, r.backend) == ("sdpa", "flash")
     assert r.gpu_time is None and r.fingerprint is None
@@ -72,9 +74,16 @@ def test_a_name_of_200_characters_is_kept_and_one_of_201_is_cut():
     assert trace_file_name("naive", case) == stem[:180] + "-" + hashlib.sha256(stem.encode()).hexdigest()[:16] + ".json"
 
 
-def test_a_job_of_another_kind_makes_its_own_failed_row():
-    class Other:
-        def failed(self, status, reason):
-            return ("row", status, reason)
+def test_options_name_the_budget_they_refuse():
+    with pytest.raises(ValueError) as e:
+        Options(timing_budget_s=-1.0)
+    assert str(e.value).startswith("timing_budget_s")
 
-    assert failed_row(Other(), "timeout", "stopped after 5 s") == ("row", "timeout", "stopped after 5 s")  # type: ignore[arg-type]
+
+def test_an_attention_job_measures_itself_in_this_process():
+    """The Job protocol's measure: the row of this job (its variant, its case), as an executor's worker gets it."""
+    pytest.importorskip("torch")
+    c = Case(batch=1, heads=1, seq_q=8, head_dim=8, dtype="fp32", device="cpu")
+    r = AttentionJob(c, "naive", Options(timing_budget_s=0.01, measure_peak=False)).measure()
+    assert (r.variant, r.case, r.status) == ("naive", c, "ok") and r.max_rel_error is not None
+    assert AttentionJob(c, "naive").label() == f"naive · {c.label()}"

@@ -12,8 +12,8 @@ from attnscope.core.types import Case, Fingerprint, Result  # noqa: E402
 from attnscope.document.schema import result_from_dict, result_to_dict, row_bytes  # noqa: E402
 from attnscope.execute import worker  # noqa: E402
 from attnscope.execute.executors import make_executor, parse_devices  # noqa: E402
-from attnscope.execute.job import Job, Options, job_key  # noqa: E402
-from attnscope.execute.runner import run  # noqa: E402
+from attnscope.execute.job import AttentionJob, Options, job_key  # noqa: E402
+from tests.inline import run  # noqa: E402
 
 TINY = Case(batch=1, heads=2, seq_q=64, head_dim=16, dtype="fp32", causal=True, device="cpu")
 FAST = Options(timing_budget_s=0.02, measure_peak=False)
@@ -60,9 +60,9 @@ def test_fwd_bwd_checks_gradients_against_fp64_and_counts_3_5x_flops(test_varian
 
 
 def test_inline_oom_is_a_row_and_frees_the_cached_workload(test_variants):
-    ok = worker.measure_one(Job(TINY, "naive", FAST))
+    ok = worker.measure_one(AttentionJob(TINY, "naive", FAST))
     assert ok.status == "ok" and worker._workload  # the case's inputs are cached after a job
-    oom = worker.measure_one(Job(TINY, "t_oom", FAST))
+    oom = worker.measure_one(AttentionJob(TINY, "t_oom", FAST))
     assert oom.status == "oom" and "64.00 GiB" in oom.reason
     assert not worker._workload  # dropped: the next case gets its memory
 
@@ -100,7 +100,7 @@ def test_parse_devices_refuses_nonsense_in_the_one_device_parser_s_words(spec, s
 @pytest.mark.slow
 def test_process_executor_turns_every_failure_into_a_row(test_variants):
     names = ["naive", "t_raise", "t_abort", "naive_inplace", "t_hang", "t_oom", "t_sticky", "naive"]
-    jobs = [Job(TINY, n, FAST) for n in names]
+    jobs = [AttentionJob(TINY, n, FAST) for n in names]
     ex = make_executor("process", timeout_s=30)  # generous: 2 shared cores
     started = []
     try:

@@ -48,7 +48,10 @@ def test_kill_9_then_resume_measures_only_the_rest(tmp_path: Path):
     proc.wait()
     before = _lines(out)
     assert 1 <= len(before) < 8
-    assert main([*GRID, "--budget", "0.01", "--out", str(out), "--resume"]) == 0
+    # the rows there were timed with --budget 0.5: a resume with 0.01 is refused, and measures nothing
+    assert main([*GRID, "--budget", "0.01", "--out", str(out), "--resume"]) == 2
+    assert _lines(out) == before
+    assert main([*GRID, "--budget", "0.01", "--out", str(out), "--resume", "--force"]) == 0
     after = _lines(out)
     keys = [(r["impl"], r["mode"], r["batch"], r["seq"]) for r in after]
     expected = {(i, m, 1, s) for i in ("eager", "sdpa") for m in ("prefill", "train") for s in (16, 24)}
@@ -56,7 +59,7 @@ def test_kill_9_then_resume_measures_only_the_rest(tmp_path: Path):
     assert after[: len(before)] == before  # the rows written before the kill are untouched
     assert all(r["status"] == "ok" for r in after)
     # a second --resume has nothing left to measure
-    assert main([*GRID, "--budget", "0.01", "--out", str(out), "--resume"]) == 0
+    assert main([*GRID, "--budget", "0.01", "--out", str(out), "--resume", "--force"]) == 0
     assert _lines(out) == after
 
 
@@ -91,3 +94,27 @@ def test_ray_executor_measures_model_rows(tmp_path: Path):
     assert main([*argv, "--executor", "ray", "--out", str(out)]) == 0
     [row] = _lines(out)
     assert row["status"] == "ok" and row["variant"] == "sdpa" and row["median_us"] == row["step_time"]["median_us"]
+
+
+def test_a_resume_with_other_settings_is_refused_in_one_line_unless_forced(tmp_path: Path, capsys):
+    """The settings check of a sweep, for a model's store: rows timed with another budget never mix silently."""
+    out = tmp_path / "model.jsonl"
+    one = ["model", "--config", "tiny", "--impl", "eager", "--mode", "prefill", "--seq", "16", "--executor", "inline"]
+    assert main([*one, "--budget", "0.01", "--out", str(out)]) == 0
+    settings = json.loads((tmp_path / "model.jsonl.settings.json").read_text())
+    assert settings["budget_s"] == 0.01 and settings["transformers"] and settings["torch"]
+    rows = _lines(out)
+    capsys.readouterr()
+    more = [*one, "--mode", "prefill,train", "--out", str(out), "--resume"]
+    assert main([*more, "--budget", "0.02"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--budget 0.01 → 0.02" in err and "--resume --force" in err, err
+    assert _lines(out) == rows  # refused before any work
+    assert main([*more, "--budget", "0.01"]) == 0  # the same settings: resumed
+    assert [(r["mode"], r["status"]) for r in _lines(out)] == [("prefill", "ok"), ("train", "ok")]
+
+
+def test_force_without_resume_is_refused(tmp_path: Path, capsys):
+    argv = ["model", "--config", "tiny", "--seq", "16", "--budget", "0.01", "--out", str(tmp_path / "m.jsonl")]
+    assert main([*argv, "--force"]) == 2
+    assert "--force is for --resume" in capsys.readouterr().err

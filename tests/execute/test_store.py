@@ -7,7 +7,7 @@ import json
 from attnscope.core.types import Case
 from attnscope.execute.job import Options
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import plan
+from attnscope.execute.sweep_plan import plan
 
 CASES = [Case(batch=1, heads=2, seq_q=s, head_dim=8, dtype="fp32") for s in (16, 32, 64)]
 
@@ -63,7 +63,7 @@ def test_model_rows_that_failed_are_kept_by_resume_and_not_measured_again(tmp_pa
     errors, OOMs and timeouts included; their keys are the jobs' keys, so none is planned again."""
     from types import SimpleNamespace
 
-    from attnscope.cli.model_jobs import _same_run
+    from attnscope.api.modeling import ModelGrid, same_run
     from attnscope.execute.job import job_key
 
     def case(mode: str, batch: int, seq: int, device: str = "cpu") -> dict:
@@ -86,13 +86,9 @@ def test_model_rows_that_failed_are_kept_by_resume_and_not_measured_again(tmp_pa
     ]
     for r in rows:
         store.append(r)
-    opts = SimpleNamespace(dtype="fp32", device="cpu")
-    label = {"config": "tiny", "layers": 1}
-    earlier = [
-        r
-        for r in store.rows()
-        if _same_run(r, label, opts, ["eager", "sdpa"], ["train", "prefill"], [(1, 64), (2, 128)])
-    ]
+    spec, cfg = SimpleNamespace(name="tiny"), SimpleNamespace(num_hidden_layers=1)
+    grid = ModelGrid(spec, cfg, None, ["train", "prefill"], [(1, 64), (2, 128)], "fp32", "cpu")
+    earlier = [r for r in store.rows() if same_run(r, grid, ["eager", "sdpa"])]
     assert [(r["impl"], r["status"]) for r in earlier] == [("eager", "error"), ("sdpa", "oom"), ("sdpa", "timeout")]
     done = {job_key(r["variant"], r["case"]) for r in earlier}
     assert (

@@ -19,7 +19,7 @@ from attnscope.core.case_text import parse_causal, parse_choice_axis, parse_int_
 from attnscope.core.cases import Axes, grid
 from attnscope.execute.job import job_key
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import plan
+from attnscope.execute.sweep_plan import plan
 from attnscope.report.text.sweep_summary import cost_medians, status_counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,10 +104,10 @@ def test_a_free_worker_keeps_to_its_case_and_leaves_others_theirs():
     from collections import deque
 
     from attnscope.execute.executors import pick
-    from attnscope.execute.job import Job
+    from attnscope.execute.job import AttentionJob
 
     c1, c2, c3 = grid(Axes(seq=[32, 64, 128]), "cpu")
-    queue = [Job(c, v) for c in (c1, c2, c3) for v in ("naive", "sdpa_flash", "sdpa_math")]
+    queue = [AttentionJob(c, v) for c in (c1, c2, c3) for v in ("naive", "sdpa_flash", "sdpa_math")]
     one = deque(queue)  # one worker: the queue's own order
     order, last = [], None
     while one:
@@ -418,7 +418,7 @@ def _comparable(r) -> tuple:
 def test_executors_give_the_inline_rows(name, test_variants):
     from attnscope.core.types import Case
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.job import Job, Options
+    from attnscope.execute.job import AttentionJob, Options
 
     if name == "ray":
         ray = pytest.importorskip("ray")
@@ -426,7 +426,9 @@ def test_executors_give_the_inline_rows(name, test_variants):
     fwd = Case(batch=1, heads=1, seq_q=32, head_dim=16, dtype="fp32", device="cpu")
     bwd = Case(batch=1, heads=1, seq_q=32, head_dim=16, dtype="fp32", device="cpu", mode="fwd_bwd")
     opts = Options(timing_budget_s=0.01, measure_peak=False)
-    jobs = [Job(c, v, opts) for c in (fwd, bwd) for v in ("naive", "sdpa_math", "sdpa_flash", "t_raise", "t_oom")]
+    jobs = [
+        AttentionJob(c, v, opts) for c in (fwd, bwd) for v in ("naive", "sdpa_math", "sdpa_flash", "t_raise", "t_oom")
+    ]
     try:
         rows = {}
         for ex_name in ("inline", name):
@@ -446,7 +448,7 @@ def test_executors_give_the_inline_rows(name, test_variants):
 def test_the_default_set_gives_a_serving_case_the_serving_variants_and_a_dense_case_the_others():
     from attnscope.core.cases import make_case
     from attnscope.execute.job import Options
-    from attnscope.execute.sweep import plan as plan_jobs
+    from attnscope.execute.sweep_plan import plan as plan_jobs
 
     dense, paged = make_case("cpu", seq_q=64), make_case("cpu", seq_q=1, seq_kv=64, page_size=16)
     names = ["sdpa_math", "paged_flex"]

@@ -17,7 +17,7 @@ CANNOT = {"sdpa_efficient", "sdpa_cudnn", "flex_compiled"}
 
 
 def test_the_cpu_default_set_leaves_out_what_cannot_run_there_and_says_so_once():
-    from attnscope.execute.sweep import default_variants
+    from attnscope.execute.sweep_plan import default_variants
     from attnscope.variants import REGISTRY
 
     kept, left = default_variants(["cpu"])

@@ -11,7 +11,7 @@ from attnscope.core.cases import Axes, grid
 from attnscope.core.types import Case
 from attnscope.execute.job import Options, trace_file_name
 from attnscope.execute.store import Store
-from attnscope.execute.sweep import plan
+from attnscope.execute.sweep_plan import plan
 
 TINY = ["--device", "cpu", "--batch", "1", "--heads", "1", "--head-dim", "16", "--dtype", "fp32"]
 FAST = ["--budget", "0.01", "--no-peak", "--quiet"]

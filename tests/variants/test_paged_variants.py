@@ -12,7 +12,7 @@ from attnscope.measure.timing import TOLERANCE, relative_error  # noqa: E402
 from attnscope.variants import REGISTRY  # noqa: E402
 from attnscope.variants.paged import make_server  # noqa: E402
 from attnscope.workloads.attention import make_inputs, reference  # noqa: E402
-from attnscope.workloads.paged import sequence_kv, serving_reference  # noqa: E402
+from attnscope.workloads.paged_cache import sequence_kv, serving_reference  # noqa: E402
 
 CASES = {
     "paged decode, ragged, GQA": dict(batch=3, heads=4, kv_heads=2, seq_q=1, kv_lens="37,5,64", page_size=8),

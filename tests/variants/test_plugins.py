@@ -15,8 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attnscope.core.types import Case  # noqa: E402
-from attnscope.execute.runner import Options, run  # noqa: E402
+from attnscope.execute.job import Options  # noqa: E402
 from attnscope.variants import REGISTRY, Prepared, Variant, plugins  # noqa: E402
+from tests.inline import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = Options(timing_budget_s=0.005, measure_peak=False)

@@ -14,9 +14,11 @@ from attnscope.core.cases import make_case  # noqa: E402
 from attnscope.core.types import Case  # noqa: E402
 from attnscope.document.load import load_document  # noqa: E402
 from attnscope.document.schema import SCHEMA_VERSION, document, write_atomic  # noqa: E402
-from attnscope.execute.runner import Options, make_inputs, reference, run  # noqa: E402
+from attnscope.execute.job import Options  # noqa: E402
 from attnscope.variants import REGISTRY, Unsupported, resolve  # noqa: E402
 from attnscope.variants.sdpa import trial  # noqa: E402
+from attnscope.workloads.attention import make_inputs, reference  # noqa: E402
+from tests.inline import run  # noqa: E402
 
 TINY = Case(batch=1, heads=2, seq_q=64, head_dim=16, dtype="bf16", causal=True, device="cpu")
 FAST = Options(timing_budget_s=0.02, measure_peak=False)
@@ -142,10 +144,12 @@ def test_unknown_variant_and_bad_case_are_clear_errors():
         Case(batch=1, heads=6, kv_heads=4, seq_q=8, head_dim=8)
     with pytest.raises(ValueError, match="dtype"):
         make_case("cpu", dtype="int8")
-    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+    with pytest.raises(ValueError, match="sees no CUDA GPU here; use device='cpu'"):
         if torch.cuda.is_available():
             pytest.skip("has a GPU")
-        run(make_case("cuda"), ["naive"], FAST)
+        import attnscope
+
+        attnscope.run(make_case("cuda"), ["naive"], timing_budget_s=0.01)
 
 
 REQUIRED = {

@@ -12,8 +12,8 @@ pytest.importorskip("transformers")
 def test_annotate_puts_everything_back():
     import torch
 
-    from attnscope.workloads.hf.annotate import annotate, module_roles
     from attnscope.workloads.hf.config import build_config, resolve
+    from attnscope.workloads.hf.module_ranges import annotate, module_roles
 
     from transformers import AutoModelForCausalLM  # isort: skip
 

@@ -57,7 +57,8 @@ IGNORED = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("ignore", "kw"), IGNORED)
 def test_a_variant_ignoring_a_modifier_fails_and_the_honest_one_passes(monkeypatch, ignore, kw):
-    from attnscope.execute.runner import Options, run
+    from attnscope.execute.job import Options
+    from tests.inline import run
 
     honest, bad = _variant(None), _variant(ignore)
     for v in (honest, bad):

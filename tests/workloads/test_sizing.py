@@ -90,7 +90,7 @@ def test_cli_refuses_a_case_that_cannot_fit_before_any_work(monkeypatch, capsys)
     def no_run(*_a: object, **_k: object) -> None:
         raise AssertionError("measured")
 
-    monkeypatch.setattr("attnscope.execute.runner.run", no_run)
+    monkeypatch.setattr("attnscope.api.campaign.measure_jobs", no_run)
     monkeypatch.setattr("attnscope.measure.env.free_memory_bytes", lambda device: 2 * MIB)
     assert main(["run", "--device", "cpu", "--no-peak"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -20,7 +20,7 @@ from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
 from attnscope.analysis.fingerprint.build import Analysis
 from attnscope.analysis.fingerprint.graphs import family_calls as graph_family_calls
 from attnscope.analysis.fingerprint.graphs import summary as graph_summary
-from attnscope.analysis.fingerprint.steps import summary as steps_summary
+from attnscope.analysis.fingerprint.loop_steps import summary as steps_summary
 from attnscope.core.types import Category
 from attnscope.trace import GpuEvent, Trace
 

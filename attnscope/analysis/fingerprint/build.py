@@ -15,8 +15,8 @@ from attnscope.analysis.fingerprint import graphs as G
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of, library_op
-from attnscope.analysis.fingerprint.mask_build import describe as describe_mask
-from attnscope.analysis.fingerprint.mask_build import find as find_masks
+from attnscope.analysis.fingerprint.mask_ops import describe as describe_mask
+from attnscope.analysis.fingerprint.mask_ops import find as find_masks
 from attnscope.analysis.fingerprint.occupancy import ArchLimits, arch_limits
 from attnscope.analysis.fingerprint.records import cpu_kernel_records, gpu_kernel_records
 from attnscope.core.types import Fingerprint, HiddenCopy, Upcast

@@ -416,13 +416,13 @@ def fit_to_timed(split: dict[str, Any], timed_us: float | None) -> dict[str, Any
 
 def breakdown_per_step(trace: Trace) -> list[dict[str, Any]]:
     """:func:`breakdown` of each step of a decode loop, the steps read from their ``attnscope.step[...]`` ranges
-    (analysis/fingerprint/steps.py), each holding one ``step`` scope: per step, attention, the rest and the
+    (analysis/fingerprint/loop_steps.py), each holding one ``step`` scope: per step, attention, the rest and the
     unattributed (µs), their total (the step's GPU time on CUDA, its span on CPU) and attention's share.  A step
     whose window holds no attention scope gets Nones."""
     import bisect
     from dataclasses import replace
 
-    from attnscope.analysis.fingerprint.steps import find_steps
+    from attnscope.analysis.fingerprint.loop_steps import find_steps
 
     found = find_steps(trace.annotations)
     if found is None or found[1] != "host":

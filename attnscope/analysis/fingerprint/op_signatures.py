@@ -2,7 +2,7 @@
 
 Argument positions come from torch's own schemas (``torch.ops.aten.<op>.default._schema``); read by
 :mod:`attnscope.analysis.fingerprint.shape` (the case of a call) and
-:mod:`attnscope.analysis.fingerprint.mask_build` (which call took a built mask).
+:mod:`attnscope.analysis.fingerprint.mask_ops` (which call took a built mask).
 """
 
 from __future__ import annotations

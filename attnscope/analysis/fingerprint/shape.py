@@ -302,8 +302,8 @@ def attention_calls_at(tree: OpTree) -> list[tuple[int, AttentionCall]]:
 
 
 def _read_built_masks(tree: OpTree, at: dict[int, AttentionCall]) -> None:
-    """A call given a tensor mask that the trace shows being built as a causal one (mask_build.py)."""
-    from attnscope.analysis.fingerprint.mask_build import find
+    """A call given a tensor mask that the trace shows being built as a causal one (mask_ops.py)."""
+    from attnscope.analysis.fingerprint.mask_ops import find
 
     for mb in find(tree):
         call = at.get(mb.consumer) if mb.consumer is not None and mb.inside is None else None

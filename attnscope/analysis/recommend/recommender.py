@@ -2,7 +2,7 @@
 where it changes along each axis, a compact policy over the measured points, and where PyTorch's own choice
 is not the best.  Pure: plain row dicts in (``report/json.py``'s rows, e.g. from
 ``attnscope.execute.store.load_rows``; a run document's results; a model's rows as
-:func:`attnscope.analysis.recommend.model.as_generic` gives them), plain dicts out.
+:func:`attnscope.analysis.recommend.model_points.as_generic` gives them), plain dicts out.
 
 It gives the run recommendation its answer (:mod:`attnscope.analysis.recommend.run`): the same tie
 rule (:func:`attnscope.analysis.rules.ties.tied`: interquartile ranges overlap, or the same compute

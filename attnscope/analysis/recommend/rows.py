@@ -35,7 +35,7 @@ def point_key(axes: dict[str, Any]) -> str:
 
 def _source(rows: list[dict[str, Any]]) -> str:
     """GPU time when any row of the (case, mode) has one; else a model's step time (rows of
-    :func:`attnscope.analysis.recommend.model.as_generic`); else wall time on a CPU, host time elsewhere."""
+    :func:`attnscope.analysis.recommend.model_points.as_generic`); else wall time on a CPU, host time elsewhere."""
     if any(_median(r, "gpu") is not None for r in rows):
         return "gpu"
     if any(_median(r, "step") is not None for r in rows):

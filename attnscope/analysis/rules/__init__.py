@@ -10,7 +10,7 @@ A rule is one function in its own module, listed here with the scope it reads:
 
 The registry's order is the order insights are found in (then sorted by severity, stable).  The recommendation a
 ``case`` or ``model`` rule reads is worked out once per case by the caller
-(:func:`attnscope.analysis.annotate.explain_results`, :func:`attnscope.analysis.recommend.model.annotate_rows`):
+(:func:`attnscope.analysis.annotate.explain_results`, :func:`attnscope.analysis.recommend.model_points.annotate_rows`):
 the rules never ask for another, so what they say of "the best" is what the document recommends.
 """
 

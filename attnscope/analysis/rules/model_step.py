@@ -3,12 +3,12 @@ layout copies, attention's share, a host-bound step) and on one trace's split.  
 
 Each rule takes a row and its :class:`Step`: the other implementations measured at the same point, those that
 failed there, and the row the one recommender named best (the caller,
-:func:`attnscope.analysis.recommend.model.annotate_rows`, asks it once per point).
+:func:`attnscope.analysis.recommend.model_points.annotate_rows`, asks it once per point).
 
 Every number in a message is in the insight's ``evidence`` (units in the keys).  Step-time
 comparisons use the measured medians (``step_time``); shares and parts come from the one profiled
 step's split (``attention``), whose method each row states.  Which implementation is best is the one
-recommender's (:mod:`attnscope.analysis.recommend.model` asks it); these rules only explain.
+recommender's (:mod:`attnscope.analysis.recommend.model_points` asks it); these rules only explain.
 """
 
 from __future__ import annotations

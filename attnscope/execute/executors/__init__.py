@@ -1,6 +1,7 @@
 """Executors run jobs and yield their results as they finish: inline, worker processes, Ray.
 
-Whatever the executor, a job gives the same row: each calls ``worker.measure_one``.  A job
+Whatever the executor, a job gives the same row: each calls the job's own ``measure`` (attnscope.execute.job.Job:
+an attention job's is ``worker.measure_one``, a model row's ``model_job.measure``).  A job
 that kills its worker, hangs past the timeout or poisons CUDA becomes a ``crashed`` or
 ``timeout`` row, and the executor goes on with a fresh worker.
 """
@@ -9,20 +10,21 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Literal, Protocol
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, Literal, Protocol, TypeVar
 
 from attnscope.core.arguments import UsageError, parse_device
-from attnscope.core.types import Case, Result
-from attnscope.execute.job import Job
+from attnscope.execute.job import Job, Measured
 
 ExecutorName = Literal["inline", "process", "ray"]
 EXECUTORS: tuple[str, ...] = ("inline", "process", "ray")
-OnStart = Callable[[Job], None]
+R = TypeVar("R", bound=Measured)
+OnStart = Callable[[Job[Any]], None]
+J = TypeVar("J", bound=Job[Any])
 
 
 class Executor(Protocol):
-    def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]: ...
+    def run(self, jobs: Iterable[Job[R]], on_start: OnStart | None = None) -> Iterator[R]: ...
 
     def close(self) -> None: ...
 
@@ -30,7 +32,7 @@ class Executor(Protocol):
 PICK_WINDOW = 256  # jobs looked at for one of the worker's case: a scan of a 100,000-job queue would cost more
 
 
-def pick(todo: deque[Job], last: Case | None, busy: set[Case]) -> Job:
+def pick(todo: deque[J], last: Hashable | None, busy: set[Hashable]) -> J:
     """The next job for a free worker: one of the case it ran last (its inputs and reference are cached
     there), else the first whose case no other worker is on, else the first.  With several workers a
     case stays on one of them; with one, the order is the queue's."""

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from attnscope.core.types import Result
-from attnscope.execute.executors import OnStart
+from attnscope.execute.executors import OnStart, R
 from attnscope.execute.job import Job
 
 
 class InlineExecutor:
-    def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]:
-        from attnscope.execute.worker import measure_one
-
+    def run(self, jobs: Iterable[Job[R]], on_start: OnStart | None = None) -> Iterator[R]:
         for job in jobs:
             if on_start:
                 on_start(job)
-            yield measure_one(job)
+            yield job.measure()
 
     def close(self) -> None:
         return None

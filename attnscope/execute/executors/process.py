@@ -16,19 +16,18 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.types import Case, Result
-from attnscope.execute.executors import OnStart, pick
-from attnscope.execute.job import Job, failed_row
+from attnscope.execute.executors import OnStart, R, pick
+from attnscope.execute.job import Job
 
 
 def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: float) -> None:
-    """The worker's loop: receive a job, send its Result; None or a closed pipe ends it."""
+    """The worker's loop: receive a job, send what its ``measure`` returns; None or a closed pipe ends it."""
     # Ctrl-C and a closed terminal reach the whole process group: they are the parent's to handle (it saves, then
     # stops this worker); the worker dies with it (below) either way
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -43,7 +42,7 @@ def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: flo
     os.dup2(fd, 2)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     faulthandler.enable()  # a segfault writes its reason and stack to the log
-    from attnscope.execute.worker import import_all, measure_one
+    from attnscope.execute.worker import import_all
 
     import_all()
 
@@ -56,7 +55,7 @@ def _serve(conn: Connection, visible: str | None, log_path: str, spawned_at: flo
         if job is None:
             return
         conn.send(("start", None))  # the timeout runs from here: starting the worker is not the job's
-        r = measure_one(job)
+        r = job.measure()
         if start_s is not None:  # the first job pays for starting the worker: say so in its cost
             r = replace(r, cost_s={**(r.cost_s or {}), "worker_start": start_s})
             start_s = None
@@ -103,9 +102,9 @@ class _Worker:
     log: Path
     proc: Any = None
     conn: Connection | None = None
-    job: Job | None = None
+    job: Job[Any] | None = None
     since: float | None = None  # when the worker began the job (None: still starting up)
-    last: Case | None = None  # the case of its last job: its inputs are cached in the worker
+    last: Hashable | None = None  # the case of its last job: its inputs are cached in the worker
 
     def start(self, ctx: Any) -> None:
         self.log.write_text("")
@@ -148,7 +147,7 @@ class ProcessExecutor:
         slots: list[str | None] = list(self.devices) if self.devices else [None] * max(1, self.workers or 1)
         self._pool = [_Worker(v, Path(self._tmp) / f"worker{i}.log") for i, v in enumerate(slots)]
 
-    def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]:
+    def run(self, jobs: Iterable[Job[R]], on_start: OnStart | None = None) -> Iterator[R]:
         ctx = mp.get_context("spawn")
         self._ensure_pool()
         todo = deque(jobs)
@@ -166,7 +165,7 @@ class ProcessExecutor:
                     w.conn.send(w.job)
             yield from self._collect()
 
-    def _collect(self) -> Iterator[Result]:
+    def _collect(self) -> Iterator[Any]:
         busy = [w for w in self._pool if w.job is not None]
         now = time.monotonic()
         wait_s = 1.0
@@ -184,7 +183,7 @@ class ProcessExecutor:
                     kind, r = w.conn.recv()
                 except (EOFError, OSError):
                     w.proc.join(timeout=5)
-                    yield failed_row(job, "crashed", death_reason(w.proc.exitcode, w.log))
+                    yield job.failed("crashed", death_reason(w.proc.exitcode, w.log))
                     w.stop()
                     continue
                 if kind == "start":
@@ -196,9 +195,7 @@ class ProcessExecutor:
                 yield r
             elif self.timeout_s is not None and w.since is not None and time.monotonic() - w.since > self.timeout_s:
                 w.stop()
-                yield failed_row(
-                    job, "timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped"
-                )
+                yield job.failed("timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped")
 
     def close(self) -> None:
         for w in self._pool:

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from attnscope.core.arguments import UsageError
-from attnscope.core.types import Result
-from attnscope.execute.executors import OnStart, pick
-from attnscope.execute.job import Job, failed_row
+from attnscope.execute.executors import OnStart, R, pick
+from attnscope.execute.job import Job
 from attnscope.variants import MODULES_ENV
 
 # Starting an actor (a worker process, torch, CUDA) is not the job's time; past this it is a failure.
@@ -88,21 +87,20 @@ def _local_only(ray: Any) -> Iterator[None]:
 
 
 class _Actor:
-    """Runs in a Ray worker process: ``measure_one`` with the same per-process caches."""
+    """Runs in a Ray worker process: each job's ``measure``, with the same per-process caches."""
 
     def __init__(self, spawned_at: float) -> None:
         from attnscope.execute import worker  # imports torch once, here
 
         worker.import_all()
-        self._measure = worker.measure_one
         self._start_s: float | None = time.time() - spawned_at
 
     def ready(self) -> bool:
         """Answered once torch is imported: a job's timeout runs from here, not from the actor's birth."""
         return True
 
-    def measure(self, job: Job) -> Result:
-        r = self._measure(job)
+    def measure(self, job: Job[R]) -> R:
+        r = job.measure()
         if self._start_s is not None:
             r = replace(r, cost_s={**(r.cost_s or {}), "worker_start": self._start_s})
             self._start_s = None
@@ -167,7 +165,7 @@ class RayExecutor:
             self._ready[i] = None
         return bool(done)
 
-    def run(self, jobs: Iterable[Job], on_start: OnStart | None = None) -> Iterator[Result]:
+    def run(self, jobs: Iterable[Job[R]], on_start: OnStart | None = None) -> Iterator[R]:
         import ray
         from ray.exceptions import RayError, RayTaskError
 
@@ -193,11 +191,11 @@ class RayExecutor:
             for ref in done:
                 i, job = running.pop(ref)[:2]
                 try:
-                    r: Result = ray.get(ref)
+                    r: R = ray.get(ref)
                 except RayTaskError as e:  # raised inside measure: a bug there, the actor lives on
-                    r = failed_row(job, "error", f"the Ray task failed: {_first_line(e)}")
+                    r = job.failed("error", f"the Ray task failed: {_first_line(e)}")
                 except RayError as e:  # the actor died (a signal, os.abort, its node lost)
-                    r = failed_row(job, "crashed", f"the Ray actor died: {_first_line(e)}")
+                    r = job.failed("crashed", f"the Ray actor died: {_first_line(e)}")
                 if r.status == "crashed":  # died, or a sticky CUDA fault: a fresh actor takes over
                     with contextlib.suppress(Exception):
                         ray.kill(self._actors[i])
@@ -207,7 +205,7 @@ class RayExecutor:
             if self.timeout_s is not None:
                 yield from self._expire(running, idle)
 
-    def _expire(self, running: dict[Any, list[Any]], idle: list[int]) -> Iterator[Result]:
+    def _expire(self, running: dict[Any, list[Any]], idle: list[int]) -> Iterator[Any]:
         import ray
 
         now = time.monotonic()
@@ -230,7 +228,7 @@ class RayExecutor:
                     ray.kill(self._actors[i])
                 self._new_actor(i)
                 idle.append(i)
-                yield failed_row(job, "timeout", why)
+                yield job.failed("timeout", why)
 
     def close(self) -> None:
         import ray

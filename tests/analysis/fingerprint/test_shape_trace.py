@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.fingerprint import mask_build, shape
+from attnscope.analysis.fingerprint import mask_ops, shape
 from attnscope.analysis.fingerprint.attribution import build_op_tree
 from attnscope.analysis.fingerprint.shape import AttentionCall
 from attnscope.api import analyze
@@ -859,7 +859,7 @@ def test_efficient_with_a_mask_is_not_read_as_unmasked() -> None:
 
 def test_the_mask_search_runs_only_with_a_call_and_a_tril(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    monkeypatch.setattr(mask_build, "find", lambda tree: seen.append(tree) or [])
+    monkeypatch.setattr(mask_ops, "find", lambda tree: seen.append(tree) or [])
     # a tril and no attention op; an attention op and no tril
     assert _calls_s(_build(3, 7, 4, 0, 1)) == []
     assert len(_calls_s([_flash([1, 2, 8, 64], [1, 2, 8, 64])])) == 1

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from attnscope.analysis.fingerprint.steps import parse
+from attnscope.analysis.fingerprint.loop_steps import parse
 from attnscope.api import analyze, analyze_traces
 from tests.rawtrace import DATA
 from tests.synth import PID, TID, doc, kernel, launch, op, write_kineto

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.recommend.model import annotate_rows
+from attnscope.analysis.recommend.model_points import annotate_rows
 from tests.analysis.recommend.model_rows import row as _row
 from tests.analysis.recommend.model_rows import timing as _timing
 

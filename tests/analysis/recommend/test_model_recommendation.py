@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.analysis.recommend.model import annotate_rows, recommend
+from attnscope.analysis.recommend.model_points import annotate_rows, recommend
 from tests.analysis.recommend.model_rows import row as _row
 from tests.analysis.recommend.model_rows import timing as _timing
 
@@ -199,7 +199,7 @@ def test_part_differences_name_the_parts_that_shrink_most_with_their_size():
 
 
 def test_as_generic_is_the_one_recommender_s_row():
-    from attnscope.analysis.recommend.model import as_generic
+    from attnscope.analysis.recommend.model_points import as_generic
 
     row = _row("sdpa", {**_timing(8_000, 7_950, 8_050), "method": "CUDA events, 20 steps"})
     row.update(batch=2, seq=128, case={"config": "tiny", "layers": 1, "dtype": "bf16", "device": "cuda"})

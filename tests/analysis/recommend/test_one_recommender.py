@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from attnscope.analysis.recommend import recommend
-from attnscope.analysis.recommend.model import annotate_rows, as_generic
+from attnscope.analysis.recommend.model_points import annotate_rows, as_generic
 from attnscope.api import annotate
 from attnscope.cli.main import main
 
@@ -134,15 +134,15 @@ def test_run_and_recommend_agree_on_a_tie_and_the_next_clear_step(tmp_path, caps
 
 def test_a_one_point_sweep_says_what_a_run_of_the_same_results_says(tmp_path, capsys):
     """The same results as a sweep's JSONL store (one row a line) and as a run document: the sweep's own
-    recommendation (attnscope.execute.sweep.recommendation) and `recommend` on the JSONL name the run's best."""
-    from attnscope.execute.sweep import recommendation
+    recommendation (attnscope.api.sweeping.recommendation) and `recommend` on the JSONL name the run's best."""
+    from attnscope.api.sweeping import recommendation
 
     doc = loaded_cpu_doc()
     want = _expected(doc)
     jsonl = tmp_path / "sweep.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in doc["results"]))
     run = annotate(copy.deepcopy(doc))["recommendation"]
-    sweep, _ = recommendation(copy.deepcopy(doc["results"]))
+    sweep = recommendation(copy.deepcopy(doc["results"]))
     (s,) = sweep["best"]
     (c,) = _recommend_cli(jsonl, tmp_path)["best"]
     for got in (s, c):

@@ -204,7 +204,7 @@ def _fallback_row(backend: str | None, mask: str | None = "causal", **kw: Any) -
 
 
 def _build(**kw: Any) -> dict[str, Any]:
-    """One build as mask_build.describe writes it: by default a top-left causal 2048×2048 mask made by the
+    """One build as mask_ops.describe writes it: by default a top-left causal 2048×2048 mask made by the
     caller and taken by SDPA as attn_mask, no kernels recorded."""
     b = {
         "op": "aten::tril",

@@ -1,10 +1,9 @@
 """The tour's optional last step: your model (``--model CONFIG``), one prefill step per
-``attn_implementation``, measured as ``attnscope model`` measures it (execute.model_runner), its rows turned
+``attn_implementation``, measured as ``attnscope model`` measures it (``attnscope.api.model``), its rows turned
 into results the ``--guess`` judge reads (the step time as the time per call)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from attnscope.core.answers import Question
@@ -53,24 +52,16 @@ MODEL_STEP = Step(
 
 
 def measure_model(config: str, device: str, size: Size) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(results for the judge, the model's description and rows for the transcript)."""
-    from attnscope.analysis.recommend.model import annotate_rows
-    from attnscope.execute.model_bench import IMPLS, BenchOptions
-    from attnscope.execute.model_job import ModelCase, ModelJob, measure
-    from attnscope.workloads.hf.config import _with_depth, build_config, describe, require_transformers, resolve
+    """(results for the judge, the model's description and rows for the transcript): one prefill point per
+    implementation through ``attnscope.api.model`` (the one campaign loop, in this process), annotated there."""
+    from attnscope.api import model
+    from attnscope.api.modeling import ModelGrid
 
-    spec = resolve(config)
-    require_transformers()
-    cfg = build_config(spec, layers=LAYERS[size])
-    opts = BenchOptions(device, "bf16", BATCH[size], SEQ[size], budget_s=0.3 if size == "gpu" else 0.1)
-    values = _with_depth({**spec.values, "model_type": cfg.model_type}, LAYERS[size])
-    case = ModelCase(
-        spec.name, spec.source, json.dumps(values, sort_keys=True), LAYERS[size], cfg.num_hidden_layers,
-        opts.batch, opts.seq, opts.dtype, device, "prefill",
-    )  # fmt: skip
-    # the model's own job path, in this process (the tour measures one small point per implementation)
-    rows = [measure(ModelJob(case, impl, budget_s=opts.budget_s, explicit=False)).row for impl in IMPLS]
-    recs = annotate_rows(rows)
+    grid = ModelGrid.build(
+        config, modes=["prefill"], points=[(BATCH[size], SEQ[size])], dtype="bf16", device=device, layers=LAYERS[size]
+    )
+    doc = model(grid, budget_s=0.3 if size == "gpu" else 0.1, executor="inline")
+    rows, recs = doc["results"], doc["recommendations"]
     kind = "gpu" if device.startswith("cuda") else "cpu"
     results = []
     for r in rows:
@@ -91,11 +82,11 @@ def measure_model(config: str, device: str, size: Size) -> tuple[list[dict[str, 
             }
         )
     about = {
-        "config": spec.name,
-        "model": describe(cfg),
+        "config": grid.spec.name,
+        "model": {k: v for k, v in doc["config"].items() if k not in ("name", "source", "about")},
         "recommendation": recs.get("prefill"),
-        "seq": opts.seq,
-        "batch": opts.batch,
+        "seq": SEQ[size],
+        "batch": BATCH[size],
     }
     return results, about
 

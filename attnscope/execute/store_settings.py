@@ -1,9 +1,9 @@
-"""The settings that shape a sweep's rows, kept beside its JSONL as ``<out>.settings.json``, so that ``--resume``
-never mixes rows measured under other settings without being told to (``--resume --force``).
+"""The settings that shape a sweep's (or a model's) rows, kept beside its JSONL as ``<out>.settings.json``, so
+that a resume never mixes rows measured under other settings without being told to (``--resume --force``).
 
-Recorded: the timing budget per timer, whether L2 is flushed between timed calls, the torch version, and the
-device (its kind, and the GPU's name where there is one).  Plain data: the command line collects and checks.
-"""
+Recorded: the timing budget per timer, whether L2 is flushed between timed calls (a sweep), the torch version, the
+transformers version (a model), and the device (its kind, and the GPU's name where there is one).  Plain data:
+the campaign loop (attnscope.api.campaign) collects and checks."""
 
 from __future__ import annotations
 
@@ -11,9 +11,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-KEYS = ("budget_s", "flush_l2", "torch", "device")
-WORDS = {"budget_s": "--budget", "flush_l2": "--flush-l2", "torch": "torch", "device": "device"}
-LIBRARY_WORDS = {"budget_s": "timing_budget_s", "flush_l2": "flush_l2", "torch": "torch", "device": "device"}
+KEYS = ("budget_s", "flush_l2", "torch", "transformers", "device")
+WORDS = {
+    "budget_s": "--budget",
+    "flush_l2": "--flush-l2",
+    "torch": "torch",
+    "transformers": "transformers",
+    "device": "device",
+}
+LIBRARY_WORDS = {
+    "budget_s": "timing_budget_s",
+    "flush_l2": "flush_l2",
+    "torch": "torch",
+    "transformers": "transformers",
+    "device": "device",
+}
 
 
 def settings_path(out: str | Path) -> Path:
@@ -28,6 +40,16 @@ def current(budget_s: float, flush_l2: bool, device: str) -> dict[str, Any]:
     if device.startswith("cuda") and torch.cuda.is_available():
         where = f"{device} ({torch.cuda.get_device_name(0 if device == 'cuda' else int(device.split(':')[1]))})"
     return {"budget_s": budget_s, "flush_l2": flush_l2, "torch": torch.__version__, "device": where}
+
+
+def model_current(budget_s: float, device: str) -> dict[str, Any]:
+    """This process's settings for a model's rows on ``device``: the budget per row, torch, transformers, the
+    device (torch and transformers are imported here)."""
+    import transformers
+
+    now = current(budget_s, False, device)
+    del now["flush_l2"]
+    return {**now, "transformers": transformers.__version__}
 
 
 def load(out: str | Path) -> dict[str, Any] | None:

@@ -35,14 +35,14 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
     signature, a function that raises on the case's shape, or a mask no built-in equals.
     ``mask_given``: the case's mask was stated (``--mask``), so the user's must equal it (default: whether
     ``case.mask`` is set)."""
-    from attnscope.variants import user_mods
+    from attnscope.variants import user_code
 
     if case.mask_mod is None and case.score_mod is None:
         return case, None
     case = dataclasses.replace(case, mask_mod=_absolute(case.mask_mod), score_mod=_absolute(case.score_mod))
     info: dict[str, Any] | None = None
     if case.mask_mod is not None:
-        found, why = user_mods.check_mask_mod(case)
+        found, why = user_code.check_mask_mod(case)
         name = Path(case.mask_mod).name
         if found.equivalent_builtin is None:
             tried = ", ".join(f"{m} at (q={d[0]}, k={d[1]})" for m, d in found.tried.items() if d is not None)
@@ -70,7 +70,7 @@ def check_user_mods(case: Case, mask_given: bool | None = None) -> tuple[Case, d
             "tried": {m: list(d) if d else None for m, d in found.tried.items()},
         }
     if case.score_mod is not None:
-        differs = user_mods.check_score_mod(case)
+        differs = user_code.check_score_mod(case)
         if differs is not None:
             raise UsageError(
                 f"score_mod {Path(case.score_mod).name} does not compute the case's score modification: {differs}; "

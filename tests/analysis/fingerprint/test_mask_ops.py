@@ -1,4 +1,4 @@
-"""A mask built in the trace (analysis/mask_build.py) and the advice it chooses, on small synthetic traces whose
+"""A mask built in the trace (fingerprint/mask_ops.py) and the advice it chooses, on small synthetic traces whose
 answer is worked out by hand (the op sequence torch 2.11 records for CausalBias and for user code)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from attnscope.analysis.fingerprint.attribution import Attribution, build_op_tree
-from attnscope.analysis.fingerprint.mask_build import NEAR, MaskBuild, _int, describe, find
+from attnscope.analysis.fingerprint.mask_ops import NEAR, MaskBuild, _int, describe, find
 from attnscope.analysis.fingerprint.shape import attention_calls
 from attnscope.analysis.rules.mask_build import mask_rebuilt
 from attnscope.api import analyze
@@ -66,7 +66,7 @@ def test_top_left_square_build_asks_for_is_causal_which_was_not_passed() -> None
     (c,) = attention_calls(tree)
     assert c.mask() == "causal" and c.flops() == 4 * 64 * 2 * (5 * 6 // 2)
     r = {"variant": "user", "device_kind": "cpu", "mask_rebuilt": True, "kernels": []}
-    from attnscope.analysis.fingerprint.mask_build import describe
+    from attnscope.analysis.fingerprint.mask_ops import describe
 
     r["mask_builds"] = [describe(tree, None, mb) for mb in find(tree)]
     (i,) = mask_rebuilt(r)
@@ -99,7 +99,7 @@ def test_mask_builds_travel_in_the_json(tmp_path) -> None:
     )
 
 
-# A causal mask built in the trace (analysis/mask_build.py), pinned rule by rule on small op lists written by hand.
+# A causal mask built in the trace (fingerprint/mask_ops.py), pinned rule by rule on small op lists written by hand.
 #
 # Each op list is the sequence torch 2.11 records (aten::ones → aten::empty/fill_ → aten::tril, then the attention
 # call and its aten::where), laid out in µs on one thread unless told; the expected answer of every test is read off

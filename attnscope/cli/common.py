@@ -1,0 +1,236 @@
+"""What every command of the command line shares: the exit statuses, the one-line argument parser, the terminal's
+console, the one progress bar (it draws the measuring loop's events: attnscope.api.campaign), stopping on a signal,
+the ``--html``/``--assets`` checks and the writing of ``--json``/``--html`` after the work."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from attnscope.cli import stop
+from attnscope.cli.flags import check_output_dir, check_output_file
+from attnscope.core.arguments import UsageError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERNAL = 70  # a bug, not bad input (sysexits' EX_SOFTWARE)
+EXIT_WRITE = 74  # a file could not be written after the work was done: a full disk (sysexits' EX_IOERR)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (no usage block) and exits 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        from attnscope.report.text.terminal import clean  # the message quotes what was typed
+
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {clean(message)} (see {self.prog} --help)\n")
+
+
+def console(*, markup: bool = False) -> Any:
+    """The terminal's Console: its width (COLUMNS where set; tables fit it, report/text/table.py), names printed
+    as data (no markup, control characters removed: report/text/terminal.py).  ``markup``: for text whose every
+    name is escaped with rich.markup.escape (the tour's)."""
+    from attnscope.report.text.terminal import console
+
+    return console(markup=markup)
+
+
+ASSETS_HELP = (
+    "write plotly once into DIR (shared by every page that names the same DIR) and link it, instead of inlining it: "
+    "a page of ~0.1 MB instead of ~4.8 MB; it then opens only beside DIR (see docs/report.md)"
+)
+
+
+def add_assets_arg(parser: Any, with_html: bool = True) -> None:
+    """``--assets DIR`` for a command that writes an HTML page (with ``--html`` where the page is optional)."""
+    parser.add_argument("--assets", metavar="DIR", help=("with --html: " if with_html else "") + ASSETS_HELP)
+
+
+def check_html(args: Any) -> None:  # args: the parsed flags, or a request with the same fields (html, assets)
+    """--html needs plotly and a writable path, --assets a page and a folder it can fill: say so before any work,
+    not after a long run."""
+    check_assets(args)
+    if getattr(args, "html", None):
+        from attnscope.report.html.page import require_plotly
+
+        check_output_file(args.html, "--html")
+        require_plotly()
+
+
+def check_assets(args: Any) -> None:
+    """``--assets`` names a folder that can be made and written, and comes with ``--html``."""
+    assets = getattr(args, "assets", None)
+    if assets is None:
+        return
+    if not getattr(args, "html", None):
+        raise UsageError("--assets holds the plotly of an HTML page: give --html PATH too")
+    check_output_dir(assets, "--assets")
+
+
+def write_outputs(args: Any, doc: dict[str, Any]) -> dict[str, str]:
+    """The document to --json, then the page to --html, each tried whatever became of the other; what could not be
+    written: {flag: why} (a WriteError's one line), said by :func:`say_unwritten` after the study is printed."""
+    from attnscope.core.files import WriteError
+    from attnscope.document.schema import write_atomic
+
+    unwritten: dict[str, str] = {}
+    if getattr(args, "json", None):
+        try:
+            write_atomic(args.json, doc)
+        except WriteError as e:
+            unwritten["--json"] = str(e)
+    try:
+        write_html(args, doc)
+    except WriteError as e:
+        unwritten["--html"] = str(e)
+    return unwritten
+
+
+def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
+    """--trace-dir's rows whose trace could not be moved there (the row itself measured): their note."""
+    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
+    lost = [n for n in notes if str(n).startswith("trace not kept")]
+    if not lost:
+        return {}
+    return {"--trace-dir": f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"}
+
+
+def say_unwritten(unwritten: dict[str, str]) -> int:
+    """One line per file not written (the measurement above is kept in the others, or only on screen); exit 74."""
+    import sys
+
+    for why in unwritten.values():
+        print(f"attnscope: error: {why}", file=sys.stderr)
+    return EXIT_WRITE
+
+
+def write_html(args: Any, doc: Any) -> None:
+    """After the JSON: a failing page never costs the results."""
+    if getattr(args, "html", None):
+        from attnscope.api.report import write_html
+
+        write_html(doc, args.html, assets=getattr(args, "assets", None))
+
+
+@contextlib.contextmanager
+def stopping() -> Iterator[None]:
+    """SIGTERM (`timeout`, job schedulers) and SIGHUP (a closed terminal) stop the command as Ctrl-C does, while
+    it measures; the handlers before are put back after.  A stop inside the measuring loop arrives as its
+    ``Interrupted`` (every finished row saved, ``what`` saying where): :func:`attnscope.cli.main.main` says that."""
+    old = stop.install()
+    try:
+        yield
+    finally:
+        stop.restore(old)
+
+
+class Progress:
+    """The one progress bar (stderr): a spinner, then for a campaign of several jobs the bar, done/total, elapsed
+    time and ETA and the counts by status; the job now running.  ``lines``: where stderr is not a terminal (a log
+    file, CI), one plain line per finished job instead.  ``quiet``: nothing.  Call it with each event of
+    :func:`attnscope.api.campaign.measure_jobs` (``on_event``)."""
+
+    def __init__(self, title: str = "", *, bar: bool = True, lines: bool = True, quiet: bool = False) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
+
+        from attnscope.report.text.terminal import console as terminal_console
+
+        out = terminal_console(stderr=True)
+        self.plain = lines and not quiet and not out.is_terminal
+        self.title, self.bar = title, bar
+        self.total, self.done = 0, 0
+        self.counts: dict[str, int] = {}
+        columns: list[Any] = [SpinnerColumn()]
+        if bar:
+            columns += [BarColumn(bar_width=30), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA")]
+            columns += [TimeRemainingColumn(), TextColumn("{task.fields[counts]}", markup=False)]
+        else:
+            columns.append(TimeElapsedColumn())
+        columns.append(TextColumn("{task.description}", markup=False))
+        self.progress = RichProgress(*columns, console=out, transient=not bar, disable=quiet or not out.is_terminal)
+        self.task = self.progress.add_task(title, total=None, counts="")
+
+    def __enter__(self) -> Progress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def __call__(self, event: Any) -> None:
+        from attnscope.api.campaign import Finished, Planned, Started
+
+        if isinstance(event, Planned):
+            self.total = event.total
+            self.progress.update(self.task, total=event.total)
+        elif isinstance(event, Started):  # a spinner names the variant after the title (the case); a bar the job
+            what = f"{self.title}: {event.variant}" if not self.bar and self.title else event.label
+            self.progress.update(self.task, description=what)
+        elif isinstance(event, Finished):
+            self._finished(event)
+
+    def _finished(self, e: Any) -> None:
+        import sys
+
+        from attnscope.report.text.sweep_summary import counts_text
+        from attnscope.report.text.terminal import clean
+
+        self.done += 1
+        self.counts[e.status] = self.counts.get(e.status, 0) + 1
+        self.progress.update(self.task, advance=1, counts=counts_text(self.counts))
+        if self.plain:
+            line = f"[{self.done}/{self.total}] {e.status} {e.label}: {_said(e.row)}"
+            print(clean(line), file=sys.stderr, flush=True)
+
+
+def _said(row: dict[str, Any]) -> str:
+    """A finished row in a few words: its median time where it has one, else why not."""
+    t = row.get("median_us")
+    if t is not None:
+        return f"{t:,.1f} µs per step"
+    timed = row.get("gpu_time") or row.get("cpu_time")
+    if row.get("status") == "ok" and isinstance(timed, dict) and timed.get("median_us") is not None:
+        return f"{timed['median_us']:,.1f} µs"
+    return " ".join(str(row.get("reason") or "").split())[:160]
+
+
+# a recorded setting as the flag (or the thing) that sets it
+SETTING_WORDS = {
+    "budget_s": "--budget",
+    "flush_l2": "--flush-l2",
+    "torch": "torch",
+    "transformers": "transformers",
+    "device": "device",
+}
+
+
+@contextlib.contextmanager
+def store_in_flag_words() -> Iterator[None]:
+    """The API's refusals of a store (attnscope.api.campaign: it already holds rows and this is no resume, or the
+    rows there were measured with other settings), said in the flags' words."""
+    from attnscope.api.campaign import SettingsDiffer, StoreHoldsRows
+
+    try:
+        yield
+    except StoreHoldsRows as e:
+        if not e.rows:
+            raise UsageError(f"--out {e.out}: not an attnscope store (no result rows); choose another file") from None
+        raise UsageError(
+            f"--out {e.out} already holds {e.rows} row(s): pass --resume to measure only what is missing, or choose "
+            "another file"
+        ) from None
+    except SettingsDiffer as e:
+        said = "; ".join(f"{SETTING_WORDS[k]} {a} → {b}" for k, a, b in e.differences)
+        raise UsageError(
+            f"--resume: the rows in {e.out} were measured with other settings ({said}, as recorded in {e.path}): give "
+            "the same settings, another --out, or --resume --force to add rows measured otherwise"
+        ) from None
