@@ -100,29 +100,6 @@ def check_trace_names(trace_dir: str | Path | None, names: Iterable[str], output
             )
 
 
-def check_fresh_store(
-    path: str | Path | None, *, resume: bool, count: Callable[[], int] | None = None, what: str = "out"
-) -> None:
-    """The one "out already holds rows" check (run's, sweep's and model's stores): a store with anything in it is
-    completed only when resuming, never appended to by a new campaign.  ``count`` says how many rows it holds (for
-    the message); ``what`` names the store as the caller calls it (the command line says ``--out``)."""
-    if resume or not path:
-        return
-    p = Path(path)
-    try:
-        empty = not p.is_file() or p.stat().st_size == 0
-    except OSError:  # cannot be read: the output checks say why
-        return
-    if empty:
-        return
-    n = count() if count is not None else None
-    held = f"{n} row(s)" if n is not None else "rows"
-    raise UsageError(
-        f"{what} {path} already holds {held}: pass resume to measure only what is missing, or name another file",
-        fields=(what, "resume"),
-    )
-
-
 # ------------------------------------------------------------------------------------------------ the one writer
 
 

@@ -187,8 +187,8 @@ def test_a_store_that_holds_rows_is_refused_by_the_one_check_naming_out_and_resu
     _store_with_two_rows(out)
     assert main([*command, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"attnscope: error: --out {out} already holds ")
-    assert "pass --resume to measure only what is missing, or name another file" in err and err.count("\n") == 1
+    assert err.startswith(f"attnscope: error: --out {out} already holds 2 row(s)")
+    assert "pass --resume to measure only what is missing, or choose another file" in err and err.count("\n") == 1
 
 
 def test_api_sweep_refuses_a_store_that_holds_rows_in_the_library_s_words(tmp_path) -> None:
@@ -196,7 +196,7 @@ def test_api_sweep_refuses_a_store_that_holds_rows_in_the_library_s_words(tmp_pa
 
     out = tmp_path / "s.jsonl"
     _store_with_two_rows(out)
-    with pytest.raises(UsageError) as e:
+    with pytest.raises(ValueError) as e:  # attnscope.api.campaign.StoreHoldsRows
         sweep([make_case("cpu", seq_q=16, heads=1, head_dim=8)], ["naive"], out=out)
-    assert str(e.value).startswith(f"out {out} already holds ")
-    assert "pass resume to measure only what is missing" in str(e.value) and "--" not in str(e.value)
+    assert str(e.value).startswith(f"{out} already holds 2 row(s)")
+    assert "pass resume=True to measure only what is missing" in str(e.value) and "--" not in str(e.value)

@@ -36,7 +36,7 @@ def test_resume_needs_out(capsys):
 
 def test_out_with_rows_needs_resume(tmp_path, capsys):
     out = tmp_path / "m.jsonl"
-    out.write_text('{"variant": "eager"}\n')
+    out.write_text('{"variant": "eager", "status": "ok"}\n')
     assert "--resume" in _usage(capsys, ["--out", str(out)])
 
 

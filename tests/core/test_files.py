@@ -217,26 +217,3 @@ def test_check_trace_names_refuses_only_a_trace_of_the_folder(tmp_path, monkeypa
     for out in ("t/naive.json", "./t/../t/sdpa_math.json", str(tmp_path / "t" / "naive.json")):
         with pytest.raises(UsageError, match="is where trace_dir keeps the trace"):
             check_trace_names("t", names, [("--json", out)])
-
-
-def test_check_fresh_store_refuses_only_a_store_that_holds_something_without_resume(tmp_path):
-    """The one "out already holds rows" check: missing, empty or resumed passes; anything in it, not resumed, is
-    refused naming the store and how many rows it holds (the count the caller gives, here 2 written by hand)."""
-    from attnscope.core.arguments import UsageError
-    from attnscope.core.files import check_fresh_store
-
-    p = tmp_path / "s.jsonl"
-    check_fresh_store(p, resume=False)  # missing
-    check_fresh_store(None, resume=False)  # no store
-    p.write_text("")
-    check_fresh_store(p, resume=False)  # empty
-    p.write_text('{"a": 1}\n{"a": 2}\n')
-    check_fresh_store(p, resume=True)  # resumed: completed, not refused
-    with pytest.raises(UsageError) as e:
-        check_fresh_store(p, resume=False, count=lambda: 2)
-    assert str(e.value) == (
-        f"out {p} already holds 2 row(s): pass resume to measure only what is missing, or name another file"
-    )
-    assert e.value.fields == ("out", "resume")
-    with pytest.raises(UsageError, match=r"already holds rows: "):
-        check_fresh_store(p, resume=False)  # no count given: "rows"
