@@ -186,3 +186,20 @@ def test_a_gap_on_a_bucket_bound_goes_to_the_longer_bucket():
         t += 1.0 + (gap or 0.0)
     (dev,) = idle_time(evs)["devices"]
     assert dev["gaps_by_length"] == {"<10us": 1, "10-100us": 1, "100us-1ms": 1, ">1ms": 1}
+
+
+def test_a_repeated_correlation_id_names_the_first_runtime_call_that_carries_it():
+    # two launches carry correlation 11 (the id reused): the kernel goes to the first, inside aten::addmm at 20 µs,
+    # not the later one inside aten::relu at 70 µs
+    events = [
+        op("aten::linear", 0, 100, 1),
+        op("aten::addmm", 10, 50, 2),
+        op("aten::relu", 60, 30, 3),
+        launch(20, corr=11, ext=2),
+        launch(70, corr=11, ext=3),
+        kernel("gemm_kernel", 200, 10, corr=11),
+    ]
+    _, an = _analyse(events)
+    att = an.attribution
+    assert att.launcher_of(0).name == "aten::addmm" and att.rule == ["correlation"]
+    assert [k.launched_by for k in an.fingerprint.kernels] == ["aten::addmm"]
