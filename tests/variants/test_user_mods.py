@@ -221,9 +221,22 @@ def test_the_score_check_tolerance_is_one_millionth(tmp_path):
 
         def far(score, b, h, q, kv):
             return torch.where((q == 15) & (kv == 3), score + 1e-3, score)
+
+        def inside(score, b, h, q, kv):
+            return torch.where((q == 7) & (kv == 15), score + 1.2e-6, score)
+
+        def outside(score, b, h, q, kv):
+            return torch.where((q == 7) & (kv == 15), score + 2e-6, score)
         """,
     )
     assert user_mods.check_score_mod(_score_case(p, "near")) is None
+    # at query 7, key 15 the score is −120 + 240·127/255 = −0.4706: allowed 1e-6 + 1e-6 · 0.4706 = 1.47e-6
+    assert user_mods.check_score_mod(_score_case(p, "inside")) is None
+    s7 = -120.0 + 240.0 * 127 / 255
+    assert user_mods.check_score_mod(_score_case(p, "outside")) == (
+        f"at query 7, key 15, score {s7:.4g} it gives {s7 + 2e-6:.6g} where the case's flags "
+        f"(no --softcap, no --alibi) give {s7:.6g}"
+    )
     why = user_mods.check_score_mod(_score_case(p, "far"))
     s = -120.0 + 240.0 * (15 * 16 + 3) / 255
     assert why == (

@@ -172,3 +172,84 @@ def test_a_replay_on_several_streams_is_matched_with_a_warning(tmp_path: Path) -
     g = analyze(_write(tmp_path, ev)).trace_summary["cuda_graphs"]
     assert g["matched_events"] == 3 and g["methods"] == {"order and kind": 1}
     assert "2 streams" in g["notes"][0]["why"]
+
+
+def test_launch_kinds_by_runtime_call_name() -> None:
+    from attnscope.analysis.fingerprint.graphs import launch_kind
+
+    assert launch_kind("cudaLaunchKernel") == "kernel" and launch_kind("cuLaunchKernelEx") == "kernel"
+    assert launch_kind("cudaMemcpyAsync") == "memcpy" and launch_kind("cudaMemsetAsync") == "memset"
+    # copies to and from a symbol are set-up, not a launch a graph replays
+    assert launch_kind("cudaMemcpyToSymbol") is None and launch_kind("cudaMemcpyFromSymbol") is None
+    assert launch_kind("cudaStreamSynchronize") is None
+
+
+def test_an_event_of_the_first_replay_is_matched() -> None:
+    from attnscope.analysis.fingerprint.graphs import GraphAttribution
+
+    ga = GraphAttribution([], [0, -1, 1, 0], ["aten::mm", "aten::add", None, "aten::mm"], [None] * 4, [None] * 4,
+                          "start time", "this trace")  # fmt: skip
+    # replay 0 (the first) with a capture op: matched; no replay, or no op: not
+    assert [ga.matched(k) for k in range(4)] == [True, False, False, True]
+
+
+def test_a_launch_that_runs_inside_the_brackets_does_not_split_the_capture(tmp_path: Path) -> None:
+    ev = _capture()
+    # a kernel launched and run on another stream at 45 µs, between the captured mm and flash launches
+    ev += [op("aten::fill_", 44, 3, 50), launch(45, 500, 50), kernel("fill_kernel", 46, 1.0, 500, stream=9)]
+    g = analyze(_write(tmp_path, ev + _replay(1000, 50))).trace_summary["cuda_graphs"]
+    assert g["capture"]["launches_per_capture"] == [3] and g["matched_events"] == 3
+
+
+def test_launches_before_an_end_without_its_begin_are_no_capture(tmp_path: Path) -> None:
+    # the trace starts inside a capture: three launches that never ran, then EndCapture with no BeginCapture before
+    # it; a whole capture of two launches (mm, flash) follows, between its brackets
+    head = [e for e in _capture() if e["name"] != "cudaStreamBeginCapture"]
+    whole = [launch(150, 902, None, name="cudaStreamBeginCapture")]
+    for i in range(2):
+        whole += [op(OPS[i], 160 + 30 * i, 20, 21 + i), launch(162 + 30 * i, 31 + i, 21 + i)]
+    whole.append(launch(250, 903, None, name="cudaStreamEndCapture"))
+    g = analyze(_write(tmp_path, head + whole + _replay(1000, 50))).trace_summary["cuda_graphs"]
+    assert g["capture"]["launches_per_capture"] == [2] and g["matched_events"] == 0
+    assert g["notes"][0]["why"] == (
+        "the replay ran 3 events (3 kernels); no capture recorded that sequence (captures of 2 launches)"
+    )
+
+
+def test_a_captured_launch_without_an_external_id_takes_the_op_around_it(tmp_path: Path) -> None:
+    ev = _capture(brackets=False)
+    for e in ev:
+        if e["cat"] == "cuda_runtime":
+            del e["args"]["External id"]
+    s = analyze(_write(tmp_path, ev + _replay(1000, 50))).trace_summary
+    g = s["cuda_graphs"]
+    assert g["capture"]["kind"] == "captured launches" and g["matched_events"] == 3
+    assert {o["op"]: o["time_us"] for o in s["top_ops"]} == {OPS[i]: DURS[i] for i in range(3)}
+
+
+def test_the_notes_of_a_replay_say_what_ran_and_what_was_captured(tmp_path: Path) -> None:
+    ev = _capture()
+    ev = [e for e in ev if not (e.get("args", {}).get("correlation") == 13 or e["name"] == "aten::add")]
+    g = analyze(_write(tmp_path, ev + _replay(1000, 50))).trace_summary["cuda_graphs"]
+    assert g["notes"][0]["why"] == (
+        "the replay ran 3 events (3 kernels); no capture recorded that sequence (captures of 2 launches)"
+    )
+    ev = _capture() + _replay(1000, 50)
+    ev[-1]["args"]["stream"] = 9
+    g = analyze(_write(tmp_path, ev, "s.json")).trace_summary["cuda_graphs"]
+    assert g["notes"][0]["why"] == (
+        "the replay ran on 2 streams and carries no graph node id: its start order may differ from the capture's, "
+        "and kinds alone cannot tell (matched by start order anyway)"
+    )
+
+
+def test_each_replay_of_a_captured_backward_call_counts_as_a_backward_call(tmp_path: Path) -> None:
+    bwd = "aten::_scaled_dot_product_flash_attention_backward"
+    ev = [launch(5, 900, None, name="cudaStreamBeginCapture"), op(bwd, 10, 20, 1), launch(12, 11, 1)]
+    ev.append(launch(100, 901, None, name="cudaStreamEndCapture"))
+    for t, corr in ((1000, 50), (2000, 60)):
+        ev += [launch(t, corr, None, name="cudaGraphLaunch"), kernel("flash_bwd_kernel", t + 10, 30.0, corr)]
+    s = analyze(_write(tmp_path, ev)).trace_summary
+    (fam,) = s["attention_families"]
+    assert fam["family"] == "flash"
+    assert (fam["num_forward_calls"], fam["num_backward_calls"]) == (0, 2)
