@@ -203,3 +203,17 @@ def test_a_repeated_correlation_id_names_the_first_runtime_call_that_carries_it(
     att = an.attribution
     assert att.launcher_of(0).name == "aten::addmm" and att.rule == ["correlation"]
     assert [k.launched_by for k in an.fingerprint.kernels] == ["aten::addmm"]
+
+
+def test_a_copy_with_its_shape_but_one_recorded_type_leaves_its_dtod_a_hidden_copy():
+    """copy_ with Input Dims but a single Input type cannot be judged by its types: its DtoD memcpy is still a
+    hidden copy, read from the memcpy event (1 MiB, 40 µs), not dropped as if the typed path had counted it."""
+    events = [
+        op("aten::masked_fill", 0, 100, 1),
+        op("aten::copy_", 10, 60, 3, **{"Input Dims": [[4, 8]], "Input type": ["float"]}),
+        launch(20, corr=11, ext=3, name="cudaMemcpyAsync"),
+        kernel("Memcpy DtoD (Device -> Device)", 100, 40, corr=11, cat="gpu_memcpy", bytes=1 << 20),
+    ]
+    _, an = _analyse(events)
+    (c,) = an.fingerprint.hidden_copies
+    assert (c.op, c.copy_op, c.bytes, c.duration_us) == ("aten::masked_fill", "aten::copy_", 1 << 20, 40)

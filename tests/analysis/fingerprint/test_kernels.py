@@ -154,3 +154,10 @@ def test_the_cuda_core_rule_comes_before_the_16_bit_operand_rule():
         assert K.tensor_core_precision(name, "gemm") is None, name
     assert K.tensor_cores("cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_nn_align8", "gemm") is True
     assert K.tensor_cores("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", "gemm") is True
+
+
+def test_a_name_that_is_not_ascii_is_read_by_the_case_folding_pattern():
+    # the lowered twin serves ASCII names only; a kernel name with a non-ASCII character takes the original pattern
+    assert K.classify_gpu("nvjet_sm90_tst_ü_TNT") == "gemm"
+    assert K.classify_gpu("Memcpy_ü", "memcpy") == "memcpy"
+    assert K.classify_gpu("kernel_ü") == "other"

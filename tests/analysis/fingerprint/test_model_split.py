@@ -478,3 +478,45 @@ def test_fit_to_timed_reads_the_step_span_first_and_its_bounds():
         "by 0.0800 (timed / profiled), the profiled step's shares applied to the timed step: an estimate, since the "
         "profiler's cost is per op"
     )
+
+
+def test_an_op_on_a_thread_without_ranges_or_autograd_node_is_other_not_backward():
+    """An op on a thread that carries no attnscope.model range and runs under no autograd node: the rest's
+    'other' (its kernel's 4 µs), not 'backward_other'."""
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::matmul", 30, 50, 1, 20.0),
+        *launched("aten::add", 300, 10, 2, 4.0, tid=300),
+    ]
+    rest = breakdown(trace_from_doc(doc(events)))["rest"]
+    assert rest["parts"]["other"] == pytest.approx(4) and rest["parts"]["backward_other"] == 0
+
+
+def test_a_copy_in_a_backward_range_is_tagged_backward_without_an_autograd_node():
+    """bf16 → bf16 copies of [1, 2, 16, 8] (512 B) inside attention: one in the forward range, one in the backward
+    range with no autograd node above it; each tagged by its range."""
+    cp = {"Input type": [BF16, BF16], "Input Dims": [[1, 2, 16, 8]] * 2}
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::copy_", 30, 20, 1, 3.0, **cp),
+        scope("attention", "m.layers.0.attn", 500, 300, tid=BWD_TID, backward=True),
+        *launched("aten::copy_", 520, 20, 2, 5.0, tid=BWD_TID, **cp),
+    ]
+    copies = breakdown(trace_from_doc(doc(events)))["attention"]["hidden_copies"]
+    got = sorted((c["backward"], c["duration_us"], c["bytes"]) for c in copies)
+    assert got == [(False, 3.0, 512), (True, 5.0, 512)]
+
+
+def test_shares_of_a_step_shorter_than_one_microsecond():
+    """A 0.5 µs step (0.3 µs attention, 0.2 µs rest): shares 0.6 and 0.4, not 0."""
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::matmul", 30, 50, 1, 0.3),
+        *launched("aten::add", 300, 10, 2, 0.2),
+    ]
+    s = breakdown(trace_from_doc(doc(events)))
+    assert s["total_us"] == pytest.approx(0.5)
+    assert s["attention"]["share"] == pytest.approx(0.6) and s["rest"]["share"] == pytest.approx(0.4)
