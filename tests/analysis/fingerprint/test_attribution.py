@@ -217,3 +217,27 @@ def test_a_copy_with_its_shape_but_one_recorded_type_leaves_its_dtod_a_hidden_co
     _, an = _analyse(events)
     (c,) = an.fingerprint.hidden_copies
     assert (c.op, c.copy_op, c.bytes, c.duration_us) == ("aten::masked_fill", "aten::copy_", 1 << 20, 40)
+
+
+def test_idle_time_sorts_events_given_out_of_start_order():
+    from attnscope.analysis.fingerprint.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    def ev(ts: float, dur: float) -> GpuEvent:
+        return GpuEvent("kernel", f"k{ts:g}", ts, dur, None, None, 0, 7)
+
+    # by start: [0, 10], [50, 55], [100, 110]: span 110, busy 10 + 5 + 10 = 25, two gaps (40 and 45 µs)
+    (d,) = idle_time([ev(100, 10), ev(0, 10), ev(50, 5)])["devices"]
+    assert (d["span_us"], d["busy_us"], d["idle_us"], d["num_gaps"]) == (110, 25, 85, 2)
+
+
+def test_attention_time_refuses_lists_that_do_not_line_up():
+    from attnscope.analysis.fingerprint.attribution import build_op_tree
+    from attnscope.analysis.fingerprint.shape import attention_time_us
+
+    tree = build_op_tree(trace_from_doc(doc([op("aten::scaled_dot_product_attention", 0, 10, 1)])).cpu_ops)
+    with pytest.raises(ValueError) as e:
+        attention_time_us(tree, [0, -1], [3.0])
+    assert str(e.value) == "2 launchers and 1 durations: the lists do not line up"
+    # the op's own event (3 µs) is attention's; the one no op launched (-1) is not
+    assert attention_time_us(tree, [0, -1], [3.0, 4.0]) == 3.0

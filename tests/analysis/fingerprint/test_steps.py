@@ -231,3 +231,20 @@ def test_a_launch_goes_to_its_own_thread_s_step_where_steps_of_two_threads_overl
     ]
     st = analyze(_write(tmp_path, ev)).trace_summary["steps"]
     assert [s["gpu_time_us"] for s in st["steps"]] == [5.0, 2.0]
+
+
+def test_vllm_step_with_no_request_is_of_unknown_kind() -> None:
+    assert parse("execute_context_0(0)_generation_0(0)") == (
+        "vLLM execute_context ranges",
+        "unknown",
+        None,
+        None,
+        {"prefill_requests": 0, "prefill_tokens": 0, "decode_requests": 0, "decode_tokens": 0},
+    )
+
+
+def test_an_unmatched_replay_launched_inside_an_op_is_still_unattributed(tmp_path: Path) -> None:
+    """The graph launch sits inside an op (found by time): its replayed gemm and add still stand for no known op."""
+    ev = [op("CUDAGraph::replay", 990, 30, None), *_graph_step(0, 1000, 50, 20.0)]
+    (s,) = analyze(_write(tmp_path, ev)).trace_summary["steps"]["steps"]
+    assert (s["attention_us"], s["rest_us"], s["unattributed_us"]) == (20.0, 0.0, 15.0)
