@@ -253,3 +253,44 @@ def test_each_replay_of_a_captured_backward_call_counts_as_a_backward_call(tmp_p
     (fam,) = s["attention_families"]
     assert fam["family"] == "flash"
     assert (fam["num_forward_calls"], fam["num_backward_calls"]) == (0, 2)
+
+
+def _impls(s: dict[str, Any]) -> dict[str, list[str]]:
+    return {f["family"]: f["implementations"] for f in s["attention_families"]}
+
+
+def test_kernels_of_no_family_under_an_attention_op_say_how_they_belong(tmp_path: Path) -> None:
+    """A gemm under the math SDPA op is math 'decomposed into generic kernels'; a fill kernel under the flash op is
+    flash's 'helper kernel' (neither name names a family)."""
+    ev = [
+        op("aten::_scaled_dot_product_attention_math", 0, 100, 1),
+        op("aten::bmm", 10, 20, 2),
+        launch(12, 11, 2),
+        kernel("nvjet_gemm", 200, 10.0, 11),
+        op("aten::_scaled_dot_product_flash_attention", 300, 50, 3),
+        launch(305, 12, 3),
+        kernel("void at::native::fill_kernel", 400, 2.0, 12),
+    ]
+    s = analyze(_write(tmp_path, ev)).trace_summary
+    assert _impls(s) == {"math": ["decomposed into generic kernels"], "flash": ["helper kernel"]}
+
+
+def test_replayed_kernels_of_no_family_take_the_capture_trace_s_op_family(tmp_path: Path) -> None:
+    """The capture (another trace) records a gemm launched under the math SDPA op and a fill under the flash op;
+    replayed here, the two kernels read as math's generic kernels and flash's helper."""
+    cap = [
+        launch(5, 900, None, name="cudaStreamBeginCapture"),
+        op("aten::_scaled_dot_product_attention_math", 10, 40, 1),
+        op("aten::bmm", 15, 20, 2),
+        launch(17, 11, 2),
+        op("aten::_scaled_dot_product_flash_attention", 60, 30, 3),
+        launch(65, 12, 3),
+        launch(100, 901, None, name="cudaStreamEndCapture"),
+    ]
+    rep = [
+        launch(1000, 50, None, name="cudaGraphLaunch"),
+        kernel("nvjet_gemm", 1010, 10.0, 50),
+        kernel("void at::native::fill_kernel", 1030, 2.0, 50),
+    ]
+    s = analyze(_write(tmp_path, rep, "replay.json"), capture=_write(tmp_path, cap, "capture.json")).trace_summary
+    assert _impls(s) == {"math": ["decomposed into generic kernels"], "flash": ["helper kernel"]}
