@@ -241,3 +241,32 @@ def test_attention_time_refuses_lists_that_do_not_line_up():
     assert str(e.value) == "2 launchers and 1 durations: the lists do not line up"
     # the op's own event (3 µs) is attention's; the one no op launched (-1) is not
     assert attention_time_us(tree, [0, -1], [3.0, 4.0]) == 3.0
+
+
+def test_gathers_of_kv_rows_are_copies_of_the_rows_they_pick():
+    """index_select of [pages, page tokens, heads, head_dim] rows called by the user's code: a copy of
+    len(index) × (elements of one row) × 2 bytes (bf16).  A 2-D lookup and one under an aten op are not counted."""
+    bf16 = "c10::BFloat16"
+
+    def sel(ts: float, ext: int, src: list[int], n: int, concrete: bool = True, **kw):
+        args = {"Input Dims": [src, [], [n]], "Input type": [bf16, "Scalar", "long int"]}
+        if concrete:
+            args["Concrete Inputs"] = ["", "0", ""]
+        return op("aten::index_select", ts, 10, ext, **args, **kw)
+
+    events = [
+        sel(0, 1, [100, 8], 4),  # an embedding-like 2-D lookup: left alone
+        op("aten::embedding", 20, 30, 2),
+        sel(25, 3, [10, 4, 2, 8], 3),  # under an aten op: left alone
+        sel(100, 4, [64, 16, 2, 8], 6),
+        launch(101, corr=11, ext=4),
+        kernel("index_select_kernel", 300, 4.0, corr=11),
+        sel(200, 5, [32, 16, 2, 8], 5, concrete=False),  # no dim recorded: dim 0
+    ]
+    _, an = _analyse(events)
+    got = [(c.kind, c.bytes, c.dims, c.device_event, c.duration_us) for c in an.fingerprint.hidden_copies]
+    # 6 pages × (16·2·8 elements) × 2 B = 3,072 B; 5 pages × 256 × 2 B = 2,560 B
+    assert got == [
+        ("gather", 3072, (6, 16, 2, 8), "index_select_kernel", 4.0),
+        ("gather", 2560, (5, 16, 2, 8), None, None),
+    ]

@@ -294,3 +294,12 @@ def test_replayed_kernels_of_no_family_take_the_capture_trace_s_op_family(tmp_pa
     ]
     s = analyze(_write(tmp_path, rep, "replay.json"), capture=_write(tmp_path, cap, "capture.json")).trace_summary
     assert _impls(s) == {"math": ["decomposed into generic kernels"], "flash": ["helper kernel"]}
+
+
+def test_a_capture_outside_the_profiled_call_is_not_used(tmp_path: Path) -> None:
+    """The trace's attnscope::call range holds only the replay; the capture before it lies outside the analysed
+    window (its ops are not in the tree), so the replay is matched to no capture."""
+    call = {"ph": "X", "cat": "user_annotation", "name": "attnscope::call", "pid": 100, "tid": 100, "ts": 990,
+            "dur": 200}  # fmt: skip
+    g = analyze(_write(tmp_path, [*_capture(), call, *_replay(1000, 50)])).trace_summary["cuda_graphs"]
+    assert g["matched_events"] == 0 and g["capture"]["num_captures"] == 0

@@ -520,3 +520,18 @@ def test_shares_of_a_step_shorter_than_one_microsecond():
     s = breakdown(trace_from_doc(doc(events)))
     assert s["total_us"] == pytest.approx(0.5)
     assert s["attention"]["share"] == pytest.approx(0.6) and s["rest"]["share"] == pytest.approx(0.4)
+
+
+def test_a_cpu_step_its_ops_fill_has_nothing_unattributed():
+    """Ops back to back over the whole 100 µs step: 60 µs attention, 40 µs mlp, 0 outside any op."""
+    events = [
+        scope("step", "prefill", 0, 100),
+        scope("attention", "m.layers.0.attn", 0, 60),
+        op("aten::matmul", 0, 60, 1),
+        scope("mlp", "m.layers.0.mlp", 60, 40),
+        op("aten::mm", 60, 40, 2),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["device"] == "cpu" and b["total_us"] == pytest.approx(100)
+    assert b["attention"]["time_us"] == pytest.approx(60) and b["rest"]["parts"]["mlp"] == pytest.approx(40)
+    assert b["unattributed_us"] == 0
