@@ -535,3 +535,37 @@ def test_a_cpu_step_its_ops_fill_has_nothing_unattributed():
     assert b["device"] == "cpu" and b["total_us"] == pytest.approx(100)
     assert b["attention"]["time_us"] == pytest.approx(60) and b["rest"]["parts"]["mlp"] == pytest.approx(40)
     assert b["unattributed_us"] == 0
+
+
+def _step_range(i: int, ts: float, dur: float) -> dict[str, Any]:
+    return {"ph": "X", "cat": "user_annotation", "name": f"attnscope.step[decode] {i}", "pid": PID, "tid": TID,
+            "ts": ts, "dur": dur}  # fmt: skip
+
+
+def test_each_step_of_a_decode_loop_is_split_on_its_own_window():
+    """Three attnscope.step ranges: steps 0 and 1 each hold a step scope, an attention scope from the range's first
+    µs (its matmul starting there too) and an add outside attention; step 2 holds no attention scope."""
+    A = "m.layers.0.attn"
+    events = [
+        _step_range(0, 0, 500),
+        scope("step", "decode", 0, 500),
+        scope("attention", A, 0, 100),
+        *launched("aten::matmul", 0, 50, 1, 30.0),
+        *launched("aten::add", 200, 10, 2, 10.0),
+        _step_range(1, 1000, 500),
+        scope("step", "decode", 1000, 500),
+        scope("attention", A, 1000, 100),
+        *launched("aten::matmul", 1000, 50, 3, 50.0),
+        *launched("aten::add", 1200, 10, 4, 10.0),
+        _step_range(2, 2000, 100),
+        *launched("aten::add", 2010, 10, 5, 7.0),
+    ]
+    from attnscope.analysis.fingerprint.model_split import breakdown_per_step
+
+    got = breakdown_per_step(trace_from_doc(doc(events)))
+    # step 0: 30 of 40 µs attention (0.75); step 1: 50 of 60 (0.8333)
+    assert got == [
+        {"attention_us": 30.0, "rest_us": 10.0, "unattributed_us": 0.0, "total_us": 40.0, "attention_share": 0.75},
+        {"attention_us": 50.0, "rest_us": 10.0, "unattributed_us": 0.0, "total_us": 60.0, "attention_share": 0.8333},
+        {"attention_us": None, "rest_us": None, "unattributed_us": None, "total_us": None, "attention_share": None},
+    ]
