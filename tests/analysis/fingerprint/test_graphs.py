@@ -303,3 +303,16 @@ def test_a_capture_outside_the_profiled_call_is_not_used(tmp_path: Path) -> None
             "dur": 200}  # fmt: skip
     g = analyze(_write(tmp_path, [*_capture(), call, *_replay(1000, 50)])).trace_summary["cuda_graphs"]
     assert g["matched_events"] == 0 and g["capture"]["num_captures"] == 0
+
+
+def test_an_eager_backward_call_beside_graph_replays_counts_as_backward(tmp_path: Path) -> None:
+    """The replay stands for the capture's flash forward (1 forward call); the flash backward op launched its kernel
+    itself, eagerly (1 backward call)."""
+    bwd = [
+        op("aten::_scaled_dot_product_flash_attention_backward", 3000, 50, 30),
+        launch(3005, 70, 30),
+        kernel("flash_bwd_kernel", 3100, 40.0, 70),
+    ]
+    s = analyze(_write(tmp_path, _capture() + _replay(1000, 50) + bwd)).trace_summary
+    fam = {f["family"]: (f["num_forward_calls"], f["num_backward_calls"]) for f in s["attention_families"]}
+    assert fam == {"flash": (1, 1)}
