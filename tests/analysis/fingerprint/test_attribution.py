@@ -248,16 +248,18 @@ def test_gathers_of_kv_rows_are_copies_of_the_rows_they_pick():
     len(index) × (elements of one row) × 2 bytes (bf16).  A 2-D lookup and one under an aten op are not counted."""
     bf16 = "c10::BFloat16"
 
-    def sel(ts: float, ext: int, src: list[int], n: int, concrete: bool = True, **kw):
+    def sel(ts: float, ext: int, src: list[int], n: int, concrete: bool = True, dim: str = "0", **kw):
         args = {"Input Dims": [src, [], [n]], "Input type": [bf16, "Scalar", "long int"]}
         if concrete:
-            args["Concrete Inputs"] = ["", "0", ""]
+            args["Concrete Inputs"] = ["", dim, ""]
         return op("aten::index_select", ts, 10, ext, **args, **kw)
 
     events = [
         sel(0, 1, [100, 8], 4),  # an embedding-like 2-D lookup: left alone
         op("aten::embedding", 20, 30, 2),
         sel(25, 3, [10, 4, 2, 8], 3),  # under an aten op: left alone
+        sel(60, 6, [10, 4, 2, 8], 3, dim="x"),  # a dim that is no number: left alone
+        sel(80, 7, [10, 4, 2, 8], 0),  # an empty index: copies nothing
         sel(100, 4, [64, 16, 2, 8], 6),
         launch(101, corr=11, ext=4),
         kernel("index_select_kernel", 300, 4.0, corr=11),
