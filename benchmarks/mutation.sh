@@ -56,10 +56,12 @@ for a in "$@"; do
     esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
-# test_startup: fresh interpreters that check which modules a command imports (mutmut's trampolines import more)
+# test_startup: fresh interpreters that check which modules a command imports (mutmut's trampolines import more);
+# test_hostile_input: a fresh `analyze` held under 100 MiB of peak memory, which the trampolines push past (161 MiB),
+# so the statistics pass failed
 slow=(variants/test_live_run variants/test_run_cpu cli/test_cli cli/test_guess_cli report/test_html_browser
     cli/test_model_cli variants/test_external cli/test_bad_inputs measure/test_peak workloads/test_sizing
-    variants/test_plugins cli/test_startup)
+    variants/test_plugins cli/test_startup trace/test_hostile_input)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
     exit 2

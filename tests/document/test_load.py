@@ -220,3 +220,59 @@ def test_paths_in_a_list_are_read_by_the_same_loader():
 
     nested = [[str(ROOT / "tests/data/h200/flex.json"), ROOT / "tests/data/h200/run.json"]]
     assert [s.kind for s in as_sources(nested)] == ["trace", "run"]
+
+
+# --- a document without its "kind": told apart by its rows, each rule by a hand-made document ---------------------
+
+
+def _doc(*rows: dict, **extra) -> dict:
+    return {"schema_version": 1, "results": list(rows), **extra}
+
+
+def test_a_document_whose_every_row_came_from_a_trace_is_an_analyze_document():
+    from attnscope.document.load import kind_of
+
+    t = {**ROW, "source": "trace"}
+    assert kind_of(_doc(t, {**t, "variant": "flex"}), "a.json") == "analyze"
+    # one measured row among traced ones: a run (analyze writes only traced rows)
+    assert kind_of(_doc(t, {**ROW, "source": "run"}), "a.json") == "run"
+    assert kind_of(_doc({**ROW, "source": "run"}, t), "a.json") == "run"
+    assert kind_of(_doc(ROW), "a.json") == "run"  # a row that names no source
+    assert kind_of(_doc(), "a.json") == "run"  # no rows at all: nothing says trace
+    # rows that are not dicts are not read; the traced row alone decides
+    assert kind_of(_doc(t, "not a row"), "a.json") == "analyze"
+
+
+def test_the_kind_field_wins_and_model_documents_are_told_by_their_rows():
+    from attnscope.document.load import kind_of
+
+    t = {**ROW, "source": "trace"}
+    assert kind_of(_doc(t, kind="run"), "a.json") == "run"
+    assert kind_of(_doc(ROW, kind="analyze"), "a.json") == "analyze"
+    assert kind_of(_doc({"impl": "sdpa", "status": "ok"}), "a.json") == "model"
+    assert kind_of(_doc(t, model="llama"), "a.json") == "model"
+    assert kind_of(_doc(t, config={"layers": 2}), "a.json") == "model"
+
+
+def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
+    from attnscope.document.load import kind_of
+    from attnscope.document.schema import SCHEMA_VERSION
+
+    cases = [
+        ({"kind": "diff"}, "x.json: a diff document (attnscope diff --json), not results"),
+        ({"kind": "recommend"}, "x.json: a recommendation (attnscope recommend --json), not result rows"),
+        ({"best": {}, "policy": []}, "x.json: a recommendation (attnscope recommend --json), not result rows"),
+        ({"results": []}, "x.json: not an attnscope result document (no schema_version/results)"),
+        ({"schema_version": 1}, "x.json: not an attnscope result document (no schema_version/results)"),
+        (
+            {"schema_version": SCHEMA_VERSION + 1, "results": []},
+            f"x.json: schema_version {SCHEMA_VERSION + 1} is newer than this attnscope",
+        ),
+    ]
+    for doc, said in cases:
+        with pytest.raises(DocumentError) as e:
+            kind_of(doc, "x.json")
+        assert str(e.value) == said
+    # the schema this attnscope writes, and a result list beside "best" and "policy", are results
+    assert kind_of({"schema_version": SCHEMA_VERSION, "results": []}, "x.json") == "run"
+    assert kind_of({"schema_version": 1, "results": [], "best": {}, "policy": []}, "x.json") == "run"

@@ -117,3 +117,54 @@ def test_process_executor_turns_every_failure_into_a_row(test_variants):
     # a worker is reused while healthy and replaced after a death, a hang or a sticky CUDA fault
     fresh = ["worker_start" in (r.cost_s or {}) for r in rows]
     assert fresh == [True, False, False, True, False, True, False, True], fresh
+
+
+# --- the numerics check of one call: every output and gradient, by hand ------------------------------------------
+
+
+def _ones() -> torch.Tensor:
+    return torch.ones(1, 1, 2, 2, dtype=torch.float64)
+
+
+def test_fwd_bwd_errors_check_every_output_and_gradient_for_nan():
+    ref = {name: _ones() for name in ("out", "dq", "dk", "dv")}
+    nan_dq = _ones()
+    nan_dq[0, 0, 1, 0] = float("nan")
+    # dk 1.5× the reference: ‖0.5·1‖ over the 4 entries of the (batch, head) slice = 1, over ‖1‖ = 2: 0.5
+    errs, bad = worker._errors((_ones(), nan_dq, 1.5 * _ones(), _ones()), ref)
+    assert bad is True  # a NaN in dq (neither the first output nor the last) makes the whole call non-finite
+    assert errs == {"out": 0.0, "dq": float("inf"), "dk": 0.5, "dv": 0.0}
+    errs, bad = worker._errors((_ones(), _ones(), 1.5 * _ones(), _ones()), ref)
+    assert bad is False and errs == {"out": 0.0, "dq": 0.0, "dk": 0.5, "dv": 0.0}
+    inf_dv = _ones()
+    inf_dv[0, 0, 0, 0] = float("inf")
+    assert worker._errors((_ones(), _ones(), _ones(), inf_dv), ref)[1] is True
+
+
+def test_errors_without_a_reference_check_every_output_for_finiteness():
+    inf_dk = _ones()
+    inf_dk[0, 0, 0, 1] = float("-inf")
+    assert worker._errors((_ones(), _ones(), inf_dk, _ones()), None) == ({}, True)
+    assert worker._errors((_ones(), _ones(), _ones(), _ones()), None) == ({}, False)
+    assert worker._errors(inf_dk, None) == ({}, True)  # a forward call's one output
+    assert worker._errors(_ones(), None) == ({}, False)
+
+
+def test_a_zero_gradient_is_judged_against_the_whole_result_s_scale():
+    # dq exact = 0 (a reference of zeros); the floor's scale is the RMS of all four references together:
+    # 12 ones and 4 zeros → √(12/16) = √0.75.  Floor = 0.1 · √0.75 · √4 (entries per slice) = 0.2·√0.75;
+    # the error ‖1e-9 · 1‖ = 2e-9 over that floor.
+    ref = {"out": _ones(), "dq": torch.zeros(1, 1, 2, 2, dtype=torch.float64), "dk": _ones(), "dv": _ones()}
+    errs, bad = worker._errors((_ones(), 1e-9 * _ones(), _ones(), _ones()), ref)
+    assert bad is False
+    assert errs["dq"] == pytest.approx(2e-9 / (0.2 * 0.75**0.5), rel=1e-12)
+
+
+def test_an_output_of_the_wrong_shape_breaks_the_plugin_contract():
+    ref = {"out": _ones(), "dq": _ones()}
+    with pytest.raises(ValueError) as e:
+        worker._errors((_ones(), torch.ones(1, 1, 2, 3)), ref)
+    assert str(e.value) == (
+        "the variant broke the plugin contract: its dq has shape (1, 1, 2, 3), expected (1, 1, 2, 2) "
+        "([batch, heads, seq_q, head_dim], as the inputs' layout)"
+    )

@@ -186,3 +186,89 @@ def test_a_gap_on_a_bucket_bound_goes_to_the_longer_bucket():
         t += 1.0 + (gap or 0.0)
     (dev,) = idle_time(evs)["devices"]
     assert dev["gaps_by_length"] == {"<10us": 1, "10-100us": 1, "100us-1ms": 1, ">1ms": 1}
+
+
+def test_a_repeated_correlation_id_names_the_first_runtime_call_that_carries_it():
+    # two launches carry correlation 11 (the id reused): the kernel goes to the first, inside aten::addmm at 20 µs,
+    # not the later one inside aten::relu at 70 µs
+    events = [
+        op("aten::linear", 0, 100, 1),
+        op("aten::addmm", 10, 50, 2),
+        op("aten::relu", 60, 30, 3),
+        launch(20, corr=11, ext=2),
+        launch(70, corr=11, ext=3),
+        kernel("gemm_kernel", 200, 10, corr=11),
+    ]
+    _, an = _analyse(events)
+    att = an.attribution
+    assert att.launcher_of(0).name == "aten::addmm" and att.rule == ["correlation"]
+    assert [k.launched_by for k in an.fingerprint.kernels] == ["aten::addmm"]
+
+
+def test_a_copy_with_its_shape_but_one_recorded_type_leaves_its_dtod_a_hidden_copy():
+    """copy_ with Input Dims but a single Input type cannot be judged by its types: its DtoD memcpy is still a
+    hidden copy, read from the memcpy event (1 MiB, 40 µs), not dropped as if the typed path had counted it."""
+    events = [
+        op("aten::masked_fill", 0, 100, 1),
+        op("aten::copy_", 10, 60, 3, **{"Input Dims": [[4, 8]], "Input type": ["float"]}),
+        launch(20, corr=11, ext=3, name="cudaMemcpyAsync"),
+        kernel("Memcpy DtoD (Device -> Device)", 100, 40, corr=11, cat="gpu_memcpy", bytes=1 << 20),
+    ]
+    _, an = _analyse(events)
+    (c,) = an.fingerprint.hidden_copies
+    assert (c.op, c.copy_op, c.bytes, c.duration_us) == ("aten::masked_fill", "aten::copy_", 1 << 20, 40)
+
+
+def test_idle_time_sorts_events_given_out_of_start_order():
+    from attnscope.analysis.fingerprint.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    def ev(ts: float, dur: float) -> GpuEvent:
+        return GpuEvent("kernel", f"k{ts:g}", ts, dur, None, None, 0, 7)
+
+    # by start: [0, 10], [50, 55], [100, 110]: span 110, busy 10 + 5 + 10 = 25, two gaps (40 and 45 µs)
+    (d,) = idle_time([ev(100, 10), ev(0, 10), ev(50, 5)])["devices"]
+    assert (d["span_us"], d["busy_us"], d["idle_us"], d["num_gaps"]) == (110, 25, 85, 2)
+
+
+def test_attention_time_refuses_lists_that_do_not_line_up():
+    from attnscope.analysis.fingerprint.attribution import build_op_tree
+    from attnscope.analysis.fingerprint.shape import attention_time_us
+
+    tree = build_op_tree(trace_from_doc(doc([op("aten::scaled_dot_product_attention", 0, 10, 1)])).cpu_ops)
+    with pytest.raises(ValueError) as e:
+        attention_time_us(tree, [0, -1], [3.0])
+    assert str(e.value) == "2 launchers and 1 durations: the lists do not line up"
+    # the op's own event (3 µs) is attention's; the one no op launched (-1) is not
+    assert attention_time_us(tree, [0, -1], [3.0, 4.0]) == 3.0
+
+
+def test_gathers_of_kv_rows_are_copies_of_the_rows_they_pick():
+    """index_select of [pages, page tokens, heads, head_dim] rows called by the user's code: a copy of
+    len(index) × (elements of one row) × 2 bytes (bf16).  A 2-D lookup and one under an aten op are not counted."""
+    bf16 = "c10::BFloat16"
+
+    def sel(ts: float, ext: int, src: list[int], n: int, concrete: bool = True, dim: str = "0", **kw):
+        args = {"Input Dims": [src, [], [n]], "Input type": [bf16, "Scalar", "long int"]}
+        if concrete:
+            args["Concrete Inputs"] = ["", dim, ""]
+        return op("aten::index_select", ts, 10, ext, **args, **kw)
+
+    events = [
+        sel(0, 1, [100, 8], 4),  # an embedding-like 2-D lookup: left alone
+        op("aten::embedding", 20, 30, 2),
+        sel(25, 3, [10, 4, 2, 8], 3),  # under an aten op: left alone
+        sel(60, 6, [10, 4, 2, 8], 3, dim="x"),  # a dim that is no number: left alone
+        sel(80, 7, [10, 4, 2, 8], 0),  # an empty index: copies nothing
+        sel(100, 4, [64, 16, 2, 8], 6),
+        launch(101, corr=11, ext=4),
+        kernel("index_select_kernel", 300, 4.0, corr=11),
+        sel(200, 5, [32, 16, 2, 8], 5, concrete=False),  # no dim recorded: dim 0
+    ]
+    _, an = _analyse(events)
+    got = [(c.kind, c.bytes, c.dims, c.device_event, c.duration_us) for c in an.fingerprint.hidden_copies]
+    # 6 pages × (16·2·8 elements) × 2 B = 3,072 B; 5 pages × 256 × 2 B = 2,560 B
+    assert got == [
+        ("gather", 3072, (6, 16, 2, 8), "index_select_kernel", 4.0),
+        ("gather", 2560, (5, 16, 2, 8), None, None),
+    ]

@@ -140,3 +140,24 @@ def test_cpu_op_categories():
     assert K.classify_cpu("aten::copy_") == "copy"
     assert K.classify_cpu("aten::all") == "reduction"
     assert K.classify_cpu("aten::masked_fill_") == "elementwise"
+
+
+def test_the_cuda_core_rule_comes_before_the_16_bit_operand_rule():
+    """Hand-made names (the order of the table, not a recorded kernel): an fp32 SIMT, ffma or gemv kernel whose name
+    also says bf16 or f16 runs on CUDA cores; the same 16-bit mark without those is tensor-core work."""
+    for name in (
+        "cutlass_80_simt_sgemm_bf16_128x128_8x5_nn_align1",
+        "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x8_ffma",
+        "void gemv2T_kernel_bf16<int, float>",
+    ):
+        assert K.tensor_cores(name, "gemm") is False, name
+        assert K.tensor_core_precision(name, "gemm") is None, name
+    assert K.tensor_cores("cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_nn_align8", "gemm") is True
+    assert K.tensor_cores("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", "gemm") is True
+
+
+def test_a_name_that_is_not_ascii_is_read_by_the_case_folding_pattern():
+    # the lowered twin serves ASCII names only; a kernel name with a non-ASCII character takes the original pattern
+    assert K.classify_gpu("nvjet_sm90_tst_ü_TNT") == "gemm"
+    assert K.classify_gpu("Memcpy_ü", "memcpy") == "memcpy"
+    assert K.classify_gpu("kernel_ü") == "other"

@@ -478,3 +478,94 @@ def test_fit_to_timed_reads_the_step_span_first_and_its_bounds():
         "by 0.0800 (timed / profiled), the profiled step's shares applied to the timed step: an estimate, since the "
         "profiler's cost is per op"
     )
+
+
+def test_an_op_on_a_thread_without_ranges_or_autograd_node_is_other_not_backward():
+    """An op on a thread that carries no attnscope.model range and runs under no autograd node: the rest's
+    'other' (its kernel's 4 µs), not 'backward_other'."""
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::matmul", 30, 50, 1, 20.0),
+        *launched("aten::add", 300, 10, 2, 4.0, tid=300),
+    ]
+    rest = breakdown(trace_from_doc(doc(events)))["rest"]
+    assert rest["parts"]["other"] == pytest.approx(4) and rest["parts"]["backward_other"] == 0
+
+
+def test_a_copy_in_a_backward_range_is_tagged_backward_without_an_autograd_node():
+    """bf16 → bf16 copies of [1, 2, 16, 8] (512 B) inside attention: one in the forward range, one in the backward
+    range with no autograd node above it; each tagged by its range."""
+    cp = {"Input type": [BF16, BF16], "Input Dims": [[1, 2, 16, 8]] * 2}
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::copy_", 30, 20, 1, 3.0, **cp),
+        scope("attention", "m.layers.0.attn", 500, 300, tid=BWD_TID, backward=True),
+        *launched("aten::copy_", 520, 20, 2, 5.0, tid=BWD_TID, **cp),
+    ]
+    copies = breakdown(trace_from_doc(doc(events)))["attention"]["hidden_copies"]
+    got = sorted((c["backward"], c["duration_us"], c["bytes"]) for c in copies)
+    assert got == [(False, 3.0, 512), (True, 5.0, 512)]
+
+
+def test_shares_of_a_step_shorter_than_one_microsecond():
+    """A 0.5 µs step (0.3 µs attention, 0.2 µs rest): shares 0.6 and 0.4, not 0."""
+    events = [
+        scope("step", "train", 0, 1000),
+        scope("attention", "m.layers.0.attn", 10, 100),
+        *launched("aten::matmul", 30, 50, 1, 0.3),
+        *launched("aten::add", 300, 10, 2, 0.2),
+    ]
+    s = breakdown(trace_from_doc(doc(events)))
+    assert s["total_us"] == pytest.approx(0.5)
+    assert s["attention"]["share"] == pytest.approx(0.6) and s["rest"]["share"] == pytest.approx(0.4)
+
+
+def test_a_cpu_step_its_ops_fill_has_nothing_unattributed():
+    """Ops back to back over the whole 100 µs step: 60 µs attention, 40 µs mlp, 0 outside any op."""
+    events = [
+        scope("step", "prefill", 0, 100),
+        scope("attention", "m.layers.0.attn", 0, 60),
+        op("aten::matmul", 0, 60, 1),
+        scope("mlp", "m.layers.0.mlp", 60, 40),
+        op("aten::mm", 60, 40, 2),
+    ]
+    b = breakdown(trace_from_doc(doc(events)))
+    assert b["device"] == "cpu" and b["total_us"] == pytest.approx(100)
+    assert b["attention"]["time_us"] == pytest.approx(60) and b["rest"]["parts"]["mlp"] == pytest.approx(40)
+    assert b["unattributed_us"] == 0
+
+
+def _step_range(i: int, ts: float, dur: float) -> dict[str, Any]:
+    return {"ph": "X", "cat": "user_annotation", "name": f"attnscope.step[decode] {i}", "pid": PID, "tid": TID,
+            "ts": ts, "dur": dur}  # fmt: skip
+
+
+def test_each_step_of_a_decode_loop_is_split_on_its_own_window():
+    """Three attnscope.step ranges: steps 0 and 1 each hold a step scope, an attention scope from the range's first
+    µs (its matmul starting there too) and an add outside attention; step 2 holds no attention scope."""
+    A = "m.layers.0.attn"
+    events = [
+        _step_range(0, 0, 500),
+        scope("step", "decode", 0, 500),
+        scope("attention", A, 0, 100),
+        *launched("aten::matmul", 0, 50, 1, 30.0),
+        *launched("aten::add", 200, 10, 2, 10.0),
+        _step_range(1, 1000, 500),
+        scope("step", "decode", 1000, 500),
+        scope("attention", A, 1000, 100),
+        *launched("aten::matmul", 1000, 50, 3, 50.0),
+        *launched("aten::add", 1200, 10, 4, 10.0),
+        _step_range(2, 2000, 100),
+        *launched("aten::add", 2010, 10, 5, 7.0),
+    ]
+    from attnscope.analysis.fingerprint.model_split import breakdown_per_step
+
+    got = breakdown_per_step(trace_from_doc(doc(events)))
+    # step 0: 30 of 40 µs attention (0.75); step 1: 50 of 60 (0.8333)
+    assert got == [
+        {"attention_us": 30.0, "rest_us": 10.0, "unattributed_us": 0.0, "total_us": 40.0, "attention_share": 0.75},
+        {"attention_us": 50.0, "rest_us": 10.0, "unattributed_us": 0.0, "total_us": 60.0, "attention_share": 0.8333},
+        {"attention_us": None, "rest_us": None, "unattributed_us": None, "total_us": None, "attention_share": None},
+    ]

@@ -200,3 +200,51 @@ def test_a_step_named_with_its_kv_length_also_gets_the_bandwidth_on_that_length(
     assert s["kv_annotated"] == [100]
     assert s["roofline"]["bytes"] == 2 * B * H * D * 2 + 2 * B * HKV * SK * D * 2
     assert s["roofline_kv_annotated"]["bytes"] == 2 * B * H * D * 2 + 2 * B * HKV * 100 * D * 2
+
+
+def test_a_kernel_with_no_launch_call_goes_to_the_step_of_its_op(tmp_path: Path) -> None:
+    """No runtime call recorded: the kernel's External id names its op, and the op's start places it in a step."""
+    ev = [
+        _range("attnscope.step[decode] 0", 0, 100),
+        op("aten::mm", 10, 20, 1),
+        kernel("nvjet_gemm", 20, 7.0, None, ext=1),
+        _range("attnscope.step[decode] 1", 200, 100),
+        op("aten::add", 210, 10, 2),
+        kernel("elementwise_add_kernel", 220, 3.0, None, ext=2),
+    ]
+    st = analyze(_write(tmp_path, ev)).trace_summary["steps"]
+    assert [s["gpu_time_us"] for s in st["steps"]] == [7.0, 3.0] and st["outside_steps_us"] == 0.0
+
+
+def test_a_launch_goes_to_its_own_thread_s_step_where_steps_of_two_threads_overlap(tmp_path: Path) -> None:
+    """Thread 1's step 0 spans 0–300 µs, thread 2's step 1 spans 100–300 µs: a launch on thread 1 at 150 µs (inside
+    both) belongs to thread 1's step, though thread 2's started later; thread 2's launch at 250 µs to its own."""
+    ev = [
+        _range("decode_step_0", 0, 300),
+        _range("decode_step_1", 100, 200, tid=TID + 1),
+        op("aten::mm", 140, 20, 1),
+        launch(150, 11, 1),
+        kernel("nvjet_gemm", 400, 5.0, 11),
+        op("aten::add", 240, 20, 2, tid=TID + 1),
+        launch(250, 12, 2, tid=TID + 1),
+        kernel("elementwise_add_kernel", 420, 2.0, 12),
+    ]
+    st = analyze(_write(tmp_path, ev)).trace_summary["steps"]
+    assert [s["gpu_time_us"] for s in st["steps"]] == [5.0, 2.0]
+
+
+def test_vllm_step_with_no_request_is_of_unknown_kind() -> None:
+    assert parse("execute_context_0(0)_generation_0(0)") == (
+        "vLLM execute_context ranges",
+        "unknown",
+        None,
+        None,
+        {"prefill_requests": 0, "prefill_tokens": 0, "decode_requests": 0, "decode_tokens": 0},
+    )
+
+
+def test_an_unmatched_replay_launched_inside_an_op_is_still_unattributed(tmp_path: Path) -> None:
+    """The graph launch sits inside an op (found by time): its replayed gemm and add still stand for no known op."""
+    ev = [op("CUDAGraph::replay", 990, 30, None), *_graph_step(0, 1000, 50, 20.0)]
+    (s,) = analyze(_write(tmp_path, ev)).trace_summary["steps"]["steps"]
+    assert (s["attention_us"], s["rest_us"], s["unattributed_us"]) == (20.0, 0.0, 15.0)
