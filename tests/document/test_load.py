@@ -259,9 +259,9 @@ def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
     from attnscope.document.schema import SCHEMA_VERSION
 
     cases = [
-        ({"kind": "diff"}, "x.json: a diff document (attnscope diff --json), not results"),
-        ({"kind": "recommend"}, "x.json: a recommendation (attnscope recommend --json), not result rows"),
-        ({"best": {}, "policy": []}, "x.json: a recommendation (attnscope recommend --json), not result rows"),
+        ({"kind": "diff"}, "x.json: a diff document (what attnscope diff writes), not results"),
+        ({"kind": "recommend"}, "x.json: a recommendation (what attnscope recommend writes), not result rows"),
+        ({"best": {}, "policy": []}, "x.json: a recommendation (what attnscope recommend writes), not result rows"),
         ({"results": []}, "x.json: not an attnscope result document (no schema_version/results)"),
         ({"schema_version": 1}, "x.json: not an attnscope result document (no schema_version/results)"),
         (

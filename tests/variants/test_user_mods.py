@@ -101,7 +101,7 @@ def test_a_row_that_keeps_nothing_is_refused_naming_the_query(tmp_path):
     with pytest.raises(ValueError) as e:
         user_code.check_mask_mod(_mask_case(p, "hole", batch=2, heads=3), rows_per_chunk=4)
     assert str(e.value) == (
-        "--mask-mod mods.py:hole on B=2 H=3 Sq=8 Sk=8: ValueError: query 6 keeps no key: its softmax is undefined"
+        "mask_mod mods.py:hole on B=2 H=3 Sq=8 Sk=8: ValueError: query 6 keeps no key: its softmax is undefined"
     )
     with pytest.raises(ValueError, match="query 6 keeps no key"):
         user_code.check_mask_mod(_mask_case(p, "hole"))
@@ -206,13 +206,12 @@ def test_alibi_in_its_head_order_is_accepted_and_the_reverse_is_not(tmp_path):
     # two differ by 15 × (1/4 − 1/256) = 3.69140625
     s = -120.0 + 240.0 * (0 * 16 + 15) / (16 * 16 - 1)  # the score the check put there (linspace ±4 × 30)
     assert why == (
-        f"at query 0, key 15, score {s:.4g} it gives {s + 15 / 4:.6g} where the case's flags (--alibi) give "
-        f"{s + 15 / 256:.6g}"
+        f"at query 0, key 15, score {s:.4g} it gives {s + 15 / 4:.6g} where the case's (alibi) gives {s + 15 / 256:.6g}"
     )
 
 
 def test_the_score_check_tolerance_is_one_millionth(tmp_path):
-    # no --softcap, no --alibi: the case's modification is none, the user's must return the score itself
+    # no softcap, no alibi: the case's modification is none, the user's must return the score itself
     p = _file(
         tmp_path,
         """
@@ -234,14 +233,14 @@ def test_the_score_check_tolerance_is_one_millionth(tmp_path):
     assert user_code.check_score_mod(_score_case(p, "inside")) is None
     s7 = -120.0 + 240.0 * 127 / 255
     assert user_code.check_score_mod(_score_case(p, "outside")) == (
-        f"at query 7, key 15, score {s7:.4g} it gives {s7 + 2e-6:.6g} where the case's flags "
-        f"(no --softcap, no --alibi) give {s7:.6g}"
+        f"at query 7, key 15, score {s7:.4g} it gives {s7 + 2e-6:.6g} where the case's "
+        f"(no softcap, no alibi) gives {s7:.6g}"
     )
     why = user_code.check_score_mod(_score_case(p, "far"))
     s = -120.0 + 240.0 * (15 * 16 + 3) / 255
     assert why == (
-        f"at query 15, key 3, score {s:.4g} it gives {s + 1e-3:.6g} where the case's flags "
-        f"(no --softcap, no --alibi) give {s:.6g}"
+        f"at query 15, key 3, score {s:.4g} it gives {s + 1e-3:.6g} where the case's "
+        f"(no softcap, no alibi) gives {s:.6g}"
     )
 
 
@@ -281,11 +280,11 @@ def test_a_softcap_score_mod_and_flags(tmp_path):
     assert user_code.check_score_mod(_score_case(p, "cap20", softcap=20.0)) is None
     assert user_code.check_score_mod(_score_case(p, "both", softcap=20.0, alibi=True)) is None
     why = user_code.check_score_mod(_score_case(p, "cap20", softcap=30.0))
-    assert why is not None and "where the case's flags (--softcap 30) give" in why
-    assert user_code.score_flags(_score_case(p, "both", softcap=20.0, alibi=True)) == "--softcap 20 --alibi"
-    assert user_code.score_flags(_score_case(p, "cap20", softcap=2.5)) == "--softcap 2.5"
-    assert user_code.score_flags(_score_case(p, "cap20", alibi=True)) == "--alibi"
-    assert user_code.score_flags(_score_case(p, "cap20")) == ""
+    assert why is not None and "where the case's (softcap 30) gives" in why
+    assert user_code.score_words(_score_case(p, "both", softcap=20.0, alibi=True)) == "softcap 20, alibi"
+    assert user_code.score_words(_score_case(p, "cap20", softcap=2.5)) == "softcap 2.5"
+    assert user_code.score_words(_score_case(p, "cap20", alibi=True)) == "alibi"
+    assert user_code.score_words(_score_case(p, "cap20")) == "no softcap, no alibi"
 
 
 def test_a_score_mod_of_another_shape_or_type(tmp_path):
@@ -310,7 +309,7 @@ def test_a_score_mod_of_another_shape_or_type(tmp_path):
     )
     with pytest.raises(ValueError) as e:
         user_code.check_score_mod(_score_case(p, "boom"))
-    assert str(e.value) == "--score-mod mods.py:boom raised KeyError: 'no such\\n head'"
+    assert str(e.value) == "score_mod mods.py:boom raised KeyError: 'no such\\n head'"
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -327,10 +326,10 @@ def test_split_source_refuses_each_malformed_source(tmp_path):
     for bad in (str(p), ":f", f"{p}:", f"{p}:not-a-name"):
         with pytest.raises(ValueError) as e:
             user_code.split_source(bad, "mask_mod")
-        assert str(e.value) == f"--mask-mod {bad!r}: give FILE.py:FUNCTION"
+        assert str(e.value) == f"mask_mod {bad!r}: give FILE.py:FUNCTION"
     with pytest.raises(ValueError) as e:
         user_code.split_source(f"{tmp_path / 'nowhere.py'}:f", "score_mod")
-    assert str(e.value) == f"--score-mod: no file {tmp_path / 'nowhere.py'}"
+    assert str(e.value) == f"score_mod: no file {tmp_path / 'nowhere.py'}"
     with pytest.raises(ValueError, match="no file"):
         user_code.split_source(f"{tmp_path}:f", "mask_mod")  # a folder is not a file
 
@@ -354,7 +353,7 @@ def test_load_calls_a_factory_with_the_device(tmp_path):
     )
     fn = user_code.load(f"{p}:factory", "mask_mod", "meta-device")
     assert fn(0, 0, 3, 2) is True and fn(0, 0, 2, 3) is False
-    mod = user_code._module(p, "--mask-mod")
+    mod = user_code._module(p, "mask_mod")
     assert mod.DEVICES == ["meta-device"]
     assert user_code.load(f"{p}:with_default", "mask_mod", "cpu")(0, 0, 5, 2) is True  # the default not counted
     assert user_code.load(f"{p}:any_args", "mask_mod", "cpu")(0, 0, 5, 2) is True  # *args: any number
@@ -380,16 +379,16 @@ def test_load_refuses_each_wrong_function(tmp_path):
         """,
     )
     cases = {
-        "missing": f"--mask-mod: {p} has no function 'missing'",
-        "N": f"--mask-mod: 'N' in {p} is not a function",
+        "missing": f"mask_mod: {p} has no function 'missing'",
+        "N": f"mask_mod: 'N' in {p} is not a function",
         "three": (
-            "--mask-mod: three takes 3 argument(s); a mask_mod takes (b, h, q_idx, kv_idx) (or write a factory of "
+            "mask_mod: three takes 3 argument(s); flex calls it with (b, h, q_idx, kv_idx) (or write a factory of "
             "the device that returns one)"
         ),
-        "bad_factory": "--mask-mod: bad_factory(device) raised RuntimeError: no gpu here",
-        "not_callable_factory": "--mask-mod: not_callable_factory(device) returned int, not a mask_mod",
+        "bad_factory": "mask_mod: bad_factory(device) raised RuntimeError: no gpu here",
+        "not_callable_factory": "mask_mod: not_callable_factory(device) returned int, not a function",
         "factory_of_three": (
-            "--mask-mod: factory_of_three takes 3 argument(s); a mask_mod takes (b, h, q_idx, kv_idx) (or write a "
+            "mask_mod: factory_of_three takes 3 argument(s); flex calls it with (b, h, q_idx, kv_idx) (or write a "
             "factory of the device that returns one)"
         ),
     }
@@ -400,38 +399,38 @@ def test_load_refuses_each_wrong_function(tmp_path):
     with pytest.raises(ValueError) as e:
         user_code.load(f"{p}:three", "score_mod", "cpu")
     assert str(e.value).startswith(
-        "--score-mod: three takes 3 argument(s); a score_mod takes (score, b, h, q_idx, kv_idx)"
+        "score_mod: three takes 3 argument(s); flex calls it with (score, b, h, q_idx, kv_idx)"
     )
     # a malformed source and a file that fails to import, through load: each names the flag
     with pytest.raises(ValueError) as e:
         user_code.load(str(p), "score_mod", "cpu")
-    assert str(e.value) == f"--score-mod {str(p)!r}: give FILE.py:FUNCTION"
+    assert str(e.value) == f"score_mod {str(p)!r}: give FILE.py:FUNCTION"
     bad = tmp_path / "bad.py"
     bad.write_text("raise RuntimeError('not  yet\\n written')\n")
     with pytest.raises(ValueError) as e:
         user_code.load(f"{bad}:f", "mask_mod", "cpu")
-    assert str(e.value) == f"--mask-mod: importing {bad} failed: RuntimeError: not yet written"
+    assert str(e.value) == f"mask_mod: importing {bad} failed: RuntimeError: not yet written"
 
 
 def test_a_module_is_imported_once_and_a_failed_import_is_forgotten(tmp_path):
     p = _file(tmp_path, "COUNT = [0]\nCOUNT[0] += 1\n\ndef f(b, h, q, kv):\n    return q >= kv\n")
-    a = user_code._module(p, "--mask-mod")
-    b = user_code._module(p, "--mask-mod")
+    a = user_code._module(p, "mask_mod")
+    b = user_code._module(p, "mask_mod")
     assert a is b and a.COUNT == [1]
     assert a.__name__.startswith("attnscope_user_") and sys.modules[a.__name__] is a
     broken = tmp_path / "broken.py"
     broken.write_text("def f(:\n")
     with pytest.raises(ValueError) as e:
-        user_code._module(broken, "--score-mod")
-    assert str(e.value).startswith(f"--score-mod: importing {broken} failed: SyntaxError: ")
+        user_code._module(broken, "score_mod")
+    assert str(e.value).startswith(f"score_mod: importing {broken} failed: SyntaxError: ")
     assert not [m for m, v in sys.modules.items() if m.startswith("attnscope_user_") and v is None]
     name = "attnscope_user_" + __import__("hashlib").sha256(str(broken.resolve()).encode()).hexdigest()[:12]
     assert name not in sys.modules
     not_py = tmp_path / "mask.txt"
     not_py.write_text("x = 1\n")
     with pytest.raises(ValueError) as e:
-        user_code._module(not_py, "--mask-mod")
-    assert str(e.value) == f"--mask-mod: {not_py} is not a Python module"
+        user_code._module(not_py, "mask_mod")
+    assert str(e.value) == f"mask_mod: {not_py} is not a Python module"
 
 
 def test_one_line_joins_whitespace_and_keeps_300_characters():
@@ -466,7 +465,7 @@ def test_factories_are_built_for_the_cpu(tmp_path):
     )
     user_code.check_mask_mod(_mask_case(p, "mask"))
     assert user_code.check_score_mod(_score_case(p, "score")) is None
-    assert user_code._module(p, "--mask-mod").DEVICES == [torch.device("cpu")] * 2
+    assert user_code._module(p, "mask_mod").DEVICES == [torch.device("cpu")] * 2
 
 
 def test_positional_counts_required_positional_arguments():
