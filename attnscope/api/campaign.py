@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from attnscope.core.arguments import UsageError
 from attnscope.core.files import WriteError
 from attnscope.execute.executors import Executor
 from attnscope.execute.job import Job, Measured
@@ -259,7 +260,7 @@ def _saved_text(
     return f"{n} row(s) saved in {' and '.join(where)} ({len(results)} measured in this run){how}"
 
 
-class SettingsDiffer(ValueError):
+class SettingsDiffer(UsageError):
     """A resume refused: the rows in ``out`` were measured with other settings (as recorded in ``path``).
     ``differences``: (setting, recorded, now) for each that differs (budget_s, flush_l2, torch, transformers,
     device); the message names them in the library's words (a command line names them as its flags)."""
@@ -270,12 +271,16 @@ class SettingsDiffer(ValueError):
         said = "; ".join(f"{LIBRARY_WORDS[k]} {a} → {b}" for k, a, b in differences)
         super().__init__(
             f"resume: the rows in {out} were measured with other settings ({said}, as recorded in {path}): pass the "
-            "same settings, another out, or force=True"
+            "same settings, another out, or force=True",
+            fields=("out", "force"),
         )
         self.out, self.path, self.differences = out, path, differences
 
+    def __reduce__(self) -> tuple[Any, ...]:  # across a process: the plain UsageError it is
+        return (UsageError, (str(self),), {"fields": self.fields})
 
-class StoreHoldsRows(ValueError):
+
+class StoreHoldsRows(UsageError):
     """The store ``out`` already holds ``rows`` rows and this is no resume (or holds only lines that are no rows:
     ``rows`` 0, ``torn`` of them); the message is in the library's words (a command line says it in its flags')."""
 
@@ -284,8 +289,11 @@ class StoreHoldsRows(ValueError):
             said = f"{out} already holds {rows} row(s): pass resume=True to measure only what is missing"
         else:
             said = f"{out}: not an attnscope store (no result rows in its {torn} lines); choose another file"
-        super().__init__(said)
+        super().__init__(said, fields=("out", "resume"))
         self.out, self.rows, self.torn = out, rows, torn
+
+    def __reduce__(self) -> tuple[Any, ...]:  # across a process: the plain UsageError it is
+        return (UsageError, (str(self),), {"fields": self.fields})
 
 
 def open_store(out: str | Path, *, resume: bool) -> Store:
