@@ -172,7 +172,7 @@ def alibi_slopes(heads: int) -> Any:
     return generate_alibi_bias(heads)(zero, 0, h, 0, 1).to(torch.float64)
 
 
-def alibi_bias(case: Case, device: Any, dtype: Any, keep: Any = None) -> Any:
+def alibi_bias(case: Case, device: Any, dtype: Any, keep: Any = None, *, shift: bool = True) -> Any:
     """ALiBi's additive bias slope·(key − query position), positions aligned as the mask, each row shifted by
     the constant that makes its largest kept entry 0: (B|1, H, Sq, Sk).
 
@@ -180,7 +180,10 @@ def alibi_bias(case: Case, device: Any, dtype: Any, keep: Any = None) -> Any:
     dtypes.  Unshifted, a row's dominant keys can sit at a bias of hundreds (no mask: slope 0.5 × distance
     511 = 255.5, where bf16 steps by 2), which rounds the bias and drowns the score added to it; shifted,
     the dominant keys sit at 0, −slope, −2·slope, … (exact), and only keys the softmax all but ignores carry
-    large values.  ``keep``: the case's keep-mask (:func:`dense_keep`; computed when not given)."""
+    large values.  ``keep``: the case's keep-mask (:func:`dense_keep`; computed when not given).
+
+    ``shift=False``: ALiBi's own slope·(key − query), unshifted, for a score that goes on through something the
+    softmax's shift does not pass: soft-capping's c·tanh(s/c) of a shifted score is another score."""
     import torch
 
     if keep is None:
@@ -188,6 +191,10 @@ def alibi_bias(case: Case, device: Any, dtype: Any, keep: Any = None) -> Any:
     off = case.mask_spec.offset(case.seq_q, case.num_seq_kv)
     sk = case.num_seq_kv
     ki = torch.arange(sk, device=device)
+    slopes = alibi_slopes(case.heads).to(device).view(1, -1, 1, 1)
+    if not shift:
+        qi = torch.arange(case.seq_q, device=device).view(1, 1, -1, 1) + off
+        return (slopes * (ki.view(1, 1, 1, -1) - qi).to(torch.float64)).to(dtype)
     if keep is None:  # every key kept: the last one is each row's largest
         last = torch.full((1, 1, case.seq_q, 1), sk - 1, dtype=torch.int64, device=device)
     else:
@@ -195,7 +202,6 @@ def alibi_bias(case: Case, device: Any, dtype: Any, keep: Any = None) -> Any:
         last = torch.where(k4, ki, -1).amax(-1, keepdim=True)  # the bias grows with the key: the last kept
         qi = torch.arange(case.seq_q, device=device).view(1, 1, -1, 1) + off
         last = torch.where(last >= 0, last, qi)  # a row that keeps nothing: unshifted
-    slopes = alibi_slopes(case.heads).to(device).view(1, -1, 1, 1)
     return (slopes * (ki.view(1, 1, 1, -1) - last).to(torch.float64)).to(dtype)
 
 

@@ -17,8 +17,9 @@ def _prepare(case: Case, x: Inputs, inplace: bool) -> Prepared:
     # setup.  True marks positions to hide; (Sq, Sk), or (B, 1, Sq, Sk) when it depends on the batch element.
     keep = dense_keep(case, q.device)
     hide = None if keep is None else ~keep
-    bias = alibi_bias(case, q.device, q.dtype, keep) if case.alibi else None
     cap = case.softcap
+    # shifted per row for 16-bit precision where the softmax alone follows; soft-capping is no shift-invariant
+    bias = alibi_bias(case, q.device, q.dtype, keep, shift=cap is None) if case.alibi else None
 
     def call() -> torch.Tensor:
         kk, vv = k, v
