@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.api.campaign import Event
+from attnscope.document.schema import MODEL_SCHEMA_VERSION as SCHEMA_VERSION  # every kind's version: document/
 from attnscope.execute.model_bench import DTYPES, IMPLS, MODES
 from attnscope.execute.model_decode import REPLAYS, graph_refusal
 
@@ -28,8 +29,6 @@ __all__ = [
     "size_over",
     "trace_names",
 ]
-
-SCHEMA_VERSION = 1  # of the model document (``kind: "model"``)
 
 
 @dataclass(frozen=True)

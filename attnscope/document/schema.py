@@ -32,6 +32,7 @@ __all__ = [
 # the figure used (cold for inputs that fit in 2× the L2).  A version-1 row's ``gpu_time_graph`` is warm: read back,
 # its ``timing`` says so (attnscope.document.codec).
 SCHEMA_VERSION = 2
+MODEL_SCHEMA_VERSION = 1  # of the model document (``kind: "model"``, attnscope.api.modeling)
 
 
 def document(env: Env | None, results: list[Result], **top: Any) -> dict[str, Any]:

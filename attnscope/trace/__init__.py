@@ -118,7 +118,9 @@ def _load(p: Path, keep_all_shapes: bool) -> Trace:
         # A trace from a GPU machine: shapes are read only for the ops that need them (SHAPES_READ)
         keep = keep_all_shapes or GPU_HEAD.search(head, 0, m.start()) is None
         if helper is None or _fast is None:
-            return _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)  # type: ignore[return-value]
+            alone = _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep)
+            assert alone is not None  # None only where a helper's part could not be taken, and there is none here
+            return alone
         tr = _load_streaming(p, head[: m.end(1)], head[m.start(2) :], source, keep, helper)
     finally:
         source.close()  # closes the file if the read ended early
