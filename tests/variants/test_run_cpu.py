@@ -144,7 +144,7 @@ def test_unknown_variant_and_bad_case_are_clear_errors():
         Case(batch=1, heads=6, kv_heads=4, seq_q=8, head_dim=8)
     with pytest.raises(ValueError, match="dtype"):
         make_case("cpu", dtype="int8")
-    with pytest.raises(ValueError, match="sees no CUDA GPU here; use case.device cpu"):
+    with pytest.raises(ValueError, match=r"sees no CUDA GPU here; use case\.device cpu"):
         if torch.cuda.is_available():
             pytest.skip("has a GPU")
         import attnscope
