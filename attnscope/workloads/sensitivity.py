@@ -137,18 +137,25 @@ def _softcap_probe(case: Case, x: Inputs, need: float) -> Probe | None:
 
 
 def judge(out: Any, probe: Probe) -> dict[str, Any]:
-    """Whether a variant's output on the probe applied the modifier: nearer the reference with it."""
+    """Whether a variant's output on the probe applied the modifier: ``CLOSER`` times nearer the reference with it
+    (True) or without it (False); None where it is neither, its own rounding at the probe's large scores being as
+    large as the modifier's effect (bf16 at q×32: the probe cannot tell, and says so instead of a verdict)."""
     err_with, err_without = difference(out, probe.with_it), difference(out, probe.without_it)
-    return {
-        "error_with": err_with,
-        "error_without": err_without,
-        "applied": err_with * CLOSER <= err_without,
-    }
+    applied = True if err_with * CLOSER <= err_without else False if err_without * CLOSER <= err_with else None
+    return {"error_with": err_with, "error_without": err_without, "applied": applied}
 
 
 def probe_note(row: dict[str, Any]) -> str:
     j = row.get("variant") or {}
-    verdict = "applied it" if j.get("applied") else "did NOT apply it"
+    applied = j.get("applied")
+    verdict = (
+        "applied it"
+        if applied
+        else "did NOT apply it"
+        if applied is False
+        else f"cannot be told apart: neither is {CLOSER:g}× nearer (its own rounding at these scores is as large as "
+        "the modifier's effect; no verdict, the usual check stands)"
+    )
     nan = float("nan")
     return (
         f"{row['modifier']}: invisible on the usual inputs ({row['difference']:.1e}); on a probe with "

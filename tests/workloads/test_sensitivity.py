@@ -133,3 +133,24 @@ def test_checks_beyond_the_reference_budget_are_not_run_and_say_so():
     assert sensitivity.too_costly(Case(1, 8, 8192, 64)) is None
     why = sensitivity.too_costly(Case(1, 8, 16384, 64))
     assert why is not None and "3 fp64 forward references (8.25e+11 FLOP)" in why
+
+
+def test_the_probe_gives_no_verdict_where_the_variant_is_near_neither_reference():
+    """Spec 2599 of the 10,000-spec fuzz: naive in bf16 on the soft-cap probe (q×32) was 0.082 from the reference
+    with the cap and 0.107 from the one without: not 2× nearer either, so no verdict (None), and the row's
+    numerics rest on the usual error.  Hand tensors: with = 1s, without = 0s and 3s, so that an output is by
+    construction at a known relative distance from each."""
+    from attnscope.workloads.sensitivity import Probe, judge
+
+    with_it = torch.ones(1, 1, 4, 4, dtype=torch.float64)
+    without_it = torch.full((1, 1, 4, 4), 3.0, dtype=torch.float64)
+    probe = Probe("softcap", None, with_it, without_it, 32.0)  # type: ignore[arg-type]
+    # the reference with it: 0 from it, 2/3 from the other -> applied
+    assert judge(with_it.clone(), probe)["applied"] is True
+    # the reference without it: 2 from the one with it (relative to 1), 0 from the other -> not applied
+    assert judge(without_it.clone(), probe)["applied"] is False
+    # 1.8: 0.8 from the one with it, 1.2/3 = 0.4 from the other: 2× nearer without -> not applied
+    assert judge(torch.full((1, 1, 4, 4), 1.8, dtype=torch.float64), probe)["applied"] is False
+    # 1.5: 0.5 from the one with it, 1.5/3 = 0.5 from the other: neither 2× nearer -> no verdict
+    j = judge(torch.full((1, 1, 4, 4), 1.5, dtype=torch.float64), probe)
+    assert j["applied"] is None and j["error_with"] == pytest.approx(0.5) and j["error_without"] == pytest.approx(0.5)
