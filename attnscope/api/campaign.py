@@ -276,9 +276,6 @@ class SettingsDiffer(UsageError):
         )
         self.out, self.path, self.differences = out, path, differences
 
-    def __reduce__(self) -> tuple[Any, ...]:  # across a process: the plain UsageError it is
-        return (UsageError, (str(self),), {"fields": self.fields})
-
 
 class StoreHoldsRows(UsageError):
     """The store ``out`` already holds ``rows`` rows and this is no resume (or holds only lines that are no rows:
@@ -291,9 +288,6 @@ class StoreHoldsRows(UsageError):
             said = f"{out}: not an attnscope store (no result rows in its {torn} lines); choose another file"
         super().__init__(said, fields=("out", "resume"))
         self.out, self.rows, self.torn = out, rows, torn
-
-    def __reduce__(self) -> tuple[Any, ...]:  # across a process: the plain UsageError it is
-        return (UsageError, (str(self),), {"fields": self.fields})
 
 
 def open_store(out: str | Path, *, resume: bool) -> Store:

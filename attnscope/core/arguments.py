@@ -46,7 +46,9 @@ class UsageError(ValueError):
         self.fields: tuple[str, ...] = tuple(fields)
 
     def __reduce__(self) -> tuple[Any, ...]:  # across a process or Ray: the fields travel with the message
-        return (type(self), (str(self),), {"fields": self.fields})
+        # a subclass built from other arguments travels as the plain UsageError it also is
+        kind = type(self) if type(self).__init__ is UsageError.__init__ else UsageError
+        return (kind, (str(self),), {"fields": self.fields})
 
 
 def fields_of(e: BaseException) -> tuple[str, ...]:

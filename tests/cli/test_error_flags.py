@@ -58,6 +58,12 @@ def test_fields_travel_with_the_error_across_a_pickle() -> None:
     assert isinstance(e, UsageError) and str(e) == "kv_lens '1,0': every length must be >= 1"
     assert fields_of(e) == ("kv_lens",)
     assert fields_of(ValueError("x")) == ()
+    # a subclass built from other arguments (the campaign's store refusal) travels as the UsageError it also is
+    from attnscope.api.campaign import StoreHoldsRows
+
+    held = pickle.loads(pickle.dumps(StoreHoldsRows("s.jsonl", 2, 0)))
+    assert type(held) is UsageError and fields_of(held) == ("out", "resume")
+    assert str(held) == "s.jsonl already holds 2 row(s): pass resume=True to measure only what is missing"
 
 
 def _library_message(call) -> str:
