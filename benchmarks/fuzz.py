@@ -134,15 +134,21 @@ def _classify_rows(rows: list[dict[str, Any]], counts: Counter[str], bad: list[d
         elif ok is None:
             counts["ok rows unchecked (no reference)"] += 1
             if not r.get("notes") and r.get("max_rel_error") is None:
-                bad.append({"kind": "unexplained unchecked", "spec": spec, "variant": r.get("variant")})
+                bad.append(
+                    {"kind": "unexplained unchecked", "spec": spec, "case": r.get("case"), "variant": r.get("variant")}
+                )
         else:
             counts["ok rows mismatching fp64"] += 1
             bad.append(
                 {
                     "kind": "mismatch",
                     "spec": spec,
+                    # a sweep crosses the specs' cases with their variants: the row's own case is the one to replay
+                    "case": r.get("case"),
                     "variant": r.get("variant"),
                     "error": r.get("max_rel_error"),
+                    "errors": r.get("rel_errors"),
+                    "nonfinite": r.get("nonfinite"),
                     "tolerance": r.get("error_tolerance"),
                 }
             )

@@ -164,18 +164,89 @@ def _write_atomic(p: Path, data: bytes | str | Callable[[IO[bytes]], None]) -> P
     return p
 
 
-@contextlib.contextmanager
-def private_dir(prefix: str = "attnscope-") -> Iterator[Path]:
-    """A folder only this user can enter (``mkdtemp``, mode 0700), removed with all it holds on every exit path."""
+OWNER = ".owner"  # in a private folder: locked (flock) by the process that made it, for as long as it lives
+
+
+def owned_dir(prefix: str = "attnscope-") -> tuple[Path, int | None]:
+    """A folder only this user can enter (``mkdtemp``, mode 0700), and the descriptor of its ``.owner`` file, which
+    this process keeps locked (``flock``) until it removes the folder.  The kernel drops the lock when the process
+    dies, whatever kills it (``kill -9`` included), so the folders left by dead processes are found by the lock
+    alone, never by a process id that may be reused or belong to another PID namespace, and removed here first
+    (:func:`reap_orphans`).  Without ``fcntl`` (Windows) no lock: ``None``."""
     import tempfile
 
+    reap_orphans(prefix)
     d = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- not POSIX
+        return d, None
+    fd = os.open(d / OWNER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, f"{os.getpid()}\n".encode())  # written under the lock: an empty file is one being made
+    return d, fd
+
+
+def remove_owned(d: Path, fd: int | None) -> None:
+    """Remove a folder of :func:`owned_dir` with all it holds, then let its lock go."""
+    import shutil
+
+    shutil.rmtree(d, ignore_errors=True)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def reap_orphans(prefix: str = "attnscope-") -> int:
+    """Remove the folders of :func:`owned_dir` in the temporary directory whose owner has died (its ``.owner``
+    file can be locked and holds its pid): the ones a killed process could not remove.  Only this user's real
+    folders (never a link) are touched; a folder still being made (an empty ``.owner``) is left.  Returns how
+    many were removed."""
+    import shutil
+    import stat
+    import tempfile
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- not POSIX
+        return 0
+    removed = 0
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return 0
+    for e in entries:
+        if not e.name.startswith(prefix):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            fd = os.open(os.path.join(e.path, OWNER), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue  # no owner file: not a folder of owned_dir, or one made before it had one
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: its owner is gone
+            if os.fstat(fd).st_size == 0:
+                continue
+            shutil.rmtree(e.path, ignore_errors=True)
+            removed += 1
+        except OSError:
+            continue  # locked: its owner lives
+        finally:
+            os.close(fd)
+    return removed
+
+
+@contextlib.contextmanager
+def private_dir(prefix: str = "attnscope-") -> Iterator[Path]:
+    """A folder only this user can enter (``mkdtemp``, mode 0700), removed with all it holds on every exit path;
+    one left by a killed process is removed by the next one made (:func:`owned_dir`)."""
+    d, fd = owned_dir(prefix)
     try:
         yield d
     finally:
-        import shutil
-
-        shutil.rmtree(d, ignore_errors=True)
+        remove_owned(d, fd)
 
 
 def keep_file(src: Path, dest_dir: str | Path, name: str | None = None) -> Path:

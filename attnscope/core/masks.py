@@ -169,7 +169,10 @@ def check_mask(
             raise UsageError(f"mask {name}: {len(m.lengths)} key length(s) for a batch of {batch}", fields=("mask",))
         if max(m.lengths) > seq_kv:
             raise UsageError(f"mask {name}: a key length exceeds seq_kv={seq_kv}", fields=("mask",))
-    if m.kind in ("causal", "sliding") and m.offset(seq_q, seq_kv) < 0:
+    # prefix:0 keeps no key before the causal part, so lower-right it leaves rows empty as causal does (a prefix
+    # of 1 or more gives every row key 0)
+    empty_prefix = m.kind == "prefix" and not m.prefix
+    if (m.kind in ("causal", "sliding") or empty_prefix) and m.offset(seq_q, seq_kv) < 0:
         raise UsageError(
             f"mask {name}: with seq_q={seq_q} > seq_kv={seq_kv} lower-right, the first {seq_q - seq_kv} "
             "queries see no key at all (their softmax is undefined)",

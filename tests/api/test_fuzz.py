@@ -75,3 +75,38 @@ def test_shards_of_a_run_add_up_to_the_run(tmp_path):
     other = json.loads(parts[1].read_text()) | {"seed": SEED + 1}
     (tmp_path / "c.json").write_text(json.dumps(other))
     assert fuzz.main(["--merge", str(parts[0]), str(tmp_path / "c.json"), "--out", str(tmp_path / "y.json")]) == 2
+
+
+def test_a_sweep_failure_keeps_the_rows_own_case():
+    # a sweep crosses the cases of several specs with their variants: the spec indices alone cannot replay the
+    # failing row, so the row's case and its per-tensor errors travel with the failure
+    from collections import Counter
+
+    fuzz = _fuzz_module()
+    case = {"batch": 1, "heads": 6, "seq_q": 16, "head_dim": 64, "dtype": "fp16", "softcap": 10000.0}
+    row = {
+        "status": "ok",
+        "variant": "naive",
+        "case": case,
+        "numerics_ok": False,
+        "nonfinite": True,
+        "max_rel_error": None,
+        "rel_errors": {"out": 5e-4, "dq": None},
+        "error_tolerance": 0.005,
+    }
+    counts: Counter[str] = Counter()
+    bad: list[dict] = []
+    fuzz._classify_rows([row], counts, bad, [4727, 4751])
+    assert counts["ok rows mismatching fp64"] == 1
+    assert bad == [
+        {
+            "kind": "mismatch",
+            "spec": [4727, 4751],
+            "case": case,
+            "variant": "naive",
+            "error": None,
+            "errors": {"out": 5e-4, "dq": None},
+            "nonfinite": True,
+            "tolerance": 0.005,
+        }
+    ]

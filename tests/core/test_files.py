@@ -217,3 +217,52 @@ def test_check_trace_names_refuses_only_a_trace_of_the_folder(tmp_path, monkeypa
     for out in ("t/naive.json", "./t/../t/sdpa_math.json", str(tmp_path / "t" / "naive.json")):
         with pytest.raises(UsageError, match="is where trace_dir keeps the trace"):
             check_trace_names("t", names, [("--json", out)])
+
+
+def _owner_process(tmp: Path, prefix: str):
+    """A python process that makes an owned folder under ``tmp``, prints its path, then waits to be killed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tempfile, time; tempfile.tempdir = sys.argv[1]\n"
+        "from attnscope.core.files import owned_dir\n"
+        f"d, fd = owned_dir({prefix!r}); print(d, flush=True); time.sleep(120)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.Popen([sys.executable, "-c", code, str(tmp)], stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout is not None
+    return p, Path(p.stdout.readline().strip())
+
+
+def test_a_folder_left_by_kill_9_is_removed_by_the_next_one_made(tmp_path, monkeypatch):
+    import signal
+    import tempfile
+
+    from attnscope.core.files import reap_orphans
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead, dead_dir = _owner_process(tmp_path, "attnscope-workers-")
+    live, live_dir = _owner_process(tmp_path, "attnscope-")
+    try:
+        (dead_dir / "worker0.log").write_text("")
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(timeout=30)
+        assert dead_dir.is_dir() and live_dir.is_dir()  # kill -9: nothing of the process could remove it
+        no_owner = tmp_path / "attnscope-old"  # a folder without an owner file: not ours to judge
+        no_owner.mkdir()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / ".owner").write_text("1\n")  # unlocked, and reached only through a link
+        (tmp_path / "attnscope-link").symlink_to(elsewhere)
+        with private_dir() as d:  # making a folder removes the dead one first
+            assert d.is_dir() and (d / ".owner").read_text() == f"{os.getpid()}\n"
+            assert not dead_dir.exists()
+            assert live_dir.is_dir()  # its owner lives: its lock is held
+        assert not d.exists()
+        assert no_owner.is_dir() and elsewhere.is_dir() and (elsewhere / ".owner").exists()
+        assert reap_orphans() == 0
+    finally:
+        live.kill()
+        live.wait(timeout=30)
+    assert reap_orphans() == 1 and not live_dir.exists()

@@ -445,7 +445,7 @@ def test_prefix_boundary():
     check_mask(parse_mask("prefix:5"), 1, 4, 4)  # P > Sk: every key too, measured as the plain call
 
 
-@pytest.mark.parametrize("spec", ["causal_lower_right", "sliding:2@lower_right"])
+@pytest.mark.parametrize("spec", ["causal_lower_right", "sliding:2@lower_right", "prefix:0@lower_right"])
 def test_lower_right_with_more_queries_than_keys_is_refused(spec):
     m = parse_mask(spec)
     # Sq=5, Sk=3 lower-right: queries at key positions -2..2, the first 5-3 = 2 see nothing
@@ -455,6 +455,12 @@ def test_lower_right_with_more_queries_than_keys_is_refused(spec):
     )
     check_mask(m, 1, 3, 3)  # square: fine
     check_mask(m, 1, 3, 5)  # fewer queries: fine
+
+
+def test_lower_right_prefix_of_one_key_leaves_no_row_empty():
+    # prefix:1 lower-right, Sq=5, Sk=3: row i keeps key 0 and keys <= i - 2, so every row keeps at least key 0
+    check_mask(parse_mask("prefix:1@lower_right"), 1, 5, 3)
+    assert kept_pairs(parse_mask("prefix:1@lower_right"), 1, 5, 3) == 1 + 1 + 1 + 2 + 3
 
 
 def test_top_left_causal_with_more_queries_than_keys_is_fine():

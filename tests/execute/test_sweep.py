@@ -297,8 +297,10 @@ def test_after_an_oom_the_same_worker_runs_the_next_case(tmp_path, test_variants
 # ---- a real process: kill -9, Ctrl-C ----
 
 
-def _start(out: Path, *extra: str) -> subprocess.Popen:
+def _start(out: Path, *extra: str, tmp: Path | None = None) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNSCOPE_VARIANT_MODULES": "tests.variants_for_tests"}
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
     cmd = [sys.executable, "-m", "attnscope.cli.main", "sweep", *TINY, *FAST, "--out", str(out), *extra]
     return subprocess.Popen(
         cmd,
@@ -353,8 +355,10 @@ def _cleanup(p: subprocess.Popen) -> None:
 @pytest.mark.slow
 def test_kill_9_mid_sweep_then_resume_gives_every_row_once(tmp_path):
     out = tmp_path / "k.jsonl"
+    tmp = tmp_path / "tmp"  # the temporary directory of both commands: what the killed one leaves is seen here
+    tmp.mkdir()
     grid_args = ["--seq", "32", "--mode", "fwd,fwd_bwd", "--variants", "naive,t_hang,sdpa_flash"]
-    p = _start(out, *grid_args, "--timeout", "600")
+    p = _start(out, *grid_args, "--timeout", "600", tmp=tmp)
     try:
         assert _wait_for_rows(p, out, 1) == 1  # naive fwd is saved; t_hang now holds the worker
         workers = _workers_of(p.pid)
@@ -369,14 +373,22 @@ def test_kill_9_mid_sweep_then_resume_gives_every_row_once(tmp_path):
     finally:
         _cleanup(p)
     assert [r["variant"] for r in Store(out).rows()] == ["naive"]
+    left = [d.name for d in tmp.iterdir() if d.name.startswith("attnscope-workers-")]
+    assert len(left) == 1  # kill -9: the workers' folder outlives its sweep...
     again = [sys.executable, "-m", "attnscope.cli.main", "sweep", *TINY, *FAST, "--out", str(out), *grid_args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNSCOPE_VARIANT_MODULES": "tests.variants_for_tests"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ATTNSCOPE_VARIANT_MODULES": "tests.variants_for_tests",
+        "TMPDIR": str(tmp),
+    }
     refused = subprocess.run(again, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--resume" in refused.stderr and len(refused.stderr.splitlines()) == 1
     done = subprocess.run(
         [*again, "--resume", "--timeout", "8"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
+    assert not [d.name for d in tmp.iterdir() if d.name.startswith("attnscope-")]  # ...until the next one starts
     rows = Store(out).rows()
     want = {(v, m) for v in ("naive", "t_hang", "sdpa_flash") for m in ("fwd", "fwd_bwd")}
     assert sorted((r["variant"], r["mode"]) for r in rows) == sorted(want)  # each exactly once

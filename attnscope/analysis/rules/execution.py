@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from attnscope.analysis.rules.insights import Out, by_launching_op, on_gpu, r1, short
@@ -158,20 +159,37 @@ def _inside_text(hit: dict[str, Any], ev: dict[str, Any]) -> str:
     return "Nsight Compute read it: " + ", ".join(parts) if parts else "Nsight Compute collected no counters for it"
 
 
+def _nonfinite(r: dict[str, Any]) -> Insight:
+    """Which tensors hold NaN or Inf: an error of ``rel_errors`` stored as null (inf) is one; the finite ones are
+    said too, so "the output is right, its gradients overflow" reads as such."""
+    errs = r.get("rel_errors") or {}
+    bad = [k for k, v in errs.items() if v is None or not math.isfinite(v)]
+    good = [k for k in errs if k not in bad]
+    ev: dict[str, Any] = {"nonfinite": True}
+    if bad and good:
+        ev["nonfinite_tensors"] = bad
+        what = f"{', '.join(bad)} hold{'s' if len(bad) == 1 else ''} NaN or Inf ({', '.join(good)} finite)"
+    else:
+        what = "the output holds NaN or Inf"
+    dtype = (r.get("case") or {}).get("dtype")
+    hint = "check masking of fully masked rows and the dtype's range"
+    if good and "out" in good and dtype == "fp16":
+        hint = "fp16 tops out at 65,504: a gradient past it is Inf (bf16 has fp32's range)"
+    return Insight(
+        id="numerics_off",
+        variant=r["variant"],
+        severity="error",
+        message=f"{what}: a wrong result, whatever its speed",
+        advice=f"{hint}; do not use this variant for this case",
+        evidence=ev,
+    )
+
+
 def numerics_off(r: dict[str, Any]) -> Out:
     if r.get("source") == "trace":
         return NotChecked("numerics_off", "needs the output and an fp64 reference, which a trace does not hold")
     if r.get("nonfinite"):
-        return [
-            Insight(
-                id="numerics_off",
-                variant=r["variant"],
-                severity="error",
-                message="the output holds NaN or Inf: a wrong result, whatever its speed",
-                advice="check masking of fully masked rows and the dtype's range; do not use this variant",
-                evidence={"nonfinite": True},
-            )
-        ]
+        return [_nonfinite(r)]
     err, tol = r.get("max_rel_error"), r.get("error_tolerance")
     if err is None or tol is None:
         return NotChecked("numerics_off", "the error against the fp64 reference was not measured")

@@ -133,17 +133,22 @@ class ProcessExecutor:
     workers: int | None = None  # workers when not pinned to GPUs (default 1)
     _pool: list[_Worker] = field(default_factory=list)
     _tmp: str = ""
+    _owner: int | None = None  # the descriptor holding the folder's lock (attnscope.core.files.owned_dir)
+    _remove: Any = None  # the folder's finalizer (weakref.finalize): removes it once, at close() or exit
 
     def _ensure_pool(self) -> None:
         if self._pool:
             return
-        self._tmp = tempfile.mkdtemp(prefix="attnscope-workers-")
-        import shutil
         import weakref
 
+        from attnscope.core.files import owned_dir, remove_owned
+
+        d, self._owner = owned_dir("attnscope-workers-")
+        self._tmp = str(d)
         # removed by close(); and at the latest when this executor is collected or the interpreter exits (an
-        # exception or a signal that unwound past a caller that never closed it)
-        weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
+        # exception or a signal that unwound past a caller that never closed it); after kill -9, by the next
+        # executor or private folder made on this machine (its lock is gone)
+        self._remove = weakref.finalize(self, remove_owned, d, self._owner)
         slots: list[str | None] = list(self.devices) if self.devices else [None] * max(1, self.workers or 1)
         self._pool = [_Worker(v, Path(self._tmp) / f"worker{i}.log") for i, v in enumerate(slots)]
 
@@ -205,8 +210,6 @@ class ProcessExecutor:
                 w.proc.join(timeout=2)
             w.stop()
         self._pool = []
-        if self._tmp:
-            import shutil
-
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = ""
+        if self._remove is not None:
+            self._remove()  # a finalizer runs once: the lock's descriptor is closed once
+        self._tmp, self._owner, self._remove = "", None, None

@@ -342,7 +342,9 @@ def test_numerics_off_over_tolerance_nonfinite_and_unmeasured() -> None:
     assert numerics_off({**r, "max_rel_error": 0.02}) == []  # at the tolerance: fine
     nan = _one(numerics_off({**r, "nonfinite": True}))
     assert nan.message == "the output holds NaN or Inf: a wrong result, whatever its speed"
-    assert nan.advice == "check masking of fully masked rows and the dtype's range; do not use this variant"
+    assert nan.advice == (
+        "check masking of fully masked rows and the dtype's range; do not use this variant for this case"
+    )
     assert nan.severity == "error" and nan.evidence == {"nonfinite": True}
     assert numerics_off({**r, "error_tolerance": None}) == NotChecked(
         "numerics_off", "the error against the fp64 reference was not measured"
@@ -492,3 +494,26 @@ def test_opaque_library_two_generated_calls_without_helpers_and_one_call_with_tw
         "cudnn::convert_dq_to_16bits<1>, cudnn::fusion::lean_reduction_kernel<0>, launched by "
         "aten::_cudnn_attention_forward) do the whole attention"
     )
+
+
+def test_numerics_off_names_the_tensors_that_overflow() -> None:
+    # naive fp16, soft-cap 10,000, fwd_bwd: autograd multiplies dL/d(capped score) (~8) by c = 10,000 before
+    # dividing by it, past fp16's 65,504, so dq and dk are Inf while out and dv are finite
+    r = {
+        "variant": "naive",
+        "nonfinite": True,
+        "case": {"dtype": "fp16"},
+        "rel_errors": {"out": 5.0e-4, "dq": None, "dk": float("inf"), "dv": 4.8e-4},
+    }
+    got = _one(numerics_off(r))
+    assert got.message == "dq, dk hold NaN or Inf (out, dv finite): a wrong result, whatever its speed"
+    assert got.advice == (
+        "fp16 tops out at 65,504: a gradient past it is Inf (bf16 has fp32's range); do not use this variant for "
+        "this case"
+    )
+    assert got.evidence == {"nonfinite": True, "nonfinite_tensors": ["dq", "dk"]}
+    one = _one(numerics_off({**r, "rel_errors": {"out": None, "dq": None, "dk": None, "dv": None}}))
+    assert one.message == "the output holds NaN or Inf: a wrong result, whatever its speed"
+    bf16 = _one(numerics_off({**r, "case": {"dtype": "bf16"}, "rel_errors": {"out": 1e-3, "dq": None}}))
+    assert bf16.message.startswith("dq holds NaN or Inf (out finite)")
+    assert bf16.advice.startswith("check masking of fully masked rows")
