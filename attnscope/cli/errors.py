@@ -56,7 +56,7 @@ def as_flags(e: BaseException) -> str:
     if not names:
         return text
     pattern = re.compile(
-        r"(?<![\w.\-/])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w\-./])"
+        r"(?<![\w.\-/])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w\-./(])"
     )
     parts = _QUOTED.split(text)
     for i in range(0, len(parts), 2):  # the even parts lie outside quotes

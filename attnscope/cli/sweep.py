@@ -254,9 +254,15 @@ def header(args: argparse.Namespace, req: Request, planned: Any) -> list[str]:
     """The lines said before the first job (``planned``: the campaign's Planned event): the grid, what the store
     holds, where the jobs run."""
     n = len(req.cases) * req.num_variants
+    jobs = planned.done_before + planned.total  # the grid's jobs: the pairs of the default set that apply
+    apply = (
+        f"{jobs} job(s) ({n - jobs} pair(s) of a serving variant and a dense case, or the reverse, do not apply)"
+        if jobs < n
+        else f"{n} job(s)"
+    )
     torn = f"; {planned.torn} unreadable line(s) in it skipped (a write cut short, or not a row)"
     first = (
-        f"attnscope sweep: {len(req.cases)} case(s) × {req.num_variants} variant(s) = {n} job(s); "
+        f"attnscope sweep: {len(req.cases)} case(s) × {req.num_variants} variant(s) = {apply}; "
         f"{planned.done_before} already in {args.out}, {planned.total} to measure ({req.workers})"
         + (torn if planned.torn else "")
     )

@@ -39,6 +39,12 @@ def test_a_name_inside_a_path_or_a_file_name_is_left_as_it_is() -> None:
     assert as_flags(e) == "--out out/x.jsonl: --mask-mod mask.py:fn in run/out"
 
 
+def test_a_name_read_as_a_plural_is_left_as_it_is() -> None:
+    # seen on an H100: "this machine has 1 CUDA --device(s)" where "device(s)" is a word of the sentence
+    e = UsageError("device cuda:99: this machine has 1 CUDA device(s), cuda:0 to cuda:0", fields=("device",))
+    assert as_flags(e) == "--device cuda:99: this machine has 1 CUDA device(s), cuda:0 to cuda:0"
+
+
 def test_an_error_without_fields_is_printed_as_it_is() -> None:
     assert as_flags(ValueError("budget_s: must be > 0")) == "budget_s: must be > 0"
     assert as_flags(UsageError("mask x", fields=("no_such_value",))) == "mask x"

@@ -88,3 +88,24 @@ def test_a_plugin_returning_the_wrong_layout_is_told_the_contract():
     assert "plugin contract" in row["reason"]
     assert "shape (1, 16, 2, 8), expected (1, 2, 16, 8)" in row["reason"]
     assert "broadcast" not in row["reason"] and "must match" not in row["reason"]
+
+
+def test_the_sweep_header_counts_only_the_pairs_that_apply() -> None:
+    # seen on an H100: "6 case(s) × 20 variant(s) = 120 job(s); … 54 to measure": the default set's 11 serving
+    # variants do not apply to the 6 dense cases, so the grid is 6 × 9 = 54 jobs, and 120 − 54 = 66 pairs left out
+    from types import SimpleNamespace
+
+    from attnscope.api.campaign import Planned
+    from attnscope.cli.sweep import header
+
+    args = SimpleNamespace(out="s.jsonl")
+    req = SimpleNamespace(cases=[None] * 6, num_variants=20, workers="inline", notes=[], left_out=None)
+    assert header(args, req, Planned(total=52, done_before=2))[0] == (
+        "attnscope sweep: 6 case(s) × 20 variant(s) = 54 job(s) (66 pair(s) of a serving variant and a dense "
+        "case, or the reverse, do not apply); 2 already in s.jsonl, 52 to measure (inline)"
+    )
+    every = header(args, SimpleNamespace(**{**vars(req), "num_variants": 2}), Planned(total=12, done_before=0))
+    assert (
+        every[0]
+        == "attnscope sweep: 6 case(s) × 2 variant(s) = 12 job(s); 0 already in s.jsonl, 12 to measure (inline)"
+    )
