@@ -9,7 +9,9 @@ Each spec is drawn from its own seeded generator (``Random(seed · 1,000,003 + i
 spec by spec, whatever the number of workers, and any failure is replayed with ``--only INDEX``.  A spec is a case
 (batch, heads, GQA, query and key lengths: decode and chunked prefill among them, head dim, dtype, a mask in every
 form of the grammar including the edge ones, soft-cap, ALiBi, fwd or fwd_bwd), one to three variants, and now and
-then a number that is no usable number (NaN, an infinity, past a week of seconds).  Every spec goes through the
+then a number that is no usable number (NaN, an infinity, past a week of seconds).  One spec in about seven is a
+serving case: a paged and/or ragged KV cache (``page_size``, ``kv_lens`` as a list or a seeded draw, now and then
+one that is no cache) read at decode or by a chunk of prefill, with the paged variants.  Every spec goes through the
 checks before work twice, the library's (its Case) and the command line's (``attnscope run``'s parser and every
 check it makes before a tensor exists), which must agree; one spec in ``--measure-every`` is then measured through
 one channel:
@@ -54,6 +56,8 @@ from typing import Any
 
 # The variants a spec picks from: the CPU built-ins that run in seconds (compiled flex compiles for ~20 s a case).
 FAST_VARIANTS = ("naive", "naive_inplace", "sdpa_math", "sdpa_flash", "sdpa_default", "flex", "sdpa_efficient")
+SERVING_VARIANTS = ("paged_gather_sdpa", "paged_flex", "paged_varlen", "paged_gather_flash")  # the last two: skipped
+SERVING_SHARE = 0.15  # of the specs, made serving ones
 HOSTILE_NUMBERS = (float("nan"), float("inf"), -float("inf"), 1e308, -1.0, 0.0)
 EXAMPLES = 5  # failures kept per kind in the output file
 
@@ -116,7 +120,36 @@ def make_spec(seed: int, index: int) -> dict[str, Any]:
         key = rng.choice(["timing_budget_s", "timeout_s"])
         options[key] = rng.choice(HOSTILE_NUMBERS)
     variants = rng.sample(FAST_VARIANTS, rng.randint(1, 3))
+    # drawn last, so that the draws above (and every spec of an earlier run without serving cases) stay as they were
+    if rng.random() < SERVING_SHARE:
+        variants = _serving(rng, case, variants)
     return {"index": index, "case": case, "variants": variants, "options": options}
+
+
+def _serving(rng: random.Random, case: dict[str, Any], dense: list[str]) -> list[str]:
+    """Make ``case`` a serving one: a paged and/or ragged KV cache read at decode (one query) or by a chunk of
+    prefill, with now and then a field a serving case refuses (a mask other than causal_lower_right or none,
+    fwd_bwd, soft-cap, ALiBi, a page size or a length that is no length); returns its variants (a dense one
+    among them now and then, which must be skipped with its reason)."""
+    b = case["batch"]
+    case["seq_q"] = rng.choice([1, 1, 1, 2, 7, 16])
+    case["seq_kv"] = None
+    if rng.random() < 0.9:
+        case["mask"] = rng.choice([None, None, "causal_lower_right", "none", case["mask"]])
+    if rng.random() < 0.9:
+        case["mode"], case["softcap"], case["alibi"] = "fwd", None, False
+    form = rng.random()
+    if form < 0.45:
+        lens = [rng.randint(1, 96) for _ in range(b)]
+        case["kv_lens"] = ",".join(map(str, lens))
+    elif form < 0.8:
+        lo = rng.randint(1, 64)
+        case["kv_lens"] = f"uniform:{lo}..{lo + rng.randint(0, 64)}@{rng.randint(0, 9)}"
+    else:  # no usable lengths: a zero, a list of the wrong size, a range the wrong way round, no number
+        case["kv_lens"] = rng.choice(["0," * (b - 1) + "0", ",".join(["8"] * (b + 1)), "uniform:9..3", "list:x"])
+    case["page_size"] = rng.choice([None, 1, 4, 16, 16, 64, 0, -2]) if rng.random() < 0.85 else 16
+    picked = rng.sample(SERVING_VARIANTS, rng.randint(1, 2))
+    return picked + ([rng.choice(dense)] if rng.random() < 0.2 else [])
 
 
 def _one_line(e: BaseException) -> bool:
@@ -126,6 +159,9 @@ def _one_line(e: BaseException) -> bool:
 def _classify_rows(rows: list[dict[str, Any]], counts: Counter[str], bad: list[dict[str, Any]], spec: Any) -> None:
     for r in rows:
         counts[f"row {r.get('status')}"] += 1
+        c = r.get("case") or {}
+        if c.get("kv_lens") is not None or c.get("page_size") is not None:
+            counts[f"serving row {r.get('status')}"] += 1
         if r.get("status") != "ok":
             continue
         ok = r.get("numerics_ok")
@@ -244,6 +280,10 @@ def cli_argv(spec: dict[str, Any]) -> list[str]:
         argv += ["--softcap", repr(c["softcap"])]
     if c["alibi"]:
         argv += ["--alibi"]
+    if c.get("kv_lens") is not None:
+        argv += ["--kv-lens", c["kv_lens"]]
+    if c.get("page_size") is not None:
+        argv += ["--page-size", str(c["page_size"])]
     o = spec["options"]
     argv += ["--variants", ",".join(spec["variants"]), "--budget", repr(o["timing_budget_s"])]
     if "timeout_s" in o:
@@ -340,6 +380,8 @@ def fuzz(
             continue
         spec = make_spec(seed, i)
         counts["specs"] += 1
+        if spec["case"].get("kv_lens") is not None or spec["case"].get("page_size") is not None:
+            counts["specs serving"] += 1
         check_channel(spec, counts, bad)
         if measure_every > 1 and i % measure_every:
             continue
