@@ -3,6 +3,7 @@ events), and the same model trained by DDP on every GPU of the host, one trace p
 
     python benchmarks/gpu/train_traces.py OUT_DIR            # the with_stack trace, then torchrun for the ranks
     torchrun --nproc_per_node=N benchmarks/gpu/train_traces.py OUT_DIR --ddp     # what the first one starts
+    python benchmarks/gpu/train_traces.py OUT_DIR --no-stack --share-gpu --rank-steps 5   # one GPU: two ranks on it
 
 The model is the shared Llama trace's shape (hidden 1024, 8 layers, 16 heads, 4 KV heads, batch 4 x 2048, bf16,
 SDPA attention); ``--device cpu --small`` runs a tiny model on the CPU (a check of the script, not a measurement).
@@ -82,13 +83,15 @@ def with_stack(out: Path, dev: str, small: bool) -> None:
     save(prof, out / "llama_train_stack.json.gz")
 
 
-def ddp(out: Path, dev_kind: str, small: bool) -> None:
+def ddp(out: Path, dev_kind: str, small: bool, share_gpu: bool = False, steps: int = 10) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     rank = int(os.environ["RANK"])
-    dist.init_process_group("nccl" if dev_kind == "cuda" else "gloo")
-    dev = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}" if dev_kind == "cuda" else "cpu"
+    # NCCL refuses two ranks on one GPU: ranks that share it reduce their gradients through gloo
+    dist.init_process_group("nccl" if dev_kind == "cuda" and not share_gpu else "gloo")
+    local = 0 if share_gpu else int(os.environ.get("LOCAL_RANK", rank))
+    dev = f"cuda:{local}" if dev_kind == "cuda" else "cpu"
     if dev_kind == "cuda":
         torch.cuda.set_device(dev)
     m = DistributedDataParallel(model(dev, small), device_ids=[dev] if dev_kind == "cuda" else None)
@@ -96,7 +99,7 @@ def ddp(out: Path, dev_kind: str, small: bool) -> None:
     ids = torch.randint(0, m.module.config.vocab_size, (4, 64 if small else 2048), generator=g).to(dev)
     train(m, ids, 2)
     with profile(activities=acts(dev), record_shapes=True) as prof:
-        train(m, ids, 3 if small else 10, prof)
+        train(m, ids, 3 if small else steps, prof)
     (out / "ranks").mkdir(parents=True, exist_ok=True)
     save(prof, out / "ranks" / f"rank{rank}.json.gz")
     dist.barrier()
@@ -109,25 +112,33 @@ def main() -> int:
     ap.add_argument("--ddp", action="store_true", help="(torchrun's children) train by DDP, one trace per rank")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--small", action="store_true", help="a tiny model: checks the script, measures nothing")
+    ap.add_argument("--share-gpu", action="store_true", help="on a one-GPU host, two ranks on that GPU (gloo)")
+    ap.add_argument("--rank-steps", type=int, default=10, help="profiled steps per rank")
+    ap.add_argument("--no-stack", action="store_true", help="the ranks only, not the with_stack trace")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     if a.ddp:
-        ddp(out, a.device, a.small)
+        ddp(out, a.device, a.small, a.share_gpu, a.rank_steps)
         return 0
     facts: dict = {"torch": torch.__version__}
     t0 = time.time()
-    with_stack(out, a.device, a.small)
-    facts["with_stack"] = {"seconds": round(time.time() - t0, 1), **counts(out / "llama_train_stack.json.gz")}
+    if not a.no_stack:
+        with_stack(out, a.device, a.small)
+        facts["with_stack"] = {"seconds": round(time.time() - t0, 1), **counts(out / "llama_train_stack.json.gz")}
     n = torch.cuda.device_count() if a.device == "cuda" else 2
-    if n < 2:
+    share = a.device == "cuda" and n < 2 and a.share_gpu
+    if n < 2 and not share:
         facts["ranks"] = f"not recorded: {n} GPU on this host (a two-GPU host records one trace per rank)"
     else:
+        n = 2 if share else n
         t0 = time.time()
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}", __file__, str(out), "--ddp",
-               "--device", a.device] + (["--small"] if a.small else [])  # fmt: skip
+               "--device", a.device, "--rank-steps", str(a.rank_steps)] + (["--small"] if a.small else []) + (
+               ["--share-gpu"] if share else [])  # fmt: skip
         rc = subprocess.run(cmd).returncode
-        facts["ranks"] = {"rc": rc, "nproc": n, "seconds": round(time.time() - t0, 1)}
+        facts["ranks"] = {"rc": rc, "nproc": n, "seconds": round(time.time() - t0, 1),
+                          "backend": "gloo, both ranks on cuda:0" if share else ("nccl" if a.device == "cuda" else "gloo")}  # fmt: skip
         for p in sorted((out / "ranks").glob("rank*.json.gz")):
             facts["ranks"][p.name] = counts(p)
     (out / "facts.json").write_text(json.dumps(facts, indent=1, default=str))
