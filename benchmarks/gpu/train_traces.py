@@ -137,8 +137,8 @@ def main() -> int:
                "--device", a.device, "--rank-steps", str(a.rank_steps)] + (["--small"] if a.small else []) + (
                ["--share-gpu"] if share else [])  # fmt: skip
         rc = subprocess.run(cmd).returncode
-        facts["ranks"] = {"rc": rc, "nproc": n, "seconds": round(time.time() - t0, 1),
-                          "backend": "gloo, both ranks on cuda:0" if share else ("nccl" if a.device == "cuda" else "gloo")}  # fmt: skip
+        backend = "gloo, both ranks on cuda:0" if share else ("nccl" if a.device == "cuda" else "gloo")
+        facts["ranks"] = {"rc": rc, "nproc": n, "seconds": round(time.time() - t0, 1), "backend": backend}
         for p in sorted((out / "ranks").glob("rank*.json.gz")):
             facts["ranks"][p.name] = counts(p)
     (out / "facts.json").write_text(json.dumps(facts, indent=1, default=str))
