@@ -440,3 +440,30 @@ def test_diff_carries_both_environments():
     assert d["env_a"] == {"torch": "2.11.0"} and d["env_b"] == {"torch": "2.13.0"}
     assert d["context_changes"] == ["env torch: 2.11.0 → 2.13.0"]
     assert d["threshold_pct"] is None and d["regressions"] == []
+
+
+def test_a_real_ddp_job_of_two_ranks_is_read_as_two_ranks_and_its_bucket_copies_get_ddp_advice(tmp_path):
+    # two ranks of one DDP training job (the Llama step, 5 profiled steps, both ranks on one H100, gloo): each
+    # trace says its rank in distributedInfo; counts read from the raw JSON here, not from attnscope
+    from pathlib import Path
+
+    job = Path(__file__).resolve().parents[1] / "data" / "ranks_ddp_h100"
+    raw = [json.loads(gzip.open(job / f"rank{i}.json.gz").read()) for i in (0, 1)]
+    assert [r["distributedInfo"]["rank"] for r in raw] == [0, 1]
+    gpu_cats = ("kernel", "gpu_memcpy", "gpu_memset")
+    want = [[e for e in r["traceEvents"] if e.get("cat") in gpu_cats] for r in raw]
+    out = tmp_path / "o.json"
+    assert main(["analyze", str(job), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    o = doc["overall"]
+    assert o["num_ranks"] == 2 and o["rank_sources"] == ["distributedInfo"]
+    assert [p["num_gpu_events"] for p in o["per_rank"]] == [len(w) for w in want]
+    for r, w in zip(doc["results"], want, strict=True):
+        assert r["num_kernels"] == sum(e["cat"] == "kernel" for e in w)
+        assert r["trace_gpu_time_us"] == pytest.approx(sum(e["dur"] for e in w), rel=1e-9)
+    bucket = "torch.distributed.ddp.reducer::copy_bucket_to_grad"
+    copies = [
+        i for r in doc["results"] for i in r["insights"] if i["id"] == "hidden_copy" and i["evidence"]["op"] == bucket
+    ]
+    assert len(copies) == 2 and all("gradient_as_bucket_view=True" in i["advice"] for i in copies)
+    assert not any("flex_compiled" in i["advice"] for i in copies)

@@ -126,6 +126,16 @@ def _copy_advice(
             "(e.g. flex_compiled, an SDPA backend) does the step without materialising the tensor"
         )
     if not op.startswith("aten::"):
+        if "ddp.reducer" in op or "copy_bucket_to_grad" in op:
+            # DDP copies each gradient out of its all-reduce bucket; with gradient_as_bucket_view the gradients
+            # are views of the buckets and this op is not called at all (so the flag is not already passed)
+            return (
+                f"DDP copies each gradient out of its all-reduce bucket ({op}): "
+                "DistributedDataParallel(..., gradient_as_bucket_view=True) makes the gradients views of the "
+                "buckets, so the copy goes"
+            )
+        if not any(w in op.lower() for w in ("attention", "sdpa", "flex", "attn")):
+            return f"the copy happens inside {op}, not a call in this code: an in-place fix cannot reach it"
         return (
             f"the copy happens inside {op}, out of reach of an in-place fix: a fused or compiled variant "
             "(e.g. flex_compiled, an SDPA backend) does the step without it"

@@ -429,6 +429,17 @@ def test_math_backend_or_bare_gemms_are_not_fused_but_an_attention_kernel_is():
             "variant (e.g. flex_compiled, an SDPA backend) does the step without it",
         ),
         (
+            # a real two-rank DDP trace (H100): 1.5 GiB a rank copied out of the all-reduce buckets
+            "torch.distributed.ddp.reducer::copy_bucket_to_grad",
+            "DDP copies each gradient out of its all-reduce bucket (torch.distributed.ddp.reducer::copy_bucket_to_grad"
+            "): DistributedDataParallel(..., gradient_as_bucket_view=True) makes the gradients views of the buckets, "
+            "so the copy goes",
+        ),
+        (
+            "torchvision::roi_align",  # a library op far from attention: no attention variant is offered
+            "the copy happens inside torchvision::roi_align, not a call in this code: an in-place fix cannot reach it",
+        ),
+        (
             "aten::reshape",
             "reshape copied because its input was not laid out as a view allows: make the producer write contiguous "
             "output, or keep the strided layout for the consumer, so no copy is needed",
