@@ -33,7 +33,7 @@ def recommend(files: Sequence[str | Path], *, on_note: Callable[[str], None] | N
 
     rec = recommend_rows(rows)
     if not rec["best"] and not rec.get("unresolved"):
-        by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items())
+        by = ", ".join(f"{k} {v}" for k, v in rec["counts"]["by_status"].items()) or "none, it holds no row"
         why = (
             f"{', '.join(names)}: no row to compare (one needs status ok, numerics_ok true, a case and a "
             f"time; rows by status: {by})"

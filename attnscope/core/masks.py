@@ -90,7 +90,8 @@ def _ints(text: str, what: str, spec: str, least: int = 1) -> tuple[int, ...]:
     try:
         vals = tuple(int(p) for p in text.split(",") if p.strip() != "")
     except ValueError:
-        raise UsageError(f"mask {spec!r}: {what} must be integers, got {text!r}", fields=("mask",)) from None
+        must = "must be integers" if what.endswith("s") else "must be an integer"
+        raise UsageError(f"mask {spec!r}: {what} {must}, got {text!r}", fields=("mask",)) from None
     if not vals:
         raise UsageError(f"mask {spec!r}: {what} missing", fields=("mask",))
     if min(vals) < least:

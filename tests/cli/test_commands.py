@@ -113,6 +113,14 @@ def test_recommend_says_what_the_loader_left_out(tmp_path: Path) -> None:
     assert heard == [f"{p}: line 49 is not valid JSON (a torn write?): left out"] and rec["counts"]["rows"] == 48
 
 
+def test_recommend_of_a_document_without_rows_says_so(tmp_path: Path, capsys) -> None:
+    p = tmp_path / "empty.json"
+    p.write_text(json.dumps({"schema_version": 1, "tool": "attnscope", "env": None, "results": []}))
+    assert main(["recommend", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("rows by status: none, it holds no row)") and len(err.splitlines()) == 1
+
+
 def test_recommend_of_rows_that_all_failed_is_nothing_measured_not_bad_input(tmp_path: Path, capsys) -> None:
     row = json.loads(SWEEP.read_text().splitlines()[0])
     p = tmp_path / "oom.jsonl"

@@ -82,9 +82,9 @@ def _library_message(call) -> str:
 ROWS = [
     (
         lambda: make_case("cpu", mask="sliding:x"),
-        "mask 'sliding:x': window must be integers",
+        "mask 'sliding:x': window must be an integer",
         ["run", "--device", "cpu", "--mask", "sliding:x"],
-        "--mask 'sliding:x': window must be integers",
+        "--mask 'sliding:x': window must be an integer",
     ),
     (
         lambda: make_case("cpu", kv_lens="1,0"),

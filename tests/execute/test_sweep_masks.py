@@ -35,7 +35,7 @@ def test_mask_axis_document_lengths_keep_their_commas():
         ("sliding:256,512", "only document and padding take a comma list"),
         ("none,,causal", "empty item"),
         ("nonsense:3", "must start with a mask name"),
-        ("sliding:x", "window must be integers"),
+        ("sliding:x", "window must be an integer"),
     ],
 )
 def test_mask_axis_refuses_nonsense(text, words):
