@@ -3,9 +3,11 @@
 The goldens under ``tests/data/golden/`` were produced by the previous reader (the single-module
 ``attnscope/trace.py``) before the new one was written, one per trace file in ``tests/data/``
 (attnscope's own H200 traces, the Llama training trace, HolisticTraceAnalysis's test traces) and
-one for the two-rank directory.  Regenerate only on purpose, with the reader you trust:
+one for the two-rank directory; a trace added later has its golden from the reader of that day.  Regenerate
+only on purpose, with the reader you trust:
 
-    python tests/trace/test_trace_golden.py
+    python tests/trace/test_trace_golden.py              # every golden
+    python tests/trace/test_trace_golden.py --missing    # only those of traces added since
 """
 
 from __future__ import annotations
@@ -138,9 +140,11 @@ def test_goldens_cover_real_traces():
     assert abs(sum(c["time_us"] for c in cats) - time_us) < 1e-3 * len(cats)
 
 
-def regenerate() -> None:
+def regenerate(missing_only: bool = False) -> None:
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for paths in CASES:
+        if missing_only and (GOLDEN / golden_name(paths)).exists():
+            continue  # a trace added since: its golden from today's reader, the others left as they were
         got = analyze_doc(paths)
         blob = json.dumps(got, sort_keys=True, separators=(",", ":")).encode()
         (GOLDEN / golden_name(paths)).write_bytes(lzma.compress(blob, preset=9 | lzma.PRESET_EXTREME))
@@ -149,4 +153,4 @@ def regenerate() -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    regenerate()
+    regenerate(missing_only="--missing" in sys.argv)

@@ -142,6 +142,16 @@ def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str 
                 "K/V are repeated in this code before an SDPA call that already passes enable_gqa=True: "
                 "drop the repeat, SDPA broadcasts the KV heads itself"
             )
+        if r.get("source") == "trace" and not r.get("attention_calls"):
+            # a recorded program whose attention is no SDPA call (matmul, softmax): the repeat may be a library's
+            # (transformers' repeat_kv under attn_implementation="eager"), so its switch is named beside the edit
+            return (
+                "GQA: K and V are materialised once per query head for an attention that is no SDPA call in this "
+                "trace (matmul, softmax); SDPA with enable_gqa=True keeps them at their KV heads, and "
+                + _gqa_without_copy(r, "then runs without any copy", "then run without any copy")
+                + "; in a transformers model the repeat is its repeat_kv, and the switch is "
+                'attn_implementation="sdpa", which passes enable_gqa=True where no attention mask is needed'
+            )
         return (
             "GQA: pass enable_gqa=True to SDPA instead of materialising K and V once per query head "
             "(repeat_interleave, expand+reshape); "

@@ -149,3 +149,22 @@ def test_backward_ops_on_autograd_thread_are_in_the_call() -> None:
     f, b = calls[0]["flops"], calls[1]["flops"]
     assert f == 4 * 64 * 8 * (512 * 513 // 2)  # B1 H8 S512 D64 causal: kept scores S(S+1)/2
     assert b == int(f * 2.5)
+
+
+def test_a_trace_without_an_sdpa_call_names_transformers_switch_beside_enable_gqa() -> None:
+    # a transformers Llama trained with attn_implementation="eager" (H100): 160 expand+reshape copies of K and V,
+    # and attention as matmul + softmax, no SDPA op anywhere in the trace
+    from attnscope.analysis.fingerprint.copy_context import copy_advice
+
+    trace = {"source": "trace", "attention_calls": [], "device_kind": "cuda"}
+    adv = copy_advice("broadcast", None, trace)
+    assert adv == (
+        "GQA: K and V are materialised once per query head for an attention that is no SDPA call in this trace "
+        "(matmul, softmax); SDPA with enable_gqa=True keeps them at their KV heads, and flash and cuDNN then run "
+        "without any copy (seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json); in a "
+        'transformers model the repeat is its repeat_kv, and the switch is attn_implementation="sdpa", which '
+        "passes enable_gqa=True where no attention mask is needed"
+    )
+    # a measured run of code that repeats K/V itself keeps the plain advice
+    run = {"source": "run", "attention_calls": [], "device_kind": "cuda"}
+    assert str(copy_advice("broadcast", None, run)).startswith("GQA: pass enable_gqa=True to SDPA")
