@@ -8,7 +8,8 @@
   writes through it).  A failure (a full disk) removes the temporary file and leaves the target as it was.
 - :func:`private_dir` and :func:`keep_file`: a trace is exported into a private ``mkdtemp`` folder (mode 0700;
   Kineto's own ``<path>.tmp`` lands there too), read there, then moved to the folder the user named, if any; the
-  private folder is removed on every exit path.
+  private folder is removed on every exit path, and one left by ``kill -9`` by the next one made (its ``.owner``
+  lock is free: :func:`owned_dir`, :func:`reap_orphans`).
 - :func:`lock_store`: an append-only store (the JSONL of ``sweep --out`` and ``model --out``) is held under an
   advisory ``flock`` while the command writes it, so a second writer is refused at once; a store that is a
   symbolic link is refused (never appended through).
