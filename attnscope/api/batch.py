@@ -120,6 +120,13 @@ def analyze_traces(
         return annotate(document(None, results, **({"overall": overall} if overall else {}))), errors
 
 
+def light_gc() -> Any:
+    """A context in which the cyclic garbage collector does not run (a short process building ~10^5 objects)."""
+    from attnscope.trace import no_gc
+
+    return no_gc()
+
+
 def read_ahead(path: str | Path) -> None:
     """Start a second core reading the first part of one trace (attnscope.trace.parallel), for the analysis that
     follows in this process to use; the caller decides when (the command line: ATTNSCOPE_READ_CORES)."""

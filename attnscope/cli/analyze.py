@@ -43,7 +43,7 @@ def add_parser(sub: Any, text: str) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from attnscope.api.checks import light_gc
+    from attnscope.api.batch import light_gc  # not api.checks: that imports the sweep's executors
 
     with light_gc():  # a short process holding ~10^5 objects: full collections only cost time
         return _analyze(args)
