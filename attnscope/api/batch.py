@@ -68,18 +68,33 @@ def _text_size(paths: list[Path]) -> int:
     return total
 
 
+def idle_cores() -> int | None:
+    """The cores the 1-minute load average leaves idle, to the nearest whole one; None where none is read."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # no load average here (Windows)
+        return None
+    return max(0, round((os.cpu_count() or 1) - load))
+
+
 def analyze_many(
     paths: list[Path], *, jobs: int | None = None, require_gpu: bool = True, capture: str | None = None
 ) -> tuple[list[Result], list[str]]:
     """Results in input order and one error line per file that could not be analysed.  Without ``jobs``, one
-    process per core, unless the traces hold under ``SMALL_TEXT`` bytes of JSON in all: then this process reads them
-    one after the other (a pool's start costs more than it saves on them)."""
+    process per idle core (:func:`idle_cores`; one per core where no load average is read), unless the traces hold
+    under ``SMALL_TEXT`` bytes of JSON in all: then this process reads them one after the other (a pool's start
+    costs more than it saves on them).  With fewer than two idle cores, this process reads them too: a pool's
+    workers then share busy cores, for more CPU time and no less wall time."""
     if jobs is not None:  # a whole number of processes, as the command line's --jobs
         check_whole("jobs", jobs, maximum=MAX_PROCESSES)
     n = len(paths)
     workers = max(1, min(jobs or os.cpu_count() or 1, n))
-    if jobs is None and workers > 1 and _text_size(paths) < SMALL_TEXT:
-        workers = 1
+    if jobs is None and workers > 1:
+        idle = idle_cores()
+        if _text_size(paths) < SMALL_TEXT or (idle is not None and idle < 2):
+            workers = 1
+        elif idle is not None:
+            workers = min(workers, idle)
     if workers == 1:
         outs = [_one(p, require_gpu, capture) for p in paths]
     else:

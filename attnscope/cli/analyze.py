@@ -31,7 +31,8 @@ def add_parser(sub: Any, text: str) -> None:
     a.add_argument(
         "--jobs",
         type=positive_int("jobs", MAX_PROCESSES),
-        help="processes for several traces (default: one per core; this one alone for under 16 MiB of JSON in all)",
+        help="processes for several traces (default: one per idle core by the load average; this one alone for under "
+        "16 MiB of JSON in all, or where fewer than two cores are idle)",
     )
     a.add_argument(
         "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
