@@ -48,6 +48,7 @@ def test_analyze_imports_neither_the_sweep_the_model_bench_nor_the_plugin_machin
         "attnscope.execute.model_bench",
         "importlib.metadata",
         "torch",
+        "plotly",  # the page's, with --html only
         "attnscope.cli.run",  # run's and guess's ~50 flags are built only when argv runs them
         "attnscope.execute.executors",
         "attnscope.variants",  # the trace is named after no built-in variant
