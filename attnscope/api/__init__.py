@@ -83,10 +83,13 @@ def _analyze(
     from attnscope.analysis.fingerprint.model_split import breakdown as model_split
 
     split = model_split(tr)  # attention's share of a model step, where the trace names its modules
-    from attnscope.variants.builtin import BY_NAME
+    # a trace named after a built-in variant carries its declared flags (no plugin code is run for a trace); the
+    # declarations are imported only for such a name (~5 ms of start-up, the variant modules and their patterns)
+    known = None
+    if name in BUILT_IN_VARIANTS:
+        from attnscope.variants.builtin import BY_NAME
 
-    # a trace named after a built-in variant carries its declared flags (no plugin code is run for a trace)
-    known = BY_NAME.get(name)
+        known = BY_NAME.get(name)
     return Result(
         variant=name,
         case=case,
@@ -109,6 +112,42 @@ def _analyze(
         flops_unknown=read.get("flops_unknown"),
         model_split=split,
     )
+
+
+# The names of attnscope.variants.builtin.BY_NAME (tests/api/test_analyze_names.py keeps the two the same).
+BUILT_IN_VARIANTS = frozenset(
+    {
+        "cudnn_frontend",
+        "flash_attn2",
+        "flash_attn3",
+        "flashinfer_decode",
+        "flashinfer_prefill",
+        "flex",
+        "flex_compiled",
+        "flex_compiled_user",
+        "flex_user",
+        "naive",
+        "naive_inplace",
+        "paged_flashinfer",
+        "paged_flex",
+        "paged_flex_compiled",
+        "paged_flex_flash",
+        "paged_flex_triton",
+        "paged_flex_triton_decode",
+        "paged_gather_flash",
+        "paged_gather_flash_fa3",
+        "paged_gather_flash_fa4",
+        "paged_gather_sdpa",
+        "paged_varlen",
+        "sageattention",
+        "sdpa_cudnn",
+        "sdpa_default",
+        "sdpa_efficient",
+        "sdpa_flash",
+        "sdpa_math",
+        "xformers",
+    }
+)
 
 
 def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | None, float | None, dict[str, Any]]:

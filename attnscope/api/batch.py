@@ -68,18 +68,33 @@ def _text_size(paths: list[Path]) -> int:
     return total
 
 
+def idle_cores() -> int | None:
+    """The cores the 1-minute load average leaves idle, to the nearest whole one; None where none is read."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # no load average here (Windows)
+        return None
+    return max(0, round((os.cpu_count() or 1) - load))
+
+
 def analyze_many(
     paths: list[Path], *, jobs: int | None = None, require_gpu: bool = True, capture: str | None = None
 ) -> tuple[list[Result], list[str]]:
     """Results in input order and one error line per file that could not be analysed.  Without ``jobs``, one
-    process per core, unless the traces hold under ``SMALL_TEXT`` bytes of JSON in all: then this process reads them
-    one after the other (a pool's start costs more than it saves on them)."""
+    process per idle core (:func:`idle_cores`; one per core where no load average is read), unless the traces hold
+    under ``SMALL_TEXT`` bytes of JSON in all: then this process reads them one after the other (a pool's start
+    costs more than it saves on them).  With fewer than two idle cores, this process reads them too: a pool's
+    workers then share busy cores, for more CPU time and no less wall time."""
     if jobs is not None:  # a whole number of processes, as the command line's --jobs
         check_whole("jobs", jobs, maximum=MAX_PROCESSES)
     n = len(paths)
     workers = max(1, min(jobs or os.cpu_count() or 1, n))
-    if jobs is None and workers > 1 and _text_size(paths) < SMALL_TEXT:
-        workers = 1
+    if jobs is None and workers > 1:
+        idle = idle_cores()
+        if _text_size(paths) < SMALL_TEXT or (idle is not None and idle < 2):
+            workers = 1
+        elif idle is not None:
+            workers = min(workers, idle)
     if workers == 1:
         outs = [_one(p, require_gpu, capture) for p in paths]
     else:
@@ -118,6 +133,13 @@ def analyze_traces(
         named = [(r.variant, r.trace_summary) for r in results if r.trace_summary is not None]
         overall = combine(named) if len(named) > 1 else None
         return annotate(document(None, results, **({"overall": overall} if overall else {}))), errors
+
+
+def light_gc() -> Any:
+    """A context in which the cyclic garbage collector does not run (a short process building ~10^5 objects)."""
+    from attnscope.trace import no_gc
+
+    return no_gc()
 
 
 def read_ahead(path: str | Path) -> None:

@@ -19,7 +19,6 @@ __all__ = [
     "devices",
     "gpu_count",
     "known_variants",
-    "light_gc",
     "modifier_line",
     "ray_reachable",
     "store_rows",
@@ -70,13 +69,6 @@ def modifier_line(rows: Iterable[dict[str, Any]]) -> str | None:
     from attnscope.workloads.sensitivity import summary_line
 
     return summary_line(next((r.get("modifier_checks") for r in rows if r.get("modifier_checks")), None))
-
-
-def light_gc() -> Any:
-    """A context in which the cyclic garbage collector does not run (a short process building ~10^5 objects)."""
-    from attnscope.trace import no_gc
-
-    return no_gc()
 
 
 def copy_bandwidth(device: str, nbytes: int) -> tuple[float, str]:

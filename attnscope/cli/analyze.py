@@ -31,7 +31,8 @@ def add_parser(sub: Any, text: str) -> None:
     a.add_argument(
         "--jobs",
         type=positive_int("jobs", MAX_PROCESSES),
-        help="processes for several traces (default: one per core; this one alone for under 16 MiB of JSON in all)",
+        help="processes for several traces (default: one per idle core by the load average; this one alone for under "
+        "16 MiB of JSON in all, or where fewer than two cores are idle)",
     )
     a.add_argument(
         "--top", type=positive_int("top", 100_000), default=10, help="rows in the top-kernel tables (default 10)"
@@ -43,7 +44,7 @@ def add_parser(sub: Any, text: str) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from attnscope.api.checks import light_gc
+    from attnscope.api.batch import light_gc  # not api.checks: that imports the sweep's executors
 
     with light_gc():  # a short process holding ~10^5 objects: full collections only cost time
         return _analyze(args)

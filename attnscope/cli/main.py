@@ -17,7 +17,6 @@ from typing import Any
 from attnscope.cli import stop
 from attnscope.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_WRITE, Parser, add_assets_arg
 from attnscope.cli.flags import positive_int, seconds, timeout_seconds
-from attnscope.cli.run import _add_case_args, cmd_run
 from attnscope.core.arguments import MAX_BUCKET, MAX_STEPS
 from attnscope.core.files import WriteError
 
@@ -100,8 +99,36 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"attnscope {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="run and fingerprint every attention variant on one case")
-    g = sub.add_parser("guess", help="guess first: answer a few questions, then run and see every mismatch")
+    command = _command_in(argv)
+    r = sub.add_parser("run", help=RUN_HELP)
+    g = sub.add_parser("guess", help=GUESS_HELP)
+    if command in ("run", "guess"):  # another command never parses their ~50 flags (nor imports cli.run)
+        _add_run_and_guess(r, g)
+
+    import importlib
+
+    for name, (module, text) in LAZY_COMMANDS.items():
+        if command == name:
+            importlib.import_module(module).add_parser(sub, text)
+        else:  # listed in --help; never parsed (argv does not run it)
+            sub.add_parser(name, help=text)
+    _exit_epilog(sub)
+    p.epilog = (
+        "exit status: 0 measured (or done); 1 a regression, a --strict miss, or nothing could be measured (with the "
+        "reason); 2 bad input; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP) after saving; 141 the output pipe "
+        "closed (| head). Each command's --help says which apply; docs/cli.md"
+    )
+    return p
+
+
+RUN_HELP = "run and fingerprint every attention variant on one case"
+GUESS_HELP = "guess first: answer a few questions, then run and see every mismatch"
+
+
+def _add_run_and_guess(r: argparse.ArgumentParser, g: argparse.ArgumentParser) -> None:
+    """The flags of run and guess (the case's, from its table, and their own)."""
+    from attnscope.cli.run import _add_case_args, cmd_run
+
     for sp in (r, g):
         _add_case_args(sp)
         sp.add_argument("--variants", help="comma list, or 'all' (default: the device's default set)")
@@ -156,22 +183,6 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
     g.add_argument("--save", metavar="FILE", help="also write the answers as a predictions file for run --guess")
     g.set_defaults(func=_cmd_guess, guess=None)
-
-    import importlib
-
-    command = _command_in(argv)
-    for name, (module, text) in LAZY_COMMANDS.items():
-        if command == name:
-            importlib.import_module(module).add_parser(sub, text)
-        else:  # listed in --help; never parsed (argv does not run it)
-            sub.add_parser(name, help=text)
-    _exit_epilog(sub)
-    p.epilog = (
-        "exit status: 0 measured (or done); 1 a regression, a --strict miss, or nothing could be measured (with the "
-        "reason); 2 bad input; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP) after saving; 141 the output pipe "
-        "closed (| head). Each command's --help says which apply; docs/cli.md"
-    )
-    return p
 
 
 EXIT_PIPE = 141  # stdout closed by its reader (`attnscope … | head`): 128 + SIGPIPE, as a shell reports it

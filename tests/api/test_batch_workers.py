@@ -1,5 +1,6 @@
-"""How many processes ``analyze`` of several traces uses: one per core, but this process alone for traces too small
-to repay a pool's start (``batch.SMALL_TEXT``), unless ``--jobs`` says otherwise."""
+"""How many processes ``analyze`` of several traces uses: one per idle core, but this process alone for traces too
+small to repay a pool's start (``batch.SMALL_TEXT``) or where fewer than two cores are idle, unless ``--jobs`` says
+otherwise."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RANKS = [ROOT / "tests" / "data" / "hta" / f"trace_filter_sampled_rank-{i}.json.gz" for i in (0, 1)]
 
 
-def _pools(monkeypatch):
+def _pools(monkeypatch, cores=2, load=0.0):
     started = []
     real = concurrent.futures.ProcessPoolExecutor
 
@@ -23,7 +24,8 @@ def _pools(monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
-    monkeypatch.setattr(batch.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(batch.os, "getloadavg", lambda: (load, load, load))
     return started
 
 
@@ -40,6 +42,50 @@ def test_jobs_or_larger_traces_get_the_pool(monkeypatch):
     monkeypatch.setattr(batch, "SMALL_TEXT", 1)  # as if they were long
     batch.analyze_many(RANKS, require_gpu=False)
     assert started == [2, 2]
+
+
+def test_a_busy_machine_reads_long_traces_in_this_process(monkeypatch):
+    monkeypatch.setattr(batch, "SMALL_TEXT", 1)  # as if they were long
+    started = _pools(monkeypatch, cores=2, load=0.6)  # 1.4 cores idle: one, not two
+    results, errors = batch.analyze_many(RANKS, require_gpu=False)
+    assert len(results) == 2 and not errors and started == []
+    started = _pools(monkeypatch, cores=2, load=0.4)  # 1.6 idle: two
+    batch.analyze_many(RANKS, require_gpu=False)
+    assert started == [2]
+    batch.analyze_many(RANKS, jobs=2, require_gpu=False)  # --jobs as given, whatever the load
+    assert started == [2, 2]
+
+
+def test_idle_cores_are_the_cores_less_the_load_average_rounded(monkeypatch):
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)
+    for load, idle in ((10.4, 6), (0.0, 16), (15.6, 0), (20.0, 0)):
+        monkeypatch.setattr(batch.os, "getloadavg", lambda load=load: (load, load, load))
+        assert batch.idle_cores() == idle, load
+
+    def unreadable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(batch.os, "getloadavg", unreadable)
+    assert batch.idle_cores() is None
+
+
+def test_the_pool_has_a_worker_per_idle_core_at_most(monkeypatch):
+    monkeypatch.setattr(batch, "SMALL_TEXT", 1)  # as if they were long
+    started = _pools(monkeypatch, cores=16, load=14.0)  # 2 cores idle: two workers for three traces
+    results, errors = batch.analyze_many([*RANKS, RANKS[0]], require_gpu=False)
+    assert len(results) == 3 and not errors and started == [2]
+
+
+def test_without_a_load_average_long_traces_get_one_worker_per_core(monkeypatch):
+    monkeypatch.setattr(batch, "SMALL_TEXT", 1)
+    started = _pools(monkeypatch, cores=2)
+
+    def unreadable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(batch.os, "getloadavg", unreadable)
+    batch.analyze_many(RANKS, require_gpu=False)
+    assert started == [2]
 
 
 def test_text_size_is_the_inflated_length():

@@ -19,6 +19,7 @@ from attnscope.cli.main import LAZY_COMMANDS, PURE_COMMANDS, _command_in, build_
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "tests" / "data" / "h200" / "sdpa_flash.json"
+ALEXNET = ROOT / "tests" / "data" / "hta" / "critical_path_alexnet_trace.json.gz"  # a GPU trace named after no variant
 
 
 def _modules_after(code: str) -> set[str]:
@@ -37,7 +38,7 @@ def _modules_after(code: str) -> set[str]:
 def test_analyze_imports_neither_the_sweep_the_model_bench_nor_the_plugin_machinery(tmp_path) -> None:
     mods = _modules_after(
         "from attnscope.cli.main import main\n"
-        f"rc = main(['analyze', {str(H200)!r}, '--json', {str(tmp_path / 'a.json')!r}])\n"
+        f"rc = main(['analyze', {str(ALEXNET)!r}, '--json', {str(tmp_path / 'a.json')!r}])\n"
         "assert rc == 0, rc"
     )
     assert "attnscope.analysis.fingerprint.build" in mods  # it did analyse
@@ -47,8 +48,40 @@ def test_analyze_imports_neither_the_sweep_the_model_bench_nor_the_plugin_machin
         "attnscope.execute.model_bench",
         "importlib.metadata",
         "torch",
+        "plotly",  # the page's, with --html only
+        "attnscope.cli.run",  # run's and guess's ~50 flags are built only when argv runs them
+        "attnscope.execute.executors",
+        "attnscope.variants",  # the trace is named after no built-in variant
+        "hashlib",
+        "difflib",  # the trace replays no CUDA graph
     ):
         assert m not in mods, m
+
+
+def test_a_trace_named_after_a_built_in_variant_imports_its_declarations() -> None:
+    mods = _modules_after(
+        "from attnscope.api import analyze\n"
+        f"r = analyze({str(H200)!r})\n"
+        "assert (r.variant, r.family, r.backend) == ('sdpa_flash', 'sdpa', 'flash'), r"
+    )
+    assert "attnscope.variants.builtin" in mods
+
+
+def test_the_names_analyze_knows_without_importing_the_variants_are_the_built_in_ones() -> None:
+    from attnscope.api import BUILT_IN_VARIANTS
+    from attnscope.variants.builtin import BY_NAME
+
+    assert frozenset(BY_NAME) == BUILT_IN_VARIANTS
+
+
+def test_run_and_guess_are_listed_and_get_their_flags_only_when_run() -> None:
+    text = build_parser(["analyze", "x.json"]).format_help()
+    assert "run and fingerprint every attention variant" in text and "guess first" in text
+    with pytest.raises(SystemExit):  # analyze's parser left run's flags unbuilt: `run --seq` is not parsed
+        build_parser(["analyze", "x.json"]).parse_args(["run", "--seq", "128"])
+    for command in ("run", "guess"):
+        args = build_parser([command]).parse_args([command, "--seq", "128", "--variants", "naive"])
+        assert args.seq == 128 and args.variants == "naive" and callable(args.func)
 
 
 def test_importing_the_variants_package_runs_no_plugin_lookup() -> None:

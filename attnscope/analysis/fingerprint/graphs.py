@@ -26,7 +26,6 @@ Whatever is not matched stays linked to its graph launch alone, and says why (``
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -315,6 +314,8 @@ def _match(
     pairs: list[tuple[int, Captured]] = []
     named = [cap for cap in caps if cap.source == "eager kernels"]
     if named:
+        import difflib  # here: only a trace that replays graphs beside eager kernels matches by name
+
         best: tuple[float, list[tuple[int, Captured]]] = (0.0, [])
         for cap in named:
             ref = [c.name or "" for c in cap.items]

@@ -41,3 +41,36 @@ def test_every_field_of_a_gpu_kernel_record_is_the_event_field_it_names():
         "start_us": 10.0,
         "input_dtype": "bf16",
     }
+
+
+def test_a_record_crosses_a_process_with_every_field_in_its_place():
+    """A rank's records come back from a pool's worker pickled (KernelRecord.__reduce__: its fields in order)."""
+    import pickle
+
+    from attnscope.core.types import KernelRecord
+
+    values = {
+        "name": "k",
+        "category": "gemm",
+        "duration_us": 1.5,
+        "device": "cpu",
+        "launched_by": "aten::mm",
+        "tensor_cores": False,
+        "tensor_core_precision": "TF32",
+        "grid": (1, 2, 3),
+        "block": (4, 5, 6),
+        "registers_per_thread": 7,
+        "shared_memory_bytes": 8,
+        "theoretical_occupancy_pct": 9.5,
+        "occupancy_limiter": "registers",
+        "kineto_occupancy_pct": 10.5,
+        "bytes": 11,
+        "stream": 12,
+        "start_us": -0.0,
+        "input_dtype": "bf16",
+    }
+    rec = KernelRecord(**values)  # type: ignore[arg-type]
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        back = pickle.loads(pickle.dumps([rec, rec], protocol=protocol))
+        assert asdict(back[0]) == values and back[0] == rec and hash(back[0]) == hash(rec)
+        assert str(back[0].start_us) == "-0.0" and back[1] is back[0]  # one object, pickled once
