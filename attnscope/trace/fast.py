@@ -119,13 +119,6 @@ class Reader:
         self.keep_all = keep_all_shapes
         self.names: dict[str, tuple[str, bool]] = {}  # op name → (its one object, whether its shapes are read)
         self.intern: dict[Any, Any] = {}  # names, tids, pids, grids: one object each
-        # durations and occupancies (floats), shared memory sizes (ints): one object per distinct value.  Half of
-        # a training step's op durations repeat one another (29,732 values of 58,850 in the Llama trace), more
-        # across steps; 24 bytes each, a third of the numbers an op holds.  Floats and ints apart (1024 == 1024.0
-        # would hand an int's place a float), neither with ``intern``'s str and tuple keys; dropped with the
-        # reader once the trace is read.
-        self.floats: dict[float, float] = {}
-        self.ints: dict[int, int] = {}
 
     def read(self, data: bytes) -> str | None:
         """Decode ``data`` (a JSON array of events) into the trace; None, or why it was refused (nothing added)."""
@@ -156,7 +149,7 @@ class Reader:
         mem: list[MemEvent] = []
         add_op, add_gpu, add_rt = ops.append, gpu.append, rt.append
         keep_all, intern, names = self.keep_all, self.intern, self.names
-        setdefault, setnum, setint = intern.setdefault, self.floats.setdefault, self.ints.setdefault
+        setdefault = intern.setdefault
         # the last op's thread ids, as read and as interned
         tid_raw: Any = UNSET
         pid_raw: Any = UNSET
@@ -178,8 +171,6 @@ class Reader:
                 if got is None:
                     got = names[name] = (setdefault(name, name), keep_all or SHAPES_READ.search(name) is not None)
                 a = e.args
-                if dur:  # one object per distinct duration (not 0.0, which would stand for -0.0 too)
-                    dur = setnum(dur, dur)
                 if a is None:
                     add_op(CpuOp(got[0], op_tid, ts, dur, None, op_pid, None))
                 else:
@@ -191,13 +182,13 @@ class Reader:
                 if name is UNSET or ts is UNSET or dur is UNSET:
                     raise Refused(f"a {c} event without name, ts or dur")
                 a = e.args or _NO_ARGS
-                grid, block, smem, occ = a.grid, a.block, a.smem, a.occupancy
+                grid, block = a.grid, a.block
                 add_gpu(
                     GpuEvent(
                         _GPU_KIND[c],
                         setdefault(name, name),
                         ts,
-                        setnum(dur, dur) if dur else dur,
+                        dur,
                         a.correlation,
                         a.ext,
                         a.device,
@@ -205,8 +196,8 @@ class Reader:
                         None if grid is None else setdefault(grid, grid),
                         None if block is None else setdefault(block, block),
                         a.regs,
-                        setint(smem, smem) if smem else smem,
-                        setnum(occ, occ) if occ else occ,
+                        a.smem,
+                        a.occupancy,
                         a.nbytes,
                         a.graph,
                         a.graph_node,
@@ -222,7 +213,7 @@ class Reader:
                         setdefault(name, name),
                         setdefault(tid, tid),
                         ts,
-                        0.0 if dur is UNSET else setnum(dur, dur) if dur else dur,
+                        0.0 if dur is UNSET else dur,
                         a.correlation,
                         a.ext,
                         0 if pid is UNSET else setdefault(pid, pid),
