@@ -148,7 +148,7 @@ class Reader:
         mods: list[Annotation] = []
         mem: list[MemEvent] = []
         add_op, add_gpu, add_rt = ops.append, gpu.append, rt.append
-        keep_all, intern, new, names = self.keep_all, self.intern, object.__new__, self.names
+        keep_all, intern, names = self.keep_all, self.intern, self.names
         setdefault = intern.setdefault
         # the last op's thread ids, as read and as interned
         tid_raw: Any = UNSET
@@ -170,20 +170,11 @@ class Reader:
                 got = names.get(name)  # (the one object of this name, whether its shapes are read)
                 if got is None:
                     got = names[name] = (setdefault(name, name), keep_all or SHAPES_READ.search(name) is not None)
-                o = new(CpuOp)
-                o.name = got[0]
-                o.tid = op_tid
-                o.pid = op_pid
-                o.ts = ts
-                o.dur = dur
                 a = e.args
                 if a is None:
-                    o.ext_id = None
-                    o._shapes = None
+                    add_op(CpuOp(got[0], op_tid, ts, dur, None, op_pid, None))
                 else:
-                    o.ext_id = a.ext
-                    o._shapes = _shape_text(a) if got[1] else None
-                add_op(o)
+                    add_op(CpuOp(got[0], op_tid, ts, dur, a.ext, op_pid, _shape_text(a) if got[1] else None))
             elif c in _FLOWS:  # a third of a training step's events: passed over at once
                 pass
             elif c in _GPU_KIND:

@@ -254,22 +254,14 @@ def _decode(frames: Iterator[bytearray], intern: dict[Any, Any]) -> Part:
         tuple[int, int, list[int | str], bytes, bytes, bytes, bytes, bytes, bytes, list[tuple[int, bytes]]]
     ).decode(frame())
     n, skipped = cols[0], cols[1]
-    setdefault, new = intern.setdefault, object.__new__
+    setdefault = intern.setdefault
     table = [setdefault(v, v) for v in cols[2]]
     names, tids, pids = (map(table.__getitem__, _array("I", c)) for c in cols[3:6])
     ops: list[CpuOp] = []
     add = ops.append
     for name, tid, pid, ts, dur, ext in zip(names, tids, pids, _array("d", cols[6]), _array("d", cols[7]),
                                             _array("q", cols[8]), strict=True):  # fmt: skip
-        o = new(CpuOp)
-        o.name = name
-        o.tid = tid
-        o.pid = pid
-        o.ts = ts
-        o.dur = dur
-        o.ext_id = None if ext == _NONE else ext
-        o._shapes = None
-        add(o)
+        add(CpuOp(name, tid, ts, dur, None if ext == _NONE else ext, pid, None))
     for i, raw in cols[9]:
         ops[i]._shapes = raw
     del cols

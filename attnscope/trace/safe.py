@@ -125,7 +125,7 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
         a = ev.get("args") or {}
         name = ev["name"]
         tr.cpu_ops.append(
-            CpuOp(
+            CpuOp.recorded(
                 names.setdefault(name, name),
                 ev["tid"],
                 float(ev["ts"]),
@@ -134,7 +134,6 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
                 a.get("Input Dims"),
                 a.get("Input type"),
                 ev.get("pid", 0),
-                None,
                 a.get("Input Strides"),
                 a.get("Concrete Inputs"),
             )

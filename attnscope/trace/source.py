@@ -32,7 +32,12 @@ SEP = b"\n  },\n  {"
 KINETO_HEAD = re.compile(rb'"traceEvents":\s*(\[)\n  (\{)\n')
 GPU_HEAD = re.compile(rb'"deviceProperties":\s*\[\s*\{')
 CHUNK = 1 << 15  # compressed bytes inflated at a time: ~0.5 MiB of JSON, decoded while still in the cache
-BLOCK = 1 << 23  # compressed bytes per read (8 MiB)
+# compressed bytes per read: 2 MiB.  Reads of 8 MiB (and the first one's copy) raised glibc's mmap threshold to
+# 8 MiB, so they, and every list and table up to that size the analysis later builds and frees, stayed in the heap:
+# the 8x Llama trace's analyze --json peaked at 248-256 MiB against 244 (twice each).  Reads of 256 KiB cost 10-20 ms
+# more system time on the 40 MB trace (likely the ~0.5 MiB runs then mapped and unmapped each time); 2 MiB (no more
+# than OUT, one piece's inflated bytes) took the same time as 8 MiB (min of 7 loads, 3 rounds)
+BLOCK = 1 << 21
 # Bounds, each far past any real trace's (tests/data: events of at most 17 KiB, gzip ratios 7.5-23x), so that
 # input that is not a trace (a device, a bomb, a mistaken file) is refused in one line before it fills memory:
 MAX_EVENT = 16 << 20  # one event's text, or the text before the first event or after the last

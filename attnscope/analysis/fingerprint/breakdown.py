@@ -12,7 +12,7 @@ import bisect
 import heapq
 from collections import Counter, defaultdict
 from itertools import compress, islice, repeat
-from operator import add, attrgetter, eq, le
+from operator import attrgetter, eq, le
 from typing import Any, get_args
 
 from attnscope.analysis.fingerprint import kernels as K
@@ -300,35 +300,47 @@ def idle_time(gpu: list[GpuEvent], top: int = 5) -> dict[str, Any]:
 
 
 def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, Any]:
+    """Span, busy time and idle gaps of one device's events.  The gaps are counted into their buckets as they come and
+    only the ``top`` largest kept (a min-heap): a list of every gap and of every end was the summary's largest
+    transient, 16.7 MiB of objects on the Llama trace at 8x, and where ``analyze --json`` reached its peak."""
     starts = list(map(_TS, evs))
     if not all(map(le, starts, islice(starts, 1, None))):  # in start order when they come from an Attribution
         evs = sorted(evs, key=_TS)
         starts = list(map(_TS, evs))
-    ends = list(map(add, starts, map(_DUR, evs)))
+    durs = list(map(_DUR, evs))
     busy = 0.0
-    gaps: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it)
-    cur_start, cur_end = starts[0], ends[0]
+    num_gaps = 0
+    buckets = [0] * len(GAP_BUCKETS_US)
+    heap: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it): the largest ``top``
+    cur_start = starts[0]
+    cur_end = last_end = cur_start + durs[0]
     for i in range(1, len(starts)):
-        ts, end = starts[i], ends[i]
+        ts = starts[i]
+        end = ts + durs[i]
+        if end > last_end:
+            last_end = end
         if ts > cur_end:
             busy += cur_end - cur_start
-            gaps.append((ts - cur_end, cur_end, i))
+            gap = ts - cur_end
+            num_gaps += 1
+            buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
+            if len(heap) < top:
+                heapq.heappush(heap, (gap, cur_end, i))
+            elif top > 0 and gap >= heap[0][0] and (gap, cur_end, i) > heap[0]:
+                heapq.heapreplace(heap, (gap, cur_end, i))
             cur_start, cur_end = ts, end
         elif end > cur_end:
             cur_end = end
     busy += cur_end - cur_start
-    span = max(ends) - starts[0]
-    buckets = [0] * len(GAP_BUCKETS_US)
-    for gap, _, _ in gaps:
-        buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
-    largest = heapq.nlargest(top, gaps)  # = sorted(gaps, reverse=True)[:top]
+    span = last_end - starts[0]  # the latest end: max() of the ends, the first of equal ones
+    largest = sorted(heap, reverse=True)  # = heapq.nlargest(top, every gap): the gaps are distinct by index
     return {
         "device": dev,
         "span_us": round(span, 3),
         "busy_us": round(busy, 3),
         "idle_us": round(span - busy, 3),
         "idle_pct": _pct(span - busy, span),
-        "num_gaps": len(gaps),
+        "num_gaps": num_gaps,
         "gaps_by_length": dict(zip(GAP_LABELS, buckets, strict=True)),
         "largest_gaps": [
             {"gap_us": round(g, 3), "after_us": round(s - evs[0].ts, 3), "before": evs[i - 1].name, "next": evs[i].name}

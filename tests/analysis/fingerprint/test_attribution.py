@@ -272,3 +272,46 @@ def test_gathers_of_kv_rows_are_copies_of_the_rows_they_pick():
         ("gather", 3072, (6, 16, 2, 8), "index_select_kernel", 4.0),
         ("gather", 2560, (5, 16, 2, 8), None, None),
     ]
+
+
+def test_idle_time_keeps_the_largest_gaps_ties_by_the_later_start():
+    """Four kernels of 1 µs at 0, 10, 20, 30 and one of 50 µs at 31.5 (inside no gap, it ends last): gaps of 9 µs
+    after 1, 11 and 21, and 0.5 µs after 31.  The two largest are equal in length: the later one first, then the
+    earlier (the order of sorting (gap, start) descending); the span ends at the longest kernel's end, 81.5."""
+    from attnscope.analysis.fingerprint.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    evs = [GpuEvent("kernel", f"k{t:g}", t, d, None, None, 0, 7) for t, d in ((0, 1), (10, 1), (20, 1), (30, 1))]
+    evs.append(GpuEvent("kernel", "long", 31.5, 50.0, None, None, 0, 7))
+    (d,) = idle_time(evs, top=2)["devices"]
+    # busy: [0,1] [10,11] [20,21] [30,31] [31.5,81.5] = 1 + 1 + 1 + 1 + 50 = 54; span 81.5
+    assert (d["span_us"], d["busy_us"], d["idle_us"], d["num_gaps"]) == (81.5, 54.0, 27.5, 4)
+    assert d["gaps_by_length"] == {"<10us": 4, "10-100us": 0, "100us-1ms": 0, ">1ms": 0}
+    assert d["largest_gaps"] == [
+        {"gap_us": 9.0, "after_us": 21.0, "before": "k20", "next": "k30"},
+        {"gap_us": 9.0, "after_us": 11.0, "before": "k10", "next": "k20"},
+    ]
+    (none,) = idle_time(evs, top=0)["devices"]
+    assert none["largest_gaps"] == [] and none["num_gaps"] == 4
+
+
+def test_idle_time_holds_no_list_of_every_gap():
+    """100,000 kernels, each after a gap: what idle_time allocates at its peak stays near its four lists of a pointer
+    per event (the devices, the stream's durations, the starts, the durations: 4 x 8 bytes x 100,000 = 3.2 MB).  A
+    list of every gap as well (a 64-byte tuple of two 24-byte floats and a 28-byte int, ~150 bytes a gap) and of
+    every end (a new float each) would add ~18 MB."""
+    import tracemalloc
+
+    from attnscope.analysis.fingerprint.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    n = 100_000
+    evs = [GpuEvent("kernel", "k", 10.0 * k, 1.0, None, None, 0, 7) for k in range(n)]
+    tracemalloc.start()
+    try:
+        (d,) = idle_time(evs)["devices"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert d["num_gaps"] == n - 1 and d["busy_us"] == n * 1.0
+    assert peak < 2 * (4 * 8 * n)

@@ -45,7 +45,7 @@ def test_contiguous_strides_by_hand(dims, strides):
 def _copy(dims: Any, strides: Any, above: tuple[str, ...] | list[str] = ()) -> tuple[Any, int]:
     """An aten::copy_ nested under the ops named in ``above`` (outermost first)."""
     ops = [CpuOp(name, 1, float(k), 100.0 - 2 * k, None) for k, name in enumerate(above)]
-    ops.append(CpuOp("aten::copy_", 1, 40.0, 10.0, None, input_dims=dims, input_strides=strides))
+    ops.append(CpuOp.recorded("aten::copy_", 1, 40.0, 10.0, None, input_dims=dims, input_strides=strides))
     tree = build_op_tree(ops)
     return tree, len(ops) - 1
 

@@ -585,7 +585,7 @@ def _copies(*ops: CpuOp) -> tuple[list[HiddenCopy], list[Upcast], list[int]]:
 
 
 def copy_op(ts: float, dims: Any, types: Any) -> CpuOp:
-    return CpuOp("aten::copy_", 1, ts, 10.0, None, input_dims=dims, input_types=types)
+    return CpuOp.recorded("aten::copy_", 1, ts, 10.0, None, input_dims=dims, input_types=types)
 
 
 def test_a_copy_with_nothing_above_it_is_its_own_cause():

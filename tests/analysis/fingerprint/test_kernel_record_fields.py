@@ -14,7 +14,7 @@ GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsiz
 
 
 def test_every_field_of_a_gpu_kernel_record_is_the_event_field_it_names():
-    mm = CpuOp("aten::mm", 1, 0.0, 50.0, 7, [[64, 32], [32, 16]], ["c10::BFloat16", "c10::BFloat16"], pid=2)
+    mm = CpuOp.recorded("aten::mm", 1, 0.0, 50.0, 7, [[64, 32], [32, 16]], ["c10::BFloat16", "c10::BFloat16"], pid=2)
     ev = GpuEvent("kernel", GEMM, 10.0, 12.5, 3, 7, 0, 13, (132, 2, 1), (128, 1, 1), 90, 49152, 37.5, 99)
     limits = arch_limits((9, 0))
     assert limits is not None

@@ -115,7 +115,7 @@ Q = [1, 2, 5, 64]  # B=1, H=2, S=5, D=64
 
 
 def cpu(name: str, ts: float, dur: float, dims: Any = None, types: Any = None, conc: Any = None, tid: int = 1) -> CpuOp:
-    return CpuOp(name, tid, ts, dur, None, input_dims=dims, input_types=types, concrete_inputs=conc)
+    return CpuOp.recorded(name, tid, ts, dur, None, input_dims=dims, input_types=types, concrete_inputs=conc)
 
 
 def ones(ts: float, dur: float, size: list[int], tid: int = 1) -> CpuOp:
