@@ -93,7 +93,9 @@ def jsonl_rows(data: bytes, where: str) -> tuple[list[dict[str, Any]], list[str]
     needs.  Never raises: the caller decides what no rows means."""
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
-    for i, line in enumerate(data.splitlines(), 1):
+    # a line ends at \n alone (JSON Lines): splitlines() would also cut at a stray \r inside a broken line (a gzip
+    # header's timestamp can hold one), counting it twice and numbering every later line wrong
+    for i, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
