@@ -208,7 +208,7 @@ def _measure(
     from attnscope.api.user_case import with_user_variants
     from attnscope.document.schema import document, result_to_dict
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.job import AttentionJob
+    from attnscope.execute.worker import AttentionJob
     from attnscope.variants import resolve
 
     explicit = variants is not None
