@@ -111,13 +111,3 @@ def write_outputs(
         except WriteError as e:
             unwritten["html"] = str(e)
     return unwritten
-
-
-def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str | Path | None) -> str | None:
-    """Why some rows' traces are not in ``trace_dir`` (each row itself measured: its note says the trace could not be
-    moved there), in one line; None when every trace was kept (or none was asked for)."""
-    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
-    lost = [n for n in notes if str(n).startswith("trace not kept")]
-    if not trace_dir or not lost:
-        return None
-    return f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"

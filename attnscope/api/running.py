@@ -46,7 +46,7 @@ class RunDocument(dict[str, Any]):
         super().__init__(doc)
         self.report = report
         self.partial_saved = partial_saved  # rows in ``partial_to`` as last written (a full disk stops the rewrites)
-        # the files :func:`run_checked` could not write, by the request's field (json, html, trace_dir): why
+        # the files :func:`run_checked` could not write, by the request's field (json, html): why
         self.unwritten: dict[str, str] = {}
 
     @property
@@ -395,14 +395,11 @@ def run_checked(
         partial_to=req.json,
         annotated=True,
     )
-    from attnscope.api.report import traces_not_kept, write_outputs
+    from attnscope.api.report import write_outputs
 
     doc.unwritten = write_outputs(dict(doc), json=req.json, html=req.html, assets=req.assets)
     if "json" in doc.unwritten and doc.partial_saved:
         doc.unwritten["json"] += f"; it holds the {doc.partial_saved} variant(s) written before (marked partial)"
-    lost = traces_not_kept(doc["results"], req.trace_dir)
-    if lost:
-        doc.unwritten["trace_dir"] = lost
     return doc
 
 

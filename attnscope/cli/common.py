@@ -56,11 +56,12 @@ def write_outputs(args: Any, doc: dict[str, Any]) -> dict[str, str]:
 
 
 def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
-    """--trace-dir's rows whose trace could not be moved there (the row itself measured): {"--trace-dir": why}."""
-    from attnscope.api.report import traces_not_kept as lost
-
-    why = lost(rows, trace_dir)
-    return {"--trace-dir": why} if why else {}
+    """--trace-dir's rows whose trace could not be moved there (the row itself measured): their note."""
+    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
+    lost = [n for n in notes if str(n).startswith("trace not kept")]
+    if not lost:
+        return {}
+    return {"--trace-dir": f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"}
 
 
 def say_unwritten(unwritten: dict[str, str]) -> int:

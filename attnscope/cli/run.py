@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from attnscope.cli.common import EXIT_FAIL, EXIT_OK, Progress, console, say_unwritten, stopping
+from attnscope.cli.common import EXIT_FAIL, EXIT_OK, Progress, console, say_unwritten, stopping, traces_not_kept
 from attnscope.cli.flags import case_fields, check_paths
 from attnscope.core.arguments import UsageError
 
@@ -68,8 +68,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return render_run(doc, args, out)
 
 
-# the request's fields that name a file, as their flags (a file not written is said by its flag)
-FILE_FLAGS = {"json": "--json", "html": "--html", "trace_dir": "--trace-dir"}
+# the request's fields that name a file the API writes, as their flags (a file not written is said by its flag)
+FILE_FLAGS = {"json": "--json", "html": "--html"}
 
 
 def render_run(doc: Any, args: argparse.Namespace, console: Any) -> int:
@@ -99,6 +99,7 @@ def render_run(doc: Any, args: argparse.Namespace, console: Any) -> int:
         console.print(f"  JSON written to {args.json}")
     if args.trace_dir:
         console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
+        unwritten.update(traces_not_kept(doc["results"], args.trace_dir))
     if args.html and "--html" not in unwritten:
         console.print(f"  HTML report written to {args.html}")
     if unwritten:

@@ -88,3 +88,17 @@ def test_a_plugin_returning_the_wrong_layout_is_told_the_contract():
     assert "plugin contract" in row["reason"]
     assert "shape (1, 16, 2, 8), expected (1, 2, 16, 8)" in row["reason"]
     assert "broadcast" not in row["reason"] and "must match" not in row["reason"]
+
+
+def test_the_traces_not_kept_are_counted_from_the_rows_notes():
+    """Two rows whose note says their trace could not be moved into --trace-dir, one row with another note."""
+    from attnscope.cli.common import traces_not_kept
+
+    rows = [
+        {"variant": "a", "notes": ["trace not kept in out: no space left on device (ENOSPC)"]},
+        {"variant": "b", "run_notes": ["trace not kept in out: no space left on device (ENOSPC)", "other"]},
+        {"variant": "c", "notes": ["a note that is not about the trace"]},
+    ]
+    want = "2 trace(s) not kept in out: no space left on device (ENOSPC)"
+    assert traces_not_kept(rows, "out") == {"--trace-dir": want}
+    assert traces_not_kept(rows[2:], "out") == {}
