@@ -267,7 +267,7 @@ class RunRequest:
     ``mask_given``: the mask was stated (``mask`` or ``causal``), so a user's ``mask_mod`` must equal it.
     ``guess``: a predictions file (TOML), judged in the one annotation pass.  ``json``: the document, rewritten
     after every variant (marked partial) and at the end; ``html``: the page, with plotly in ``assets`` where given;
-    ``trace_dir``: one trace per variant kept there.  ``budget_s``: seconds per timer per variant (None:
+    ``trace_dir``: one trace per variant kept there.  ``timing_budget_s``: seconds per timer per variant (None:
     :data:`DEFAULT_BUDGET_S` of the device).  The rest as :func:`run` and ``attnscope.execute.job.Options`` name
     them.  Paths are checked by the caller (the command line probes each by its flag); :func:`check_run` checks
     the values."""
@@ -285,7 +285,7 @@ class RunRequest:
     timeout_s: float | None = None
     ncu: bool = False
     flush_l2: bool = False
-    budget_s: float | None = None
+    timing_budget_s: float | None = None
     measure_peak: bool = True
     steps: int = 0
     bucket: int = 256
@@ -349,7 +349,7 @@ def check_run(req: RunRequest) -> CheckedRun:
                 f"steps decodes one new token per sequence per step: give seq_q 1, not {case.seq_q}",
                 fields=("steps", "seq_q"),
             )
-    budget = req.budget_s if req.budget_s is not None else default_budget(case.device)
+    budget = req.timing_budget_s if req.timing_budget_s is not None else default_budget(case.device)
     trace_dir = Path(req.trace_dir) if req.trace_dir else None
     options = Options(  # its numbers checked
         flush_l2=req.flush_l2,

@@ -45,7 +45,7 @@ def request_of(args: argparse.Namespace) -> Any:
         timeout_s=args.timeout,
         ncu=args.ncu,
         flush_l2=args.flush_l2,
-        budget_s=args.budget,
+        timing_budget_s=args.budget,
         measure_peak=not args.no_peak,
         steps=getattr(args, "steps", None) or 0,  # guess has no --steps nor --bucket
         bucket=getattr(args, "bucket", None) or 256,

@@ -78,9 +78,9 @@ def test_an_output_where_a_kept_trace_would_go_is_refused_naming_both(tmp_path):
 
 def test_the_budget_is_the_devices_default_unless_given():
     assert check_run(_request()).options.timing_budget_s == DEFAULT_BUDGET_S["cpu"] == 0.2
-    assert check_run(_request(budget_s=0.05)).options.timing_budget_s == 0.05
+    assert check_run(_request(timing_budget_s=0.05)).options.timing_budget_s == 0.05
     with pytest.raises(UsageError, match="timing_budget_s"):
-        check_run(_request(budget_s=0.0))
+        check_run(_request(timing_budget_s=0.0))
 
 
 def test_a_checked_request_holds_the_case_its_fields_ask_for_on_the_device():
@@ -98,8 +98,10 @@ def measured(tmp_path_factory):
     blocked = d / "a-file"
     blocked.write_text("not a folder")
     events: list[object] = []
-    ok = run_request(_request(json=str(d / "r.json"), html=str(d / "r.html"), budget_s=0.01), on_event=events.append)
-    lost = run_request(_request(json=str(blocked / "r.json"), html=str(d / "kept.html"), budget_s=0.01))
+    ok = run_request(
+        _request(json=str(d / "r.json"), html=str(d / "r.html"), timing_budget_s=0.01), on_event=events.append
+    )
+    lost = run_request(_request(json=str(blocked / "r.json"), html=str(d / "kept.html"), timing_budget_s=0.01))
     return d, ok, lost, events
 
 
