@@ -102,3 +102,43 @@ def test_the_traces_not_kept_are_counted_from_the_rows_notes():
     want = "2 trace(s) not kept in out: no space left on device (ENOSPC)"
     assert traces_not_kept(rows, "out") == {"--trace-dir": want}
     assert traces_not_kept(rows[2:], "out") == {}
+    # the first such note's cause, whole (a cause may hold ': ' itself); a note without a cause said as it is
+    two = [
+        {"notes": ["trace not kept in out: cannot move out/a.json: no space left on device (ENOSPC)"]},
+        {"notes": ["trace not kept in out: read-only file system (EROFS)"]},
+    ]
+    got = traces_not_kept(two, "out")["--trace-dir"]
+    assert got == "2 trace(s) not kept in out: cannot move out/a.json: no space left on device (ENOSPC)"
+    assert traces_not_kept([{"notes": ["trace not kept"]}], "out") == {
+        "--trace-dir": "1 trace(s) not kept in out: trace not kept"
+    }
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ({"median_us": 1234.56, "status": "ok"}, "1,234.6 µs per step"),  # a model row: its step
+        ({"status": "ok", "gpu_time": {"median_us": 12.34}, "cpu_time": {"median_us": 99.0}}, "12.3 µs"),
+        ({"status": "ok", "gpu_time": None, "cpu_time": {"median_us": 5.0}}, "5.0 µs"),  # a CPU row
+        ({"status": "ok", "gpu_time": {"median_us": None}, "reason": "no time"}, "no time"),
+        ({"status": "ok", "gpu_time": "12.3", "reason": "odd"}, "odd"),  # a time that is no timing dict
+        ({"status": "error", "gpu_time": {"median_us": 1.0}, "reason": "boom"}, "boom"),  # not ok: its reason
+        ({"status": "error", "reason": "two\n  lines  here"}, "two lines here"),
+        ({"status": "oom", "reason": "x" * 200}, "x" * 160),
+        ({"status": "skipped"}, ""),
+    ],
+)
+def test_a_finished_row_in_a_few_words(row, said):
+    """The plain progress line's end (stderr not a terminal): a median where there is one, else why not."""
+    from attnscope.cli.common import _said
+
+    assert _said(row) == said
+
+
+def test_every_file_not_written_is_one_line_and_the_exit_status_is_74(capsys):
+    from attnscope.cli.common import say_unwritten
+
+    assert say_unwritten({"--json": "r.json: not written: full", "--html": "r.html: not written: full"}) == 74
+    assert capsys.readouterr().err == (
+        "attnscope: error: r.json: not written: full\nattnscope: error: r.html: not written: full\n"
+    )
