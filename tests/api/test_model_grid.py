@@ -1,6 +1,6 @@
 """A model grid's pure parts (api/modeling.py), on a hand-made config: which store rows belong to the grid, the
-model document's head and its rows' order, each row's kept trace name, the jobs planned, and the wall times the
-host's verdict reads.  No transformers: the config is a plain namespace with the fields they read."""
+model document's head and its rows' order, each row's kept trace name and the jobs planned.  No transformers: the
+config is a plain namespace with the fields they read."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnscope.api.modeling import ModelGrid, _walls, jobs, model_document, same_run, trace_names
+from attnscope.api.modeling import ModelGrid, jobs, model_document, same_run, trace_names
 from attnscope.document.schema import MODEL_SCHEMA_VERSION
 
 SPEC = SimpleNamespace(name="tiny", source="preset", about="a two-layer llama", values={"hidden_size": 64})
@@ -132,13 +132,3 @@ def test_a_decode_grid_plans_one_job_per_replay_and_a_given_depth_is_in_the_valu
     assert all(j.explicit and j.trace_dir is None and not j.grid for j in got)
     assert json.loads(got[0].case.values_json) == {"hidden_size": 64, "model_type": "llama", "num_hidden_layers": 1}
     assert got[0].case.layers is None  # the depth is in the values already: the worker builds them as they are
-
-
-def test_the_walls_the_host_verdict_reads_are_each_rows_quartiles() -> None:
-    wall = {"p25_us": 90.0, "median_us": 100.0, "p75_us": 120.0}
-    results = [
-        SimpleNamespace(row={"impl": "sdpa", "mode": "train", "wall_time": wall}),
-        SimpleNamespace(row={"impl": "eager", "mode": "train", "wall_time": None}),  # not measured: left out
-        SimpleNamespace(row={"impl": "eager", "mode": "prefill"}),
-    ]
-    assert _walls(results) == [("sdpa train", [90.0, 100.0, 120.0])]

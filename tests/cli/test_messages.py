@@ -128,11 +128,16 @@ def test_the_traces_not_kept_are_counted_from_the_rows_notes():
         ({"status": "skipped"}, ""),
     ],
 )
-def test_a_finished_row_in_a_few_words(row, said):
-    """The plain progress line's end (stderr not a terminal): a median where there is one, else why not."""
-    from attnscope.cli.common import _said
+def test_a_finished_row_in_a_few_words(row, said, capsys):
+    """The plain progress line (stderr not a terminal, as here): the job, its status, then a median where there is
+    one, else why not."""
+    from attnscope.api.campaign import Finished, Planned
+    from attnscope.cli.common import Progress
 
-    assert _said(row) == said
+    with Progress("t") as bar:
+        bar(Planned(1, 0))
+        bar(Finished(row, row["status"], "job", 1, 1))
+    assert capsys.readouterr().err == f"[1/1] {row['status']} job: {said}\n"
 
 
 def test_every_file_not_written_is_one_line_and_the_exit_status_is_74(capsys):
