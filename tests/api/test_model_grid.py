@@ -12,7 +12,9 @@ import pytest
 from attnscope.api.modeling import ModelGrid, jobs, model_document, same_run, trace_names
 from attnscope.document.schema import MODEL_SCHEMA_VERSION
 
-SPEC = SimpleNamespace(name="tiny", source="preset", about="a two-layer llama", values={"hidden_size": 64})
+SPEC = SimpleNamespace(
+    name="tiny", source="preset", about="a two-layer llama", values={"vocab_size": 1000, "hidden_size": 64}
+)
 CFG = SimpleNamespace(
     model_type="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
     intermediate_size=128, vocab_size=1000,
@@ -93,6 +95,17 @@ def test_the_model_document_has_its_head_and_its_rows_in_the_grids_order() -> No
     assert model_document(GRID, IMPLS, [], None, {"sdpa": 1}, partial=False)["recommendations"] == {"sdpa": 1}
 
 
+def test_rows_are_ordered_by_the_index_of_their_own_point() -> None:
+    """Points (1, 64), (2, 128), (1, 128): a row at (2, 128) comes before one at (1, 128), whatever came first."""
+    grid = ModelGrid(SPEC, CFG, None, ["prefill"], [(1, 64), (2, 128), (1, 128)], "fp32", "cpu")
+    rows = [
+        {"impl": "sdpa", "mode": "prefill", "batch": 1, "seq": 128},
+        {"impl": "sdpa", "mode": "prefill", "batch": 2, "seq": 128},
+    ]
+    doc = model_document(grid, ["sdpa"], rows, None, None, partial=False)
+    assert [(r["batch"], r["seq"]) for r in doc["results"]] == [(2, 128), (1, 128)]
+
+
 def test_each_rows_trace_name_carries_the_point_only_in_a_grid_of_several() -> None:
     assert trace_names("cpu", "fp32", IMPLS, ["prefill", "train"], [(1, 64), (2, 128)]) == [
         "model_sdpa_prefill_b1_s64.json",
@@ -117,7 +130,8 @@ def test_the_jobs_run_implementation_then_point_then_mode_each_with_the_config_r
     assert (j.case.config, j.case.source, j.case.layers, j.case.depth, j.case.dtype, j.case.device) == (
         "tiny", "preset", None, 2, "fp32", "cpu"
     )  # fmt: skip
-    assert json.loads(j.case.values_json) == {"hidden_size": 64, "model_type": "llama"}
+    # sorted keys: the same config is the same text in every job and every run
+    assert j.case.values_json == '{"hidden_size": 64, "model_type": "llama", "vocab_size": 1000}'
     assert (j.case.steps, j.case.replay) == (None, None)
 
 
@@ -130,5 +144,6 @@ def test_a_decode_grid_plans_one_job_per_replay_and_a_given_depth_is_in_the_valu
         ("decode", 8, "graph"),
     ]
     assert all(j.explicit and j.trace_dir is None and not j.grid for j in got)
-    assert json.loads(got[0].case.values_json) == {"hidden_size": 64, "model_type": "llama", "num_hidden_layers": 1}
+    want = {"vocab_size": 1000, "hidden_size": 64, "model_type": "llama", "num_hidden_layers": 1}
+    assert json.loads(got[0].case.values_json) == want
     assert got[0].case.layers is None  # the depth is in the values already: the worker builds them as they are
