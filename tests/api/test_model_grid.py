@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnscope.api.modeling import ModelGrid, jobs, model_document, same_run, trace_names
+from attnscope.api.modeling import ModelGrid, jobs, model, model_document, same_run, trace_names, wall_timings
 from attnscope.document.schema import MODEL_SCHEMA_VERSION
 
 SPEC = SimpleNamespace(
@@ -147,3 +147,39 @@ def test_a_decode_grid_plans_one_job_per_replay_and_a_given_depth_is_in_the_valu
     want = {"vocab_size": 1000, "hidden_size": 64, "model_type": "llama", "num_hidden_layers": 1}
     assert json.loads(got[0].case.values_json) == want
     assert got[0].case.layers is None  # the depth is in the values already: the worker builds them as they are
+
+
+def test_the_wall_timings_the_host_verdict_reads_are_each_measured_rows_quartiles() -> None:
+    wall = {"p25_us": 90.0, "median_us": 100.0, "p75_us": 120.0}
+    results = [
+        SimpleNamespace(row={"impl": "sdpa", "mode": "train", "wall_time": wall}),
+        SimpleNamespace(row={"impl": "eager", "mode": "train", "wall_time": None}),  # not measured: left out
+        SimpleNamespace(row={"impl": "eager", "mode": "prefill"}),
+    ]
+    assert wall_timings(results) == [("sdpa train", [90.0, 100.0, 120.0])]
+
+
+def test_a_resume_whose_store_holds_every_row_of_the_grid_measures_none(tmp_path) -> None:
+    """Each held row's key is its job's key (variant and point), so nothing is planned; the document keeps them."""
+    pytest.importorskip("transformers")
+    from attnscope.api.campaign import Planned
+    from attnscope.execute.store import Store
+
+    grid = ModelGrid(SPEC, CFG, IMPLS, ["prefill"], [(1, 64)], "fp32", "cpu")
+    store = Store(tmp_path / "m.jsonl")
+    held = [j.failed("error", "held before") for j in jobs(grid, IMPLS, 0.25, None)]
+    for r in held:
+        store.append({**r.row, "variant": r.row["impl"]})
+    planned: list[Planned] = []
+
+    def seen(e: object) -> None:
+        if isinstance(e, Planned):
+            planned.append(e)
+            assert e.total == 0, "a held row was planned again"  # stops before any model is built
+
+    doc = model(grid, budget_s=0.25, out=tmp_path / "m.jsonl", resume=True, executor="inline", on_event=seen)
+    assert planned == [Planned(0, 2, 0)] and doc.earlier == 2
+    assert [(r["impl"], r["status"], r["reason"]) for r in doc["results"]] == [
+        ("sdpa", "error", "held before"),
+        ("eager", "error", "held before"),
+    ]
