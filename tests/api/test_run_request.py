@@ -220,3 +220,41 @@ def test_write_outputs_tries_the_page_whatever_became_of_the_json(tmp_path):
     got = write_outputs(doc, json=str(tmp_path / "x.json"), html=str(tmp_path / "f" / "p.html"))
     assert list(got) == ["html"] and json.loads((tmp_path / "x.json").read_text()) == doc
     assert write_outputs(doc) == {}
+
+
+def test_a_run_with_the_users_mask_says_in_its_document_what_it_was_checked_equal_to(tmp_path):
+    pytest.importorskip("torch")
+    doc = run_request(_request(case={**TINY, "mask_mod": _user_mask(tmp_path)}, timing_budget_s=0.01))
+    assert doc["mask_mod"]["equivalent_builtin"] == "causal"
+    assert [r["variant"] for r in doc["results"]] == ["naive", "flex_user"]
+
+
+def test_deep_mode_where_nsight_compute_cannot_run_is_a_note_and_the_rows_stay(tmp_path):
+    pytest.importorskip("torch")
+    notes: list[str] = []
+    doc = run_request(_request(ncu=True, timing_budget_s=0.01), on_note=notes.append)
+    assert len(notes) == 1 and notes[0].startswith("--ncu: ")
+    assert notes[0].endswith("; the run's results are complete without it")
+    assert [(r["status"], r["ncu"]["status"]) for r in doc["results"]] == [("ok", "unavailable")]
+
+
+def test_the_answers_given_to_run_checked_are_judged_instead_of_the_guess_files(tmp_path):
+    """attnscope guess: the predictions are the answers typed between the checks and the measurement."""
+    pytest.importorskip("torch")
+    from attnscope.api.running import run_checked
+    from attnscope.core.types import Prediction
+
+    guess = tmp_path / "g.toml"
+    guess.write_text('[[predict]]\nvariant = "naive"\nhidden_copy = true\n')
+    checked = check_run(_request(guess=str(guess), timing_budget_s=0.01))
+    doc = run_checked(checked, predictions=[Prediction("naive", "kernels", 1)])
+    assert [v["prediction"]["kind"] for v in doc["verdicts"]] == ["kernels"]
+
+
+def test_a_guess_naming_an_unknown_variant_is_refused_as_unknown(tmp_path):
+    from attnscope.api.guesses import PredictionError
+
+    guess = tmp_path / "g.toml"
+    guess.write_text('[[predict]]\nvariant = "nonesuch"\nkernels = 4\n')
+    with pytest.raises(PredictionError, match="unknown variant 'nonesuch'; known: "):
+        check_run(_request(guess=str(guess)))
