@@ -294,8 +294,9 @@ def cli_argv(spec: dict[str, Any]) -> list[str]:
 def check_channel(spec: dict[str, Any], counts: Counter[str], bad: list[dict[str, Any]]) -> None:
     """Every check before work, twice: the library's (the Case) and the command line's (its parser and every check
     ``attnscope run`` makes before a tensor exists).  Both must accept the case, or both refuse it in one line."""
+    from attnscope.api.running import check_run
     from attnscope.cli.main import build_parser
-    from attnscope.cli.run import prepare_run, request_of
+    from attnscope.cli.run import request_of
 
     try:
         _build_case(spec)
@@ -313,7 +314,7 @@ def check_channel(spec: dict[str, Any], counts: Counter[str], bad: list[dict[str
         with contextlib.redirect_stderr(io.StringIO()):
             args = build_parser(argv).parse_args(argv)
         args.argv = argv
-        prepare_run(request_of(args))
+        check_run(request_of(args))
         cli = None
     except SystemExit as e:
         cli = f"exit {e.code}"

@@ -30,12 +30,13 @@ out=$(realpath -m "${MUTATION_OUT:-mutation-report}")
 mkdir -p "$out"
 
 # The pure calculators (plain data in and out) and the newer code's pure parts: the workloads'
-# inputs, reference and size estimate, the store and the job's resume keys.
+# inputs, reference and size estimates, the store and the job's resume keys, a sweep's plan and
+# the library's checks of its arguments.
 shopt -s globstar
 all_targets=(attnscope/analysis/**/*.py attnscope/core/flops.py attnscope/core/masks.py attnscope/core/gpus.py
     attnscope/api/diff.py attnscope/measure/timing.py attnscope/workloads/attention.py
-    attnscope/workloads/reference.py attnscope/workloads/hf/size.py attnscope/execute/store.py
-    attnscope/execute/job.py)
+    attnscope/workloads/reference.py attnscope/workloads/hf/size.py attnscope/workloads/sizing.py
+    attnscope/execute/store.py attnscope/execute/job.py attnscope/execute/sweep_plan.py attnscope/core/arguments.py)
 shopt -u globstar
 names=()
 targets=()
@@ -60,7 +61,7 @@ done
 # test_hostile_input: a fresh `analyze` held under 100 MiB of peak memory, which the trampolines push past (161 MiB),
 # so the statistics pass failed
 slow=(variants/test_live_run variants/test_run_cpu cli/test_cli cli/test_guess_cli report/test_html_browser
-    cli/test_model_cli variants/test_external cli/test_bad_inputs measure/test_peak workloads/test_sizing
+    cli/test_model_cli variants/test_external cli/test_bad_inputs measure/test_peak
     variants/test_plugins cli/test_startup trace/test_hostile_input)
 if ! "$py" -c "import mutmut" 2>/dev/null; then
     echo "mutmut is not installed: bash scripts/setup.sh dev" >&2
@@ -97,7 +98,8 @@ for t in report/test_html.py::test_run_html_flag_draws_from_the_documents_own_st
     execute/test_jobs.py::test_fwd_bwd_checks_gradients_against_fp64_and_counts_3_5x_flops \
     execute/test_jobs.py::test_inline_oom_is_a_row_and_frees_the_cached_workload \
     execute/test_jobs.py::test_real_result_round_trips_through_a_json_line \
-    workloads/test_model_annotate.py::test_annotate_puts_everything_back; do
+    workloads/test_model_annotate.py::test_annotate_puts_everything_back \
+    workloads/test_sizing.py::test_cli_refuses_a_case_that_cannot_fit_before_any_work; do
     ignore+=("\"--deselect=tests/$t\"")
 done
 

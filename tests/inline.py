@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from attnscope.core.types import Case, Env, Result
 from attnscope.execute.executors.inline import InlineExecutor
-from attnscope.execute.job import AttentionJob, Options
+from attnscope.execute.job import Options
+from attnscope.execute.worker import AttentionJob
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""The library API, mirroring the CLI: ``run`` a case, ``sweep`` a grid, ``analyze`` a trace (``analyze_traces``
-for the document of several), ``recommend`` from rows, ``diff_files``, ``write_html`` (the report),
-``variant_support``, and ``annotate`` a document (the one place insights and the recommendation are computed).
+"""The library API, mirroring the CLI: ``run`` a case (``run_request``: what ``attnscope run`` is asked, in plain
+values), ``sweep`` a grid, ``analyze`` a trace (``analyze_traces`` for the document of several), ``recommend`` from
+rows, ``diff_files``, ``write_html`` (the report), ``variant_support``, and ``annotate`` a document (the one place
+insights and the recommendation are computed).
 Each command of the CLI parses its arguments, calls one of these and prints what it returns."""
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "model",
     "recommend",
     "run",
+    "run_request",
     "sweep",
     "variant_support",
     "write_html",
@@ -204,6 +206,15 @@ def run(case: Case, variants: str | list[str] | None = None, **kwargs: Any) -> A
     from attnscope.api.running import run as _run
 
     return _run(case, variants, **kwargs)
+
+
+def run_request(request: Any, **kwargs: Any) -> Any:
+    """Everything `attnscope run` does, from what it is asked in plain values (:class:`attnscope.api.running.
+    RunRequest`): every check, the measurement, the document and the page written (see
+    :func:`attnscope.api.running.run_request`)."""
+    from attnscope.api.running import run_request as _run_request
+
+    return _run_request(request, **kwargs)
 
 
 def sweep(cases: Iterable[Case], variants: str | list[str] | None = None, **kwargs: Any) -> Any:

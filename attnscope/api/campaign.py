@@ -43,6 +43,7 @@ class Planned:
     total: int
     done_before: int
     torn: int = 0  # lines of the store that are no rows (a write cut short), skipped
+    title: str = ""  # what the campaign measures, for a progress line (a run: its case)
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ def measure_jobs(
     timings: Callable[[list[R]], Iterable[tuple[str, Sequence[float]]]] | None = None,
     done_before: int = 0,
     resume: str | None = None,
+    title: str = "",
 ) -> Campaign[R]:
     """Measure ``jobs`` through ``executor`` (closed on the way out, whatever happens) and save each row as it comes.
 
@@ -146,7 +148,7 @@ def measure_jobs(
     kept in ``unsaved`` and the measuring goes on).  ``env``: the environment of a row whose worker died before it
     could say.  ``timings``: ``(label, [p25, median, p75])`` of the results, for the host's verdict.
     ``done_before``: rows the store held already.  ``resume``: how to go on after a stop (a command; None: the
-    store cannot be resumed from, so nothing is said).
+    store cannot be resumed from, so nothing is said).  ``title``: what the :class:`Planned` event names.
     """
     from attnscope.measure import host
 
@@ -158,7 +160,7 @@ def measure_jobs(
     load = host.read_load()  # before the measuring adds its own threads to the load
     t0 = time.monotonic()
     labels = {j.key: j.label() for j in jobs}
-    emit(Planned(len(jobs), done_before, store.num_torn if store is not None else 0))
+    emit(Planned(len(jobs), done_before, store.num_torn if store is not None else 0, title))
 
     def keep(r: R) -> None:
         if r.env is None and env is not None:  # its worker died first: a worker's environment, else this process's

@@ -167,7 +167,7 @@ def _measure(
         partial=lambda done_now: document_of([r.row for r in done_now], None, True),
         on_event=on_event,
         time_limit_s=time_limit_s,
-        timings=_walls,
+        timings=wall_timings,
         done_before=len(earlier),
         resume=resume_with,
     )
@@ -226,8 +226,9 @@ def trace_names(
     return [trace_name(o, i, m) for i in impls for o in at for m in modes]
 
 
-def _walls(results: list[Any]) -> list[tuple[str, list[float]]]:
-    """Each row's wall time (p25, median, p75): what the host's scheduler shapes."""
+def wall_timings(results: list[Any]) -> list[tuple[str, list[float]]]:
+    """Each measured row's wall time (p25, median, p75), named by implementation and mode: what the host's scheduler
+    shapes, for the host's verdict (as :func:`attnscope.measure.host.timings_of` for attention rows)."""
     walls = [(f"{r.row['impl']} {r.row['mode']}", r.row["wall_time"]) for r in results if r.row.get("wall_time")]
     return [(name, [t["p25_us"], t["median_us"], t["p75_us"]]) for name, t in walls]
 

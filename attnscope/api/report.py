@@ -88,3 +88,26 @@ def render_html(docs: Iterable[Any] | Any, out_dir: Path | None = None) -> str:
     from attnscope.report.html.page import render_html as render_page
 
     return render_page(sources(docs), out_dir)
+
+
+def write_outputs(
+    doc: dict[str, Any], *, json: str | None = None, html: str | None = None, assets: str | None = None
+) -> dict[str, str]:
+    """The document to ``json``, then the page to ``html`` (plotly in ``assets`` where given), each tried whatever
+    became of the other: what could not be written (a full disk), ``{"json" | "html": why}`` (a WriteError's one
+    line, naming the file and the cause), for the caller to say after the results, which are never lost."""
+    from attnscope.core.files import WriteError
+    from attnscope.document.schema import write_atomic
+
+    unwritten: dict[str, str] = {}
+    if json:
+        try:
+            write_atomic(json, doc)
+        except WriteError as e:
+            unwritten["json"] = str(e)
+    if html:  # after the JSON: a failing page never costs the results
+        try:
+            write_html(doc, html, assets=assets)
+        except WriteError as e:
+            unwritten["html"] = str(e)
+    return unwritten

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.cli import common
-from attnscope.cli.common import EXIT_OK, EXIT_USAGE, add_assets_arg, check_html, say_unwritten, write_outputs
-from attnscope.cli.flags import check_output_file, positive_int
+from attnscope.cli.common import EXIT_OK, EXIT_USAGE, add_assets_arg, say_unwritten, write_outputs
+from attnscope.cli.flags import check_html, check_output_file, positive_int
 from attnscope.core.arguments import MAX_PROCESSES
 from attnscope.core.files import check_outputs
 

@@ -1,6 +1,6 @@
 """What every command of the command line shares: the exit statuses, the one-line argument parser, the terminal's
 console, the one progress bar (it draws the measuring loop's events: attnscope.api.campaign), stopping on a signal,
-the ``--html``/``--assets`` checks and the writing of ``--json``/``--html`` after the work."""
+and what could not be written after the work, said in the flags' words."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from attnscope.cli import stop
-from attnscope.cli.flags import check_output_dir, check_output_file
 from attnscope.core.arguments import UsageError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -47,44 +46,13 @@ def add_assets_arg(parser: Any, with_html: bool = True) -> None:
     parser.add_argument("--assets", metavar="DIR", help=("with --html: " if with_html else "") + ASSETS_HELP)
 
 
-def check_html(args: Any) -> None:  # args: the parsed flags, or a request with the same fields (html, assets)
-    """--html needs plotly and a writable path, --assets a page and a folder it can fill: say so before any work,
-    not after a long run."""
-    check_assets(args)
-    if getattr(args, "html", None):
-        from attnscope.report.html.page import require_plotly
-
-        check_output_file(args.html, "--html")
-        require_plotly()
-
-
-def check_assets(args: Any) -> None:
-    """``--assets`` names a folder that can be made and written, and comes with ``--html``."""
-    assets = getattr(args, "assets", None)
-    if assets is None:
-        return
-    if not getattr(args, "html", None):
-        raise UsageError("--assets holds the plotly of an HTML page: give --html PATH too")
-    check_output_dir(assets, "--assets")
-
-
 def write_outputs(args: Any, doc: dict[str, Any]) -> dict[str, str]:
-    """The document to --json, then the page to --html, each tried whatever became of the other; what could not be
-    written: {flag: why} (a WriteError's one line), said by :func:`say_unwritten` after the study is printed."""
-    from attnscope.core.files import WriteError
-    from attnscope.document.schema import write_atomic
+    """The document to --json, then the page to --html (attnscope.api.report.write_outputs), each tried whatever
+    became of the other; what could not be written: {flag: why}, said by :func:`say_unwritten` after the study."""
+    from attnscope.api.report import write_outputs as write
 
-    unwritten: dict[str, str] = {}
-    if getattr(args, "json", None):
-        try:
-            write_atomic(args.json, doc)
-        except WriteError as e:
-            unwritten["--json"] = str(e)
-    try:
-        write_html(args, doc)
-    except WriteError as e:
-        unwritten["--html"] = str(e)
-    return unwritten
+    paths = {k: getattr(args, k, None) for k in ("json", "html", "assets")}
+    return {f"--{k}": why for k, why in write(doc, **paths).items()}
 
 
 def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
@@ -103,14 +71,6 @@ def say_unwritten(unwritten: dict[str, str]) -> int:
     for why in unwritten.values():
         print(f"attnscope: error: {why}", file=sys.stderr)
     return EXIT_WRITE
-
-
-def write_html(args: Any, doc: Any) -> None:
-    """After the JSON: a failing page never costs the results."""
-    if getattr(args, "html", None):
-        from attnscope.api.report import write_html
-
-        write_html(doc, args.html, assets=getattr(args, "assets", None))
 
 
 @contextlib.contextmanager
@@ -171,6 +131,9 @@ class Progress:
 
         if isinstance(event, Planned):
             self.total = event.total
+            if event.title and not self.title:  # a run's case, known once the API has built it
+                self.title = event.title
+                self.progress.update(self.task, description=event.title)
             self.progress.update(self.task, total=event.total)
         elif isinstance(event, Started):  # a spinner names the variant after the title (the case); a bar the job
             what = f"{self.title}: {event.variant}" if not self.bar and self.title else event.label

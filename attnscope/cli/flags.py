@@ -1,5 +1,6 @@
-"""The command line's own checks: the flags' argparse types, the fields' flags on a parser, and the output and input
-paths named by their flag, checked before any measurement.
+"""The command line's own checks: the flags' argparse types, the case's flags on a parser and read back from the
+parsed flags, and the output and input paths named by their flag, checked before any measurement (the page's
+``--html`` and ``--assets`` among them; then the one output guard, :func:`attnscope.core.files.check_outputs`).
 
 The types read a flag's text with the library's readers (:mod:`attnscope.core.arguments`: ``read_whole``,
 ``read_number``, ``read_seconds``), whose words argparse puts after the flag (``argument --batch: must be at
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from attnscope.core.arguments import UsageError, read_number, read_seconds, read_whole
+from attnscope.core.files import check_outputs
 
 T = TypeVar("T")
 
@@ -80,6 +82,14 @@ def add_flags(group: Any, command: str, names: Iterable[str] | None = None) -> N
             if flag.read is not None:
                 options["type"] = argparse_type(flag.read, flag.name.removeprefix("--").replace("-", "_"))
             target.add_argument(flag.name, help=flag.help, **options)
+
+
+def case_fields(args: Any) -> dict[str, Any]:
+    """The case's fields as the flags of :func:`add_flags` (``run``) gave them, the device apart: None where a flag
+    was not given (the device's default then applies: :func:`attnscope.api.running.case_of`)."""
+    from attnscope.core.case import FIELDS
+
+    return {f.name: getattr(args, f.dest, None) for f in FIELDS if f.name != "device"}
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -178,3 +188,43 @@ def check_input_file(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {p}: no such file")
     if not p.is_file():
         raise UsageError(f"{flag} {p}: not a file")
+
+
+def check_html(args: Any) -> None:  # args: the parsed flags (html, assets)
+    """--html needs plotly and a writable path, --assets a page and a folder it can fill: say so before any work,
+    not after a long run."""
+    check_assets(args)
+    if getattr(args, "html", None):
+        from attnscope.report.html.page import require_plotly
+
+        check_output_file(args.html, "--html")
+        require_plotly()
+
+
+def check_assets(args: Any) -> None:
+    """``--assets`` names a folder that can be made and written, and comes with ``--html``."""
+    assets = getattr(args, "assets", None)
+    if assets is None:
+        return
+    if not getattr(args, "html", None):
+        raise UsageError("--assets holds the plotly of an HTML page: give --html PATH too")
+    check_output_dir(assets, "--assets")
+
+
+Named = Sequence[tuple[str, str | None]]
+
+
+def check_paths(args: Any, inputs: Named, outputs: Named, folders: Named = (), *, read_later: Named = ()) -> None:
+    """Every path a command's flags name, before any work: each input a file, each output a file (each folder one
+    that can be made) where something can be written, the page's --html and --assets (:func:`check_html`), then the
+    one output guard: no output is one of the inputs or of ``read_later`` (files a later check reads, a user's
+    code), and no two outputs are one file.  ``(flag, path)`` pairs; a path of None is not given."""
+    for flag, path in inputs:
+        if path:
+            check_input_file(path, flag)
+    for flag, path in outputs:
+        check_output_file(path, flag)
+    for flag, path in folders:
+        check_output_dir(path, flag)
+    check_html(args)
+    check_outputs([*inputs, *read_later], [*outputs, ("--html", getattr(args, "html", None))])

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.api.modeling import DTYPES, IMPLS, MODES
-from attnscope.cli.common import add_assets_arg, check_assets
-from attnscope.cli.flags import positive_int, seconds, timeout_seconds
+from attnscope.cli.common import add_assets_arg
+from attnscope.cli.flags import check_assets, positive_int, seconds, timeout_seconds
 from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, check_timeout
 
 __all__ = ["add_parser", "cmd_model", "prepare"]

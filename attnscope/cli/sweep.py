@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.api.checks import EXECUTORS
-from attnscope.cli.common import add_assets_arg, check_html, say_unwritten, traces_not_kept
-from attnscope.cli.flags import add_flags, check_output_dir, check_output_file, positive_int, seconds, timeout_seconds
+from attnscope.cli.common import add_assets_arg, say_unwritten, traces_not_kept
+from attnscope.cli.flags import (
+    add_flags,
+    check_html,
+    check_output_dir,
+    check_output_file,
+    positive_int,
+    seconds,
+    timeout_seconds,
+)
 from attnscope.core.arguments import UsageError, check_timeout
 from attnscope.core.case import AXIS_FIELDS
 from attnscope.core.files import check_outputs, check_trace_names

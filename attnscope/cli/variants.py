@@ -7,7 +7,8 @@ from typing import Any
 
 from attnscope.cli import common
 from attnscope.cli.common import EXIT_OK
-from attnscope.cli.run import _add_case_args, _case_from
+from attnscope.cli.flags import case_fields
+from attnscope.cli.run import _add_case_args
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -20,9 +21,10 @@ def cmd_variants(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from attnscope.api import variant_support
+    from attnscope.api.running import case_of
     from attnscope.report.text.terminal import fit
 
-    case = _case_from(args)
+    case = case_of(case_fields(args), args.device)
     t = Table(title=f"variants on {case.label()}", header_style="bold")
     for col in ("variant", "runs here", "what it is", "reason if not"):
         t.add_column(col)

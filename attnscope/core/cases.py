@@ -1,5 +1,5 @@
-"""Cases from the table of the case's fields (:mod:`attnscope.core.case`): the device's default case, the case
-the flags of ``run`` ask for, and a sweep's axes and their product."""
+"""Cases from the table of the case's fields (:mod:`attnscope.core.case`): the device's default case, a case of
+given fields on it, and a sweep's axes and their product."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from attnscope.core.arguments import MAX_BUDGET_TOKENS, UsageError, check_whole, fields_of
-from attnscope.core.case import AXIS_FIELDS, FIELD, FIELDS, Case, default_fields
+from attnscope.core.case import AXIS_FIELDS, FIELD, Case, default_fields
 
 MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
 
@@ -34,11 +34,6 @@ def make_case(device: str, **overrides: Any) -> Case:
         if coerce is not None:
             fields[k] = coerce(v)
     return replace(c, **fields)
-
-
-def case_from_args(args: Any, device: str) -> Case:
-    """The case the flags of :func:`attnscope.core.case.add_flags` ask for ("run"), on ``device``."""
-    return make_case(device, **{f.name: getattr(args, f.dest, None) for f in FIELDS if f.name != "device"})
 
 
 class Axes:

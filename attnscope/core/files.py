@@ -97,7 +97,7 @@ def check_trace_names(trace_dir: str | Path | None, names: Iterable[str], output
             raise UsageError(
                 f"{flag} {path} is where trace_dir keeps the trace {p.name}: one would replace the other; name "
                 "another file",
-                fields=("trace_dir",),
+                fields=("trace_dir", flag),
             )
 
 

@@ -1,6 +1,8 @@
 """What one measurement is: the ``Job`` protocol every executor runs (a key in a store, a label for the progress,
-``measure`` in the worker, ``failed`` where the worker could not answer), and the attention job that implements it
-(:class:`AttentionJob`: case, variant, options).  The model's rows implement it too (attnscope.execute.model_job)."""
+``measure`` in the worker, ``failed`` where the worker could not answer), the options every job of a run or sweep
+shares, and the key and trace file name of a job.  Two kinds of job implement it: the attention job beside the code
+that measures it (:class:`attnscope.execute.worker.AttentionJob`) and the model's (attnscope.execute.model_job).
+Plain data: nothing here imports what measures."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from attnscope.core.arguments import MAX_BUCKET, MAX_SEED, MAX_STEPS, check_seconds, check_whole
 from attnscope.core.case import file_stem
-from attnscope.core.types import Case, Result, Status
+from attnscope.core.types import Case, Status
 
 
 @dataclass(frozen=True)
@@ -78,42 +80,6 @@ class Job(Protocol[M]):
     def measure(self) -> M: ...
 
     def failed(self, status: Status, reason: str | None) -> M: ...
-
-
-@dataclass(frozen=True)
-class AttentionJob:
-    """One variant on one case (the case carries the mode).  Plain data: it crosses processes.
-
-    ``explicit``: the variant was asked for by name, so an opt-in variant runs.
-    ``trace_name``: the trace file's name under ``options.trace_dir``.
-    """
-
-    case: Case
-    variant: str
-    options: Options = Options()
-    explicit: bool = True
-    trace_name: str | None = None
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return job_key(self.variant, self.case.to_dict())
-
-    def label(self) -> str:
-        return f"{self.variant} · {self.case.label()}"
-
-    def measure(self) -> Result:
-        """Measure in this process (needs torch): :func:`attnscope.execute.worker.measure_one`."""
-        from attnscope.execute.worker import measure_one
-
-        return measure_one(self)
-
-    def failed(self, status: Status, reason: str | None) -> Result:
-        """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
-        variant's declared family and backend; used by the worker and by executors whose worker could not answer."""
-        from attnscope.variants import get
-
-        v = get(self.variant)
-        return Result(variant=v.name, case=self.case, status=status, reason=reason, family=v.family, backend=v.backend)
 
 
 def job_key(variant: str, case: dict[str, Any] | None) -> tuple[str, str, str]:

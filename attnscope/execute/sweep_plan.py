@@ -4,7 +4,8 @@ the store already holds.  The measuring is the one campaign loop (attnscope.api.
 from __future__ import annotations
 
 from attnscope.core.types import Case
-from attnscope.execute.job import AttentionJob, Options, trace_file_name
+from attnscope.execute.job import Options, trace_file_name
+from attnscope.execute.worker import AttentionJob
 
 
 def default_variants(devices: list[str]) -> tuple[list[str], dict[str, str]]:

@@ -1,4 +1,6 @@
-"""``measure_one(job) -> Result``: everything one measurement needs, built inside the process that runs it.
+"""The attention job (:class:`AttentionJob`: one variant on one case, the ``Job`` protocol of
+:mod:`attnscope.execute.job`) and ``measure_one(job) -> Result``: everything one measurement needs, built inside
+the process that runs it.
 
 Inputs, the fp64 reference and the device's matmul peak are cached per process, so a worker that
 gets the jobs of one case in a row builds them once.  Needs torch.
@@ -9,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attnscope.core.files import keep_file, os_error_text, private_dir
 from attnscope.core.flops import attention_flops, mode_flops, tflops
-from attnscope.core.types import Case, Env, PeakRate, Result
+from attnscope.core.types import Case, Env, PeakRate, Result, Status
+from attnscope.execute.job import Options, job_key
 from attnscope.measure import device_state
 from attnscope.measure import timing as measure
 from attnscope.variants import Inputs, Prepared, Unsupported, Variant, get
@@ -23,8 +26,38 @@ from attnscope.workloads import sensitivity
 from attnscope.workloads.attention import TORCH_DTYPES, make_inputs, reference, reference_grads, reference_skipped
 from attnscope.workloads.reference import too_large
 
-if TYPE_CHECKING:  # a type only: job.py imports this module when a job is measured
-    from attnscope.execute.job import AttentionJob
+
+@dataclass(frozen=True)
+class AttentionJob:
+    """One variant on one case (the case carries the mode).  Plain data: it crosses processes.
+
+    ``explicit``: the variant was asked for by name, so an opt-in variant runs.
+    ``trace_name``: the trace file's name under ``options.trace_dir``.
+    """
+
+    case: Case
+    variant: str
+    options: Options = field(default_factory=Options)
+    explicit: bool = True
+    trace_name: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return job_key(self.variant, self.case.to_dict())
+
+    def label(self) -> str:
+        return f"{self.variant} · {self.case.label()}"
+
+    def measure(self) -> Result:
+        """Measure in this process (needs torch): :func:`measure_one`."""
+        return measure_one(self)
+
+    def failed(self, status: Status, reason: str | None) -> Result:
+        """The row of a job that produced no measurement (skipped, oom, error, crashed, timeout), with the
+        variant's declared family and backend; used by the worker and by executors whose worker could not answer."""
+        v = get(self.variant)
+        return Result(variant=v.name, case=self.case, status=status, reason=reason, family=v.family, backend=v.backend)
+
 
 # One workload (the last case's) and the peaks: a sweep sorts its jobs by case.
 _workload: dict[tuple[Case, int], tuple[Inputs, Any]] = {}

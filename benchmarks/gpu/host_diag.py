@@ -68,8 +68,8 @@ def main() -> None:
     ) as pr:
         pr.add_task("x")
         sample(preps, "inside a rich progress spinner")
-    from attnscope.execute.job import AttentionJob, Options
-    from attnscope.execute.worker import measure_one
+    from attnscope.execute.job import Options
+    from attnscope.execute.worker import AttentionJob, measure_one
 
     for n in preps:
         r = measure_one(AttentionJob(variant=n, case=CASE, options=Options(timing_budget_s=0.3, measure_peak=False)))

@@ -69,8 +69,22 @@ def test_run_and_guess_measure_through_the_api():
         got = _imports(ROOT / "attnscope" / "cli" / f"{name}.py")
         assert not any(i.startswith(("attnscope.execute.", "attnscope.analysis.annotate")) for i in got), got
         assert "attnscope.cli.run.cmd_run" not in got
-    assert "attnscope.api.run" in _imports(ROOT / "attnscope" / "cli" / "run.py")
-    assert "attnscope.cli.run.run_and_render" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
+    assert "attnscope.api.run_request" in _calls(ROOT / "attnscope" / "cli" / "run.py")
+    assert "attnscope.api.running.run_checked" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
+    assert "attnscope.cli.run.render_run" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
+
+
+def _calls(path: Path) -> set[str]:
+    """``attnscope.api.X`` for each ``api.X(...)`` of a module that imports ``from attnscope import api``."""
+    tree = ast.parse(path.read_text())
+    return {
+        f"attnscope.api.{node.func.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "api"
+    }
 
 
 def test_the_documents_peak_carries_the_measured_read_bandwidth_where_there_is_one():

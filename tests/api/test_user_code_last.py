@@ -57,12 +57,13 @@ def test_a_bad_guess_file_is_refused_before_the_user_code_runs(tmp_path, capsys)
 
 def test_with_every_check_passed_the_file_is_run(tmp_path, capsys):
     """The control: the marker does appear once nothing else is wrong (the test above can fail)."""
-    from attnscope.cli.run import prepare_run, request_of
+    from attnscope.api.running import check_run
+    from attnscope.cli.run import request_of
 
     src, marker = _planted(tmp_path)
     args = build_parser(["run"]).parse_args(["run", *CASE, "--mask-mod", f"{src}:causal", "--variants", "naive"])
-    case, chosen, _ = prepare_run(request_of(args))
-    assert marker.read_text() == "ran" and case.mask == "causal" and "flex_user" in chosen
+    checked = check_run(request_of(args))
+    assert marker.read_text() == "ran" and checked.case.mask == "causal" and "flex_user" in checked.variants
 
 
 @pytest.mark.parametrize("flag", ["--mask-mod", "--score-mod"])

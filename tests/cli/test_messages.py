@@ -109,3 +109,62 @@ def test_the_sweep_header_counts_only_the_pairs_that_apply() -> None:
         every[0]
         == "attnscope sweep: 6 case(s) × 2 variant(s) = 12 job(s); 0 already in s.jsonl, 12 to measure (inline)"
     )
+
+
+def test_the_traces_not_kept_are_counted_from_the_rows_notes():
+    """Two rows whose note says their trace could not be moved into --trace-dir, one row with another note."""
+    from attnscope.cli.common import traces_not_kept
+
+    rows = [
+        {"variant": "a", "notes": ["trace not kept in out: no space left on device (ENOSPC)"]},
+        {"variant": "b", "run_notes": ["trace not kept in out: no space left on device (ENOSPC)", "other"]},
+        {"variant": "c", "notes": ["a note that is not about the trace"]},
+    ]
+    want = "2 trace(s) not kept in out: no space left on device (ENOSPC)"
+    assert traces_not_kept(rows, "out") == {"--trace-dir": want}
+    assert traces_not_kept(rows[2:], "out") == {}
+    # the first such note's cause, whole (a cause may hold ': ' itself); a note without a cause said as it is
+    two = [
+        {"notes": ["trace not kept in out: cannot move out/a.json: no space left on device (ENOSPC)"]},
+        {"notes": ["trace not kept in out: read-only file system (EROFS)"]},
+    ]
+    got = traces_not_kept(two, "out")["--trace-dir"]
+    assert got == "2 trace(s) not kept in out: cannot move out/a.json: no space left on device (ENOSPC)"
+    assert traces_not_kept([{"notes": ["trace not kept"]}], "out") == {
+        "--trace-dir": "1 trace(s) not kept in out: trace not kept"
+    }
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ({"median_us": 1234.56, "status": "ok"}, "1,234.6 µs per step"),  # a model row: its step
+        ({"status": "ok", "gpu_time": {"median_us": 12.34}, "cpu_time": {"median_us": 99.0}}, "12.3 µs"),
+        ({"status": "ok", "gpu_time": None, "cpu_time": {"median_us": 5.0}}, "5.0 µs"),  # a CPU row
+        ({"status": "ok", "gpu_time": {"median_us": None}, "reason": "no time"}, "no time"),
+        ({"status": "ok", "gpu_time": "12.3", "reason": "odd"}, "odd"),  # a time that is no timing dict
+        ({"status": "error", "gpu_time": {"median_us": 1.0}, "reason": "boom"}, "boom"),  # not ok: its reason
+        ({"status": "error", "reason": "two\n  lines  here"}, "two lines here"),
+        ({"status": "oom", "reason": "x" * 200}, "x" * 160),
+        ({"status": "skipped"}, ""),
+    ],
+)
+def test_a_finished_row_in_a_few_words(row, said, capsys):
+    """The plain progress line (stderr not a terminal, as here): the job, its status, then a median where there is
+    one, else why not."""
+    from attnscope.api.campaign import Finished, Planned
+    from attnscope.cli.common import Progress
+
+    with Progress("t") as bar:
+        bar(Planned(1, 0))
+        bar(Finished(row, row["status"], "job", 1, 1))
+    assert capsys.readouterr().err == f"[1/1] {row['status']} job: {said}\n"
+
+
+def test_every_file_not_written_is_one_line_and_the_exit_status_is_74(capsys):
+    from attnscope.cli.common import say_unwritten
+
+    assert say_unwritten({"--json": "r.json: not written: full", "--html": "r.html: not written: full"}) == 74
+    assert capsys.readouterr().err == (
+        "attnscope: error: r.json: not written: full\nattnscope: error: r.html: not written: full\n"
+    )

@@ -11,9 +11,10 @@ import json
 
 import pytest
 
+from attnscope.cli.flags import case_fields
 from attnscope.cli.main import build_parser
 from attnscope.core.case import AXIS_FIELDS, FIELD, FIELDS, Case, recommender_axes
-from attnscope.core.cases import Axes, axes_from, case_from_args, default_case, grid
+from attnscope.core.cases import Axes, axes_from, default_case, grid, make_case
 from attnscope.execute.job import trace_file_name
 
 # Every flag spelling of the case's fields before the table (read from `--help` of run and sweep).
@@ -103,11 +104,12 @@ def test_run_flags_give_the_case_they_name():
         "--mask-mod user/mods.py:doc --score-mod user/mods.py:cap".split()
     )
     want = dataclasses.replace(FULL, device="cpu")
-    assert case_from_args(args, "cpu") == want
+    assert make_case("cpu", **case_fields(args)) == want
+    assert "device" not in case_fields(args)  # the device is the API's to parse (attnscope.api.running.case_of)
     # no flag at all: the device's default case, causal
-    bare = case_from_args(_parser("run").parse_args([]), "cpu")
+    bare = make_case("cpu", **case_fields(_parser("run").parse_args([])))
     assert bare == Case(batch=1, heads=8, seq_q=512, head_dim=64, dtype="bf16", causal=True, device="cpu")
-    assert case_from_args(_parser("run").parse_args(["--no-causal"]), "cpu").causal is False
+    assert make_case("cpu", **case_fields(_parser("run").parse_args(["--no-causal"]))).causal is False
 
 
 def test_causal_no_causal_and_mask_exclude_each_other_in_run():

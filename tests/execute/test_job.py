@@ -7,7 +7,8 @@ import hashlib
 import pytest
 
 from attnscope.core.types import Case
-from attnscope.execute.job import AttentionJob, Options, job_key, trace_file_name
+from attnscope.execute.job import Options, job_key, trace_file_name
+from attnscope.execute.worker import AttentionJob
 
 
 def test_the_key_is_variant_case_fields_but_the_mode_and_the_mode():

@@ -12,7 +12,8 @@ from attnscope.core.types import Case, Fingerprint, Result  # noqa: E402
 from attnscope.document.schema import result_from_dict, result_to_dict, row_bytes  # noqa: E402
 from attnscope.execute import worker  # noqa: E402
 from attnscope.execute.executors import make_executor, parse_devices  # noqa: E402
-from attnscope.execute.job import AttentionJob, Options, job_key  # noqa: E402
+from attnscope.execute.job import Options, job_key  # noqa: E402
+from attnscope.execute.worker import AttentionJob  # noqa: E402
 from tests.inline import run  # noqa: E402
 
 TINY = Case(batch=1, heads=2, seq_q=64, head_dim=16, dtype="fp32", causal=True, device="cpu")

@@ -104,7 +104,7 @@ def test_a_free_worker_keeps_to_its_case_and_leaves_others_theirs():
     from collections import deque
 
     from attnscope.execute.executors import pick
-    from attnscope.execute.job import AttentionJob
+    from attnscope.execute.worker import AttentionJob
 
     c1, c2, c3 = grid(Axes(seq=[32, 64, 128]), "cpu")
     queue = [AttentionJob(c, v) for c in (c1, c2, c3) for v in ("naive", "sdpa_flash", "sdpa_math")]
@@ -430,7 +430,8 @@ def _comparable(r) -> tuple:
 def test_executors_give_the_inline_rows(name, test_variants):
     from attnscope.core.types import Case
     from attnscope.execute.executors import make_executor
-    from attnscope.execute.job import AttentionJob, Options
+    from attnscope.execute.job import Options
+    from attnscope.execute.worker import AttentionJob
 
     if name == "ray":
         ray = pytest.importorskip("ray")

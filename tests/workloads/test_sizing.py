@@ -170,3 +170,120 @@ def test_the_one_fits_rule_is_the_headroom_of_the_free_memory():
 
     assert usable_bytes(10**9) == 850_000_000
     assert fits(850_000_000, 10**9) and not fits(850_000_001, 10**9)
+
+
+# A paged serving case small enough to count by hand: B=2, H=4, H_kv=2, Sq=2, D=8, bf16 (2 B), KV lengths 16 and 6
+# in pages of 4: 4 + 2 pages, a pool of 24 token slots; the longest sequence (cap) 16.  out = q = B·H·Sq·D = 128.
+PAGED = Case(batch=2, heads=4, kv_heads=2, seq_q=2, head_dim=8, dtype="bf16", kv_lens="list:16,6", page_size=4)
+WORKSPACE = 8 * MIB
+CHECK = 2 * 128 * 8  # the error check: two fp64 copies of the output
+
+
+def test_a_paged_cases_inputs_and_reference_by_hand() -> None:
+    # q 128 + k, v 2 × (24 slots · 2 KV heads · 8) = 768 elements of 2 B; the draft: the larger, k's 384, in fp32
+    assert sizing.input_bytes(PAGED) == (128 + 768) * 2 == 1792
+    assert sizing.input_peak_bytes(PAGED) == 1792 + 384 * 4
+    # one sequence at a time in fp64: its K and V per query head (2·4·16·8), three Sq × cap score buffers (3·4·2·16)
+    assert sizing.reference_bytes(PAGED) == (128 * 8 + 2 * 4 * 16 * 8 * 8 + 3 * 4 * 2 * 16 * 8, 128 * 8)
+    assert sizing.reference_bytes(PAGED) == (12288, 1024)
+
+
+@pytest.mark.parametrize(
+    ("variant", "parts"),
+    [
+        (
+            "paged_gather_sdpa",  # K, V gathered dense (B·H_kv·cap·D), a bool mask (B·Sq·cap), SDPA math's 4 fp32
+            {
+                "gathered K, V": 2048,
+                "mask": 64,
+                "4 fp32 score matrices (math path, upper bound)": 4 * 2 * 4 * 2 * 16 * 4,
+            },
+        ),
+        ("paged_gather_flash", {"gathered K, V": 2 * 2 * 2 * 16 * 8 * 2, "mask": 2 * 2 * 16}),
+        (
+            "paged_flex",  # over the pool: 4 fp32 score matrices, two int32 maps, fp32 copies, K broadcast in fp32
+            {
+                "4 fp32 score matrices over the pool": 4 * 2 * 4 * 2 * 24 * 4,
+                "pool maps": 2 * 24 * 4,
+                "fp32 q, k, v": (128 + 2 * 24 * 2 * 8) * 4,
+                "K (then V) broadcast over batch and heads, fp32": 2 * 4 * 24 * 8 * 4,
+            },
+        ),
+        ("paged_varlen", {"log-sum-exp": 2 * 4 * 2 * 4, "pool maps": 2 * 24 * 4}),
+    ],
+)
+def test_each_serving_variants_extra_peak_by_hand(variant: str, parts: dict[str, int]) -> None:
+    est = sizing.variant_bytes(PAGED, variant)
+    want = {**parts, "output": 128 * 2, "workspace allowance": WORKSPACE, "error check (fp64)": CHECK}
+    assert est.variant == variant and est.parts == want and est.bytes == sum(want.values())
+
+
+def test_paged_flex_in_fp32_needs_no_fp32_copies() -> None:
+    est = sizing.variant_bytes(Case(**{**PAGED.to_dict(), "dtype": "fp32"}), "paged_flex")
+    assert est.parts["fp32 q, k, v"] == 0 and est.parts["output"] == 128 * 4
+
+
+# A dense GQA cross-attention case: B=2, H=4, H_kv=2, Sq=3, Sk=5, D=8, bf16, no mask.
+# q = out = 2·4·3·8 = 192, k = v = 2·2·5·8 = 160, scores 2·4·3·5 = 120.
+GQA = Case(batch=2, heads=4, kv_heads=2, seq_q=3, seq_kv=5, head_dim=8, dtype="bf16", causal=False)
+
+
+def test_the_whole_reference_of_a_gqa_case_counts_k_and_v_repeated_to_every_head() -> None:
+    repeated = 2 * 2 * 4 * 5 * 8  # K and V expanded to the 4 query heads: 640 elements
+    peak = (192 + 2 * 160 + repeated) * 8 + 4 * 120 * 8 + 192 * 8
+    assert sizing.reference_bytes(GQA) == (peak, 192 * 8) == (14592, 1536)
+
+
+def test_the_chunked_reference_holds_at_most_one_chunk_of_a_kv_heads_group() -> None:
+    group = 2 * 3 * 5 * 8  # query heads per KV head (4 // 2) · Sq · Sk, in fp64: 240 B
+    kv = 2 * 5 * 8 * 8  # one KV head's K and V in fp64: 640 B
+    assert sizing.reference_bytes(GQA, chunk_bytes=100) == (1536 + 3 * 100 + kv, 1536)
+    peak, _ = sizing.reference_bytes(GQA, chunk_bytes=10_000)
+    assert peak == 1536 + 3 * group + kv and isinstance(peak, int)  # bytes are whole
+
+
+def test_a_fused_variant_needs_its_log_sum_exp_and_output() -> None:
+    est = sizing.variant_bytes(GQA, "sdpa_flash")
+    parts = {
+        "log-sum-exp": 2 * 4 * 3 * 4,
+        "output": 192 * 2,
+        "workspace allowance": WORKSPACE,
+        "error check (fp64)": 3072,
+    }
+    assert est.variant == "sdpa_flash" and est.parts == parts and est.bytes == 96 + 384 + WORKSPACE + 3072
+
+
+def test_an_estimate_says_its_nonzero_terms() -> None:
+    assert sizing.Estimate("v", 3072, {"a": 1024, "b": 2048, "c": 0}).text() == "~3.0 KiB (a 1.0 KiB + b 2.0 KiB)"
+
+
+def test_the_time_floor_is_ten_calls_at_the_rate() -> None:
+    plain = Case(batch=1, heads=1, seq_q=1000, head_dim=100, dtype="fp32", causal=False)
+    assert sizing.call_floor_s(plain, 2.0) == 10 * 4 * 100 * 1000 * 1000 / 2e12 == 0.002
+
+
+def _free_for(usable: int) -> int:
+    """Free bytes whose usable part (85 %, rounded down) is exactly ``usable``."""
+    return next(f for f in range(usable * 20 // 17 - 2, usable * 20 // 17 + 3) if int(f * 0.85) == usable)
+
+
+def test_a_variant_that_needs_exactly_what_is_left_runs() -> None:
+    need = sizing.input_bytes(GQA) + sizing.reference_bytes(GQA)[1] + sizing.variant_bytes(GQA, "sdpa_flash").bytes
+    free = _free_for(need)
+    assert sizing.variant_skip(GQA, "sdpa_flash", free, 1e6) is None
+    assert str(sizing.variant_skip(GQA, "sdpa_flash", free - 2, 1e6)).startswith("does not fit: needs ~8.0 MiB")
+    # nothing left at all is said as 0 B, never as a negative amount
+    assert "above the 0 B left of 1000 B free (85% headroom" in str(sizing.variant_skip(GQA, "sdpa_flash", 1000, 1e6))
+
+
+def test_a_variant_whose_ten_calls_take_exactly_the_limit_runs() -> None:
+    # 4·D·S² = 4·60·250,000² = 1.5e13 FLOP a call; 10 calls at 0.5 TFLOP/s: 300 s, the limit itself
+    big = Case(batch=1, heads=1, seq_q=250_000, head_dim=60, dtype="fp32", causal=False)
+    assert sizing.variant_skip(big, "sdpa_flash", 10**30, 0.5) is None
+    assert str(sizing.variant_skip(big, "sdpa_flash", 10**30, 0.4999)).startswith("too slow to measure")
+
+
+def test_a_case_whose_inputs_and_reference_fill_exactly_what_is_usable_starts() -> None:
+    free = _free_for(sizing.input_bytes(GQA) + sizing.reference_bytes(GQA)[0])
+    assert sizing.case_skip(GQA, free) is None
+    assert str(sizing.case_skip(GQA, free - 2)).startswith("the case does not fit: the fp64 reference needs")
