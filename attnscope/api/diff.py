@@ -173,9 +173,13 @@ def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     across these is not a regression of the same workload, so the reader is told first."""
     out = []
     ca, cb = doc_a.get("case") or {}, doc_b.get("case") or {}
-    for k in sorted(set(ca) | set(cb)):
-        if ca.get(k) != cb.get(k):
-            out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+    if ca and cb:
+        for k in sorted(set(ca) | set(cb)):
+            if ca.get(k) != cb.get(k):
+                out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+    elif ca or cb:  # one line, not every field "→ None": a trace's document names no case
+        has, lacks = ("A", "B") if ca else ("B", "A")
+        out.append(f"case: only {has} names one ({lacks} is a trace or names none): the cases could not be compared")
     ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
     for k in ENV_KEYS:
         if ea and eb and ea.get(k) != eb.get(k):

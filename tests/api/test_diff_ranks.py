@@ -434,6 +434,17 @@ def test_context_changes_for_a_case_key_on_one_side_only_and_equal_env():
     assert context_changes(a, b) == ["case heads: None → 8", "env driver: 570 → 575"]
 
 
+def test_a_case_on_one_side_only_is_one_line_not_each_field_against_none():
+    case = {"batch": 1, "heads": 2, "seq_q": 128, "head_dim": 32, "dtype": "bf16"}
+    a, b = _doc_s(case=case), _doc_s()  # b: a trace's document, no case
+    assert context_changes(a, b) == [
+        "case: only A names one (B is a trace or names none): the cases could not be compared"
+    ]
+    assert context_changes(b, a) == [
+        "case: only B names one (A is a trace or names none): the cases could not be compared"
+    ]
+
+
 def test_diff_carries_both_environments():
     ea, eb = {"torch": "2.11.0"}, {"torch": "2.13.0"}
     d = diff(_doc_s(_r("v"), env=ea), _doc_s(_r("v"), env=eb))
