@@ -87,9 +87,13 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
             _kernels(v["kernels"]),
             _flags(v["flags"]),
         )
-    console.print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
+    if d["variants"]:
+        console.print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
+    else:  # a table of headers alone says nothing: say why nothing was compared
+        console.print(title, highlight=False)
+        console.print(bullet(console, "  • ", "no variant in both files (variants pair by name): nothing compared"))
     for line in d.get("context_changes") or []:
-        console.print(f"  ≠ not the same setting: {line}", style="yellow", highlight=False)
+        console.print(bullet(console, Text("  ≠ ", style="yellow"), Text(f"not the same setting: {line}", style="yellow")))
     for v in d["variants"]:
         for line in detail_lines(v):
             console.print(bullet(console, "  • ", line), highlight=False)
