@@ -93,7 +93,8 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
         console.print(title, highlight=False)
         console.print(bullet(console, "  • ", "no variant in both files (variants pair by name): nothing compared"))
     for line in d.get("context_changes") or []:
-        console.print(bullet(console, Text("  ≠ ", style="yellow"), Text(f"not the same setting: {line}", style="yellow")))
+        said = Text(f"not the same setting: {line}", style="yellow")
+        console.print(bullet(console, Text("  ≠ ", style="yellow"), said))
     for v in d["variants"]:
         for line in detail_lines(v):
             console.print(bullet(console, "  • ", line), highlight=False)
