@@ -11,7 +11,7 @@ from typing import Any
 from attnscope.cli import common
 from attnscope.cli.common import EXIT_OK, EXIT_USAGE, add_assets_arg, check_html, say_unwritten, write_outputs
 from attnscope.cli.flags import check_output_file, positive_int
-from attnscope.core.arguments import MAX_PROCESSES
+from attnscope.core.arguments import MAX_PROCESSES, UsageError
 from attnscope.core.files import check_outputs
 
 
@@ -58,6 +58,14 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
         return EXIT_USAGE
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
+    from attnscope.document.load import written_by_attnscope
+
+    for t in args.traces:  # what attnscope wrote is read by the readers of results, never as a trace
+        if Path(t).is_file() and written_by_attnscope(Path(t)):
+            raise UsageError(
+                f"{t}: a result file attnscope wrote (a document or a sweep's rows), not a Kineto trace: "
+                "attnscope report, diff or recommend read it"
+            )
     check_outputs(
         [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
         [("--json", args.json), ("--html", args.html)],
