@@ -61,6 +61,8 @@ def _analyze(args: argparse.Namespace) -> int:
     from attnscope.document.load import written_by_attnscope
 
     for t in args.traces:  # what attnscope wrote is read by the readers of results, never as a trace
+        if not Path(t).exists():  # before any trace is read: one missing among several too
+            raise UsageError(f"{t}: no such file")
         if Path(t).is_file() and written_by_attnscope(Path(t)):
             raise UsageError(
                 f"{t}: a result file attnscope wrote (a document or a sweep's rows), not a Kineto trace: "

@@ -45,3 +45,12 @@ def test_traces_are_not_taken_for_results() -> None:
     traces.append(DATA / "ranks_ddp_h100" / "rank0.json.gz")
     for trace in traces:
         assert not written_by_attnscope(trace), trace
+
+
+def test_a_missing_file_among_traces_is_refused_before_any_is_read(capsys: pytest.CaptureFixture) -> None:
+    """It analysed and printed the other traces, then said the missing one and exited 2."""
+    missing = "/nonexistent-dir/trace.json"
+    assert main(["analyze", str(DATA / "h200" / "naive.json"), missing]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""  # no table: nothing was read
+    assert out.err == f"attnscope: error: {missing}: no such file\n"
