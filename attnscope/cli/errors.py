@@ -34,6 +34,7 @@ PARAMETERS = {
     "case.device": "--device",
     "out": "--out",
     "resume": "--resume",
+    "config": "--config",
 }
 # a value as repr() gives it: a quote that no letter precedes (the apostrophe of "sequence's" opens nothing)
 _QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*")""")
