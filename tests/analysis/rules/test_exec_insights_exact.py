@@ -226,7 +226,13 @@ def test_opaque_library_without_ncu_points_to_the_flag_or_for_a_trace_to_nsight(
     assert run.message == OPAQUE
     assert run.advice == "a clean trace is not less work: look inside with --ncu (Nsight Compute)" + WEIGH
     trace = _one(opaque_library(_cudnn_row(source="trace")))
-    assert trace.advice == "a clean trace is not less work: look inside with Nsight Compute on this kernel" + WEIGH
+    # a trace: the kernel named (the advice is printed once, apart from the finding that names it), and no pointer
+    # to cpu_bound, which a trace cannot check (its host span includes the profiler's overhead)
+    assert trace.advice == (
+        "a clean trace is not less work: look inside with Nsight Compute on "
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma…, and time its host cost per call against flash "
+        "with attnscope run on this case (a trace cannot)"
+    )
 
 
 def test_an_ncu_entry_for_another_kernel_is_not_this_kernels() -> None:
