@@ -73,3 +73,11 @@ def test_the_note_names_what_each_table_left_out() -> None:
         "has them)"
     )
     assert left_out_note(80, {"a": [], "b": []}, 2) is None
+
+
+def test_the_note_wraps_under_its_own_text() -> None:
+    lines = _render(60)
+    at = next(i for i, line in enumerate(lines) if line.startswith("  (kernel tables at 60 columns: "))
+    note = [line.rstrip() for line in lines[at:]]
+    assert len(note) >= 2 and note[-1].endswith("has them)")  # longer than 60 columns
+    assert all(line.startswith("  ") and len(line) <= 60 for line in note)

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from attnscope.report.text.kernels import fitted_kernels_table, left_out_note, print_kernels
+from attnscope.report.text.terminal import bullet
 
 RUN = Path(__file__).parents[1] / "data" / "h200" / "run.json"
 
@@ -70,7 +71,7 @@ def _by_rich(doc: dict[str, Any], console: Console) -> None:
             left_out[r["variant"]] = dropped
     note = left_out_note(console.width, left_out, len(left_out))
     if note:
-        console.print(note)
+        console.print(bullet(console, "  ", note.removeprefix("  ")))
 
 
 def _out(console: Console) -> str:

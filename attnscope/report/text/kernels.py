@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from attnscope.report.text.plain_table import plain_table
+from attnscope.report.text.terminal import bullet
 
 COLUMNS = (
     "#",
@@ -164,5 +165,5 @@ def print_kernels(doc: dict[str, Any], console: Console) -> None:
             left_out[str(r["variant"])] = dropped
             tables += 1
     note = left_out_note(console.width, left_out, tables)
-    if note:
-        console.print(note)
+    if note:  # wrapped under its own text
+        console.print(bullet(console, "  ", note.removeprefix("  ")))
