@@ -58,6 +58,10 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
         return EXIT_USAGE
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
+    check_outputs(
+        [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
+        [("--json", args.json), ("--html", args.html)],
+    )
     from attnscope.document.load import written_by_attnscope
 
     for t in args.traces:  # what attnscope wrote is read by the readers of results, never as a trace
@@ -68,10 +72,6 @@ def _analyze(args: argparse.Namespace) -> int:
                 f"{t}: a result file attnscope wrote (a document or a sweep's rows), not a Kineto trace: "
                 "attnscope report, diff or recommend read it"
             )
-    check_outputs(
-        [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
-        [("--json", args.json), ("--html", args.html)],
-    )
     # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
     if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
         from attnscope.api.batch import read_ahead
