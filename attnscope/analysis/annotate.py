@@ -63,9 +63,12 @@ def peers_of(results: list[dict[str, Any]]) -> Peers:
     return Peers(results, ranked(results), recommend_rows(results))
 
 
-def _cases(results: list[dict[str, Any]]) -> tuple[list[Peers], dict[str, Peers]]:
+def _cases(results: list[dict[str, Any]], one_job: bool = False) -> tuple[list[Peers], dict[str, Peers]]:
     """Each result's peers (in order), and the peers of each known case (by its key): results whose case is not
-    known are compared with nothing."""
+    known are compared with nothing, nor are the ranks of one job (``one_job``: parts of one run, not
+    implementations to choose between)."""
+    if one_job:
+        return [ALONE for _ in results], {}
     keys = [case_key(r) for r in results]
     groups: dict[str, list[dict[str, Any]]] = {}
     for r, k in zip(results, keys, strict=True):
@@ -115,7 +118,7 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
         r["roofline"] = row_roofline(r, peak.get("tflops"), peak.get("bandwidth_tbps"))
         step_rooflines(r)
         r["equivalent_case"] = equivalent_case(r.get("case"))
-    each, by_case = _cases(results)
+    each, by_case = _cases(results, ranks_of_one_job(doc))
     for r, peers in zip(results, each, strict=True):
         found, missing = explain(r, peers)
         r["insights"] = [as_data(i) for i in found]
@@ -131,7 +134,8 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
     )
     # the document's sentence reads the same answer the rules read, where the document holds one case
     one = next(iter(by_case.values())) if len(by_case) == 1 and all(p is not ALONE for p in each) else None
-    rec = recommend(results, one.recommendation if one is not None else None)
+    # the ranks of one job are not alternatives: none is "best" (their spread is in the document's overall)
+    rec = None if ranks_of_one_job(doc) else recommend(results, one.recommendation if one is not None else None)
     out["recommendation"] = as_data(rec) if rec else None
     if predictions is not None:
         out["predictions"] = [dataclasses.asdict(p) for p in predictions]
@@ -139,6 +143,13 @@ def _annotate(doc: dict[str, Any], predictions: list[Prediction] | None, declare
 
         out["verdicts"] = [verdict_to_dict(v) for v in check_predictions(predictions, results)]
     return out
+
+
+def ranks_of_one_job(doc: dict[str, Any]) -> bool:
+    """Whether ``doc``'s results are the ranks of one job (analyze of several traces whose ranks were read from
+    the traces or their file names), not variants measured on one case."""
+    overall = doc.get("overall")
+    return isinstance(overall, dict) and overall.get("ranks_known") is True and len(doc.get("results") or []) > 1
 
 
 def store_for_report(r: dict[str, Any]) -> dict[str, Any]:

@@ -145,23 +145,46 @@ def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "variant": a["variant"] if a["variant"] == b["variant"] else f"{a['variant']} → {b['variant']}",
         "gpu_time_us": _delta(a.get("gpu_time_us"), b.get("gpu_time_us")),
         "cpu_time_us": _delta(a.get("cpu_time_us"), b.get("cpu_time_us")),
+        # a model's row: wall time per step (median), its one time
+        "step_time_us": _delta(a.get("step_time_us"), b.get("step_time_us")),
         "peak_memory_bytes": _delta(a.get("peak_memory_bytes"), b.get("peak_memory_bytes")),
-        "noisy": any((r.get(k) or {}).get("noisy") for r in (a, b) for k in ("gpu_time", "cpu_time")),
+        "noisy": any((r.get(k) or {}).get("noisy") for r in (a, b) for k in ("gpu_time", "cpu_time", "step_time")),
         "kernels": kernel_changes(a, b),
         "flags": flags,
         "categories": _categories(a, b),
     }
 
 
+def repeated(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> bool:
+    """Whether a variant has several rows on a side (a model document: one per mode and point), so that its
+    name alone does not say which row is which."""
+    return any(n > 1 for rows in (ra, rb) for n in Counter(r["variant"] for r in rows).values())
+
+
+def label(r: dict[str, Any], long: bool) -> str:
+    """A row's name in the diff: its variant, and where names repeat its mode and point (``eager prefill batch=1
+    seq=128``)."""
+    if not long:
+        return str(r["variant"])
+    got = r.get("case")
+    case: dict[str, Any] = got if isinstance(got, dict) else {}
+    parts = [str(r["variant"]), str(r.get("mode") or case.get("mode") or "")]
+    parts += [f"{k}={case[k]}" for k in ("batch", "seq", "seq_q", "seq_kv") if case.get(k) is not None]
+    return " ".join(p for p in parts if p)
+
+
 def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple[dict, dict]], list[str], list[str]]:
-    """Results matched by variant name; one result on each side is matched whatever its name."""
+    """Results matched by variant name (and, where a name repeats on a side, by mode and point too: a model's eager
+    prefill row is never compared with its eager decode row); one result on each side is matched whatever its
+    name."""
     if len(ra) == 1 and len(rb) == 1:
         return [(ra[0], rb[0])], [], []
-    ib = {r["variant"]: r for r in rb}
-    pairs = [(r, ib[r["variant"]]) for r in ra if r["variant"] in ib]
-    names_a = {r["variant"] for r in ra}
-    only_a = [r["variant"] for r in ra if r["variant"] not in ib]
-    only_b = [r["variant"] for r in rb if r["variant"] not in names_a]
+    long = repeated(ra, rb)
+    ib = {label(r, long): r for r in rb}
+    pairs = [(r, ib[label(r, long)]) for r in ra if label(r, long) in ib]
+    names_a = {label(r, long) for r in ra}
+    only_a = [label(r, long) for r in ra if label(r, long) not in ib]
+    only_b = [label(r, long) for r in rb if label(r, long) not in names_a]
     return pairs, only_a, only_b
 
 
@@ -173,9 +196,13 @@ def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     across these is not a regression of the same workload, so the reader is told first."""
     out = []
     ca, cb = doc_a.get("case") or {}, doc_b.get("case") or {}
-    for k in sorted(set(ca) | set(cb)):
-        if ca.get(k) != cb.get(k):
-            out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+    if ca and cb:
+        for k in sorted(set(ca) | set(cb)):
+            if ca.get(k) != cb.get(k):
+                out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+    elif ca or cb:  # one line, not every field "→ None": a trace's document names no case
+        has, lacks = ("A", "B") if ca else ("B", "A")
+        out.append(f"case: only {has} names one ({lacks} is a trace or names none): the cases could not be compared")
     ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
     for k in ENV_KEYS:
         if ea and eb and ea.get(k) != eb.get(k):
@@ -191,14 +218,15 @@ def diff(
     metrics: tuple[str, ...] = ("gpu", "cpu"),
 ) -> dict[str, Any]:
     pairs, only_a, only_b = pair(doc_a["results"], doc_b["results"])
-    variants = [compare_results(a, b) for a, b in pairs]
+    long = len(pairs) > 1 and repeated(doc_a["results"], doc_b["results"])
+    variants = [compare_results(a, b) | ({"variant": label(a, True)} if long else {}) for a, b in pairs]
     regressions = []
     if threshold_pct is not None:
         for v in variants:
-            for m in metrics:
-                d = v[TIME_METRICS[m]]
+            for key in [TIME_METRICS[m] for m in metrics] + ["step_time_us"]:  # a model's step time: its one time
+                d = v[key]
                 if d["delta_pct"] is not None and d["delta_pct"] > threshold_pct:
-                    regressions.append({"variant": v["variant"], "metric": TIME_METRICS[m], **d})
+                    regressions.append({"variant": v["variant"], "metric": key, **d})
     return {
         "env_a": doc_a.get("env"),
         "env_b": doc_b.get("env"),

@@ -11,7 +11,7 @@ from typing import Any
 from attnscope.cli import common
 from attnscope.cli.common import EXIT_OK, EXIT_USAGE, add_assets_arg, say_unwritten, write_outputs
 from attnscope.cli.flags import check_html, check_output_file, positive_int
-from attnscope.core.arguments import MAX_PROCESSES
+from attnscope.core.arguments import MAX_PROCESSES, UsageError
 from attnscope.core.files import check_outputs
 
 
@@ -62,6 +62,16 @@ def _analyze(args: argparse.Namespace) -> int:
         [("input", t) for t in [*args.traces, *([capture] if capture else [])]],
         [("--json", args.json), ("--html", args.html)],
     )
+    from attnscope.document.load import written_by_attnscope
+
+    for t in args.traces:  # what attnscope wrote is read by the readers of results, never as a trace
+        if not Path(t).exists():  # before any trace is read: one missing among several too
+            raise UsageError(f"{t}: no such file")
+        if Path(t).is_file() and written_by_attnscope(Path(t)):
+            raise UsageError(
+                f"{t}: a result file attnscope wrote (a document or a sweep's rows), not a Kineto trace: "
+                "attnscope report, diff or recommend read it"
+            )
     # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
     if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
         from attnscope.api.batch import read_ahead

@@ -21,7 +21,11 @@ def add_parser(sub: Any, text: str) -> None:
         type=finite_float("threshold", minimum=0.0),
         help="exit 1 when a time grows by more than this many percent",
     )
-    d.add_argument("--metrics", default="gpu,cpu", help="times the threshold applies to: gpu, cpu (default gpu,cpu)")
+    d.add_argument(
+        "--metrics",
+        default="gpu,cpu",
+        help="times the threshold applies to: gpu, cpu (default gpu,cpu; a model's step time always)",
+    )
     d.add_argument("--json", help="write the diff as JSON here")
     d.set_defaults(func=cmd_diff)
 

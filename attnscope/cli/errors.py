@@ -36,6 +36,7 @@ PARAMETERS = {
     "resume": "--resume",
     "json": "--json",
     "html": "--html",
+    "config": "--config",
 }
 # a value as repr() gives it: a quote that no letter precedes (the apostrophe of "sequence's" opens nothing)
 _QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*")""")

@@ -231,11 +231,22 @@ def _not_yet(argv: list[str] | None) -> str:
     return "nothing measured yet" if _command_in(argv) in MEASURING else "stopped before anything was written"
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, but a flag the command does not know is refused by that command's parser: its
+    line names the command (`attnscope model: error: … (see attnscope model --help)`), not the top level."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        command = subs[0].choices.get(getattr(args, "command", None) or "") if subs else None
+        (command or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # silence Kineto's stderr chatter
     _columns()
     try:
-        args = build_parser(argv).parse_args(argv)
+        args = _parse(build_parser(argv), argv)
     except SystemExit as e:  # --help, --version, or a bad argument (already reported in one line)
         return EXIT_OK if e.code is None else e.code if isinstance(e.code, int) else EXIT_USAGE
     except KeyboardInterrupt as e:  # a signal while the command line is read (its modules imported)

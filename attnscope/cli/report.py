@@ -8,6 +8,7 @@ from typing import Any
 from attnscope.cli.common import EXIT_OK, add_assets_arg
 from attnscope.cli.flags import check_output_dir, check_output_file
 from attnscope.core.files import check_outputs
+from attnscope.core.units import fmt_bytes
 
 
 def add_parser(sub: Any, text: str) -> None:
@@ -27,5 +28,5 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = write_html(args.files, args.out, assets=args.assets)
     size = out.stat().st_size
     how = f"plotly shared in {args.assets}" if args.assets else "one self-contained file"
-    print(f"attnscope: report written to {out} ({size / 1e6:.1f} MB, {how})")
+    print(f"attnscope: report written to {out} ({fmt_bytes(size)}, {how})")  # a page with --assets: KiB, not "0.0 MB"
     return EXIT_OK

@@ -141,7 +141,8 @@ def check_timeout(executor: str, timeout: float | None) -> None:
     rather than ignore it (``timeout_s`` and ``executor`` in the message: the command line says its flags)."""
     if timeout is not None and executor == "inline":
         raise UsageError(
-            "timeout_s needs a worker it can stop, and executor inline runs the jobs in this process: "
+            "timeout_s needs a worker it can stop, and executor inline (given, or the default) runs the jobs in "
+            "this process: "
             "use executor process (or ray), or leave timeout_s out",
             fields=("timeout_s", "executor"),
         )

@@ -6,9 +6,11 @@ from attnscope.core.masks import kept_formula, kept_pairs
 from attnscope.core.serving import causal_kept
 from attnscope.core.types import Case
 
+# The kept count is over batch and heads, as the note after it shows (kept_scores): 4·D times that number is the
+# forward's FLOPs, so a reader can multiply the printed numbers and get the printed total.
 FLOP_FORMULA = (
-    "4·H·D·(score entries the mask keeps, summed over the batch): two GEMMs, 2 FLOP per multiply-add, "
-    "counted only on kept scores (no mask keeps B·Sq·Sk)"
+    "4·D·(score entries the mask keeps, over batch and heads): two GEMMs, 2 FLOP per multiply-add, "
+    "counted only on kept scores (no mask keeps B·H·Sq·Sk)"
 )
 
 

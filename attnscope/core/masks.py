@@ -36,8 +36,17 @@ MASK_HELP = (
 )
 
 
-def ambiguity_message(what: str, seq_q: int, seq_kv: int) -> str:
-    """One line explaining the two meanings of a causal-type mask when Sq != Sk."""
+def ambiguity_message(what: str, seq_q: int, seq_kv: int, mask: str = "causal") -> str:
+    """One line explaining the two meanings of a positional mask (or ALiBi's positions) when Sq != Sk, and the
+    spelling of each for ``mask`` (its canonical name): a sliding window is told ``sliding:W@lower_right``, not
+    to become causal."""
+    if mask != "causal":
+        return (
+            f"{what} with seq_q={seq_q} != seq_kv={seq_kv} is ambiguous: top-left (torch's is_causal: the queries "
+            f"are positions 0..{seq_q - 1} of the keys) or lower-right (the queries are the last {seq_q} "
+            f"positions, as in decode and chunked prefill); say which with mask {mask}@lower_right or mask "
+            f"{mask}@top_left"
+        )
     return (
         f"{what} with seq_q={seq_q} != seq_kv={seq_kv} is ambiguous: top-left (torch's is_causal: the queries "
         f"are positions 0..{seq_q - 1}, query i sees keys 0..i) or lower-right (the queries are the last "
@@ -154,7 +163,7 @@ def check_mask(
         what = (stated or f"mask {name}") + (" with alibi" if alibi and m.kind not in POSITIONAL else "")
         # the message names causal only where it was stated (CAUSAL_STATED): "causal_top_left" is a mask's name
         raise UsageError(
-            ambiguity_message(what, seq_q, seq_kv), fields=("mask", "alibi", *(("causal",) if stated else ()))
+            ambiguity_message(what, seq_q, seq_kv, name), fields=("mask", "alibi", *(("causal",) if stated else ()))
         )
     if m.kind == "document":
         if seq_q != seq_kv:

@@ -178,6 +178,24 @@ def is_trace(p: Path) -> bool:
         return p.name.endswith(".gz")
 
 
+def written_by_attnscope(p: Path) -> bool:
+    """Whether a file that is not a trace is one attnscope wrote (a result document: its ``"schema_version"`` key,
+    which Kineto spells ``"schemaVersion"``; or a store's JSON lines: a first line that is a result row), by its
+    first bytes; False for a trace, or a file that cannot be read (left to the reader to name)."""
+    try:
+        h = head(p)
+    except (OSError, DocumentError):
+        return False
+    if b'"traceEvents"' in h:
+        return False
+    if b'"schema_version"' in h:
+        return True
+    try:
+        return _is_row(json.loads(h.split(b"\n", 1)[0]))
+    except (ValueError, RecursionError):
+        return False
+
+
 def load(path: str | Path) -> Source:
     """A result file as a Source: a document, a sweep's rows, or (kind "trace") a Kineto trace left to the API."""
     p = Path(path)

@@ -434,6 +434,17 @@ def test_context_changes_for_a_case_key_on_one_side_only_and_equal_env():
     assert context_changes(a, b) == ["case heads: None → 8", "env driver: 570 → 575"]
 
 
+def test_a_case_on_one_side_only_is_one_line_not_each_field_against_none():
+    case = {"batch": 1, "heads": 2, "seq_q": 128, "head_dim": 32, "dtype": "bf16"}
+    a, b = _doc_s(case=case), _doc_s()  # b: a trace's document, no case
+    assert context_changes(a, b) == [
+        "case: only A names one (B is a trace or names none): the cases could not be compared"
+    ]
+    assert context_changes(b, a) == [
+        "case: only B names one (A is a trace or names none): the cases could not be compared"
+    ]
+
+
 def test_diff_carries_both_environments():
     ea, eb = {"torch": "2.11.0"}, {"torch": "2.13.0"}
     d = diff(_doc_s(_r("v"), env=ea), _doc_s(_r("v"), env=eb))
@@ -467,3 +478,23 @@ def test_a_real_ddp_job_of_two_ranks_is_read_as_two_ranks_and_its_bucket_copies_
     ]
     assert len(copies) == 2 and all("gradient_as_bucket_view=True" in i["advice"] for i in copies)
     assert not any("flex_compiled" in i["advice"] for i in copies)
+
+
+def _model_row(impl, mode, step_us):
+    case = {"config": "tiny", "layers": 2, "batch": 1, "seq": 128, "dtype": "bf16", "device": "cpu", "mode": mode}
+    t = {"median_us": step_us, "noisy": False, "method": "wall time per step, median of 9"}
+    return {"variant": impl, "status": "ok", "mode": mode, "case": case, "step_time_us": step_us, "step_time": t}
+
+
+def test_model_rows_pair_by_mode_and_point_and_compare_their_step_time():
+    """A model document holds one row per (implementation, mode, point): eager prefill is compared with eager
+    prefill, never with eager decode (by name alone the last eager row of B answered every eager row of A).  By
+    hand: prefill 100 → 120 µs is +20%, decode 10 → 11 µs is +10%; a 15% threshold catches the prefill only."""
+    a = _doc_s(_model_row("eager", "prefill", 100.0), _model_row("eager", "decode", 10.0))
+    b = _doc_s(_model_row("eager", "decode", 11.0), _model_row("eager", "prefill", 120.0))
+    d = diff(a, b, threshold_pct=15.0)
+    got = {v["variant"]: v["step_time_us"]["delta_pct"] for v in d["variants"]}
+    assert got == {"eager prefill batch=1 seq=128": 20.0, "eager decode batch=1 seq=128": 10.0}
+    regressions = [(r["variant"], r["metric"]) for r in d["regressions"]]
+    assert regressions == [("eager prefill batch=1 seq=128", "step_time_us")]
+    assert d["only_in_a"] == [] and d["only_in_b"] == []

@@ -136,11 +136,11 @@ ROWS = [
     ),
     (
         lambda: check_timeout("inline", 5.0),
-        "timeout_s needs a worker it can stop, and executor inline runs the jobs in this process: "
-        "use executor process (or ray), or leave timeout_s out",
+        "timeout_s needs a worker it can stop, and executor inline (given, or the default) runs the jobs in this "
+        "process: use executor process (or ray), or leave timeout_s out",
         ["run", "--device", "cpu", "--executor", "inline", "--timeout", "5"],
-        "--timeout needs a worker it can stop, and --executor inline runs the jobs in this process: "
-        "use --executor process (or ray), or leave --timeout out",
+        "--timeout needs a worker it can stop, and --executor inline (given, or the default) runs the jobs in this "
+        "process: use --executor process (or ray), or leave --timeout out",
     ),
     (
         lambda: parse_device("tpu"),

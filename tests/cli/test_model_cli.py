@@ -57,7 +57,8 @@ def test_kv_heads_not_dividing_heads(tmp_path: Path, capsys):
         (["--dtype", "fp8"], "fp8"),
         (["--config", "gpt2", "--seq", "4096"], "positions"),
         (["--layers", "0"], "--layers"),
-        (["--config", "/nonexistent/config.json"], "no such config file"),
+        (["--config", "/nonexistent/config.json"], "--config '/nonexistent/config.json': no such file"),
+        (["--config", "/"], "--config '/': a directory; name the model's config.json"),
     ],
 )
 def test_bad_arguments(capsys, argv, needle):

@@ -27,7 +27,9 @@ SWEEP = ROOT / "docs" / "results" / "raw" / "h200_sweep.jsonl"
 MODEL = ROOT / "docs" / "results" / "raw" / "model" / "llama3_8b_h200.json"
 WIDTHS = [60, 80, 100, 160]
 BOX = re.compile(r"[│┃┏┓┗┛┡┩└┘├┤┬┴┼━─╇╋┳┻┯┷┠┨╰╯╭╮═║╞╡╪]")
-LEFT_OUT = re.compile(r"\((?:kernel tables at )?\d+ columns: .*? left out; a wider terminal or --json has them\)")
+LEFT_OUT = re.compile(
+    r"\((?:kernel tables at )?\d+ columns: .*? left out(?: of [^;]*)?; a wider terminal or --json has them\)"
+)
 
 
 def _run_out(name: str, width: int, brief: bool | None = None) -> str:

@@ -33,6 +33,13 @@ def test_the_inline_executor_refuses_a_timeout_it_cannot_enforce(tmp_path, capsy
     assert "--timeout needs a worker it can stop" in err and "inline" in err and "--executor process" in err
 
 
+def test_run_without_executor_says_inline_is_its_default(capsys):
+    """run's executor is inline unless --executor says otherwise: the line must not read as if the user had passed
+    --executor inline."""
+    err = _refused(capsys, ["run", "--device", "cpu", "--seq", "16", "--timeout", "5"])
+    assert "--executor inline (given, or the default) runs the jobs in this process" in err
+
+
 def test_the_same_line_in_run_sweep_and_model(capsys):
     """One check, one message: run, sweep and model say the same words for the same mistake."""
     lines = [_refused(capsys, [c, "--seq", "16", "--executor", "inline", "--timeout", "1"]) for c in ("run", "sweep")]

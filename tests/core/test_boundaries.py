@@ -171,6 +171,19 @@ def test_mask_flop_note_by_hand():
     assert mask_flop_note(big).endswith("= 16,000 kept scores (100.0% of B·H·Sq·Sk)")
 
 
+def test_the_printed_formula_times_the_printed_count_is_the_printed_flops():
+    """B=1, H=2, S=128, D=32 causal: 128·129/2 = 8,256 kept per head, 16,512 over the two heads (the number the
+    note prints); the forward is 4·32·16,512 = 2,113,536 FLOPs.  The formula before the note must multiply that
+    printed count by 4·D alone: with a factor H as well (4·H·D·16,512 = 4,227,072) a reader gets twice the total."""
+    from attnscope.core.flops import flop_formula
+
+    c = Case(1, 2, 128, 32, causal=True)
+    assert mask_flop_note(c).endswith("= 16,512 kept scores (50.4% of B·H·Sq·Sk)")
+    assert attention_flops(c) == 2_113_536
+    assert flop_formula("fwd").startswith("4·D·(score entries the mask keeps, over batch and heads)")
+    assert "no mask keeps B·H·Sq·Sk" in flop_formula("fwd")
+
+
 def test_score_matrix_uses_the_key_length():
     """B=1, H=2, Sq=64, Sk=1024, fp32: one score matrix is 1·2·64·1024·4 = 524,288 B = 0.5 MiB.
     With Sk ignored it would be 1·2·64·64·4 = 32 KiB.  Peak 1 MiB = 2.0× the score matrix."""

@@ -68,7 +68,8 @@ def test_ambiguous_alignment_is_refused_with_both_meanings(kw, needle):
         case(**kw)
     msg = str(e.value)
     assert needle in msg and "top-left" in msg and "lower-right" in msg and "\n" not in msg
-    assert "causal_lower_right" in msg
+    mask = kw.get("mask", "causal")  # the fix spells the mask given: causal's own name, else MASK@lower_right
+    assert ("causal_lower_right" if mask == "causal" else f"{mask}@lower_right") in msg
 
 
 def test_alignment_does_not_matter_without_a_positional_mask():
@@ -302,6 +303,23 @@ def test_ambiguity_message_names_both_ranges_and_the_fix():
         "3 positions, as in decode and chunked prefill: query i sees keys 0..i+2); "
         "say which with mask causal_lower_right or mask causal_top_left (or KIND:ARGS@lower_right)"
     )
+
+
+def test_ambiguity_message_of_another_mask_spells_that_mask_aligned():
+    """A sliding window, a prefix or ALiBi over no mask is told how to say its own alignment, never to become
+    causal (the message said 'say which with mask causal_lower_right or mask causal_top_left' for sliding:64)."""
+    msg = _err(check_mask, parse_mask("sliding:64"), 1, 1, 256)
+    assert msg.endswith("say which with mask sliding:64@lower_right or mask sliding:64@top_left")
+    assert "causal_lower_right" not in msg and "query i sees keys 0..i" not in msg  # causal's rows, not a window's
+    assert "positions 0..0 of the keys" in msg and "the last 1 positions" in msg  # Sq-1 = 0; Sq = 1
+    msg = _err(check_mask, parse_mask("prefix:4"), 1, 2, 256)
+    assert msg.endswith("say which with mask prefix:4@lower_right or mask prefix:4@top_left")
+    msg = _err(check_mask, parse_mask("none"), 1, 2, 256, True)  # ALiBi's positions
+    assert msg.startswith("mask none with alibi with seq_q=2 != seq_kv=256 is ambiguous")
+    assert msg.endswith("say which with mask none@lower_right or mask none@top_left")
+    for spelled in ("sliding:64@lower_right", "prefix:4@top_left"):  # what it says is accepted
+        check_mask(parse_mask(spelled), 1, 2, 256)
+    check_mask(parse_mask("none@lower_right"), 1, 2, 256, True)
 
 
 def test_ambiguity_message_decode_shape():

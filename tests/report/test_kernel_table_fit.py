@@ -18,14 +18,18 @@ RUN = Path(__file__).parents[1] / "data" / "h200" / "run.json"
 
 
 def _whole_table_fit(r: dict[str, Any], console: Console) -> tuple[list[str], int]:
-    """The fit as rich measures the whole table: the first (columns left out, name width) that fits."""
+    """The fit as rich measures the whole table: the first (columns left out, name width) that fits; a column whose
+    every cell is empty (as the whole table holds it) is never drawn and never counted as left out."""
     wide = console.options.update(width=1 << 16, max_width=1 << 16)
-    for n in range(len(DROP_ORDER) + 1):
+    full = kernels_table(r)
+    empty = tuple(c.header for c in full.columns if c.header in DROP_ORDER and not any(str(x) for x in c._cells))
+    order = [c for c in DROP_ORDER if c not in empty]
+    for n in range(len(order) + 1):
         for name_width in (48, 36, 28):
-            t = kernels_table(r, tuple(DROP_ORDER[:n]), name_width)
+            t = kernels_table(r, empty + tuple(order[:n]), name_width)
             if Measurement.get(console, wide, t).maximum <= console.width:
-                return list(DROP_ORDER[:n]), name_width
-    return list(DROP_ORDER), 28
+                return order[:n], name_width
+    return order, 28
 
 
 def _kernel(name: str, **kw: Any) -> dict[str, Any]:

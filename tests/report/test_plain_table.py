@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from attnscope.report.text.kernels import fitted_kernels_table, print_kernels
+from attnscope.report.text.kernels import fitted_kernels_table, left_out_note, print_kernels
+from attnscope.report.text.terminal import bullet
 
 RUN = Path(__file__).parents[1] / "data" / "h200" / "run.json"
 
@@ -62,17 +63,15 @@ def _console(kind: str, width: int) -> Console:
 
 def _by_rich(doc: dict[str, Any], console: Console) -> None:
     """The tables as rich lays out every cell (the fit of fitted_kernels_table, tested against rich's measure)."""
-    left_out: list[str] = []
+    left_out: dict[str, list[str]] = {}
     for r in doc["results"]:
         if r["status"] == "ok" and r.get("kernels"):
             t, dropped = fitted_kernels_table(r, console)
             console.print(t)
-            left_out += [d for d in dropped if d not in left_out]
-    if left_out:
-        console.print(
-            f"  (kernel tables at {console.width} columns: {', '.join(left_out)} left out; a wider terminal or "
-            "--json has them)"
-        )
+            left_out[r["variant"]] = dropped
+    note = left_out_note(console.width, left_out, len(left_out))
+    if note:
+        console.print(bullet(console, "  ", note.removeprefix("  ")))
 
 
 def _out(console: Console) -> str:

@@ -120,17 +120,21 @@ def opaque_library(r: dict[str, Any]) -> Out:
     if hit is not None:
         msg += "; " + _inside_text(hit, ev)
         look = "a clean trace is not less work: the counters above are what it did"
-    elif r.get("source") == "trace":
-        look = "a clean trace is not less work: look inside with Nsight Compute on this kernel"
+    elif r.get("source") == "trace":  # the advice is said once under its findings: it names the kernel
+        look = f"a clean trace is not less work: look inside with Nsight Compute on {short(k['name'], 56)}"
     else:
         look = "a clean trace is not less work: look inside with --ncu (Nsight Compute)"
+    if r.get("source") == "trace":  # cpu_bound is not checked on a trace: its host span includes the profiler's cost
+        weigh = ", and time its host cost per call against flash with attnscope run on this case (a trace cannot)"
+    else:
+        weigh = ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)"
     return [
         Insight(
             id="opaque_library",
             variant=r["variant"],
             severity="info",
             message=msg,
-            advice=look + ", and weigh its host cost per call against flash (see cpu_bound / the CPU µs column)",
+            advice=look + weigh,
             evidence=ev,
             kernels=tuple(dict.fromkeys(x["name"] for x in ks)),
             ops=ops,

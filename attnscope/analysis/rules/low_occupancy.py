@@ -40,12 +40,13 @@ def _ncu_kernel(r: dict[str, Any], k: dict[str, Any]) -> dict[str, Any] | None:
     return next((d for d in deep.get("kernels") or [] if d.get("trace_kernel") == idx), None)
 
 
-def _how_to_decide(r: dict[str, Any], rate: float | None) -> str:
-    """What would decide by design against hurting, for where this result came from."""
+def _how_to_decide(r: dict[str, Any], rate: float | None, kernel: str) -> str:
+    """What would decide by design against hurting, for where this result came from (``kernel``: its name, said in
+    the advice, which is printed once apart from the findings that name it)."""
     if r.get("source") == "trace":
         return (
-            "attnscope run on this case measures the rate against a matmul peak; Nsight Compute on this kernel "
-            "gives its achieved occupancy and tensor-pipe use"
+            "attnscope run on this case measures the rate against a matmul peak; Nsight Compute on "
+            f"{short(kernel, 56)} gives its achieved occupancy and tensor-pipe use"
         )
     first = (
         "the rate needs the case's FLOPs" if rate is None else "run without --no-peak: a measured matmul peak decides"
@@ -75,7 +76,7 @@ def _occupancy_verdict(
             "info",
             head + "; by design or hurting cannot be told: the trace's FLOP count covers its attention calls, not "
             "this kernel",
-            "Nsight Compute gives this kernel's achieved occupancy and throughput",
+            f"Nsight Compute gives {short(str(ev['kernel']), 56)}'s achieved occupancy and throughput",
         )
     if pct is not None and rate is not None:
         ev.update(tflops=r1(rate), pct_of_peak=r1(pct), high_rate_pct=HIGH_RATE_PCT)
@@ -97,7 +98,7 @@ def _occupancy_verdict(
             else f"the share of peak ({ev['tflops']:.1f} TFLOP/s, but no matmul peak was measured for this result)"
         )
         return ("low_occupancy", "info", head + f"; by design or hurting cannot be told without {need}",
-                _how_to_decide(r, rate))  # fmt: skip
+                _how_to_decide(r, rate, str(ev["kernel"])))  # fmt: skip
     if high and on_chip:
         ev["by_design"] = True
         return (

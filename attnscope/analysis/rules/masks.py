@@ -98,6 +98,25 @@ def _behind_text(b: dict[str, Any]) -> str:
     )
 
 
+def native_form(case: dict[str, Any]) -> str | None:
+    """The libraries' own forms of the case's mask that skip what it hides (docs/mask_reference.md's table), or
+    None where none exists (a prefix-LM mask: flex's BlockMask is the form that skips)."""
+    mask = str(case.get("mask") or ("causal" if case.get("causal") else "none"))
+    kind = mask.split("@")[0].split(":")[0]
+    alibi = bool(case.get("alibi"))
+    if kind == "sliding":
+        return "FlashAttention window_size, FlashInfer window_left"
+    if kind in ("document", "padding"):
+        return "FlashAttention's varlen call, flash_attn_varlen_func"
+    if kind.startswith("causal"):
+        return (
+            "FlashAttention causal" + (" with FlashAttention 2's alibi_slopes" if alibi else "") + ", FlashInfer causal"
+        )
+    if kind == "none" and alibi:
+        return "FlashAttention 2's alibi_slopes, FlashInfer's ALiBi position encoding"
+    return None
+
+
 def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
     """A mask passed to SDPA as a dense attn_mask; the advice reads the case's recommendation."""
     case = r.get("case")
@@ -133,17 +152,16 @@ def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
         + (f", though the mask keeps only {ev['kept_pct']:.1f}% of them" if kept is not None else "")
     )
     behind = flex_behind_best(peers)
+    native = native_form(case)  # the form of this mask, not every mask's: a prefix has no window or varlen
     if behind is None:
         advice = (
             "a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a "
-            "BlockMask (flex_compiled), or a library's native form (FlashAttention window_size or varlen, FlashInfer "
-            "window_left)"
+            "BlockMask (flex_compiled)" + (f", or a library's native form ({native})" if native else "")
         )
     else:
         ev["flex_behind_best"] = behind
-        advice = (
-            f"keep {behind['recommended']} at this case: {_behind_text(behind)}; a library's native form of the mask "
-            "(FlashAttention window_size or varlen, FlashInfer window_left) may still skip what it hides"
+        advice = f"keep {behind['recommended']} at this case: {_behind_text(behind)}" + (
+            f"; a library's native form of the mask ({native}) may still skip what it hides" if native else ""
         )
     return [
         Insight(

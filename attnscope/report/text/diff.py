@@ -74,22 +74,33 @@ def detail_lines(v: dict[str, Any], top: int = 5) -> list[str]:
 def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
     th = d["threshold_pct"]
     t = Table(title=title, header_style="bold")
+
     # a time neither side has (GPU µs of two CPU runs) is no column
-    gpu = any(v["gpu_time_us"]["a"] is not None or v["gpu_time_us"]["b"] is not None for v in d["variants"])
-    for col in ("variant", *(("GPU µs",) if gpu else ()), "CPU µs", "peak MiB", "kernels +/-/~", "flags changed"):
+    def has(key: str) -> bool:
+        return any((v.get(key) or {}).get(side) is not None for v in d["variants"] for side in ("a", "b"))
+
+    gpu, step = has("gpu_time_us"), has("step_time_us")
+    cpu = has("cpu_time_us") or not step  # a model's rows have a step time and no CPU µs: no empty column
+    times = [("GPU µs", "gpu_time_us")] * gpu + [("CPU µs", "cpu_time_us")] * cpu
+    times += [("step µs", "step_time_us")] * step
+    for col in ("variant", *(c for c, _ in times), "peak MiB", "kernels +/-/~", "flags changed"):
         t.add_column(col)
     for v in d["variants"]:
         t.add_row(
             v["variant"] + (" ~" if v["noisy"] else ""),
-            *((_time(v["gpu_time_us"], th),) if gpu else ()),
-            _time(v["cpu_time_us"], th),
+            *(_time(v[key], th) for _, key in times),
             _mem(v["peak_memory_bytes"]),
             _kernels(v["kernels"]),
             _flags(v["flags"]),
         )
-    console.print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
+    if d["variants"]:
+        console.print(fit(t))  # one block per variant where the terminal cannot hold the columns' words
+    else:  # a table of headers alone says nothing: say why nothing was compared
+        console.print(title, highlight=False)
+        console.print(bullet(console, "  • ", "no variant in both files (variants pair by name): nothing compared"))
     for line in d.get("context_changes") or []:
-        console.print(f"  ≠ not the same setting: {line}", style="yellow", highlight=False)
+        said = Text(f"not the same setting: {line}", style="yellow")
+        console.print(bullet(console, Text("  ≠ ", style="yellow"), said))
     for v in d["variants"]:
         for line in detail_lines(v):
             console.print(bullet(console, "  • ", line), highlight=False)

@@ -133,8 +133,9 @@ def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool 
             console.print(line if console.soft_wrap else _hung(line), highlight=False)
     unchecked = not_checked_lines(doc)
     if verbose:
-        for note in unchecked:
-            console.print(note, style="dim", highlight=False)
+        for note in unchecked:  # wrapped under its own text, as the insights are
+            line = Text(note, style="dim")
+            console.print(line if console.soft_wrap else _hung(line), highlight=False)
     elif unchecked:
         console.print(
             f"  {len(unchecked)} rule(s) not checked on this evidence: --verbose says which and why", style="dim"

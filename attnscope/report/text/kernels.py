@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from attnscope.report.text.plain_table import plain_table
+from attnscope.report.text.terminal import bullet
 
 COLUMNS = (
     "#",
@@ -36,7 +37,10 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
         "name": k["name"].removeprefix("void "),
         "category": k.get("category") or "",
         "µs": f"{k['duration_us']:.1f}" if k.get("duration_us") is not None else "",
-        "TC": k.get("tensor_core_precision") or {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
+        # a CPU op has no tensor cores to use or not: no cell (not "?", which says a GPU kernel is unknown)
+        "TC": ""
+        if k.get("device") == "cpu"
+        else k.get("tensor_core_precision") or {True: "yes", False: "no", None: "?"}[k.get("tensor_cores")],
         "grid": "×".join(map(str, k["grid"])) if k.get("grid") else "",
         "block": "×".join(map(str, k["block"])) if k.get("block") else "",
         "regs": str(k.get("registers_per_thread") or ""),
@@ -97,44 +101,69 @@ def _widest(console: Console, rows: list[dict[str, str]]) -> list[dict[str, str]
 Rows = list[dict[str, str]]
 
 
-def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, list[str], int, bool]:
-    """(rows, columns left out, name width, whether it fits), each try measured on one row of each column's widest
-    cell."""
+def empty_columns(rows: Rows) -> tuple[str, ...]:
+    """The columns no row has a value in (a CPU op has no grid, block, registers, occupancy or tensor cores): not
+    drawn, and not "left out" either, since there is nothing in them to show."""
+    return tuple(c for c in DROP_ORDER if not any(row[c] for row in rows))
+
+
+def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, list[str], tuple[str, ...], int, bool]:
+    """(rows, columns left out, empty columns, name width, whether it fits), each try measured on one row of each
+    column's widest cell."""
     from rich.measure import Measurement
 
     rows = [_cells(i, k) for i, k in enumerate(r.get("kernels") or [])]
+    empty = empty_columns(rows)
+    order = [c for c in DROP_ORDER if c not in empty]
     widest = _widest(console, rows)
     wide = console.options.update(width=1 << 16, max_width=1 << 16)
-    for n in range(len(DROP_ORDER) + 1):
+    for n in range(len(order) + 1):
         for name_width in (48, 36, 28):
-            proxy = _table("", widest, DROP_ORDER[:n], name_width)
+            proxy = _table("", widest, empty + tuple(order[:n]), name_width)
             if Measurement.get(console, wide, proxy).maximum <= console.width:
-                return rows, list(DROP_ORDER[:n]), name_width, True
-    return rows, list(DROP_ORDER), 28, False
+                return rows, order[:n], empty, name_width, True
+    return rows, order, empty, 28, False
 
 
 def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:
     """The table with the fewest columns left out for it to fit ``console`` (a shorter name column is tried
-    before each column goes); each try measured on one row of each column's widest cell."""
-    rows, dropped, name_width, _fits = _fit(r, console)
-    return _table(f"{r['variant']}: kernels", rows, tuple(dropped), name_width), dropped
+    before each column goes; a column empty in every row is never drawn); each try measured on one row of each
+    column's widest cell.  The list: the columns left out that had values."""
+    rows, dropped, empty, name_width, _fits = _fit(r, console)
+    return _table(f"{r['variant']}: kernels", rows, empty + tuple(dropped), name_width), dropped
+
+
+def left_out_note(width: int, left_out: dict[str, list[str]], tables: int) -> str | None:
+    """The one line that says which columns were left out: of every table alike, or per table where they differ
+    (``left_out``: each variant's columns left out, in its table's order; ``tables``: how many tables were drawn)."""
+    cut = {v: cols for v, cols in left_out.items() if cols}
+    if not cut:
+        return None
+    by_cols: dict[tuple[str, ...], list[str]] = {}
+    for v, cols in cut.items():
+        by_cols.setdefault(tuple(cols), []).append(v)
+    if len(by_cols) == 1 and len(cut) == tables:
+        what = f"{', '.join(next(iter(by_cols)))} left out"
+    else:
+        what = "; ".join(f"{', '.join(cols)} left out of {', '.join(vs)}" for cols, vs in by_cols.items())
+    return f"  (kernel tables at {width} columns: {what}; a wider terminal or --json has them)"
 
 
 def print_kernels(doc: dict[str, Any], console: Console) -> None:
-    left_out: list[str] = []
+    left_out: dict[str, list[str]] = {}
+    tables = 0
     for r in doc["results"]:
         if r["status"] == "ok" and r.get("kernels"):
-            rows, dropped, name_width, fits = _fit(r, console)
-            title, drop = f"{r['variant']}: kernels", tuple(dropped)
+            rows, dropped, empty, name_width, fits = _fit(r, console)
+            title, drop = f"{r['variant']}: kernels", empty + tuple(dropped)
             if fits:
                 cols = [c for c in COLUMNS if c not in drop]
                 cells = [[row[c] for c in cols] for row in rows]
                 console.print(plain_table(functools.partial(_table_of, title, cols, name_width), cells, console))
             else:
                 console.print(_table(title, rows, drop, name_width))
-            left_out += [d for d in dropped if d not in left_out]
-    if left_out:
-        console.print(
-            f"  (kernel tables at {console.width} columns: {', '.join(left_out)} left out; a wider terminal or "
-            "--json has them)"
-        )
+            left_out[str(r["variant"])] = dropped
+            tables += 1
+    note = left_out_note(console.width, left_out, tables)
+    if note:  # wrapped under its own text
+        console.print(bullet(console, "  ", note.removeprefix("  ")))

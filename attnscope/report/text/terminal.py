@@ -95,7 +95,33 @@ class Fitted:
         self.table = table
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
-        yield self.table if words_fit(self.table, console, options) else Blocks(self.table)
+        if not words_fit(self.table, console, options):
+            yield Blocks(self.table)
+            return
+        yield from title_above(self.table, console, options)
+
+
+def title_above(table: Any, console: Any, options: Any) -> Any:
+    """``table``, its title printed as a line of its own above it where the title is wider than the table (rich
+    wraps a title to the table's width: a narrow grid under a long title would cut it into short lines)."""
+    import copy
+
+    from rich.cells import cell_len
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    title = table.title
+    if not isinstance(title, (str, Text)) or table.expand:
+        yield table
+        return
+    width = min(Measurement.get(console, options, table).maximum, options.max_width)
+    if cell_len(str(title)) <= width:
+        yield table
+        return
+    untitled = copy.copy(table)
+    untitled.title = None
+    yield Text(str(title), style=table.title_style or "table.title") if isinstance(title, str) else title
+    yield untitled
 
 
 def words_fit(table: Any, console: Any, options: Any) -> bool:

@@ -67,8 +67,11 @@ def resolve(arg: str) -> ModelSpec:
         return ModelSpec("preset", arg, about, d)
     p = Path(arg)
     if p.suffix == ".json" or p.exists():
+        if p.is_dir():  # a model's folder: its config.json is the file
+            hint = f"name {p / 'config.json'}" if (p / "config.json").is_file() else "name the model's config.json"
+            raise UsageError(f"config {arg!r}: a directory; {hint}", fields=("config",))
         if not p.is_file():
-            raise ValueError(f"{arg}: no such config file")
+            raise UsageError(f"config {arg!r}: no such file", fields=("config",))
         try:
             text = p.read_text()
         except (OSError, UnicodeDecodeError) as e:

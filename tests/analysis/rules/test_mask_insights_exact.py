@@ -11,8 +11,9 @@ from attnscope.core.types import Insight, NotChecked
 
 DENSE_ADVICE = (
     "a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a BlockMask "
-    "(flex_compiled), or a library's native form (FlashAttention window_size or varlen, FlashInfer window_left)"
+    "(flex_compiled), or a library's native form (FlashAttention causal, FlashInfer causal)"
 )
+FLEX_FORM = "a kernel that knows the mask's shape skips what it hides: torch.compile(flex_attention) with a BlockMask"
 
 
 def _case(**kw: Any) -> dict[str, Any]:
@@ -255,3 +256,19 @@ def test_compiled_fallback_is_compared_whole():
         "is reached); the recommendation leaves this row out",
         {"num_kernels": 1, "compile_time_s": 2.5},
     )
+
+
+def test_dense_mask_advice_names_only_this_masks_native_forms():
+    """Each mask is told its own library form (mask_reference.md's table): a window's window_size/window_left, a
+    document or padding mask FlashAttention's varlen call, ALiBi the slopes; a prefix-LM mask has none, so flex's
+    BlockMask alone (it was told "window_size or varlen, window_left" whatever the mask)."""
+    advice = {m: dense_mask(_dense(_case(mask=m)))[0].advice for m in ("sliding:64", "padding:512,256", "prefix:16")}
+    assert advice["sliding:64"] == FLEX_FORM + (
+        " (flex_compiled), or a library's native form (FlashAttention window_size, FlashInfer window_left)"
+    )
+    assert advice["padding:512,256"] == FLEX_FORM + (
+        " (flex_compiled), or a library's native form (FlashAttention's varlen call, flash_attn_varlen_func)"
+    )
+    assert advice["prefix:16"] == FLEX_FORM + " (flex_compiled)"
+    [alibi] = dense_mask(_dense(_case(mask="none", alibi=True)))
+    assert alibi.advice.endswith("(FlashAttention 2's alibi_slopes, FlashInfer's ALiBi position encoding)")

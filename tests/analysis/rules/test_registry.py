@@ -151,8 +151,8 @@ def test_mask_advice_names_the_recommended_variant_where_compiled_flex_measured_
     )
     (d,) = dense_mask(dense, peers)
     assert d.advice == (
-        f"keep sdpa_flash at this case: {figures}; a library's native form of the mask (FlashAttention window_size "
-        "or varlen, FlashInfer window_left) may still skip what it hides"
+        f"keep sdpa_flash at this case: {figures}; a library's native form of the mask (FlashAttention window_size, "
+        "FlashInfer window_left) may still skip what it hides"
     )
     assert d.evidence["flex_behind_best"] == {
         "recommended": "sdpa_flash",
