@@ -184,8 +184,8 @@ def case_from_trace(an: Analysis, device_kind: str) -> tuple[Case | None, int | 
         masks = "; ".join(dict.fromkeys(b for c in calls if (b := c.mask_basis())))
         replayed = f", run {sum(runs)} times (CUDA graph replays counted)" if att.graph is not None else ""
         read["flops_basis"] = (
-            f"{len(calls)} attention call(s){replayed}: forward 4·H·D·(kept score entries), backward "
-            f"{shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
+            f"{len(calls)} attention call(s){replayed}: forward 4·D·(score entries kept, over batch and heads), "
+            f"backward {shape.BACKWARD_FLOPS_FACTOR}× that; TFLOP/s over the GPU time launched inside attention ops "
             f"({att_us:,.1f} µs); mask {masks}"
         )
     elif calls:

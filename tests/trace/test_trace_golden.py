@@ -91,6 +91,7 @@ REWORDED = {
     "4·H·D·(score entries the mask keeps, summed over the batch): two GEMMs, 2 FLOP per multiply-add, counted only "
     "on kept scores (no mask keeps B·Sq·Sk)": "4·D·(score entries the mask keeps, over batch and heads): two GEMMs, "
     "2 FLOP per multiply-add, counted only on kept scores (no mask keeps B·H·Sq·Sk)",
+    "forward 4·H·D·(kept score entries), backward": "forward 4·D·(score entries kept, over batch and heads), backward",
 }
 
 
