@@ -90,6 +90,26 @@ def _inplace_slower(r: dict[str, Any], peers: Peers) -> dict[str, Any] | None:
     return {"naive_inplace_us": r1(other[1]), "this_us": r1(mine[1]), "ratio": round(other[1] / mine[1], 2)}
 
 
+def _in_place_readers(r: dict[str, Any], peers: Peers) -> dict[str, Any] | None:
+    """The variants of ``r``'s case that read a paged cache in place (``paged_*`` but no gather) and ranked, with
+    their times against ``r``'s; None where none ranked or ``r`` did not."""
+    mine = peers.row_of(r)
+    if mine is None:
+        return None
+    others = [
+        row
+        for row in peers.rows
+        if row[0] is not r and str(row[0].get("variant", "")).startswith("paged_") and "gather" not in row[0]["variant"]
+    ]
+    if not others:
+        return None
+    return {
+        "this_us": r1(mine[1]),
+        "readers": [{"variant": o[0]["variant"], "us": r1(o[1]), "ratio": round(o[1] / mine[1], 2)} for o in others],
+        "all_slower": all(o[1] > mine[1] and not tied(mine, o) for o in others),
+    }
+
+
 def _copy_advice(
     op: str,
     r: dict[str, Any],
@@ -198,6 +218,17 @@ def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
         if slower is not None:
             ev["naive_inplace_measured"] = slower
         advice = _copy_advice(op, r, kind, inside, slower)
+        readers = _in_place_readers(r, peers) if kind == "gather" and inside is None else None
+        if readers is not None:
+            ev["in_place_readers_measured"] = readers
+            said = ", ".join(f"{x['variant']} {x['us']:,.1f} µs ({x['ratio']:.2f}×)" for x in readers["readers"])
+            if readers["all_slower"]:  # measured: the copy pays at this case, so avoiding it is no advice
+                advice = (
+                    f"the copy pays at this case: every kernel measured here that reads the pages in place was "
+                    f"slower than this gather ({readers['this_us']:,.1f} µs): {said}"
+                )
+            else:
+                advice += f"; measured here against this gather ({readers['this_us']:,.1f} µs): {said}"
         out.append(
             Insight(
                 id="hidden_copy",
