@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from attnscope.document.load import written_by_attnscope
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 GOLDEN = DATA / "golden"
@@ -37,6 +39,8 @@ def traces() -> list[str]:
         if p.is_file() and p.name.endswith((".json", ".json.gz")) and GOLDEN not in p.parents:
             if p.parent.name == "ncu" or p.name in ("run.json", "run_all.json", "sdpa_why_torch211.json"):
                 continue  # not traces (attnscope's own documents, ncu sections)
+            if p.name.endswith(".json") and written_by_attnscope(p):
+                continue  # a document attnscope wrote (a run on a GPU kept for the rules' tests)
             out.append(str(p.relative_to(ROOT)))
     return out
 
