@@ -44,8 +44,10 @@ def _request(**kw: object) -> RunRequest:
         ),
         (
             {"timeout_s": 5.0},
-            "timeout_s needs a worker it can stop, and executor inline (given, or the default) runs the jobs in this process",
-            "--timeout needs a worker it can stop, and --executor inline (given, or the default) runs the jobs in this process",
+            "timeout_s needs a worker it can stop, and executor inline (given, or the default) runs the jobs in "
+            "this process",
+            "--timeout needs a worker it can stop, and --executor inline (given, or the default) runs the jobs in "
+            "this process",
             {"timeout_s", "executor"},
         ),
         (
