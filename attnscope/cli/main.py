@@ -177,7 +177,6 @@ def _add_run_and_guess(r: argparse.ArgumentParser, g: argparse.ArgumentParser) -
     r.add_argument(
         "--bucket",
         type=positive_int("bucket", MAX_BUCKET),
-        default=256,
         help="with --steps: tokens per shape bucket, one CUDA graph (and one plan) each (default 256)",
     )
     r.set_defaults(func=cmd_run)

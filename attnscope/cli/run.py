@@ -28,6 +28,8 @@ def request_of(args: argparse.Namespace) -> Any:
     guess, save = getattr(args, "guess", None), getattr(args, "save", None)
     if args.strict and args.command == "run" and not guess:
         raise UsageError("--strict judges predictions: give them with --guess FILE (or use attnscope guess)")
+    if getattr(args, "bucket", None) is not None and not getattr(args, "steps", None):
+        raise UsageError("--bucket sizes the CUDA graphs of a decode loop: give it with --steps N, or leave it out")
     code = [(flag, fields[name].rsplit(":", 1)[0]) for flag, name in CODE_FLAGS if fields[name]]
     outputs = [("--json", args.json), ("--save", save)]
     check_paths(args, [("--guess", guess)], outputs, [("--trace-dir", args.trace_dir)], read_later=code)

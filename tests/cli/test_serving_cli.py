@@ -59,3 +59,12 @@ def test_sweep_over_page_sizes_then_recommend(tmp_path, capsys):
     (point,) = json.loads(rec.read_text())["serving"]["points"]
     assert set(point["fastest_page"]) == {"paged_flex", "paged_gather_sdpa"}
     assert point["best"]["variant"] in {"paged_flex", "paged_gather_sdpa"}
+
+
+def test_bucket_without_steps_is_refused_before_work(capsys):
+    # --bucket sizes the decode loop's CUDA graphs: alone it changed nothing and was accepted silently
+    assert main(["run", "--seq", "1", "--kv-lens", "8,16", "--batch", "2", "--bucket", "64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "attnscope: error: --bucket sizes the CUDA graphs of a decode loop: give it with --steps N, or leave it out"
+    )
