@@ -28,7 +28,10 @@ check() { if eval "$2"; then echo "OK   $1"; else echo "FAIL $1"; fi; }
   timeout 60 $ATTNSCOPE sweep --seq 512 --variants sdpa_flash --out "$D/s.jsonl" --resume >"$D/sweep2.txt" 2>&1
   echo "second sweep rc=$? (expect 2): $(cat "$D/sweep2.txt")"
   wait $first; echo "first sweep rc=$?"
-  check "every row once" '[ "$(wc -l <"$D/s.jsonl")" -eq 6 ]'
+  # the GPU's default grid crosses the three lengths with its other axes (12 cases here): count against its head
+  planned=$(sed -n 's/.* = \([0-9]*\) job(s).*/\1/p' "$D/sweep1.txt" | head -1)
+  distinct=$(python3 -c "import json,sys; print(len({(r['variant'], json.dumps(r['case'], sort_keys=True), r['mode']) for r in map(json.loads, filter(str.strip, open(sys.argv[1])))}))" "$D/s.jsonl")
+  check "every row once ($planned planned)" '[ "$(wc -l <"$D/s.jsonl")" -eq "$planned" ] && [ "$distinct" -eq "$planned" ]'
   # 4. a full disk, where a tmpfs can be mounted here
   mkdir -p "$D/full"
   if mount -t tmpfs -o size=64k tmpfs "$D/full" 2>/dev/null; then
