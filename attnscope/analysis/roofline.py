@@ -194,6 +194,11 @@ def row_roofline(
     us = r.get("gpu_time_us")
     if not isinstance(case, dict) or not us or r.get("device_kind") not in (None, "gpu"):
         return None
+    if r.get("source") == "trace" and len(r.get("attention_calls") or []) > 1:
+        # a trace of many calls (a training or decode loop): its GPU time is every kernel's, its FLOPs every
+        # call's, and the bytes model is one call's, so no call's roofline can be read from them (the Llama
+        # step read 229,488 FLOP/B at 0.0001 TB/s); the per-call rate is the row's TFLOP/s over attention time
+        return None
     if (case.get("device") or "cuda") == "cpu":
         return None
     try:

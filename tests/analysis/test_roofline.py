@@ -129,3 +129,21 @@ def test_graph_replay_rates_by_hand() -> None:
     del row["gpu_time_graph"]
     rf2 = row_roofline(row)
     assert rf2 is not None and rf2["graph_replay"] is None
+
+
+def test_a_trace_of_many_calls_has_no_call_roofline() -> None:
+    # the Llama training trace: 160 attention calls, its GPU time every kernel's (GEMMs, norms, the optimizer):
+    # one call's bytes against all calls' FLOPs over the whole step read 229,488 FLOP/B at 0.0001 TB/s
+    row = {
+        "source": "trace",
+        "device_kind": "gpu",
+        "device_name": "NVIDIA H200",
+        "case": {"batch": 4, "heads": 16, "seq_q": 2048, "head_dim": 64, "dtype": "bf16", "causal": True},
+        "gpu_time_us": 287_447.3,
+        "flops": 9_625_424_363_520,
+        "kernels": [],
+    }
+    many = row_roofline({**row, "attention_calls": [{"direction": "forward"}, {"direction": "backward"}]})
+    assert many is None
+    one = row_roofline({**row, "attention_calls": [{"direction": "forward"}]})
+    assert one is not None and one["bytes"] > 0  # one traced call keeps its roofline
