@@ -141,9 +141,16 @@ def _view(e: dict[str, Any], ok: list[dict[str, Any]]) -> dict[str, Any]:
         }
     nxt, nxt_us, margin = e["runner_up"], e["runner_up_us"], e["margin"]
     tied = [r["impl"] for r in ok if r["impl"] in e["tied_with"]]  # fastest first
-    text = f"{best} at {best_us:,.1f} µs per step, {margin:.2f}× ahead of {nxt} ({nxt_us:,.1f} µs)"
-    if tied:
+    if tied and nxt in tied:  # "ahead of" the runner-up it is tied with would contradict itself
+        text = (
+            f"{best} at {best_us:,.1f} µs per step, tied within the noise (interquartile ranges overlap) with "
+            f"{', '.join(tied)} ({nxt} {nxt_us:,.1f} µs: a median {margin:.2f}× lower is no clear lead)"
+        )
+    else:
+        text = f"{best} at {best_us:,.1f} µs per step, {margin:.2f}× ahead of {nxt} ({nxt_us:,.1f} µs)"
+    if tied and nxt not in tied:
         text += f" — tied within the noise (interquartile ranges overlap) with {', '.join(tied)}"
+    if tied:
         if e["next_clear"]:
             text += f"; the next clear step is {e['next_clear']}, {e['next_clear_us'] / best_us:.2f}× slower"
     if e["noisy"]:

@@ -266,8 +266,8 @@ def test_recommendation_texts_by_hand():
     assert rec["runner_up"] == "flex" and rec["runner_up_us"] == 8_050 and rec["margin"] == round(8_050 / 8_000, 4)
     assert rec["tied"] == ["flex"] and rec["basis"] == "wall"
     assert rec["text"] == (
-        "sdpa at 8,000.0 µs per step, 1.01× ahead of flex (8,050.0 µs) — tied within the noise (interquartile ranges "
-        "overlap) with flex; the next clear step is eager, 1.50× slower"
+        "sdpa at 8,000.0 µs per step, tied within the noise (interquartile ranges overlap) with flex (flex 8,050.0 "
+        "µs: a median 1.01× lower is no clear lead); the next clear step is eager, 1.50× slower"
     )
     clear = recommend([rows[0], rows[2]])
     assert clear["text"] == "sdpa at 8,000.0 µs per step, 1.50× ahead of eager (12,000.0 µs)"
