@@ -58,10 +58,8 @@ def stage(name):
     stages.append((name, rss, hwm, time.process_time() - t0))
 """
 
-STAGES = (
-    COMMON
-    + MEM
-    + r"""
+# the analysis's stages in order, each followed by stage(name): shared by the resident and the traced sequences
+SEQUENCE = r"""
 stage("imports")
 tr = load_trace(sys.argv[1])
 stage("load_trace")
@@ -71,9 +69,9 @@ s = summarize(tr, an)
 stage("summarize (trace_summary)")
 split = model_split(tr)
 stage("model split")
-print(json.dumps(stages))
 """
-)
+
+STAGES = COMMON + MEM + SEQUENCE + "print(json.dumps(stages))\n"
 
 COMMAND = (
     COMMON
@@ -102,18 +100,9 @@ def stage(name):
     cur, peak = tracemalloc.get_traced_memory()
     out.append((name, cur / 2**20, peak / 2**20))
     tracemalloc.reset_peak()
-
-stage("imports")
-tr = load_trace(sys.argv[1])
-stage("load_trace")
-an = analyse(tr)
-stage("analyse (op tree, attribution, kernel records)")
-s = summarize(tr, an)
-stage("summarize (trace_summary)")
-split = model_split(tr)
-stage("model split")
-print(json.dumps(out))
 """
+    + SEQUENCE
+    + "print(json.dumps(out))\n"
 )
 
 RECORDS = (
