@@ -6,7 +6,6 @@ flag's where the caller names it), so that ``cli`` and ``tour`` import only ``ap
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ __all__ = [
     "devices",
     "gpu_count",
     "known_variants",
-    "modifier_line",
     "ray_reachable",
     "store_rows",
     "variant_names",
@@ -62,13 +60,6 @@ def store_rows(path: str | Path) -> tuple[list[dict[str, Any]], int]:
     store = Store(path)
     rows = store.rows()
     return rows, store.num_torn
-
-
-def modifier_line(rows: Iterable[dict[str, Any]]) -> str | None:
-    """What the error check could see of the case's modifiers, in one line (the first row that says)."""
-    from attnscope.workloads.sensitivity import summary_line
-
-    return summary_line(next((r.get("modifier_checks") for r in rows if r.get("modifier_checks")), None))
 
 
 def copy_bandwidth(device: str, nbytes: int) -> tuple[float, str]:

@@ -111,3 +111,13 @@ def write_outputs(
         except WriteError as e:
             unwritten["html"] = str(e)
     return unwritten
+
+
+def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
+    """The rows whose profiler trace could not be moved into ``trace_dir`` (the rows themselves measured):
+    ``{"trace_dir": why}`` in :func:`write_outputs`' form (how many, where, the first row's cause), or ``{}``."""
+    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
+    lost = [n for n in notes if str(n).startswith("trace not kept")]
+    if not lost:
+        return {}
+    return {"trace_dir": f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"}

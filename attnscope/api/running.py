@@ -46,7 +46,7 @@ class RunDocument(dict[str, Any]):
         super().__init__(doc)
         self.report = report
         self.partial_saved = partial_saved  # rows in ``partial_to`` as last written (a full disk stops the rewrites)
-        # the files :func:`run_checked` could not write, by the request's field (json, html): why
+        # what :func:`run_checked` could not write, by the request's field (json, html, trace_dir): why
         self.unwritten: dict[str, str] = {}
 
     @property
@@ -378,7 +378,8 @@ def run_checked(
     """Measure a checked request (``predictions``: judged instead of those of its ``guess`` file), then write
     the document to ``json`` and the page to ``html``, each tried whatever became of the other: what could not be
     written (a full disk) is in the returned document's ``unwritten``, never raised, so the measurement is kept
-    (on screen, and in the other file).  A stop raises :class:`attnscope.api.campaign.Interrupted` after saving."""
+    (on screen, and in the other file), as are the profiler traces that could not be kept in ``trace_dir``.  A
+    stop raises :class:`attnscope.api.campaign.Interrupted` after saving."""
     req = checked.request
     doc = _measure(
         checked.case,
@@ -395,11 +396,13 @@ def run_checked(
         partial_to=req.json,
         annotated=True,
     )
-    from attnscope.api.report import write_outputs
+    from attnscope.api.report import traces_not_kept, write_outputs
 
     doc.unwritten = write_outputs(dict(doc), json=req.json, html=req.html, assets=req.assets)
     if "json" in doc.unwritten and doc.partial_saved:
         doc.unwritten["json"] += f"; it holds the {doc.partial_saved} variant(s) written before (marked partial)"
+    if req.trace_dir:
+        doc.unwritten.update(traces_not_kept(doc["results"], req.trace_dir))
     return doc
 
 

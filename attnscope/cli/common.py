@@ -55,15 +55,6 @@ def write_outputs(args: Any, doc: dict[str, Any]) -> dict[str, str]:
     return {f"--{k}": why for k, why in write(doc, **paths).items()}
 
 
-def traces_not_kept(rows: list[dict[str, Any]], trace_dir: str) -> dict[str, str]:
-    """--trace-dir's rows whose trace could not be moved there (the row itself measured): their note."""
-    notes = [n for r in rows for n in (r.get("run_notes") or r.get("notes") or [])]
-    lost = [n for n in notes if str(n).startswith("trace not kept")]
-    if not lost:
-        return {}
-    return {"--trace-dir": f"{len(lost)} trace(s) not kept in {trace_dir}: {str(lost[0]).split(': ', 1)[-1]}"}
-
-
 def say_unwritten(unwritten: dict[str, str]) -> int:
     """One line per file not written (the measurement above is kept in the others, or only on screen); exit 74."""
     import sys

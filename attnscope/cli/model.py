@@ -4,13 +4,12 @@ call (the grid through the one campaign loop), the printed report and the files.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 from attnscope.api.modeling import DTYPES, IMPLS, MODES
 from attnscope.cli.common import add_assets_arg
-from attnscope.cli.flags import check_assets, positive_int, seconds, timeout_seconds
+from attnscope.cli.flags import check_html, positive_int, seconds, timeout_seconds
 from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, check_timeout
 
 __all__ = ["add_parser", "cmd_model", "prepare"]
@@ -129,11 +128,6 @@ def _device(arg: str | None) -> str:
     return device(arg)
 
 
-def _check_html(path: str | None) -> None:
-    if path and importlib.util.find_spec("attnscope.report.html.page") is None:
-        raise ValueError("--html: this attnscope has no HTML report (attnscope.report.html.page is missing)")
-
-
 def _check_paths(args: argparse.Namespace) -> None:
     """Every output path checked before a model is built: a bad one is exit 2, not a lost measurement."""
     from attnscope.cli.flags import check_output_dir, check_output_file
@@ -144,8 +138,7 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise ValueError("--force is for --resume (it resumes although the recorded settings differ)")
     check_output_file(args.out, "--out")
     check_output_file(args.json, "--json")
-    check_output_file(args.html, "--html")
-    check_assets(args)
+    check_html(args)  # the one --html/--assets check: a writable page, plotly installed, assets beside it
     check_output_dir(args.trace_dir, "--trace-dir")
     from attnscope.core.files import check_outputs
 
@@ -185,7 +178,6 @@ def prepare(args: argparse.Namespace) -> Any:
     given_seqs = parse_int_axis("seq", args.seq, limit=MAX_DIM["seq"]) if args.seq is not None else None
     if given_seqs and min(given_seqs) < 2:
         raise ValueError(f"--seq must be ≥ 2 (a step predicts the next token), got {args.seq}")
-    _check_html(args.html)
     _check_paths(args)
     spec, cfg = config_of(args.config, args.layers)
     device = _device(args.device)
@@ -261,7 +253,8 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
     """The tables, the host's verdict and the files; the exit status (1 when no row was measured)."""
     import sys
 
-    from attnscope.cli.common import say_unwritten, traces_not_kept, write_outputs
+    from attnscope.api.report import traces_not_kept
+    from attnscope.cli.common import say_unwritten, write_outputs
     from attnscope.core.host_line import host_line
     from attnscope.report.text.model import render, render_decode_steps, render_layers
 

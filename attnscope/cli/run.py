@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from attnscope.cli.common import EXIT_FAIL, EXIT_OK, Progress, console, say_unwritten, stopping, traces_not_kept
+from attnscope.cli.common import EXIT_FAIL, EXIT_OK, Progress, console, say_unwritten, stopping
 from attnscope.cli.flags import case_fields, check_paths
 from attnscope.core.arguments import UsageError
 
@@ -70,38 +70,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     return render_run(doc, args, out)
 
 
-# the request's fields that name a file the API writes, as their flags (a file not written is said by its flag)
-FILE_FLAGS = {"json": "--json", "html": "--html"}
+# the request's fields that name what the API writes, as their flags (what was not written is said by its flag)
+FILE_FLAGS = {"json": "--json", "html": "--html", "trace_dir": "--trace-dir"}
 
 
 def render_run(doc: Any, args: argparse.Namespace, console: Any) -> int:
-    """Print the study and what was written, then the exit status: 74 when a file could not be written (said after
-    the study, which is never lost), 1 when nothing was measured or (--strict) a prediction was clearly missed."""
-    from attnscope.api.checks import modifier_line
+    """Print the study (:func:`attnscope.report.text.run.print_run`) and what was written, then the exit status:
+    74 when a file could not be written (said after the study, which is never lost), 1 when nothing was measured or
+    (--strict) a prediction was clearly missed."""
     from attnscope.api.guesses import strict_failure
-    from attnscope.core.host_line import host_line
-    from attnscope.report.text.serving import decode_loop_lines
-    from attnscope.report.text.table import render
+    from attnscope.report.text.run import print_run
 
-    case, env = doc.case, doc.env
-    title = f"attnscope run — {case.label()} — {env.device_name} — torch {env.torch}" + (
-        f", CUDA {env.cuda}, cuDNN {env.cudnn}" if env.cuda and case.device != "cpu" else ""
-    )
-    render(dict(doc), console, kernels=args.kernels, title=title, verbose=args.verbose)
-    checked = modifier_line(doc["results"])
-    if checked:
-        console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
-    for line in decode_loop_lines(dict(doc)):
-        console.print(f"  {line}", highlight=False, markup=False)
-    busy = host_line(doc.get("host") or {})
-    if busy:
-        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
+    print_run(dict(doc), console, kernels=args.kernels, verbose=args.verbose)
     unwritten = {FILE_FLAGS[k]: why for k, why in doc.unwritten.items()}
     if args.json and "--json" not in unwritten:
         console.print(f"  JSON written to {args.json}")
     if args.trace_dir:
         console.print(f"  traces (Perfetto / chrome://tracing) in {args.trace_dir}/")
-        unwritten.update(traces_not_kept(doc["results"], args.trace_dir))
     if args.html and "--html" not in unwritten:
         console.print(f"  HTML report written to {args.html}")
     if unwritten:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.api.checks import EXECUTORS
-from attnscope.cli.common import add_assets_arg, say_unwritten, traces_not_kept
+from attnscope.cli.common import add_assets_arg, say_unwritten
 from attnscope.cli.flags import (
     add_flags,
     check_html,
@@ -285,6 +285,7 @@ def _rows(out: str) -> list[dict[str, Any]]:
 
 def render_sweep(args: argparse.Namespace, new: Any, rows: list[dict[str, Any]], rec: dict[str, Any], out: Any) -> int:
     """The summary, the recommendation, the host's verdict, the --json and --html files; the exit status."""
+    from attnscope.api.report import traces_not_kept
     from attnscope.core.host_line import host_line
     from attnscope.document.schema import result_to_dict
     from attnscope.report.text.sweep import render

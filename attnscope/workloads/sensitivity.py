@@ -176,27 +176,3 @@ def blind_line(row: dict[str, Any]) -> str:
         f"{row['difference']:.1e}, under {MARGIN:g}× the tolerance {row['tolerance']:g}; a variant that ignores it "
         "would pass"
     )
-
-
-def summary_line(rows: list[dict[str, Any]] | None) -> str | None:
-    """What the error check can see, in one line; None when nothing was checked."""
-    if not rows:
-        return None
-    seen = [f"{r['modifier']} ({r['difference']:.1e})" for r in rows if r["visible"]]
-    probed = [
-        f"{r['modifier']} (by a probe, q×{r['q_scale']:g}: {r['probe_difference']:.1e})" for r in rows if "q_scale" in r
-    ]
-    blind = [
-        f"{r['modifier']} ({r['difference']:.1e} < {r['needed']:.0e})"
-        for r in rows
-        if not r["visible"] and "q_scale" not in r
-    ]
-    parts = []
-    if seen or probed:
-        parts.append("sees " + ", ".join(seen + probed))
-    if blind:
-        parts.append("is BLIND to " + ", ".join(blind) + ": a variant ignoring it would pass")
-    return (
-        f"error check (reference without each modifier against with it, {MARGIN:g}× the tolerance needed): "
-        + "; ".join(parts)
-    )

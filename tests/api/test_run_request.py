@@ -260,3 +260,27 @@ def test_a_guess_naming_an_unknown_variant_is_refused_as_unknown(tmp_path):
     guess.write_text('[[predict]]\nvariant = "nonesuch"\nkernels = 4\n')
     with pytest.raises(PredictionError, match="unknown variant 'nonesuch'; known: "):
         check_run(_request(guess=str(guess)))
+
+
+def test_the_traces_not_kept_are_counted_from_the_rows_notes():
+    """Two rows whose note says their trace could not be moved into trace_dir, one row with another note."""
+    from attnscope.api.report import traces_not_kept
+
+    rows = [
+        {"variant": "a", "notes": ["trace not kept in out: no space left on device (ENOSPC)"]},
+        {"variant": "b", "run_notes": ["trace not kept in out: no space left on device (ENOSPC)", "other"]},
+        {"variant": "c", "notes": ["a note that is not about the trace"]},
+    ]
+    want = "2 trace(s) not kept in out: no space left on device (ENOSPC)"
+    assert traces_not_kept(rows, "out") == {"trace_dir": want}
+    assert traces_not_kept(rows[2:], "out") == {}
+    # the first such note's cause, whole (a cause may hold ': ' itself); a note without a cause said as it is
+    two = [
+        {"notes": ["trace not kept in out: cannot move out/a.json: no space left on device (ENOSPC)"]},
+        {"notes": ["trace not kept in out: read-only file system (EROFS)"]},
+    ]
+    got = traces_not_kept(two, "out")["trace_dir"]
+    assert got == "2 trace(s) not kept in out: cannot move out/a.json: no space left on device (ENOSPC)"
+    assert traces_not_kept([{"notes": ["trace not kept"]}], "out") == {
+        "trace_dir": "1 trace(s) not kept in out: trace not kept"
+    }

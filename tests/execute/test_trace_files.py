@@ -69,3 +69,34 @@ def test_model_trace_dir_keeps_the_trace_and_never_writes_through_a_link(private
     assert row["trace_path"] == str(traces / "model_sdpa_prefill.json")
     assert "traceEvents" in json.loads(Path(row["trace_path"]).read_text())
     assert _ours(private_tmp) == []
+
+
+def test_run_trace_not_kept_is_in_the_documents_unwritten_and_said_after_the_study(private_tmp, tmp_path, capsys):
+    """A full disk at the trace's move: the row is measured and written; the library's document says what was not
+    kept under ``trace_dir``, and the command prints the study, then that line naming --trace-dir, exit 74."""
+    import errno
+
+    from attnscope import api
+    from attnscope.api.running import RunRequest
+    from attnscope.cli.common import EXIT_WRITE
+    from attnscope.execute import worker
+
+    def full(src: Path, dest: object, name: str | None = None) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(worker, "keep_file", full)
+        case = {"seq_q": 16}
+        asked = {"variants": "naive", "trace_dir": str(traces), "timing_budget_s": 0.02, "measure_peak": False}
+        doc = api.run_request(RunRequest(case=case, device="cpu", json="lib.json", **asked))
+        why = f"1 trace(s) not kept in {traces}: no space left on device (ENOSPC)"
+        assert doc.unwritten == {"trace_dir": why}
+        assert doc["results"][0]["status"] == "ok" and Path("lib.json").is_file()  # the row and its file kept
+        capsys.readouterr()
+        assert main([*RUN, "--trace-dir", str(traces), "--json", "r.json"]) == EXIT_WRITE
+    out, err = capsys.readouterr()
+    assert "attnscope run" in out and "JSON written to r.json" in out  # the study first, and the file written
+    assert err.strip() == f"attnscope: error: {why}"
+    assert json.loads(Path("r.json").read_text())["results"][0]["status"] == "ok"

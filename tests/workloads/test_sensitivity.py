@@ -104,7 +104,9 @@ def test_a_mask_that_hides_one_key_of_many_is_said_blind():
     assert mask["difference"] == pytest.approx(want, rel=1e-9)
     assert want < 4 * 2e-2 and mask["visible"] is False and not probes
     assert any(n.startswith("the error check is blind to mask") for n in notes)
-    line = sensitivity.summary_line(rows)
+    from attnscope.report.text.run import modifier_line
+
+    line = modifier_line([{"variant": "naive"}, {"variant": "sdpa", "modifier_checks": rows}])
     assert line is not None and "BLIND to mask" in line and "sees scale" in line
 
 

@@ -1,0 +1,66 @@
+"""A run document on the terminal (``attnscope run`` and ``attnscope guess``): the title, the results table with its
+notes and explanations, then the lines under it (what the error check could see of the case's modifiers, each decode
+loop, a loaded host).  Reads documents only: what the command wrote, and whether it exits 0, is the command's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from attnscope.core.case import Case
+from attnscope.core.host_line import host_line
+
+
+def run_title(doc: dict[str, Any]) -> str:
+    """'attnscope run — <case> — <device> — torch X, CUDA Y, cuDNN Z' (CUDA's versions only for a GPU case)."""
+    case, env = Case.from_dict(doc["case"]), doc.get("env") or {}
+    versions = f", CUDA {env.get('cuda')}, cuDNN {env.get('cudnn')}" if env.get("cuda") and case.device != "cpu" else ""
+    return f"attnscope run — {case.label()} — {env.get('device_name')} — torch {env.get('torch')}{versions}"
+
+
+def modifier_line(rows: list[dict[str, Any]]) -> str | None:
+    """What the error check could see of the case's modifiers, in one line, from the first row that checked them
+    (each check: ``{modifier, difference, tolerance, needed, visible}``, and ``q_scale``/``probe_difference``
+    where a probe was drawn); None when nothing was checked."""
+    checks = next((r.get("modifier_checks") for r in rows if r.get("modifier_checks")), None)
+    if not checks:
+        return None
+    seen = [f"{c['modifier']} ({c['difference']:.1e})" for c in checks if c["visible"]]
+    probed = [
+        f"{c['modifier']} (by a probe, q×{c['q_scale']:g}: {c['probe_difference']:.1e})"
+        for c in checks
+        if "q_scale" in c
+    ]
+    blind = [
+        f"{c['modifier']} ({c['difference']:.1e} < {c['needed']:.0e})"
+        for c in checks
+        if not c["visible"] and "q_scale" not in c
+    ]
+    parts = []
+    if seen or probed:
+        parts.append("sees " + ", ".join(seen + probed))
+    if blind:
+        parts.append("is BLIND to " + ", ".join(blind) + ": a variant ignoring it would pass")
+    margin = checks[0]["needed"] / checks[0]["tolerance"]  # the same margin for every modifier of a check
+    return (
+        f"error check (reference without each modifier against with it, {round(margin, 6):g}× the tolerance "
+        "needed): " + "; ".join(parts)
+    )
+
+
+def print_run(doc: dict[str, Any], console: Console, *, kernels: bool = False, verbose: bool = False) -> None:
+    """The study as ``attnscope run`` prints it, before the files written and the exit status."""
+    from attnscope.report.text.serving import decode_loop_lines
+    from attnscope.report.text.table import render
+
+    render(doc, console, kernels=kernels, title=run_title(doc), verbose=verbose)
+    rows = doc.get("results") or []
+    checked = modifier_line(rows)
+    if checked:
+        console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
+    for line in decode_loop_lines(doc):
+        console.print(f"  {line}", highlight=False, markup=False)
+    busy = host_line(doc.get("host"))
+    if busy:
+        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)

@@ -1,0 +1,66 @@
+"""A run document on the terminal beyond its table (attnscope.report.text.run): the title, the error check's line,
+a loaded host; from documents built here, never from a measurement."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from attnscope.report.text.run import modifier_line, print_run, run_title
+
+DATA = Path(__file__).parents[1] / "data"
+CASE = {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 16, "dtype": "fp32", "device": "cpu", "mode": "fwd"}
+
+
+def test_the_title_names_the_case_the_device_and_cudas_versions_only_on_a_gpu():
+    env = {"device_name": "x86_64 (2 cores)", "torch": "2.13.0", "cuda": "13.0", "cudnn": "91900"}
+    cpu = run_title({"case": CASE, "env": env})
+    assert cpu.startswith("attnscope run — B=1 H=2 S=64 D=16 fp32") and cpu.endswith(" — torch 2.13.0")
+    assert "CUDA" not in cpu and " — x86_64 (2 cores) — " in cpu
+    gpu = run_title({"case": {**CASE, "device": "cuda"}, "env": {**env, "device_name": "NVIDIA H100"}})
+    assert gpu.endswith(" — NVIDIA H100 — torch 2.13.0, CUDA 13.0, cuDNN 91900")
+
+
+def test_the_error_checks_line_from_the_first_row_that_checked():
+    # tolerance 0.02, margin 4: 'needed' 0.08 (the check's own record); a probe for the cap; the mask unseen
+    checks = [
+        {"modifier": "scale", "difference": 0.5, "tolerance": 0.02, "needed": 0.08, "visible": True},
+        {"modifier": "mask", "difference": 0.0123, "tolerance": 0.02, "needed": 0.08, "visible": False},
+        {"modifier": "softcap", "difference": 1e-5, "tolerance": 0.02, "needed": 0.08, "visible": False,
+         "q_scale": 8.0, "probe_difference": 0.25},
+    ]  # fmt: skip
+    line = modifier_line([{"variant": "a"}, {"variant": "b", "modifier_checks": checks}, {"modifier_checks": []}])
+    assert line == (
+        "error check (reference without each modifier against with it, 4× the tolerance needed): "
+        "sees scale (5.0e-01), softcap (by a probe, q×8: 2.5e-01); "
+        "is BLIND to mask (1.2e-02 < 8e-02): a variant ignoring it would pass"
+    )
+    # a margin of 3 reads 3 (from needed / tolerance: 0.06 / 0.02), every modifier seen: no BLIND part
+    seen = [{"modifier": "scale", "difference": 0.5, "tolerance": 0.02, "needed": 0.06, "visible": True}]
+    assert modifier_line([{"modifier_checks": seen}]) == (
+        "error check (reference without each modifier against with it, 3× the tolerance needed): sees scale (5.0e-01)"
+    )
+    assert modifier_line([{"variant": "a"}]) is None and modifier_line([]) is None
+
+
+def test_print_run_puts_the_checks_line_and_a_loaded_host_under_the_table():
+    """A real run document (an H100's paged decode run) with a check and a loaded host set by hand."""
+    doc = json.loads((DATA / "h100" / "paged_decode_run.json").read_text())
+    checks = [{"modifier": "mask", "difference": 0.01, "tolerance": 0.02, "needed": 0.08, "visible": False}]
+    doc["results"][1]["modifier_checks"] = checks
+    doc["host"] = {"loaded": True, "why": "load average 3.1 on 2 cores"}
+    buf = io.StringIO()
+    print_run(doc, Console(file=buf, width=200, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert lines[0].strip().startswith("attnscope run — B=8 H=32 KV=8") and "NVIDIA H100 80GB HBM3" in lines[0]
+    check = next(i for i, s in enumerate(lines) if s.startswith("  error check"))
+    host = next(i for i, s in enumerate(lines) if s.startswith("  host loaded: load average 3.1 on 2 cores."))
+    assert lines[check].endswith("is BLIND to mask (1.0e-02 < 8e-02): a variant ignoring it would pass")
+    assert check < host == len(lines) - 1
+    del doc["results"][1]["modifier_checks"]
+    quiet = io.StringIO()
+    print_run({**doc, "host": {"loaded": False}}, Console(file=quiet, width=200, color_system=None))
+    assert "error check" not in quiet.getvalue() and "host loaded" not in quiet.getvalue()
