@@ -68,13 +68,41 @@ def _text_size(paths: list[Path]) -> int:
     return total
 
 
+LOADAVG = "/proc/loadavg"  # Linux: its 4th field, "R/T", counts the tasks running or ready to run right now
+
+
+def runnable_now(samples: int = 3, gap_s: float = 0.002) -> int | None:
+    """The tasks running or waiting for a core now, this process not counted: the median of ``samples`` readings
+    of :data:`LOADAVG` ``gap_s`` apart; None where it is not read (not Linux)."""
+    import statistics
+    import time
+
+    seen = []
+    for i in range(samples):
+        if i:
+            time.sleep(gap_s)
+        try:
+            with open(LOADAVG, encoding="ascii") as f:
+                running = int(f.read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        seen.append(max(0, running - 1))  # the reader itself is running
+    return round(statistics.median(seen))
+
+
 def idle_cores() -> int | None:
-    """The cores the 1-minute load average leaves idle, to the nearest whole one; None where none is read."""
+    """The cores idle now: the cores less the tasks running or ready to run (:func:`runnable_now`); where the
+    kernel does not say, the cores less the 1-minute load average, to the nearest whole one (a load that has just
+    ended still weighs on that average for a minute); None where neither is read."""
+    cores = os.cpu_count() or 1
+    others = runnable_now()
+    if others is not None:
+        return max(0, cores - others)
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):  # no load average here (Windows)
         return None
-    return max(0, round((os.cpu_count() or 1) - load))
+    return max(0, round(cores - load))
 
 
 def analyze_many(

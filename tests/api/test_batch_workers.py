@@ -26,6 +26,7 @@ def _pools(monkeypatch, cores=2, load=0.0):
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
     monkeypatch.setattr(batch.os, "cpu_count", lambda: cores)
     monkeypatch.setattr(batch.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(batch, "LOADAVG", "/nonexistent/loadavg")  # the load average decides, as set here
     return started
 
 
@@ -57,6 +58,7 @@ def test_a_busy_machine_reads_long_traces_in_this_process(monkeypatch):
 
 
 def test_idle_cores_are_the_cores_less_the_load_average_rounded(monkeypatch):
+    monkeypatch.setattr(batch, "LOADAVG", "/nonexistent/loadavg")  # no run queue read: the 1-minute average
     monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)
     for load, idle in ((10.4, 6), (0.0, 16), (15.6, 0), (20.0, 0)):
         monkeypatch.setattr(batch.os, "getloadavg", lambda load=load: (load, load, load))
@@ -91,3 +93,31 @@ def test_without_a_load_average_long_traces_get_one_worker_per_core(monkeypatch)
 def test_text_size_is_the_inflated_length():
     for p in RANKS:
         assert text_size(p) == len(gzip.open(p).read())
+
+
+def test_idle_cores_are_the_cores_less_what_runs_now_where_the_kernel_says(monkeypatch, tmp_path):
+    """/proc/loadavg's 4th field (running or ready / all tasks) counts this process too; a 1-minute average still
+    high from a load that has ended does not decide then."""
+    f = tmp_path / "loadavg"
+    monkeypatch.setattr(batch, "LOADAVG", str(f))
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(batch.os, "getloadavg", lambda: (1.8, 1.8, 1.8))  # would say: no core idle
+    for line, idle in (("1.80 1.20 0.90 1/230 4242", 2), ("0.10 0.10 0.10 2/230 4242", 1),
+                       ("0.00 0.00 0.00 3/230 4242", 0), ("0.00 0.00 0.00 9/230 4242", 0)):  # fmt: skip
+        f.write_text(line + "\n")
+        assert batch.idle_cores() == idle, line
+    readings = iter(["1/9 1", "5/9 1", "1/9 1"])  # a task seen ready once in three readings: the median, none
+
+    def read(*a, **k):
+        import io
+
+        return io.StringIO("0 0 0 " + next(readings))
+
+    monkeypatch.setattr("builtins.open", read)
+    assert batch.runnable_now(gap_s=0) == 0
+    monkeypatch.undo()
+    monkeypatch.setattr(batch, "LOADAVG", str(tmp_path / "garbled"))
+    (tmp_path / "garbled").write_text("0.5 0.5\n")  # no 4th field: not read, so the load average decides
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(batch.os, "getloadavg", lambda: (0.4, 0.4, 0.4))
+    assert batch.runnable_now() is None and batch.idle_cores() == 2
