@@ -61,8 +61,11 @@ def test_idle_cores_are_the_cores_less_the_load_average_rounded(monkeypatch):
     monkeypatch.setattr(batch, "LOADAVG", "/nonexistent/loadavg")  # no run queue read: the 1-minute average
     monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)
     for load, idle in ((10.4, 6), (0.0, 16), (15.6, 0), (20.0, 0)):
-        monkeypatch.setattr(batch.os, "getloadavg", lambda load=load: (load, load, load))
+        monkeypatch.setattr(batch.os, "getloadavg", lambda load=load: (load, 99.0, 99.0))  # the 1-minute one
         assert batch.idle_cores() == idle, load
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: None)  # cores unknown: one
+    monkeypatch.setattr(batch.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert batch.idle_cores() == 1
 
     def unreadable():
         raise OSError("no load average")

@@ -38,10 +38,14 @@ def test_the_error_checks_line_from_the_first_row_that_checked():
         "sees scale (5.0e-01), softcap (by a probe, q×8: 2.5e-01); "
         "is BLIND to mask (1.2e-02 < 8e-02): a variant ignoring it would pass"
     )
-    # a margin of 3 reads 3 (from needed / tolerance: 0.06 / 0.02), every modifier seen: no BLIND part
-    seen = [{"modifier": "scale", "difference": 0.5, "tolerance": 0.02, "needed": 0.06, "visible": True}]
+    # a margin of 2.5 reads 2.5 (from needed / tolerance: 0.025 / 0.01), every modifier seen: no BLIND part
+    seen = [{"modifier": "scale", "difference": 0.5, "tolerance": 0.01, "needed": 0.025, "visible": True}]
     assert modifier_line([{"modifier_checks": seen}]) == (
-        "error check (reference without each modifier against with it, 3× the tolerance needed): sees scale (5.0e-01)"
+        "error check (reference without each modifier against with it, 2.5× the tolerance needed): sees scale (5.0e-01)"
+    )
+    two = [{**checks[1], "modifier": m} for m in ("mask", "alibi")]  # two unseen: both named, comma-separated
+    assert str(modifier_line([{"modifier_checks": two}])).endswith(
+        "is BLIND to mask (1.2e-02 < 8e-02), alibi (1.2e-02 < 8e-02): a variant ignoring it would pass"
     )
     assert modifier_line([{"variant": "a"}]) is None and modifier_line([]) is None
 
@@ -64,3 +68,33 @@ def test_print_run_puts_the_checks_line_and_a_loaded_host_under_the_table():
     quiet = io.StringIO()
     print_run({**doc, "host": {"loaded": False}}, Console(file=quiet, width=200, color_system=None))
     assert "error check" not in quiet.getvalue() and "host loaded" not in quiet.getvalue()
+
+
+def test_print_run_styles_its_lines_and_prints_names_as_they_are():
+    """The BLIND line and a loaded host in yellow; every line without rich's markup or highlighting (a variant's or
+    a modifier's name is printed as written, numbers uncoloured); --kernels and --verbose reach the table."""
+    doc = json.loads((DATA / "h100" / "paged_decode_run.json").read_text())
+    doc["results"][1]["modifier_checks"] = [
+        {"modifier": "[bold]m[/bold]", "difference": 0.01, "tolerance": 0.02, "needed": 0.08, "visible": False}
+    ]
+    doc["results"][1]["variant"] = "[red]mine[/red]"
+    doc["results"][1].setdefault("extra", {})["decode_loop"] = None  # no loop: its lines come from the other rows
+    doc["host"] = {"loaded": True, "why": "load 3.1"}
+
+    def printed(**kw):
+        buf = io.StringIO()
+        print_run(doc, Console(file=buf, width=200, color_system="standard", force_terminal=True), **kw)
+        return buf.getvalue()
+
+    lines = printed().splitlines()
+    yellow = "\x1b[33m"
+    check = next(s for s in lines if "error check" in s)
+    assert check.startswith(f"{yellow}  error check (") and "[bold]m[/bold] (1.0e-02 < 8e-02)" in check
+    assert "\x1b[1m" not in check and check.count("\x1b[") == 2  # one colour on, one off: no highlighted numbers
+    host = next(s for s in lines if "host loaded" in s)
+    assert host.startswith(f"{yellow}  host loaded: load 3.1.")
+    assert "[red]mine[/red]" in printed()  # the variant's name in the table as written, not as markup
+    plain, kernels, verbose = printed(), printed(kernels=True), printed(verbose=True)
+    assert "paged_gather_sdpa: kernels" in kernels and "paged_gather_sdpa: kernels" not in plain
+    # the context manager's cost, a note of --verbose only (the document holds it for two rows)
+    assert verbose.count("context manager costs") == 2 and "context manager" not in plain

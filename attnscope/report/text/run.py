@@ -42,9 +42,9 @@ def modifier_line(rows: list[dict[str, Any]]) -> str | None:
         parts.append("sees " + ", ".join(seen + probed))
     if blind:
         parts.append("is BLIND to " + ", ".join(blind) + ": a variant ignoring it would pass")
-    margin = checks[0]["needed"] / checks[0]["tolerance"]  # the same margin for every modifier of a check
+    margin = checks[0]["needed"] / checks[0]["tolerance"]  # one margin per check; :g shows 4.000000000000001 as 4
     return (
-        f"error check (reference without each modifier against with it, {round(margin, 6):g}× the tolerance "
+        f"error check (reference without each modifier against with it, {margin:g}× the tolerance "
         "needed): " + "; ".join(parts)
     )
 
