@@ -11,7 +11,8 @@ from rich.console import Console
 
 from attnscope.report.text.run import modifier_line, print_run, run_title
 
-DATA = Path(__file__).parents[1] / "data"
+ROOT = Path(__file__).parents[2]
+DATA = ROOT / "tests" / "data"
 CASE = {"batch": 1, "heads": 2, "seq_q": 64, "head_dim": 16, "dtype": "fp32", "device": "cpu", "mode": "fwd"}
 
 
@@ -98,3 +99,25 @@ def test_print_run_styles_its_lines_and_prints_names_as_they_are():
     assert "paged_gather_sdpa: kernels" in kernels and "paged_gather_sdpa: kernels" not in plain
     # the context manager's cost, a note of --verbose only (the document holds it for two rows)
     assert verbose.count("context manager costs") == 2 and "context manager" not in plain
+
+
+def test_print_run_leaves_a_seen_modifier_unstyled_and_prints_decode_loops_as_written():
+    """A check that sees every modifier is not a warning; a decode loop's lines (a real H100 loop's document) and a
+    host's reason are printed as written: no markup read in them, no highlighted numbers."""
+    doc = json.loads((ROOT / "docs" / "results" / "raw" / "serving" / "decode_loop.json").read_text())
+    loops = [r for r in doc["results"] if (r.get("extra") or {}).get("decode_loop")]
+    loops[0]["variant"] = "[b]mine[/b]"
+    doc["results"][0]["modifier_checks"] = [
+        {"modifier": "scale", "difference": 0.5, "tolerance": 0.02, "needed": 0.08, "visible": True}
+    ]
+    doc["host"] = {"loaded": True, "why": "[b]3[/b] tasks"}
+    buf = io.StringIO()
+    print_run(doc, Console(file=buf, width=300, color_system="standard", force_terminal=True))
+    lines = buf.getvalue().splitlines()
+    check = next(s for s in lines if "error check" in s)
+    assert check.startswith("  error check (") and "\x1b[" not in check  # no colour at all
+    loop = next(s for s in lines if "decode loop of" in s)
+    assert loop.startswith("  [b]mine[/b]: decode loop of ") and "\x1b[" not in loop
+    assert sum("decode loop of" in s for s in lines) == len(loops) >= 1
+    host = next(s for s in lines if "host loaded" in s)
+    assert "host loaded: [b]3[/b] tasks." in host and host.count("\x1b[") == 2
