@@ -37,8 +37,8 @@ FAST = ["--budget", "0.01", "--no-peak", "--quiet"]
         ("64..256+64", [64, 128, 192, 256]),
         ("128..200x2", [128]),  # 256 is past the end: not included
         ("3..5", [3, 4, 5]),  # no step: +1
-        ("1,2,2,3", [1, 2, 3]),  # duplicates once, order kept
-        ("64, 32..64x2", [64, 32]),
+        ("1,2,2,3", [1, 2, 2, 3]),  # read as typed, order kept: the grid (and the flag) refuse the repeat
+        ("64, 32..64x2", [64, 32, 64]),  # 64 twice, read as typed
         ("7", [7]),
     ],
 )
