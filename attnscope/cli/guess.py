@@ -101,6 +101,24 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
     return out
 
 
+def answer_reader(
+    input_fn: Callable[[str], str], print_fn: Callable[[str], None], *, echo: bool
+) -> Callable[[str], str]:
+    """``input_fn`` that, with ``echo``, prints each answer after its prompt: answers piped in (stdin no terminal,
+    ``printf '3\\ny\\n' | attnscope guess``) are not echoed by a terminal, and without the answer and its newline
+    every prompt ran on into the next on one line.  A name typed is printed as data (control characters removed)."""
+    if not echo:
+        return input_fn
+    from attnscope.report.text.terminal import clean
+
+    def read(prompt: str) -> str:
+        text = input_fn(prompt)
+        print_fn(clean(text))
+        return text
+
+    return read
+
+
 def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run through the API as `attnscope run` does, the answers as predictions."""
     from attnscope.api.running import check_run, run_checked
@@ -114,7 +132,10 @@ def cmd_guess(args: Any) -> int:
     from attnscope.report.text.terminal import clean
 
     print(clean(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}"))
-    preds = ask(questions(case, chosen), input, print)
+    import sys
+
+    reader = answer_reader(input, print, echo=not sys.stdin.isatty())  # piped answers: each shown after its prompt
+    preds = ask(questions(case, chosen), reader, print)
     if not preds:
         print("No predictions given: running without verdicts.")
     elif args.save:
