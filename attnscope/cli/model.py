@@ -132,7 +132,7 @@ def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[st
     for r in replays:
         why = graph_refusal(r, device)
         if why:
-            raise ValueError(why)
+            raise ValueError(f"--replay {r}: {why}")
     return replays
 
 
