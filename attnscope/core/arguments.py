@@ -179,10 +179,15 @@ def variant_names(text: str) -> list[str]:
         raise UsageError(f"variants {text!r} names no variant; give a comma list or 'all'", fields=("variants",))
     if not all(names):
         raise UsageError(f"variants {text!r} has an empty name between commas", fields=("variants",))
+    check_variants_once(names)
+    return names
+
+
+def check_variants_once(names: list[str]) -> None:
+    """A list of variants names each once (each row keeps its own trace file): given as text or as a Python list."""
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UsageError(f"variants names {', '.join(dupes)} more than once", fields=("variants",))
-    return names
 
 
 def parse_device(text: str, what: str = "device") -> tuple[str, int | None]:

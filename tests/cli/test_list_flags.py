@@ -129,3 +129,27 @@ def test_a_model_grid_refuses_a_point_or_an_implementation_listed_twice():
     assert str(e.value) == "points lists (1, 16) twice: give each value once" and "--" not in str(e.value)
     with pytest.raises(UsageError, match=r"^impls lists 'eager' twice"):
         ModelGrid.build("tiny", impls=["eager", "eager"], points=[(1, 16)])
+
+
+def test_a_variant_list_from_python_naming_one_twice_is_refused_as_the_text_is():
+    """``variants=["naive", "naive"]`` was measured twice (the text 'naive,naive' was refused): now the same line."""
+    pytest.importorskip("torch")
+    import attnscope
+    from attnscope.core.cases import make_case
+
+    case = make_case("cpu", batch=1, heads=1, seq_q=16, head_dim=8, dtype="fp32")
+    with pytest.raises(UsageError) as e:
+        attnscope.run(case, variants=["naive", "sdpa_math", "naive"], timing_budget_s=0.01, measure_peak=False)
+    assert str(e.value) == "variants names naive more than once" and e.value.fields == ("variants",)
+
+
+def test_a_sweep_of_a_case_listed_twice_is_refused_before_any_row(tmp_path):
+    from attnscope.api import sweep
+    from attnscope.core.cases import make_case
+
+    case = make_case("cpu", batch=1, heads=1, seq_q=16, head_dim=8, dtype="fp32")
+    out = tmp_path / "s.jsonl"
+    with pytest.raises(UsageError) as e:
+        sweep([case, make_case("cpu", seq_q=32), case], ["naive"], out=out, executor="inline")
+    assert str(e.value) == "cases lists B=1 H=1 S=16 D=8 fp32 causal on cpu twice: give each case once"
+    assert not out.exists()
