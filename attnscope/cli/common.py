@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from attnscope.cli import stop
@@ -25,6 +25,27 @@ class Parser(argparse.ArgumentParser):
         from attnscope.report.text.terminal import clean  # the message quotes what was typed
 
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clean(message)} (see {self.prog} --help)\n")
+
+
+def answer_reader(
+    input_fn: Callable[[str], str], print_fn: Callable[[str], None], *, echo: bool | None = None
+) -> Callable[[str], str]:
+    """``input_fn`` that, with ``echo`` (default: stdin is no terminal), prints each answer after its prompt:
+    answers piped in (``printf '3\\ny\\n' | attnscope guess``) are echoed by no terminal, and without the answer and
+    its newline every prompt ran on into the next on one line (``guess`` and ``tour`` ask so).  A name typed is
+    printed as data (control characters removed)."""
+    import sys
+
+    if not (echo if echo is not None else not sys.stdin.isatty()):
+        return input_fn
+    from attnscope.report.text.terminal import clean
+
+    def read(prompt: str) -> str:
+        text = input_fn(prompt)
+        print_fn(clean(text))
+        return text
+
+    return read
 
 
 def console(*, markup: bool = False) -> Any:

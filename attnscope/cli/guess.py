@@ -101,24 +101,6 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
     return out
 
 
-def answer_reader(
-    input_fn: Callable[[str], str], print_fn: Callable[[str], None], *, echo: bool
-) -> Callable[[str], str]:
-    """``input_fn`` that, with ``echo``, prints each answer after its prompt: answers piped in (stdin no terminal,
-    ``printf '3\\ny\\n' | attnscope guess``) are not echoed by a terminal, and without the answer and its newline
-    every prompt ran on into the next on one line.  A name typed is printed as data (control characters removed)."""
-    if not echo:
-        return input_fn
-    from attnscope.report.text.terminal import clean
-
-    def read(prompt: str) -> str:
-        text = input_fn(prompt)
-        print_fn(clean(text))
-        return text
-
-    return read
-
-
 def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run through the API as `attnscope run` does, the answers as predictions."""
     from attnscope.api.running import check_run, run_checked
@@ -132,10 +114,9 @@ def cmd_guess(args: Any) -> int:
     from attnscope.report.text.terminal import clean
 
     print(clean(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}"))
-    import sys
+    from attnscope.cli.common import answer_reader
 
-    reader = answer_reader(input, print, echo=not sys.stdin.isatty())  # piped answers: each shown after its prompt
-    preds = ask(questions(case, chosen), reader, print)
+    preds = ask(questions(case, chosen), answer_reader(input, print), print)  # piped answers: each after its prompt
     if not preds:
         print("No predictions given: running without verdicts.")
     elif args.save:

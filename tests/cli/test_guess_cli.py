@@ -170,7 +170,7 @@ def test_guess_with_piped_answers_shows_each_answer_after_its_prompt(tmp_path):
 
 
 def test_answers_typed_at_a_terminal_are_not_echoed_twice():
-    from attnscope.cli.guess import answer_reader
+    from attnscope.cli.common import answer_reader
 
     said: list[str] = []
     assert answer_reader(input, said.append, echo=False) is input  # the terminal echoes what is typed
