@@ -195,7 +195,7 @@ def measure_jobs(
             keep(r)
             late = time_limit_s is not None and time.monotonic() - t0 > time_limit_s
             if late and any(x.status != "skipped" for x in results):  # the first row always runs
-                why = f"not started: the --time-limit of {time_limit_s or 0:g} s was spent on the rows before it"
+                why = f"not started: the time limit of {time_limit_s or 0:g} s was spent on the rows before it"
                 seen = {job_key_of(row(x)) for x in results}
                 for j in jobs:
                     if j.key not in seen:

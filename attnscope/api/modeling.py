@@ -48,6 +48,14 @@ class ModelGrid:
     steps: int | None = None
     replays: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        """Each implementation, mode, point and replay listed once: each is measured once, so a repeat is a typo."""
+        from attnscope.core.arguments import check_once
+
+        lists = {"impls": self.impls, "modes": self.modes, "points": self.points, "replays": self.replays}
+        for what, values in lists.items():
+            check_once(what, values or ())
+
     @classmethod
     def build(
         cls,

@@ -236,7 +236,7 @@ def _measure(
             on_event(Started("Nsight Compute", "Nsight Compute"))
         results, why = attach(case, results)
         if why and on_note is not None:
-            on_note(f"--ncu: {why}; the run's results are complete without it")
+            on_note(f"Nsight Compute: {why}; the run's results are complete without it")
     from attnscope.measure import env as env_mod
 
     peak = next((r.peak for r in results if r.peak is not None), None)

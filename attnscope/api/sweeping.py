@@ -67,7 +67,7 @@ def sweep(
     """
     import contextlib
 
-    from attnscope.core.arguments import UsageError, check_number, check_seconds, check_timeout
+    from attnscope.core.arguments import UsageError, check_number, check_seconds, check_timeout, repeats, times
     from attnscope.core.files import lock_store
     from attnscope.execute.executors import EXECUTORS
     from attnscope.execute.job import Options
@@ -86,6 +86,10 @@ def sweep(
     opts = Options(**options)  # the budget checked
     if not all(isinstance(c, Case) for c in cases):
         raise UsageError("cases: expected attnscope.Case objects (attnscope.execute.sweep_plan.grid makes them)")
+    twice = repeats(cases)
+    if twice:  # each case is measured once: its rows would share their keys in the store
+        case, n = twice[0]
+        raise UsageError(f"cases lists {case.label()} {times(n)}: give each case once", fields=("cases",))
     for device in dict.fromkeys(c.device for c in cases):  # a GPU case without a GPU: refused, not crashed rows
         check_device(device, "case.device")
     if executor == "ray":

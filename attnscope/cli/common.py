@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from attnscope.cli import stop
@@ -24,6 +25,27 @@ class Parser(argparse.ArgumentParser):
         from attnscope.report.text.terminal import clean  # the message quotes what was typed
 
         self.exit(EXIT_USAGE, f"{self.prog}: error: {clean(message)} (see {self.prog} --help)\n")
+
+
+def answer_reader(
+    input_fn: Callable[[str], str], print_fn: Callable[[str], None], *, echo: bool | None = None
+) -> Callable[[str], str]:
+    """``input_fn`` that, with ``echo`` (default: stdin is no terminal), prints each answer after its prompt:
+    answers piped in (``printf '3\\ny\\n' | attnscope guess``) are echoed by no terminal, and without the answer and
+    its newline every prompt ran on into the next on one line (``guess`` and ``tour`` ask so).  A name typed is
+    printed as data (control characters removed)."""
+    import sys
+
+    if not (echo if echo is not None else not sys.stdin.isatty()):
+        return input_fn
+    from attnscope.report.text.terminal import clean
+
+    def read(prompt: str) -> str:
+        text = input_fn(prompt)
+        print_fn(clean(text))
+        return text
+
+    return read
 
 
 def console(*, markup: bool = False) -> Any:
@@ -80,7 +102,8 @@ class Progress:
     """The one progress bar (stderr): a spinner, then for a campaign of several jobs the bar, done/total, elapsed
     time and ETA and the counts by status; the job now running.  ``lines``: where stderr is not a terminal (a log
     file, CI), one plain line per finished job instead.  ``quiet``: nothing.  Call it with each event of
-    :func:`attnscope.api.campaign.measure_jobs` (``on_event``)."""
+    :func:`attnscope.api.campaign.measure_jobs` (``on_event``).  It keeps within the terminal's width without
+    cutting a word or a number (:func:`_fitting_progress`)."""
 
     def __init__(self, title: str = "", *, bar: bool = True, lines: bool = True, quiet: bool = False) -> None:
         from rich.progress import (
@@ -91,7 +114,6 @@ class Progress:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
-        from rich.progress import Progress as RichProgress
 
         from attnscope.report.text.terminal import console as terminal_console
 
@@ -102,12 +124,15 @@ class Progress:
         self.counts: dict[str, int] = {}
         columns: list[Any] = [SpinnerColumn()]
         if bar:
-            columns += [BarColumn(bar_width=30), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA")]
+            columns += [BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA")]
             columns += [TimeRemainingColumn(), TextColumn("{task.fields[counts]}", markup=False)]
         else:
             columns.append(TimeElapsedColumn())
         columns.append(TextColumn("{task.description}", markup=False))
-        self.progress = RichProgress(*columns, console=out, transient=not bar, disable=quiet or not out.is_terminal)
+        head = len(columns) - (2 if bar else 1)  # the counts and the job: what moves below the bar where narrow
+        self.progress = _fitting_progress()(
+            *columns, console=out, transient=not bar, disable=quiet or not out.is_terminal, head=head
+        )
         self.task = self.progress.add_task(title, total=None, counts="")
 
     def __enter__(self) -> Progress:
@@ -144,6 +169,70 @@ class Progress:
         if self.plain:
             line = f"[{self.done}/{self.total}] {e.status} {e.label}: {_said(e.row)}"
             print(clean(line), file=sys.stderr, flush=True)
+
+
+BAR_WIDTH = 30  # the bar's cells where the line fits the terminal
+MIN_BAR = 10  # the fewest it is shortened to where it does not
+
+
+@functools.cache
+def _fitting_progress() -> type:
+    """rich's Progress drawn within the terminal's width without cutting a word or a number: where its one line is
+    wider than the terminal, the columns after the first ``head`` (the counts by status, the job) go on a line of
+    their own below, wrapped at spaces, and the bar is shortened (to MIN_BAR cells at least) to leave the rest of
+    the first line whole.  (rich alone shrank every column of a line too wide, to ``8…`` and ``0:…``, and cut the
+    job's name.)  A class made on first use: rich is imported only by commands that draw."""
+    from rich.measure import Measurement
+    from rich.padding import Padding
+    from rich.progress import BarColumn
+    from rich.progress import Progress as RichProgress
+    from rich.table import Table
+    from rich.text import Text
+
+    class FittingProgress(RichProgress):
+        def __init__(self, *columns: Any, head: int, **kwargs: Any) -> None:
+            self.head = head
+            super().__init__(*columns, **kwargs)
+
+        def _width(self, table: Any) -> int:
+            wide = self.console.options.update_width(1 << 16)
+            return int(Measurement.get(self.console, wide, table).maximum)
+
+        def _row(self, columns: Sequence[Any], task: Any) -> Any:
+            row = Table.grid(*(c.get_table_column().copy() for c in columns), padding=(0, 1))
+            row.add_row(*(c(task) for c in columns))
+            return row
+
+        def get_renderables(self) -> Any:
+            table = self.make_tasks_table(self.tasks)
+            if "live" not in self.__dict__:  # rich's first drawing, from within its constructor: no task yet
+                yield table
+                return
+            width = self.console.width
+            if self._width(table) <= width:
+                yield table
+                return
+            columns: list[Any] = list(self.columns)  # every one a ProgressColumn (Progress above makes them)
+            head, tail = columns[: self.head], columns[self.head :]
+            bars = [c for c in head if isinstance(c, BarColumn) and c.bar_width]
+            for task in (t for t in self.tasks if t.visible):
+                row = self._row(head, task)
+                over = self._width(row) - width
+                if over > 0 and bars:  # the bar shortened for this drawing only: a wider terminal gets it whole
+                    full = [b.bar_width for b in bars]
+                    for b, n in zip(bars, full, strict=True):
+                        b.bar_width = max(MIN_BAR, (n or 0) - over)
+                    try:
+                        row = self._row(head, task)
+                    finally:
+                        for b, n in zip(bars, full, strict=True):
+                            b.bar_width = n
+                yield row
+                words = [t for t in (c(task) for c in tail) if isinstance(t, Text) and t.plain.strip()]
+                if words:
+                    yield Padding(Text("  ").join(words), (0, 0, 0, 2))
+
+    return FittingProgress
 
 
 def _said(row: dict[str, Any]) -> str:

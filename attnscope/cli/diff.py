@@ -7,7 +7,7 @@ from typing import Any
 
 from attnscope.cli import common
 from attnscope.cli.common import EXIT_FAIL, EXIT_OK, say_unwritten, write_outputs
-from attnscope.cli.flags import check_output_file, finite_float
+from attnscope.cli.flags import check_output_file, comma_items, finite_float, listed_once
 from attnscope.core.arguments import UsageError
 from attnscope.core.files import check_outputs
 
@@ -23,6 +23,7 @@ def add_parser(sub: Any, text: str) -> None:
     )
     d.add_argument(
         "--metrics",
+        type=listed_once("--metrics", comma_items),
         default="gpu,cpu",
         help="times the threshold applies to: gpu, cpu (default gpu,cpu; a model's step time always)",
     )
@@ -33,7 +34,7 @@ def add_parser(sub: Any, text: str) -> None:
 def cmd_diff(args: argparse.Namespace) -> int:
     from attnscope.api import diff_files
 
-    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    metrics = tuple(comma_items(args.metrics))
     if not metrics or any(m not in ("gpu", "cpu") for m in metrics):
         raise UsageError(f"--metrics takes gpu, cpu or gpu,cpu; got {args.metrics!r}")
     check_output_file(args.json, "--json")

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from attnscope.core.arguments import UsageError, read_number, read_seconds, read_whole
+from attnscope.core.arguments import UsageError, read_number, read_seconds, read_whole, repeats, times
 from attnscope.core.files import check_outputs
 
 T = TypeVar("T")
@@ -58,12 +58,49 @@ def timeout_seconds(s: str) -> float:
     return seconds("timeout")(s)
 
 
+def _typed(v: Any) -> str:
+    """A value of a list as the user types it: 0 for none (a soft-cap, a page size), yes/no, numbers plainly."""
+    if v is None:
+        return "0"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def listed_once(flag: str, read: Callable[[str], list[Any]]) -> Callable[[str], str]:
+    """An argparse ``type=`` for a comma-list flag whose values are each measured once (a sweep's axis, model's
+    --batch, --seq, --impl, …): a value listed twice, as typed or once through a range or an alias (``64..256+64,128``,
+    ``bf16,bfloat16``), is refused in one line naming the flag and the value (``argument --seq: 64 is listed twice in
+    '64,64'``), before any work.  The text is kept as given; one that ``read`` refuses is left to the check that reads
+    it, whose words name the value."""
+
+    def parse(text: str) -> str:
+        try:
+            values = read(text)
+        except UsageError:
+            return text
+        twice = repeats(values)
+        if twice:
+            v, n = twice[0]
+            raise argparse.ArgumentTypeError(f"{_typed(v)} is listed {times(n)} in {text!r}: give each value once")
+        return text
+
+    parse.__name__ = flag.removeprefix("--").replace("-", "_")
+    return parse
+
+
+def comma_items(text: str) -> list[str]:
+    """A comma list's items, stripped (empty ones dropped: the command's own check says what an empty list is)."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def add_flags(group: Any, command: str, names: Iterable[str] | None = None) -> None:
     """The case's fields' flags of ``command`` (``run`` or ``sweep``) on an argparse parser or group (only those of
     ``names`` if given), from the table of fields (:data:`attnscope.core.case.FIELDS`): a flag with a reader gets it
     as its argparse type.
 
-    ``run`` gives the device first (the other fields' defaults depend on it); ``sweep`` the axes in table order.
+    ``run`` gives the device first (the other fields' defaults depend on it); ``sweep`` the axes in table order,
+    each refusing a value listed twice (:func:`listed_once`).
     """
     from attnscope.core.case import FIELDS
 
@@ -81,6 +118,8 @@ def add_flags(group: Any, command: str, names: Iterable[str] | None = None) -> N
             options = dict(flag.options)
             if flag.read is not None:
                 options["type"] = argparse_type(flag.read, flag.name.removeprefix("--").replace("-", "_"))
+            elif command != "run" and f.axis is not None and flag.name == f.flag:  # a sweep's axis
+                options["type"] = listed_once(flag.name, f.axis)
             target.add_argument(flag.name, help=flag.help, **options)
 
 

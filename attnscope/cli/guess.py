@@ -114,7 +114,9 @@ def cmd_guess(args: Any) -> int:
     from attnscope.report.text.terminal import clean
 
     print(clean(f"attnscope guess — {case.label()} — variants: {', '.join(chosen)}"))
-    preds = ask(questions(case, chosen), input, print)
+    from attnscope.cli.common import answer_reader
+
+    preds = ask(questions(case, chosen), answer_reader(input, print), print)  # piped answers: each after its prompt
     if not preds:
         print("No predictions given: running without verdicts.")
     elif args.save:

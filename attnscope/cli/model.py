@@ -4,13 +4,15 @@ call (the grid through the one campaign loop), the printed report and the files.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from attnscope.api.modeling import DTYPES, IMPLS, MODES
 from attnscope.cli.common import add_assets_arg
-from attnscope.cli.flags import check_html, positive_int, seconds, timeout_seconds
+from attnscope.cli.flags import check_html, comma_items, listed_once, positive_int, seconds, timeout_seconds
 from attnscope.core.arguments import MAX_DIM, MAX_LAYERS, check_timeout
+from attnscope.core.case_text import parse_int_axis
 
 __all__ = ["add_parser", "cmd_model", "prepare"]
 
@@ -30,12 +32,26 @@ def add_parser(sub: Any, help_text: str) -> None:
         help="a preset (tiny, llama-3-8b, mistral-7b, qwen2-7b, gemma-2-9b, gpt2, bert-base), a config.json path, "
         "or a transformers model type (default: tiny)",
     )
-    m.add_argument("--impl", help=f"comma list of {', '.join(IMPLS)} (default: every one that can run here)")
-    m.add_argument("--mode", default="prefill,decode,train", help="comma list of prefill, decode, train (default: all)")
+    m.add_argument(
+        "--impl",
+        type=listed_once("--impl", comma_items),
+        help=f"comma list of {', '.join(IMPLS)} (default: every one that can run here)",
+    )
+    m.add_argument(
+        "--mode",
+        type=listed_once("--mode", comma_items),
+        default="prefill,decode,train",
+        help="comma list of prefill, decode, train (default: all)",
+    )
     m.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
-    m.add_argument("--batch", help="batch size, or a grid: 1,4 or 1..8x2 (default 1 on CPU, 2 on CUDA)")
+    m.add_argument(
+        "--batch",
+        type=listed_once("--batch", partial(parse_int_axis, "batch", limit=MAX_DIM["batch"])),
+        help="batch size, or a grid: 1,4 or 1..8x2 (default 1 on CPU, 2 on CUDA)",
+    )
     m.add_argument(
         "--seq",
+        type=listed_once("--seq", partial(parse_int_axis, "seq", limit=MAX_DIM["seq"])),
         help="tokens per sequence (decode: the KV cache length), or a grid: 512,1024 or 512..4096x2 "
         "(default 128 CPU, 2048 CUDA)",
     )
@@ -52,6 +68,7 @@ def add_parser(sub: Any, help_text: str) -> None:
     )
     m.add_argument(
         "--replay",
+        type=listed_once("--replay", comma_items),
         help="with --steps: comma list of eager, graph (a CUDA graph captured once, replayed each step; CUDA only) "
         "(default: eager,graph on CUDA, eager on a CPU)",
     )
@@ -90,13 +107,10 @@ def add_parser(sub: Any, help_text: str) -> None:
 def _split(arg: str | None, allowed: tuple[str, ...], what: str) -> list[str] | None:
     if arg is None:
         return None
-    items = [x.strip() for x in arg.split(",") if x.strip()]
+    items = comma_items(arg)  # each listed once: the flag's type refused a repeat (listed_once)
     bad = [x for x in items if x not in allowed]
     if bad or not items:
         raise ValueError(f"--{what}: unknown {', '.join(bad) or '(empty)'}; choose from {', '.join(allowed)}")
-    twice = [x for x in dict.fromkeys(items) if items.count(x) > 1]
-    if twice:
-        raise ValueError(f"--{what}: {', '.join(twice)} given more than once")
     return items
 
 
@@ -117,7 +131,7 @@ def _replays(args: argparse.Namespace, modes: list[str], device: str) -> list[st
     for r in replays:
         why = graph_refusal(r, device)
         if why:
-            raise ValueError(why)
+            raise ValueError(f"--replay {r}: {why}")
     return replays
 
 
@@ -166,7 +180,6 @@ def _check_size(
 def prepare(args: argparse.Namespace) -> Any:
     """Everything checked before any model is built (bad input is one line and exit 2): the grid to measure."""
     from attnscope.api.modeling import config_of, positions
-    from attnscope.core.case_text import parse_int_axis
 
     impls = _split(args.impl, IMPLS, "impl")
     modes = _split(args.mode, MODES, "mode") or list(MODES)

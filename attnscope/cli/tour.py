@@ -128,13 +128,17 @@ def load_answers(path: str) -> dict[str, str]:
 
 
 def _interactive(console: Any) -> Any:
+    from attnscope.cli.common import answer_reader
     from attnscope.core.answers import AnswerError, read_answer
+
+    # answers piped in: each printed after its prompt (as data: the console reads markup)
+    typed = answer_reader(console.input, lambda text: console.print(text, markup=False, highlight=False))
 
     def ask(step: Any, q: Any, items: tuple[str, ...]) -> tuple[str | None, str]:
         hint = f" [{', '.join(items)}]" if q.answer == "ranking" or q.judge == "winner" else ""
         for _ in range(3):
             try:
-                text = console.input(f"  [bold]?[/bold] {q.prompt}{hint} ")
+                text = typed(f"  [bold]?[/bold] {q.prompt}{hint} ")
             except EOFError:
                 return None, "skipped"
             if not text.strip():

@@ -148,6 +148,30 @@ def check_timeout(executor: str, timeout: float | None) -> None:
         )
 
 
+def repeats(values: Iterable[Any]) -> list[tuple[Any, int]]:
+    """The values listed more than once, each with its count, in the order they first come: ``[64, 128, 64]`` →
+    ``[(64, 2)]``.  A list of an axis, of implementations or modes measures each value once, so a repeat is a typo
+    the caller refuses (the command line by the flag that lists it)."""
+    seen: dict[Any, int] = {}
+    for v in values:
+        seen[v] = seen.get(v, 0) + 1
+    return [(v, n) for v, n in seen.items() if n > 1]
+
+
+def times(n: int) -> str:
+    """How often a value is listed, in words: ``twice``, ``3 times``."""
+    return "twice" if n == 2 else f"{n} times"
+
+
+def check_once(what: str, values: Iterable[Any]) -> None:
+    """A list given to the library (an axis of a grid, the implementations of a model's grid) lists each value once:
+    a one-line ``UsageError`` naming the list (``what``, which the command line says as its flag) otherwise."""
+    twice = repeats(values)
+    if twice:
+        v, n = twice[0]
+        raise UsageError(f"{what} lists {v!r} {times(n)}: give each value once", fields=(what,))
+
+
 def variant_names(text: str) -> list[str]:
     """A comma list of variant names: none empty, none twice (each row keeps its own trace file)."""
     names = [n.strip() for n in text.split(",")]
@@ -155,10 +179,15 @@ def variant_names(text: str) -> list[str]:
         raise UsageError(f"variants {text!r} names no variant; give a comma list or 'all'", fields=("variants",))
     if not all(names):
         raise UsageError(f"variants {text!r} has an empty name between commas", fields=("variants",))
+    check_variants_once(names)
+    return names
+
+
+def check_variants_once(names: list[str]) -> None:
+    """A list of variants names each once (each row keeps its own trace file): given as text or as a Python list."""
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UsageError(f"variants names {', '.join(dupes)} more than once", fields=("variants",))
-    return names
 
 
 def parse_device(text: str, what: str = "device") -> tuple[str, int | None]:

@@ -2,7 +2,9 @@
 
 Each parser raises :class:`~attnscope.core.arguments.UsageError` with one line that names the field (as the library
 calls it: ``mask``, ``head_dim``; the command line says it as its flag) and says what it takes; the table of fields
-(:mod:`attnscope.core.case`) says which parser reads which field.
+(:mod:`attnscope.core.case`) says which parser reads which field.  An axis parser returns the values in the order
+given, a value listed twice kept twice (each in its canonical spelling, so ``bf16,bfloat16`` is ``bf16`` twice): the
+command line refuses it by its flag, the grid (:func:`attnscope.core.cases.grid`) by its axis.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def parse_dtype(s: str) -> str:
 
 def parse_int_axis(name: str, text: str, limit: int | None = None) -> list[int]:
     """'512,1024', '512..16384x2' (×2 each step) or '64..256+64' (+64 each step); each value in
-    [1, limit], duplicates dropped, in the order given."""
+    [1, limit], in the order given (a value listed twice is there twice)."""
     out: list[int] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -76,7 +78,7 @@ def parse_int_axis(name: str, text: str, limit: int | None = None) -> list[int]:
             raise UsageError(
                 f"{name} {text!r}: {v:,} is beyond any case this tool measures (max {limit:,})", fields=(name,)
             )
-    return list(dict.fromkeys(out))
+    return out
 
 
 def parse_choice_axis(name: str, text: str, choices: Iterable[str]) -> list[str]:
@@ -85,13 +87,13 @@ def parse_choice_axis(name: str, text: str, choices: Iterable[str]) -> list[str]
     bad = [p for p in out if p not in allowed]
     if bad:
         raise UsageError(f"{name} {text!r}: use a comma list of {', '.join(allowed)}", fields=(name,))
-    return list(dict.fromkeys(out))
+    return out
 
 
 def parse_dtype_axis(text: str) -> list[str]:
-    """``bf16,fp32``: each spelling of :data:`DTYPE_ALIASES`, kept once in its short name."""
+    """``bf16,fp32``: each spelling of :data:`DTYPE_ALIASES`, in its short name."""
     try:
-        return list(dict.fromkeys(parse_dtype(t.strip()) for t in text.split(",")))
+        return [parse_dtype(t.strip()) for t in text.split(",")]
     except UsageError as e:  # the item's own message ("dtype 'x': …"), then the whole axis
         raise UsageError(f"{e} (in dtype {text!r})", fields=("dtype",)) from None
 
@@ -99,7 +101,7 @@ def parse_dtype_axis(text: str) -> list[str]:
 def parse_mask_axis(text: str) -> list[str]:
     """``none,sliding:256,document:1000,1500,600,996``: a new entry starts at a mask name (before any ':' or
     '@'); a bare number continues the list of the entry before it (document or padding lengths).  Each entry
-    is parsed by :func:`attnscope.core.masks.parse_mask` and kept in its canonical spelling, duplicates once."""
+    is parsed by :func:`attnscope.core.masks.parse_mask` and kept in its canonical spelling."""
     entries: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -128,7 +130,7 @@ def parse_mask_axis(text: str) -> list[str]:
             raise UsageError(
                 f"{err}" + (f" (in mask {text!r})" if e != text.strip() else ""), fields=("mask",)
             ) from None
-    return list(dict.fromkeys(out))
+    return out
 
 
 def parse_softcap_axis(text: str) -> list[float | None]:
@@ -146,7 +148,7 @@ def parse_softcap_axis(text: str) -> list[float | None]:
                 f"softcap {text!r}: each cap is 0 (none) or a positive finite number, got {part!r}", fields=("softcap",)
             )
         out.append(None if v == 0 else v)
-    return list(dict.fromkeys(out))
+    return out
 
 
 def parse_page_axis(text: str) -> list[int | None]:
@@ -158,7 +160,7 @@ def parse_page_axis(text: str) -> list[int | None]:
             out.append(None)
         else:
             out += parse_int_axis("page-size", str(v), limit=1 << 16)
-    return list(dict.fromkeys(out))
+    return out
 
 
 def parse_alibi_axis(text: str) -> list[bool]:
@@ -168,7 +170,7 @@ def parse_alibi_axis(text: str) -> list[bool]:
         if part not in ALIBI:
             raise UsageError(f"alibi {text!r}: use yes, no, both, or a comma list of yes and no", fields=("alibi",))
         out += ALIBI[part]
-    return list(dict.fromkeys(out))
+    return out
 
 
 def parse_causal(text: str) -> list[bool]:

@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from attnscope.core.arguments import MAX_BUDGET_TOKENS, UsageError, check_whole, fields_of
+from attnscope.core.arguments import MAX_BUDGET_TOKENS, UsageError, check_once, check_whole, fields_of
 from attnscope.core.case import AXIS_FIELDS, FIELD, Case, default_fields
 
 MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
@@ -88,7 +88,10 @@ def _point_text(point: dict[str, Any]) -> str:
 
 def grid(axes: Axes, device: str) -> list[Case]:
     """Every combination, in the table's order (the last axis varies fastest); a combination that is not a
-    valid case is an error naming it.  A mask sets causal itself: with masks given, the causal axis is left out."""
+    valid case is an error naming it, and so is an axis that lists a value twice (each point is measured once).  A
+    mask sets causal itself: with masks given, the causal axis is left out."""
+    for f in AXIS_FIELDS:
+        check_once(f.dest, axes.values[f.dest])
     lists = {f.name: list(axes.values[f.dest]) for f in AXIS_FIELDS}
     if axes.budget_tokens is not None:
         check_whole("budget_tokens", axes.budget_tokens, maximum=MAX_BUDGET_TOKENS)

@@ -100,7 +100,7 @@ def parse_kv_lens(text: str, limit: int = 1 << 24) -> KvLens:
 def parse_kv_lens_axis(text: str) -> list[str]:
     """A sweep's ``--kv-lens``: entries start at a distribution name (``uniform:1024..4096,uniform:1024..32768``)
     or at ``list:`` (``list:512,1024,list:2048,4096``); bare numbers continue the list before them, and an axis
-    that starts with a number is one list.  Each entry in its canonical spelling, duplicates once."""
+    that starts with a number is one list.  Each entry in its canonical spelling."""
     entries: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -113,7 +113,7 @@ def parse_kv_lens_axis(text: str) -> list[str]:
             )
         else:
             entries[-1] += "," + part
-    return list(dict.fromkeys(parse_kv_lens(e).canonical for e in entries))
+    return [parse_kv_lens(e).canonical for e in entries]
 
 
 def kv_lens_file_part(canonical: str) -> str:

@@ -246,9 +246,13 @@ def load_source(path: str | Path) -> Source:
 
             check_document(doc, str(p), strict=True)
         elif kind == "model":
-            from attnscope.document.model_rows import model_document_problem
+            from attnscope.document.model_rows import model_document_problem, with_generic_rows
 
+            _check_model_version(doc, str(p))
             problem = model_document_problem(doc)
+            if problem is None:
+                doc = with_generic_rows(doc)  # written before its rows carried their point: read as one written now
+                problem = model_document_problem(doc)
             if problem is not None:
                 raise DocumentError(f"{p}: not a readable model document: {problem}"[:300])
         return Source(kind, doc, p)
@@ -260,6 +264,22 @@ def load_source(path: str | Path) -> Source:
     if rows and all(is_model_row(r) for r in rows):  # `model --out` rows
         return Source("model", model_document(rows), p, notes)
     return Source("sweep", {"rows": rows}, p, notes)
+
+
+def _check_model_version(doc: dict[str, Any], where: str) -> None:
+    """A model document of a version this attnscope reads (:data:`attnscope.document.schema.MODEL_SCHEMA_VERSION`
+    and before), else a DocumentError naming its version and the versions read."""
+    from attnscope.document.schema import MODEL_SCHEMA_VERSION
+
+    v = doc.get("schema_version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise DocumentError(f"{where}: schema_version must be a positive integer, got {v!r}"[:300])
+    if v > MODEL_SCHEMA_VERSION:
+        read = ", ".join(str(n) for n in range(1, MODEL_SCHEMA_VERSION + 1))
+        raise DocumentError(
+            f"{where}: a model document of schema_version {v}, newer than this attnscope reads (model documents "
+            f"of schema_version {read}): a newer attnscope reads it"
+        )
 
 
 def load_document(path: str | Path) -> dict[str, Any]:

@@ -1,9 +1,54 @@
 """The rows of ``attnscope model --out`` (a JSONL store) as a model document, so ``report`` reads them as it
-reads the document ``model --json`` writes.  Pure: no analysis runs here, so recommendations stay empty."""
+reads the document ``model --json`` writes; the fields every attnscope row has, on a model row; a model document
+written before its rows carried them, read as one written now.  Pure: no analysis runs here, so recommendations
+stay empty."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def generic_row(row: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    """The row with the fields every attnscope row has, so a store, ``--resume``, ``diff`` and the one recommender
+    read model rows: ``variant`` (the implementation), ``case`` (``point``: config, layers, batch, seq, dtype,
+    device; and the row's mode), the point's batch and seq, the median and its quartiles (the timed steps)."""
+    t = row.get("step_time") or {}
+    replay = row.get("replay")
+    return {
+        **row,
+        "variant": row["impl"] + ("+graph" if replay == "graph" else ""),  # a graph-replayed row is its own entry
+        "case": {**point, "mode": row["mode"]},
+        "batch": point["batch"],
+        "seq": point["seq"],
+        "median_us": t.get("median_us"),
+        "p25_us": t.get("p25_us"),
+        "p75_us": t.get("p75_us"),
+    }
+
+
+def with_generic_rows(doc: dict[str, Any]) -> dict[str, Any]:
+    """A model document whose rows lack the generic fields (:func:`generic_row`), as ``attnscope model`` wrote it
+    before its --batch/--seq grids (one point, in the document's ``case``; the same schema_version 1): each such row
+    given them from the document's config and case, and the case its one point, as the command writes them now.
+    A document whose rows have them, or whose case names no point, is returned as it is (the checks then say
+    what is off).  Call it on a document :func:`model_document_problem` passed."""
+    rows = doc.get("results") or []
+    old = {i for i, r in enumerate(rows) if "variant" not in r and isinstance(r.get("impl"), str)}
+    case, config = doc.get("case") or {}, doc.get("config") or {}
+    batch, seq = case.get("batch"), case.get("seq")
+    whole = all(isinstance(v, int) and not isinstance(v, bool) for v in (batch, seq))
+    if not old or not whole or any(not isinstance(rows[i].get("mode"), str) for i in old):
+        return doc
+    point = {
+        "config": config.get("name"),
+        "layers": config.get("num_hidden_layers"),
+        "batch": batch,
+        "seq": seq,
+        "dtype": case.get("dtype"),
+        "device": case.get("device"),
+    }
+    results = [generic_row(r, point) if i in old else r for i, r in enumerate(rows)]
+    return {**doc, "case": {**case, "points": case.get("points") or [{"batch": batch, "seq": seq}]}, "results": results}
 
 
 def is_model_row(row: dict[str, Any]) -> bool:

@@ -37,9 +37,10 @@ REPLAYS = ("eager", "graph")
 
 
 def graph_refusal(replay: str, device: str) -> str | None:
-    """Why this replay cannot run on this device (one line), or None."""
+    """Why this replay cannot run on this device (one line, in the library's words: the command line puts its flag,
+    ``--replay graph``, before it), or None."""
     if replay == "graph" and not device.startswith("cuda"):
-        return f"--replay graph: CUDA graphs need a CUDA device; this run is on {device}"
+        return f"CUDA graphs need a CUDA device; this run is on {device}"
     return None
 
 

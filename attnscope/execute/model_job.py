@@ -60,7 +60,7 @@ class ModelJob:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        graph = "+graph" if self.case.replay == "graph" else ""  # as the row's variant (model_runner.generic)
+        graph = "+graph" if self.case.replay == "graph" else ""  # as the row's variant (model_rows.generic_row)
         return job_key(self.variant + graph, self.case.point())
 
     def label(self) -> str:
@@ -72,7 +72,8 @@ class ModelJob:
 
     def failed(self, status: str, reason: str | None) -> ModelResult:
         """The row of a job whose worker could not answer (crashed, timeout) or that did not run."""
-        from attnscope.execute.model_runner import empty_row, generic
+        from attnscope.document.model_rows import generic_row as generic
+        from attnscope.execute.model_runner import empty_row
 
         row = empty_row(self.variant, self.case.mode, status, reason)
         if self.case.replay:
@@ -103,8 +104,9 @@ _model: dict[tuple[str, str, str, str], Any] = {}
 
 def measure(job: ModelJob) -> ModelResult:
     """Build (or reuse) the model, time and profile the step; every failure is a row, never an exception."""
+    from attnscope.document.model_rows import generic_row as generic
     from attnscope.execute import model_bench as bench
-    from attnscope.execute.model_runner import _failure, empty_row, generic
+    from attnscope.execute.model_runner import _failure, empty_row
     from attnscope.workloads.hf.config import ModelSpec, build_config
 
     t0 = time.perf_counter()

@@ -132,21 +132,3 @@ def measure_decode_row(
     if not_kept:
         row["notes"] = [*(row.get("notes") or []), not_kept]
     return row
-
-
-def generic(row: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
-    """The fields every attnscope row has, so a store, ``--resume`` and the one recommender read model rows:
-    ``variant`` (the implementation), ``case`` (config, layers, batch, seq, dtype, device and mode), the
-    median and its quartiles (the timed steps), ``status``."""
-    t = row.get("step_time") or {}
-    replay = row.get("replay")
-    return {
-        **row,
-        "variant": row["impl"] + ("+graph" if replay == "graph" else ""),  # a graph-replayed row is its own entry
-        "case": {**point, "mode": row["mode"]},
-        "batch": point["batch"],
-        "seq": point["seq"],
-        "median_us": t.get("median_us"),
-        "p25_us": t.get("p25_us"),
-        "p75_us": t.get("p75_us"),
-    }

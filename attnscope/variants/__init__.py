@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from attnscope.core.arguments import check_variants_once
 from attnscope.variants import builtin, plugins
 from attnscope.variants.base import Inputs, Prepared, Unsupported, Variant
 from attnscope.variants.external import installed
@@ -118,6 +119,7 @@ def resolve(names: str | list[str] | None, serving: bool | None = None) -> list[
         ]
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
+    check_variants_once(list(names))  # a list from Python too: a variant named twice is refused, not run twice
     if names == ["all"]:
         return list(REGISTRY.values())
     unknown = [n for n in names if n not in REGISTRY]

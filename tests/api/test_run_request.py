@@ -235,7 +235,8 @@ def test_deep_mode_where_nsight_compute_cannot_run_is_a_note_and_the_rows_stay(t
     pytest.importorskip("torch")
     notes: list[str] = []
     doc = run_request(_request(ncu=True, timing_budget_s=0.01), on_note=notes.append)
-    assert len(notes) == 1 and notes[0].startswith("--ncu: ")
+    assert len(notes) == 1 and notes[0].startswith("Nsight Compute: ")  # the library's words: no flag was typed
+    assert "--" not in notes[0]
     assert notes[0].endswith("; the run's results are complete without it")
     assert [(r["status"], r["ncu"]["status"]) for r in doc["results"]] == [("ok", "unavailable")]
 

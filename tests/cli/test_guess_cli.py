@@ -140,3 +140,39 @@ def test_guess_interactive_through_a_pty(tmp_path):
     assert "naive hidden_copy: predicted no, measured yes" in out
     assert "sdpa_default backend: predicted math, measured flash" in out
     assert 'backend = "math"' in saved.read_text()
+
+
+def test_guess_with_piped_answers_shows_each_answer_after_its_prompt(tmp_path):
+    """Answers piped in (stdin no terminal): nothing echoes them, so the command prints each answer and its newline
+    after the prompt; read line by line, the transcript is one prompt and its answer per line, as typed in a terminal.
+    fp32 on a CPU with naive and sdpa_math: four questions (no upcast question for fp32, no backend question without
+    sdpa_default).  'lots' is no count: asked again; at the fourth prompt the input ends (no answer, a newline)."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "attnscope.cli.main", "guess", *SMALL, "--dtype", "fp32"]
+    env = {**os.environ, "KINETO_LOG_LEVEL": "6", "COLUMNS": "200"}
+    p = subprocess.run(
+        [*argv, "--variants", "naive,sdpa_math"], input="5\nno\nlots\n5\n", capture_output=True, text=True,
+        env=env, timeout=180, check=False,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    naive_ops = "  How many leaf compute ops will naive launch per call? (n or lo-hi) "
+    math_ops = "  How many leaf compute ops will sdpa_math launch per call? (n or lo-hi) "
+    assert lines[1].startswith("Guess first:")
+    assert lines[2] == naive_ops + "5"
+    assert lines[3] == "  Will naive copy a full tensor behind your back? (y/n) no"
+    assert lines[4] == math_ops + "lots"
+    assert lines[5].startswith("    could not read 'lots': ")
+    assert lines[6] == math_ops + "5"
+    assert lines[7] == "  sdpa_math is slower than naive by at least what ratio? (e.g. 1.5) "  # the input ended here
+    assert lines[8] == "Now measuring…"
+
+
+def test_answers_typed_at_a_terminal_are_not_echoed_twice():
+    from attnscope.cli.common import answer_reader
+
+    said: list[str] = []
+    assert answer_reader(input, said.append, echo=False) is input  # the terminal echoes what is typed
+    reader = answer_reader(lambda prompt: "3\x1b[31m", said.append, echo=True)
+    assert reader("? ") == "3\x1b[31m" and said == ["3[31m"]  # the answer kept as read, shown as data

@@ -154,5 +154,5 @@ def test_rows_after_the_time_limit_are_skipped_rows_that_say_so(tmp_path: Path):
     rows, d = _rows(out)
     assert rows["eager", "prefill"]["status"] == "ok" and rows["eager", "prefill"]["warmup_s"] > 0
     late = rows["sdpa", "prefill"]
-    assert late["status"] == "skipped" and "--time-limit of 0.001 s" in late["reason"]
+    assert late["status"] == "skipped" and "the time limit of 0.001 s" in late["reason"]
     assert d["recommendations"]["prefill"]["best"] == "eager"

@@ -20,7 +20,7 @@ def _usage(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 
 def test_impl_given_twice_refused(capsys):
-    assert "eager given more than once" in _usage(capsys, ["--impl", "eager,eager"])
+    assert "argument --impl: eager is listed twice in 'eager,eager'" in _usage(capsys, ["--impl", "eager,eager"])
 
 
 @pytest.mark.parametrize("flag", ["--json", "--html", "--out"])

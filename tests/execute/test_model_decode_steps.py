@@ -31,7 +31,15 @@ def _usage(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 def test_graph_replay_on_a_cpu_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     err = _usage(capsys, ["--device", "cpu", "--mode", "decode", "--steps", "2", "--replay", "graph"])
-    assert "CUDA graphs need a CUDA device" in err and "cpu" in err
+    assert err == "attnscope: error: --replay graph: CUDA graphs need a CUDA device; this run is on cpu"
+
+
+def test_the_graph_refusal_is_in_the_librarys_words():
+    """The library names no flag (its callers pass replays=["graph"]); the command line puts --replay before it."""
+    from attnscope.api.modeling import graph_refusal
+
+    assert graph_refusal("graph", "cpu") == "CUDA graphs need a CUDA device; this run is on cpu"
+    assert graph_refusal("graph", "cuda:0") is None and graph_refusal("eager", "cpu") is None
 
 
 def test_steps_need_decode_and_replay_needs_steps(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("torch")
 
 from attnscope.core.types import Timing
+from attnscope.document.model_rows import generic_row
 from attnscope.execute import model_bench, model_runner
 from attnscope.execute.model_bench import BenchOptions, Skip
 
@@ -281,15 +282,15 @@ def test_an_empty_row_has_every_field_and_no_numbers():
 def test_generic_fields_of_a_row():
     point = {"config": "tiny", "layers": 1, "batch": 2, "seq": 16, "dtype": "bf16", "device": "cuda"}
     row = {**model_runner.empty_row("sdpa", "decode", "ok", None), "step_time": GPU_ROW, "replay": "graph"}
-    g = model_runner.generic(row, point)
+    g = generic_row(row, point)
     assert g["variant"] == "sdpa+graph"  # a graph-replayed row is its own entry
     assert g["case"] == {**point, "mode": "decode"}
     assert g["batch"] == 2 and g["seq"] == 16
     assert (g["median_us"], g["p25_us"], g["p75_us"]) == (1000.457, 990.123, 1120.988)
     assert g["impl"] == "sdpa" and g["replay"] == "graph" and g["status"] == "ok"
-    eager = model_runner.generic({**row, "replay": "eager"}, point)
+    eager = generic_row({**row, "replay": "eager"}, point)
     assert eager["variant"] == "sdpa"
-    failed = model_runner.generic(model_runner.empty_row("eager", "train", "oom", "OutOfMemoryError: x"), point)
+    failed = generic_row(model_runner.empty_row("eager", "train", "oom", "OutOfMemoryError: x"), point)
     assert failed["variant"] == "eager" and failed["case"]["mode"] == "train"
     assert failed["median_us"] is None and failed["p25_us"] is None and failed["p75_us"] is None
 

@@ -25,7 +25,7 @@ def test_mask_axis_document_lengths_keep_their_commas():
         "causal_lower_right",
         "padding:3,4",
     ]
-    assert parse_mask_axis("causal,causal") == ["causal"]  # a value given twice is measured once
+    assert parse_mask_axis("causal,causal") == ["causal", "causal"]  # read as typed: the grid refuses the repeat
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_mask_axis_refuses_nonsense(text, words):
 
 
 def test_softcap_and_alibi_axes():
-    assert parse_softcap_axis("0,30,30,12.5") == [None, 30.0, 12.5]
+    assert parse_softcap_axis("0,30,30,12.5") == [None, 30.0, 30.0, 12.5]  # as typed: the grid refuses 30 twice
     for bad in ("-1", "x", "inf", ""):
         with pytest.raises(ValueError, match=r"^softcap "):  # the field: the command line says --softcap
             parse_softcap_axis(bad)

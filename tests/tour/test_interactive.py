@@ -101,3 +101,19 @@ def test_ctrl_c_saves_and_resume_finishes(tmp_path: Path, stop_after: str) -> No
     assert p.stdout.count("measuring takes about") == 9 - len(done)
     again = run_tour("--auto", "--out", "t.json", cwd=tmp_path)
     assert again.returncode == 2 and "--resume" in again.stderr
+
+
+def test_piped_answers_show_each_answer_after_its_prompt(tmp_path: Path) -> None:
+    """Answers piped in (stdin no terminal, nothing echoes them): each question's line is its prompt then the answer
+    read, one question a line, in the order asked; the empty answer leaves the prompt alone on its line."""
+    import subprocess
+
+    piped = "".join(f"{answer}\n" for _, answer in SCRIPT)
+    argv = [sys.executable, "-m", "attnscope.cli.main", "tour", "--device", "cpu", "--out", "t.json"]
+    p = subprocess.run(argv, cwd=tmp_path, env=tour_env(), input=piped, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr + p.stdout
+    asked = [line for line in p.stdout.splitlines() if line.startswith("  ? ")]
+    assert len(asked) == len(SCRIPT)
+    for line, (fragment, answer) in zip(asked, SCRIPT, strict=True):
+        assert line.count("  ? ") == 1 and fragment in line, line  # one prompt a line
+        assert line.rstrip().endswith(f" {answer}") if answer else line.rstrip().endswith("?"), line

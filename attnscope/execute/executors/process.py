@@ -200,7 +200,8 @@ class ProcessExecutor:
                 yield r
             elif self.timeout_s is not None and w.since is not None and time.monotonic() - w.since > self.timeout_s:
                 w.stop()
-                yield job.failed("timeout", f"no result after --timeout {self.timeout_s:g} s: the worker was stopped")
+                why = f"no result within the timeout of {self.timeout_s:g} s: the worker was stopped"
+                yield job.failed("timeout", why)
 
     def close(self) -> None:
         for w in self._pool:

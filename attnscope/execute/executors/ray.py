@@ -221,7 +221,7 @@ class RayExecutor:
                         "(does the cluster have a free GPU or CPU for it?)"
                     )
             elif now - t > self.timeout_s:
-                why = f"no result after --timeout {self.timeout_s:g} s: the Ray actor was stopped"
+                why = f"no result within the timeout of {self.timeout_s:g} s: the Ray actor was stopped"
             if why:
                 running.pop(ref)
                 with contextlib.suppress(Exception):
