@@ -16,7 +16,8 @@ _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 
 
 def expand(paths: list[str]) -> list[Path]:
-    """Files as given; a directory becomes its ``.json``/``.json.gz`` files, sorted."""
+    """Files as given; a directory becomes its ``.json``/``.json.gz`` files, sorted.  A file reached twice (named
+    twice, by a link, or named and inside a directory given) is refused: each trace is one rank, read once."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -26,6 +27,12 @@ def expand(paths: list[str]) -> list[Path]:
             out += found
         else:
             out.append(p)
+    seen: dict[str, Path] = {}
+    for p in out:
+        first = seen.setdefault(os.path.realpath(p), p)
+        if first is not p:
+            same = "given twice" if str(first) == str(p) else f"the same file as {first}"
+            raise TraceError(f"{p}: {same}: each trace is one rank, read once")
     return out
 
 

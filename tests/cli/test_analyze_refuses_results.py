@@ -54,3 +54,24 @@ def test_a_missing_file_among_traces_is_refused_before_any_is_read(capsys: pytes
     out = capsys.readouterr()
     assert out.out == ""  # no table: nothing was read
     assert out.err == f"attnscope: error: {missing}: no such file\n"
+
+
+def test_a_trace_reached_twice_is_refused_before_any_is_read(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`analyze X X` read one trace as two ranks (its kernels counted twice overall); so did a directory and a link
+    into it."""
+    trace = DATA / "hta" / "trace_filter_sampled_rank-0.json.gz"
+    assert main(["analyze", str(trace), str(trace)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == f"attnscope: error: {trace}: given twice: each trace is one rank, read once\n"
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    (ranks / trace.name).write_bytes(trace.read_bytes())
+    link = tmp_path / "link.json.gz"
+    link.symlink_to(ranks / trace.name)
+    assert main(["analyze", str(ranks), str(link)]) == 2
+    err = capsys.readouterr().err
+    same = f"the same file as {ranks / trace.name}"
+    assert err == f"attnscope: error: {link}: {same}: each trace is one rank, read once\n"
+    # two different files with equal contents are two ranks: not refused
+    (ranks / "rank-1.json.gz").write_bytes(trace.read_bytes())
+    assert main(["analyze", str(ranks)]) == 0
