@@ -66,7 +66,7 @@ RULES: tuple[Rule, ...] = (
     Rule("mask_rebuilt", "row", mask_rebuilt),
     Rule("safe_softmax", "row", safe_softmax),
     Rule("score_matrix", "row", score_matrix),
-    Rule("low_occupancy", "row", low_occupancy),
+    Rule("low_occupancy", "case", low_occupancy),
     Rule("cpu_bound", "row", cpu_bound),
     Rule("opaque_library", "row", opaque_library),
     Rule("traffic_over_model", "row", traffic_over_model),
