@@ -292,13 +292,16 @@ NVJET = "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN"
 CAST = "void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda>"
 SOFTMAX = "void at::native::cunn_SoftMaxForward<8, float, float, float, at::native::SoftMaxForwardEpilogue>"
 
+# a row alone, of no known case: naive_inplace was not measured beside it, so in place is not claimed faster
 MASKED_FILL_GPU = (
-    "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
-    "(flash, cuDNN, efficient) that never materialises them"
+    "use a fused SDPA backend (flash, cuDNN, efficient) that never materialises them, or the in-place "
+    "masked_fill_ on the scores; whether in place is faster is not measured here: attnscope run --variants "
+    "naive,naive_inplace with the case's shape flags measures it"
 )
 MASKED_FILL_CPU = (
-    "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend (flash) that never "
-    "materialises them"
+    "use a fused SDPA backend (flash) that never materialises them, or the in-place masked_fill_ on the scores; "
+    "whether in place is faster is not measured here: attnscope run --variants naive,naive_inplace with the "
+    "case's shape flags measures it"
 )
 # a repeat_interleave in this code (no place recorded): the broadcast advice of analysis/copy_context.py; a copy
 # of no recorded kind comes from a document older than the copy's kind and place, and says so
@@ -520,6 +523,7 @@ def test_copy_of_exactly_one_mib_is_a_warning_in_mib_with_its_gpu_share():
                 "device_event": DTOD,
                 "copy_us": 10.0,
                 "gpu_share_pct": 2.5,
+                "naive_inplace_measured": {"verdict": "not_measured", "command": None},
             },
             kernels=(DTOD,),
             ops=("aten::masked_fill", "aten::copy_"),
