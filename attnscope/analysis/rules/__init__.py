@@ -61,7 +61,7 @@ RULES: tuple[Rule, ...] = (
     Rule("numerics_off", "row", numerics_off),
     Rule("rate_above_peak", "row", rate_above_peak),
     Rule("hidden_copy", "case", hidden_copy),
-    Rule("fp32_upcast", "row", fp32_upcast),
+    Rule("fp32_upcast", "case", fp32_upcast),
     Rule("no_tensor_cores", "row", no_tensor_cores),
     Rule("mask_rebuilt", "row", mask_rebuilt),
     Rule("safe_softmax", "row", safe_softmax),

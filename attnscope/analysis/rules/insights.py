@@ -164,11 +164,12 @@ def _copy_advice(
     kind: str | None = None,
     inside: str | None = None,
     inplace: dict[str, Any] | None = None,
+    peers: list[dict[str, Any]] | None = None,
 ) -> str:
     """The advice for one group of copies; ``inplace``: what the case measured of naive_inplace against this row
     (:func:`_inplace_measured`; None: nothing was looked at, as for a row alone), which decides whether the
     in-place fill is advised and on what evidence."""
-    ctx = copy_advice(kind, inside, r)  # where the copy happened decides first (analysis/copy_context.py)
+    ctx = copy_advice(kind, inside, r, peers)  # where the copy happened decides first (analysis/copy_context.py)
     if ctx is not None:
         return ctx
     if op.startswith("aten::masked_fill"):
@@ -177,7 +178,7 @@ def _copy_advice(
             return f"use {fused}"
         return _inplace_advice(r, fused, inplace if inplace is not None else _inplace_measured(r, ALONE))
     if "repeat_interleave" in op:  # a repeat in this code, whatever kind the copy was read as
-        advice = str(copy_advice("broadcast", None, r))
+        advice = str(copy_advice("broadcast", None, r, peers))
         if kind is None:  # a document written before copies carried their kind and place
             advice += (
                 "; this document does not say where the repeat happened (it predates that field): "
@@ -261,7 +262,7 @@ def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
         if op.startswith("aten::masked_fill") and copy_advice(kind, inside, r) is None:
             inplace = _inplace_measured(r, peers)
             ev["naive_inplace_measured"] = inplace
-        advice = _copy_advice(op, r, kind, inside, inplace)
+        advice = _copy_advice(op, r, kind, inside, inplace, peers.results)
         readers = _in_place_readers(r, peers) if kind == "gather" and inside is None else None
         if readers is not None:
             ev["in_place_readers_measured"] = readers
@@ -348,7 +349,8 @@ def _cuda_core_advice(dts: list[str], names: tuple[str, ...] = ()) -> str:
     )
 
 
-def fp32_upcast(r: dict[str, Any]) -> Out:
+def fp32_upcast(r: dict[str, Any], peers: Peers = ALONE) -> Out:
+    """fp32 upcasts and where they happened; ``peers``: the row's case, whose rows of an alternative are cited."""
     ups = r.get("upcasts") or []
     if not ups:
         return []
@@ -369,7 +371,7 @@ def fp32_upcast(r: dict[str, Any]) -> Out:
         msg += f"; {gpu_text}"
     math = any("math" in o for o in ops)
     stays = "stays in 16-bit on tensor cores" if on_gpu(r) else f"stays in {src}"
-    advice = upcast_advice([u.get("inside") for u in ups], r) or (
+    advice = upcast_advice([u.get("inside") for u in ups], r, peers.results) or (
         "the math backend upcasts to fp32 by design (it is the reference implementation): use a fused "
         f"backend ({fused_names(r)}) that {stays}"
         if math

@@ -308,7 +308,7 @@ MASKED_FILL_CPU = (
 REPEAT_IN_CODE = (
     "GQA: pass enable_gqa=True to SDPA instead of materialising K and V once per query head "
     "(repeat_interleave, expand+reshape); flash and cuDNN then run without any copy "
-    "(seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json)"
+    "(seen on an H200: docs/results/h200.md, GQA)"
 )
 REPEAT = (
     REPEAT_IN_CODE + "; this document does not say where the repeat happened (it predates that field): "
@@ -746,7 +746,8 @@ def test_copy_whose_place_is_its_own_op_does_not_repeat_it():
     )
     assert i.advice == (
         "this is internal to SDPA's math backend (aten::_scaled_dot_product_attention_math), not a call in this "
-        "code; a fused backend (flash, cuDNN, efficient) runs without it (tests/data/h200/sdpa_*.json)"
+        "code; a fused backend (flash, cuDNN, efficient) runs without it (one kernel, no copy, seen on an H200: "
+        "docs/fingerprint.md, 'Copies seen avoided')"
     )
 
 
@@ -1063,8 +1064,8 @@ def test_flex_eager_upcast_takes_the_flex_advice():
     (i,) = fp32_upcast(_gpu("flex", upcasts=[_up(flex, "c10::BFloat16", MIB_s, flex)]))
     assert i.advice == (
         "this is internal to flex_attention's eager (unfused) path, which computes in fp32; "
-        "torch.compile(flex_attention) stays in 16-bit in one kernel (tests/data/h200/flex_compiled.json: one kernel, "
-        "no copy)"
+        "torch.compile(flex_attention) stays in 16-bit (one kernel, no upcast; seen on an H200: docs/fingerprint.md, "
+        "'Copies seen avoided')"
     )
     assert i.evidence["inside"] == [flex]
 
