@@ -127,6 +127,7 @@ ADDED = {
     "peak_basis",  # which ceiling a row's %peak is of (the roofline's bound)
     "steps",  # a trace summary's steps, read from step ranges (ProfilerStep#N in HTA's traces)
     "cuda_graphs",  # a trace summary's CUDA graph replays
+    "cpu_collectives",  # a trace summary's host collectives (gloo), and their time in flight in the per-rank rows
 }
 
 
