@@ -147,3 +147,33 @@ def test_a_trace_of_many_calls_has_no_call_roofline() -> None:
     assert many is None
     one = row_roofline({**row, "attention_calls": [{"direction": "forward"}]})
     assert one is not None and one["bytes"] > 0  # one traced call keeps its roofline
+
+
+def _two_kernel_row(mode: str) -> dict[str, Any]:
+    """A fwd_bwd call: a forward kernel of 30 µs and a backward of 70 µs (100 µs in all) on an H200."""
+    case = {"batch": 4, "heads": 16, "seq_q": 2048, "head_dim": 64, "dtype": "bf16", "device": "cuda", "mode": mode}
+    ks = [
+        {"name": "flash_fwd_kernel", "category": "attention", "duration_us": 30.0, "grid": [16, 64, 1]},
+        {"name": "flash_bwd_dq_dk_dv_loop_kernel", "category": "attention", "duration_us": 70.0, "grid": [16, 64, 1]},
+    ]
+    return {"variant": "sdpa_flash", "case": case, "device_kind": "gpu", "device_name": "NVIDIA H200",
+            "gpu_time_us": 100.0, "flops": 10**11, "kernels": ks}  # fmt: skip
+
+
+def test_kernels_that_share_a_calls_work_get_no_roofline_of_their_own() -> None:
+    """The call's 1e11 FLOP on the forward kernel's 30 µs alone would read 3,333 TFLOP/s, 337% of the H200's 989.4:
+    a forward and a backward kernel share the work and no model splits it, so only the call's roofline is given
+    (1e11 FLOP in 100 µs = 1,000 TFLOP/s, the row's own)."""
+    rf = row_roofline(_two_kernel_row("fwd_bwd"))
+    assert rf is not None
+    assert rf["kernels"] == [] and rf["kernels_why"].startswith("2 matrix kernels share the call's work")
+    assert rf["tflops"] == pytest.approx(1000.0)
+
+
+def test_one_matrix_kernel_carries_the_calls_work_on_its_own_time() -> None:
+    row = _two_kernel_row("fwd")
+    row["kernels"] = row["kernels"][:1]  # the forward kernel alone: 1e11 FLOP in 30 µs = 3,333.3 TFLOP/s
+    rf = row_roofline(row)
+    assert rf is not None and "kernels_why" not in rf
+    (k,) = rf["kernels"]
+    assert k["name"] == "flash_fwd_kernel" and k["tflops"] == pytest.approx(1e11 / 30e-6 / 1e12)
