@@ -23,6 +23,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.attribution import OpTree
 from attnscope.analysis.fingerprint.kernels import attention_op_family
+from attnscope.core.case import run_flags
 
 BROADCAST_OPS = frozenset({"aten::repeat_interleave", "aten::repeat"})
 _AUTOGRAD = re.compile(r"Backward\d*$|^torch::autograd::AccumulateGrad$")
@@ -223,8 +224,14 @@ def _compiled_flex_seen(r: dict[str, Any], peers: list[dict[str, Any]] | None, w
     """Where compiled flex was seen without the copy or upcast: this case's own flex_compiled row where it ran
     here, else the H200's (one kernel, also with GQA), said against where ``r`` ran."""
     here = measured_without(peers, r, "flex_compiled", what)
+    if here:
+        return here
     also = ", also with GQA" if what == "copy" else ""
-    return here or f"one kernel, no {what}{also}; {seen_on_h200(r, SEEN_PAGE)}"
+    seen = seen_on_h200(r, SEEN_PAGE)
+    case = r.get("case")
+    if "not on this" in seen and isinstance(case, dict) and r.get("source") == "run":
+        seen += f"; attnscope run --variants flex_compiled {run_flags(case)} measures it here"
+    return f"one kernel, no {what}{also}; {seen}"
 
 
 def upcast_advice(

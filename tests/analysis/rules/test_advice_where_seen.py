@@ -70,6 +70,10 @@ def test_a_cpu_run_without_compiled_flex_says_the_fact_is_the_h200s() -> None:
         for text in (copy, upcast):
             assert "seen on an H200 GPU, not on this CPU: docs/fingerprint.md, 'Copies seen avoided'" in text
             assert "tests/" not in text and "ran this case here" not in text
+            assert text.endswith(
+                "; attnscope run --variants flex_compiled --batch 1 --heads 4 --seq 256 --head-dim 64 --dtype bf16 "
+                "--causal --device cpu measures it here)"
+            )
 
 
 def test_another_gpu_is_told_the_fact_is_the_h200s() -> None:
