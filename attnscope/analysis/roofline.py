@@ -199,7 +199,8 @@ def row_roofline(
     us = r.get("gpu_time_us")
     if not isinstance(case, dict) or not us or r.get("device_kind") not in (None, "gpu"):
         return None
-    if r.get("source") == "trace" and len(r.get("attention_calls") or []) > 1:
+    calls = r.get("attention_calls") or []
+    if r.get("source") == "trace" and len(calls) > 1 and not _forward_and_its_backward(calls, case):
         # a trace of many calls (a training or decode loop): its GPU time is every kernel's, its FLOPs every
         # call's, and the bytes model is one call's, so no call's roofline can be read from them (the Llama
         # step read 229,488 FLOP/B at 0.0001 TB/s); the per-call rate is the row's TFLOP/s over attention time
@@ -265,6 +266,12 @@ def row_roofline(
     out["bytes_ratio"] = round(measured / model_bytes, 4) if measured and model_bytes > 0 else None
     out["bytes_per_kernel"] = per_kernel
     return out
+
+
+def _forward_and_its_backward(calls: list[dict[str, Any]], case: dict[str, Any]) -> bool:
+    """A trace of one training call: one forward and one backward of the case's shape (the case is fwd_bwd), whose
+    FLOPs, bytes model and GPU time are one fwd_bwd call's, as a run's with --mode fwd_bwd."""
+    return case.get("mode") == "fwd_bwd" and sorted(c.get("direction") for c in calls) == ["backward", "forward"]
 
 
 def measured_bytes(r: dict[str, Any]) -> tuple[int | None, list[dict[str, Any]], str | None]:

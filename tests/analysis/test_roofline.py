@@ -177,3 +177,27 @@ def test_one_matrix_kernel_carries_the_calls_work_on_its_own_time() -> None:
     assert rf is not None and "kernels_why" not in rf
     (k,) = rf["kernels"]
     assert k["name"] == "flash_fwd_kernel" and k["tflops"] == pytest.approx(1e11 / 30e-6 / 1e12)
+
+
+def test_a_trace_of_one_forward_and_its_backward_has_the_fwd_bwd_roofline() -> None:
+    """ctx/layout_flash_bhsd.json: one SDPA forward and its flash backward, B=4 H=16 S=2048 D=64 bf16 causal.
+    Bytes by hand (the fwd_bwd model): Q, K, V, O, dO, dQ, dK, dV each 4·16·2048·64·2 = 16,777,216 B, and the LSE
+    2·4·16·2048·4 = 1,048,576 B: 135,266,304 B.  FLOPs: causal keeps 2048·2049/2 = 2,098,176 scores per (b, h),
+    ×64 = 134,283,264; forward 4·64 per score = 34,376,515,584, ×3.5 with the backward = 120,317,804,544.  Time: the
+    sum of the trace's GPU event durations, read from the raw JSON."""
+    path = H200 / "ctx" / "layout_flash_bhsd.json"
+    row = result_to_dict(analyze(path))
+    assert row["case"]["mode"] == "fwd_bwd"
+    rf = row_roofline(row)
+    assert rf is not None
+    assert rf["bytes"] == 8 * 16_777_216 + 1_048_576
+    us = sum(e["dur"] for e in raw_events(path) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert row["flops"] == 120_317_804_544
+    assert rf["tflops"] == pytest.approx(120_317_804_544 / (us * 1e-6) / 1e12, rel=1e-6)
+    assert rf["kernels"] == [] and rf["kernels_why"].startswith("2 matrix kernels")  # flash_fwd and dq_dk_dv
+
+
+def test_a_trace_of_many_calls_still_has_no_row_roofline() -> None:
+    row = result_to_dict(analyze(H200 / "ctx" / "layout_flash_bhsd.json"))
+    row["attention_calls"] = row["attention_calls"] * 2  # two training calls: one call's bytes model no longer fits
+    assert row_roofline(row) is None
