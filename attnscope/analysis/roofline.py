@@ -271,7 +271,7 @@ def row_roofline(
 def _forward_and_its_backward(calls: list[dict[str, Any]], case: dict[str, Any]) -> bool:
     """A trace of one training call: one forward and one backward of the case's shape (the case is fwd_bwd), whose
     FLOPs, bytes model and GPU time are one fwd_bwd call's, as a run's with --mode fwd_bwd."""
-    return case.get("mode") == "fwd_bwd" and sorted(c.get("direction") for c in calls) == ["backward", "forward"]
+    return case.get("mode") == "fwd_bwd" and sorted(str(c.get("direction")) for c in calls) == ["backward", "forward"]
 
 
 def measured_bytes(r: dict[str, Any]) -> tuple[int | None, list[dict[str, Any]], str | None]:

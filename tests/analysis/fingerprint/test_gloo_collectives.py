@@ -141,3 +141,14 @@ def test_analyze_of_both_ranks_says_gloo_on_the_cpu(tmp_path: Path) -> None:
 def test_a_trace_without_gloo_has_no_cpu_collectives() -> None:
     h200 = Path(__file__).resolve().parents[2] / "data" / "h200" / "sdpa_flash.json"
     assert "cpu_collectives" not in (result_to_dict(analyze(h200))["trace_summary"] or {})
+
+
+def test_the_analyze_page_says_gloo_runs_on_the_cpu(tmp_path: Path) -> None:
+    from attnscope.cli.main import main
+
+    out = tmp_path / "a.html"
+    assert main(["analyze", str(DDP / "rank0.json.gz"), "--html", str(out), "--jobs", "1"]) == 0
+    part = out.read_text().split("<h4>Collectives on the CPU</h4>", 1)[1].split("<h4>", 1)[0]
+    n = sum(c for c, _ in _expected(0)["ops"].values())
+    assert f"collectives: gloo runs them on the CPU ({n} on 2 worker thread(s)" in part
+    assert "45× Memcpy HtoD (Pinned -&gt; Device)" in part or "45× Memcpy HtoD (Pinned -> Device)" in part
