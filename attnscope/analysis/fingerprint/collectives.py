@@ -16,6 +16,7 @@ their time *in flight* is the union of the ranges, never their sum.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -54,6 +55,18 @@ def _inside(ranges: dict[object, tuple[list[float], list[Annotation]]], tid: obj
     return i >= 0 and ts <= anns[i].ts + anns[i].dur
 
 
+def _cuda_on_gloo(info: object) -> bool:
+    """Whether CUDA tensors go through gloo: Kineto's ``distributedInfo`` names gloo as the backend, or a process
+    group's ``backend_config`` names ``cuda:gloo``; without distributedInfo the gloo ranges are the only word, and the
+    copies inside the c10d ops are taken as gloo's."""
+    if not isinstance(info, dict):
+        return True
+    if info.get("backend") == "gloo":
+        return True
+    groups = [pg for pg in info.get("pg_config") or [] if isinstance(pg, dict)]
+    return any("cuda:gloo" in str(pg.get("backend_config")) for pg in groups)
+
+
 def cpu_collectives(
     trace: Trace, att: Attribution, window: tuple[float, float] | None, host_span_us: float | None
 ) -> dict[str, Any] | None:
@@ -80,21 +93,23 @@ def cpu_collectives(
     for tid, xs in by_tid.items():
         xs.sort(key=lambda a: a.ts)
         ranges[tid] = ([a.ts for a in xs], xs)
+    info = trace.meta.get("distributedInfo")
+    cuda_on_gloo = _cuda_on_gloo(info)
     copies: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
     for k, g in enumerate(att.gpu):
         if g.kind != "memcpy":
             continue
         rt, op = att.runtime[k], att.launcher[k]
         staged = rt is not None and _inside(ranges, rt.tid, rt.ts)
-        if not staged and op >= 0:
+        if not staged and op >= 0 and cuda_on_gloo:  # under NCCL a c10d op's copies are NCCL's business
             staged = any(att.tree.ops[i].name.startswith("c10d::") for i in (op, *att.tree.ancestors(op)))
         if staged:
             c = copies[g.name]
             c[0] += 1
             c[1] += g.dur
             c[2] += g.bytes or 0
-    in_flight = _union([(a.ts, a.ts + a.dur) for a in anns])
-    info = trace.meta.get("distributedInfo")
+    lo, hi = window if window is not None else (-math.inf, math.inf)
+    in_flight = _union([(max(a.ts, lo), min(a.ts + a.dur, hi)) for a in anns])  # inside the traced region
     memcpy_us = sum(g.dur for g in att.gpu if g.kind == "memcpy")
     staged_us = sum(c[1] for c in copies.values())
     return {

@@ -152,3 +152,38 @@ def test_the_analyze_page_says_gloo_runs_on_the_cpu(tmp_path: Path) -> None:
     n = sum(c for c, _ in _expected(0)["ops"].values())
     assert f"collectives: gloo runs them on the CPU ({n} on 2 worker thread(s)" in part
     assert "45× Memcpy HtoD (Pinned -&gt; Device)" in part or "45× Memcpy HtoD (Pinned -> Device)" in part
+
+
+def _synthetic(tmp_path: Path, backend_config: str) -> dict[str, Any]:
+    """One c10d all-reduce that launches a DtoH copy (op at 0..50 µs, its copy 10 µs), then a gloo:all_reduce range
+    of 100 µs on another thread launching an HtoD copy (8 µs): by hand, 2 staged copies under gloo, the HtoD alone
+    where CUDA tensors go through NCCL (the c10d op's copy is then not gloo's)."""
+    from tests import synth
+
+    gloo = {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": synth.PID, "tid": 7, "ts": 60.0,
+            "dur": 100.0, "args": {}}  # fmt: skip
+    events = [
+        synth.op("c10d::allreduce_", 0.0, 50.0, 1),
+        synth.op("aten::copy_", 5.0, 20.0, 2),
+        synth.launch(10.0, 11, 2, name="cudaMemcpyAsync"),
+        synth.kernel("Memcpy DtoH (Device -> Pinned)", 30.0, 10.0, 11, cat="gpu_memcpy"),
+        gloo,
+        synth.op("aten::copy_", 100.0, 20.0, 3, tid=7),
+        synth.launch(105.0, 12, 3, tid=7, name="cudaMemcpyAsync"),
+        synth.kernel("Memcpy HtoD (Pinned -> Device)", 200.0, 8.0, 12, cat="gpu_memcpy"),
+    ]
+    info = {"backend": "nccl", "rank": 0, "pg_config": [{"backend_config": backend_config}]}
+    path = synth.write_kineto(tmp_path / "t.json", synth.doc(events, distributedInfo=info))
+    return result_to_dict(analyze(path))["trace_summary"]["cpu_collectives"]
+
+
+def test_c10d_copies_count_as_staging_only_where_cuda_goes_through_gloo(tmp_path: Path) -> None:
+    both = _synthetic(tmp_path, "cpu:gloo,cuda:gloo")
+    assert {x["name"]: x["count"] for x in both["device_copies"]["by_name"]} == {
+        "Memcpy DtoH (Device -> Pinned)": 1,
+        "Memcpy HtoD (Pinned -> Device)": 1,
+    }
+    assert both["device_copies"]["time_us"] == pytest.approx(18.0)
+    assert both["in_flight_us"] == pytest.approx(100.0) and both["backend_source"] == "gloo:"
+    nccl = _synthetic(tmp_path, "cpu:gloo,cuda:nccl")
+    assert {x["name"]: x["count"] for x in nccl["device_copies"]["by_name"]} == {"Memcpy HtoD (Pinned -> Device)": 1}
