@@ -99,16 +99,21 @@ REWORDED = {
 }
 
 
+SHAPE = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal")
+
+
 def _mode_from_calls(doc: Any) -> Any:
-    """The goldens were written when a case read from a trace was always "fwd"; it is "fwd_bwd" where the trace's
-    attention calls include a backward one (a training step).  Read from the golden's own ``attention_calls``: the
-    golden's row (and its case) in today's mode, every other number as written."""
+    """The goldens were written when a case read from a trace was always "fwd"; it is "fwd_bwd" where the trace also
+    holds a backward call of the forward calls' shape (a training step).  Read from the golden's own
+    ``attention_calls``: the golden's row (and its case) in today's mode, every other number as written."""
     results = doc.get("results") if isinstance(doc, dict) else None
     for r in results or []:
-        if any(c.get("direction") == "backward" for c in r.get("attention_calls") or []):
+        calls = r.get("attention_calls") or []
+        fwd = [tuple(c.get(f) for f in SHAPE) for c in calls if c.get("direction") == "forward"]
+        bwd = {tuple(c.get(f) for f in SHAPE) for c in calls if c.get("direction") == "backward"}
+        if isinstance(r.get("case"), dict) and fwd and fwd[0] in bwd:
             r["mode"] = "fwd_bwd"
-            if isinstance(r.get("case"), dict):
-                r["case"]["mode"] = "fwd_bwd"
+            r["case"]["mode"] = "fwd_bwd"
     return doc
 
 
