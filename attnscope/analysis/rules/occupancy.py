@@ -88,7 +88,7 @@ def faster_backends(r: dict[str, Any], k: dict[str, Any], peers: list[dict[str, 
     elif fi is None and not is_fi:
         tail = (
             f"FlashInfer{' too' if named else ''} where it imports (pip install {FLASHINFER.install}{run}): the "
-            "document does not record whether it imports where this ran"
+            f"{'trace' if r.get('source') == 'trace' else 'document'} does not record whether it imports where this ran"
         )
     text = "bandwidth is left unused"
     if named:
