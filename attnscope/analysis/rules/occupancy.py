@@ -80,8 +80,12 @@ def faster_backends(r: dict[str, Any], k: dict[str, Any], peers: list[dict[str, 
     )
     cudnn = "cuDNN (SDPA's cuDNN backend" + (f"; {ran} ran it on this case)" if ran else ")")
     named = [] if is_cudnn or no_cudnn else [cudnn]
+    fi_ran = next(
+        (p["variant"] for p in peers if p.get("status") == "ok" and p.get("variant") in FLASHINFER.variants), None
+    )
     if fi and not is_fi:
-        named.append(f"FlashInfer, which imports where this ran{f' (attnscope run --variants {fv})' if fv else ''}")
+        how = f"{fi_ran} ran on this case" if fi_ran else f"attnscope run --variants {fv}" if fv else ""
+        named.append(f"FlashInfer, which imports where this ran{f' ({how})' if how else ''}")
     tail = ""
     if fi is False and not is_fi:
         tail = f"FlashInfer does not import where this ran: pip install {FLASHINFER.install} to compare it{run}"

@@ -78,6 +78,13 @@ def test_flashinfer_named_where_it_imports() -> None:
     assert i["evidence"]["flashinfer_imports"] is True
 
 
+def test_a_flashinfer_row_of_the_case_is_cited_not_asked_for_again() -> None:
+    ran = {"variant": "flashinfer_decode", "status": "ok", "case": _row()["case"], "device_kind": "gpu"}
+    i = _memory_bound([_row(), ran], "flex_compiled")
+    assert "FlashInfer, which imports where this ran (flashinfer_decode ran on this case)" in i["advice"]
+    assert "--variants flashinfer_decode" not in i["advice"]
+
+
 def test_flashinfer_not_named_as_a_choice_where_it_does_not_import() -> None:
     env = {"cudnn": "91900", "libraries": {"flashinfer": None}}
     i = _memory_bound([_row(env=env)])
