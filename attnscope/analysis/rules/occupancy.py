@@ -84,8 +84,8 @@ def faster_backends(r: dict[str, Any], k: dict[str, Any], peers: list[dict[str, 
         (p["variant"] for p in peers if p.get("status") == "ok" and p.get("variant") in FLASHINFER.variants), None
     )
     if fi and not is_fi:
-        how = f"{fi_ran} ran on this case" if fi_ran else f"attnscope run --variants {fv}" if fv else ""
-        named.append(f"FlashInfer, which imports where this ran{f' ({how})' if how else ''}")
+        cite = f"{fi_ran} ran on this case" if fi_ran else f"attnscope run --variants {fv}" if fv else ""
+        named.append(f"FlashInfer, which imports where this ran{f' ({cite})' if cite else ''}")
     tail = ""
     if fi is False and not is_fi:
         tail = f"FlashInfer does not import where this ran: pip install {FLASHINFER.install} to compare it{run}"
