@@ -11,6 +11,10 @@ Bound: ``latency`` when the grid has fewer blocks than the GPU has SMs, or the c
 ``LATENCY_US``; otherwise ``compute`` when the intensity (FLOP per byte) reaches the ridge (peak
 FLOP/s over peak bytes/s), else ``memory``.  The %peak quoted is the one of the bound that applies:
 TFLOP/s against the compute ceiling for ``compute``, TB/s against the bandwidth ceiling otherwise.
+
+A kernel's own roofline (``kernels``) is given where one matrix kernel does the call's work: the call's FLOPs and
+bytes on that kernel's time.  Where several share it (a naive call's GEMMs, a forward and a backward kernel) none
+is, and ``kernels_why`` says so: no model splits the work among them.
 """
 
 from __future__ import annotations
@@ -187,14 +191,16 @@ def row_roofline(
     mask_bytes: int = 0,
 ) -> dict[str, Any] | None:
     """The call's roofline for one result row (GPU rows with a case and a GPU time), with ``kernels``: the
-    same FLOPs and bytes on each matrix kernel's own duration and grid (the attention kernel does the call's
-    work; helpers such as a split-KV combine or a mask build get none).  ``spec_note``: where the ceilings
+    same FLOPs and bytes on the one matrix kernel's own duration and grid where one does the call's work (helpers
+    such as a split-KV combine or a mask build are no matrix kernels); empty, with ``kernels_why``, where several
+    share it.  ``spec_note``: where the ceilings
     came from."""
     case = r.get("case")
     us = r.get("gpu_time_us")
     if not isinstance(case, dict) or not us or r.get("device_kind") not in (None, "gpu"):
         return None
-    if r.get("source") == "trace" and len(r.get("attention_calls") or []) > 1:
+    calls = r.get("attention_calls") or []
+    if r.get("source") == "trace" and len(calls) > 1 and not _forward_and_its_backward(calls, case):
         # a trace of many calls (a training or decode loop): its GPU time is every kernel's, its FLOPs every
         # call's, and the bytes model is one call's, so no call's roofline can be read from them (the Llama
         # step read 229,488 FLOP/B at 0.0001 TB/s); the per-call rate is the row's TFLOP/s over attention time
@@ -238,13 +244,20 @@ def row_roofline(
         if spec
         else "device not in the spec table: ceilings measured in this run only"
     )
-    at = _roofline_at(r.get("flops"), nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)  # nbytes > 0
-    words = source + " (the call's bytes on this kernel's time)"
     per = []
-    for k in matrix:
-        t = k.get("duration_us")
+    if len(matrix) == 1:  # one matrix kernel does the call's work: the call's FLOPs and bytes on its own time
+        at = _roofline_at(r.get("flops"), nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)  # nbytes > 0
+        words = source + " (the call's bytes on this kernel's time)"
+        t = matrix[0].get("duration_us")
         if t and t > 0:
-            per.append({"name": k.get("name"), **at(t, grid_blocks(k), False, words)})
+            per.append({"name": matrix[0].get("name"), **at(t, grid_blocks(matrix[0]), False, words)})
+    elif matrix:
+        # several (a naive call's GEMMs, a forward and a backward kernel) share the call's work, and no model says
+        # how: the whole call's on each one's time read up to 4x the spec's compute (fwd_bwd naive on the H200)
+        out["kernels_why"] = (
+            f"{len(matrix)} matrix kernels share the call's work and the model does not split it: the call's "
+            "roofline only"
+        )
     out["kernels"] = per
     out["graph_replay"] = _graph_replay(r, nbytes, spec, peak_tflops_measured, bandwidth_tbps_measured)
     out["bytes_model"] = model_bytes
@@ -253,6 +266,12 @@ def row_roofline(
     out["bytes_ratio"] = round(measured / model_bytes, 4) if measured and model_bytes > 0 else None
     out["bytes_per_kernel"] = per_kernel
     return out
+
+
+def _forward_and_its_backward(calls: list[dict[str, Any]], case: dict[str, Any]) -> bool:
+    """A trace of one training call: one forward and one backward of the case's shape (the case is fwd_bwd), whose
+    FLOPs, bytes model and GPU time are one fwd_bwd call's, as a run's with --mode fwd_bwd."""
+    return case.get("mode") == "fwd_bwd" and sorted(str(c.get("direction")) for c in calls) == ["backward", "forward"]
 
 
 def measured_bytes(r: dict[str, Any]) -> tuple[int | None, list[dict[str, Any]], str | None]:

@@ -207,6 +207,11 @@ def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     for k in ENV_KEYS:
         if ea and eb and ea.get(k) != eb.get(k):
             out.append(f"env {k}: {ea.get(k)} → {eb.get(k)}")
+    la, lb = ea.get("libraries"), eb.get("libraries")
+    if isinstance(la, dict) and isinstance(lb, dict):  # both recorded (a document before the field has none)
+        for m in sorted(set(la) | set(lb)):
+            if la.get(m) != lb.get(m):
+                out.append(f"env library {m}: {la.get(m) or 'does not import'} → {lb.get(m) or 'does not import'}")
     return out
 
 

@@ -15,6 +15,7 @@ axis, its parts of a label and of a trace file name, and its JSON key.  Generate
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -457,6 +458,25 @@ _WHOLE = {
     "page_size": MAX_PAGE,
 }
 AXIS_FIELDS: tuple[CaseField, ...] = tuple(f for f in FIELDS if f.axis is not None)
+
+
+def run_flags(d: Mapping[str, Any]) -> str:
+    """The ``attnscope run`` flags that measure the case of the JSON ``d`` (a row's ``case``): each field it gives a
+    value, as the table spells it (the causal flag only where no mask is given, seq-kv only without kv-lens), for
+    advice that says how to measure what it did not."""
+    parts = []
+    for f in FIELDS:
+        v = d.get(f.json_key)
+        if v is None or not f.run:
+            continue
+        if f.name == "causal":
+            if d.get("mask") is None:
+                parts.append("--causal" if v else "--no-causal")
+        elif f.name == "alibi":
+            parts += ["--alibi"] if v else []
+        elif not (f.name == "seq_kv" and d.get("kv_lens") is not None):
+            parts.append(f"{f.flag} {shlex.quote(str(v))}")
+    return " ".join(parts)
 
 
 def device_kind(device: str) -> str:

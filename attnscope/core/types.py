@@ -182,6 +182,9 @@ class Env:
     date: str
     platform: str
     host_cores: int | None = None
+    # The attention libraries outside torch (attnscope.core.libraries), by module: the version where it imports
+    # here, None where it does not; the field None where nobody looked (documents written before it).
+    libraries: dict[str, str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
-"""What the run ran on: torch, CUDA, cuDNN, device, driver, python, date."""
+"""What the run ran on: torch, CUDA, cuDNN, device, driver, python, date, and which attention libraries outside
+torch import here."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import importlib
+import importlib.util
 import os
 import platform
 import subprocess
@@ -10,6 +14,7 @@ import sys
 from pathlib import Path
 
 from attnscope.core.arguments import UsageError, parse_device
+from attnscope.core.libraries import LIBRARIES
 from attnscope.core.types import Env
 
 
@@ -26,6 +31,28 @@ def _driver() -> str | None:
         return None
     line = out.stdout.strip().splitlines()
     return line[0].strip() if out.returncode == 0 and line else None
+
+
+@functools.cache
+def libraries() -> dict[str, str | None]:
+    """Each library of :data:`attnscope.core.libraries.LIBRARIES` by module: its ``__version__`` where it imports
+    in this process ("version unknown" where it has none), None where it is not installed or its import fails.  A
+    library not installed costs one lookup (no import); an installed one is imported once per process, as its
+    variants would."""
+    out: dict[str, str | None] = {}
+    for lib in LIBRARIES:
+        top = lib.module.split(".")[0]
+        try:
+            if importlib.util.find_spec(top) is None:
+                out[lib.module] = None
+                continue
+            importlib.import_module(lib.module)
+        except Exception:  # noqa: BLE001 - any failure to import (missing, ABI, CUDA) means it does not import here
+            out[lib.module] = None
+            continue
+        version = getattr(sys.modules[top], "__version__", None)
+        out[lib.module] = str(version) if version else "version unknown"
+    return out
 
 
 def collect(device: str) -> Env:
@@ -46,6 +73,7 @@ def collect(device: str) -> Env:
         date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         platform=f"{sys.platform} {platform.machine()}",
         host_cores=os.cpu_count(),
+        libraries=dict(libraries()),
     )
 
 

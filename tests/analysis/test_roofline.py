@@ -147,3 +147,57 @@ def test_a_trace_of_many_calls_has_no_call_roofline() -> None:
     assert many is None
     one = row_roofline({**row, "attention_calls": [{"direction": "forward"}]})
     assert one is not None and one["bytes"] > 0  # one traced call keeps its roofline
+
+
+def _two_kernel_row(mode: str) -> dict[str, Any]:
+    """A fwd_bwd call: a forward kernel of 30 µs and a backward of 70 µs (100 µs in all) on an H200."""
+    case = {"batch": 4, "heads": 16, "seq_q": 2048, "head_dim": 64, "dtype": "bf16", "device": "cuda", "mode": mode}
+    ks = [
+        {"name": "flash_fwd_kernel", "category": "attention", "duration_us": 30.0, "grid": [16, 64, 1]},
+        {"name": "flash_bwd_dq_dk_dv_loop_kernel", "category": "attention", "duration_us": 70.0, "grid": [16, 64, 1]},
+    ]
+    return {"variant": "sdpa_flash", "case": case, "device_kind": "gpu", "device_name": "NVIDIA H200",
+            "gpu_time_us": 100.0, "flops": 10**11, "kernels": ks}  # fmt: skip
+
+
+def test_kernels_that_share_a_calls_work_get_no_roofline_of_their_own() -> None:
+    """The call's 1e11 FLOP on the forward kernel's 30 µs alone would read 3,333 TFLOP/s, 337% of the H200's 989.4:
+    a forward and a backward kernel share the work and no model splits it, so only the call's roofline is given
+    (1e11 FLOP in 100 µs = 1,000 TFLOP/s, the row's own)."""
+    rf = row_roofline(_two_kernel_row("fwd_bwd"))
+    assert rf is not None
+    assert rf["kernels"] == [] and rf["kernels_why"].startswith("2 matrix kernels share the call's work")
+    assert rf["tflops"] == pytest.approx(1000.0)
+
+
+def test_one_matrix_kernel_carries_the_calls_work_on_its_own_time() -> None:
+    row = _two_kernel_row("fwd")
+    row["kernels"] = row["kernels"][:1]  # the forward kernel alone: 1e11 FLOP in 30 µs = 3,333.3 TFLOP/s
+    rf = row_roofline(row)
+    assert rf is not None and "kernels_why" not in rf
+    (k,) = rf["kernels"]
+    assert k["name"] == "flash_fwd_kernel" and k["tflops"] == pytest.approx(1e11 / 30e-6 / 1e12)
+
+
+def test_a_trace_of_one_forward_and_its_backward_has_the_fwd_bwd_roofline() -> None:
+    """ctx/layout_flash_bhsd.json: one SDPA forward and its flash backward, B=4 H=16 S=2048 D=64 bf16 causal.
+    Bytes by hand (the fwd_bwd model): Q, K, V, O, dO, dQ, dK, dV each 4·16·2048·64·2 = 16,777,216 B, and the LSE
+    2·4·16·2048·4 = 1,048,576 B: 135,266,304 B.  FLOPs: causal keeps 2048·2049/2 = 2,098,176 scores per (b, h),
+    ×64 = 134,283,264; forward 4·64 per score = 34,376,515,584, ×3.5 with the backward = 120,317,804,544.  Time: the
+    sum of the trace's GPU event durations, read from the raw JSON."""
+    path = H200 / "ctx" / "layout_flash_bhsd.json"
+    row = result_to_dict(analyze(path))
+    assert row["case"]["mode"] == "fwd_bwd"
+    rf = row_roofline(row)
+    assert rf is not None
+    assert rf["bytes"] == 8 * 16_777_216 + 1_048_576
+    us = sum(e["dur"] for e in raw_events(path) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert row["flops"] == 120_317_804_544
+    assert rf["tflops"] == pytest.approx(120_317_804_544 / (us * 1e-6) / 1e12, rel=1e-6)
+    assert rf["kernels"] == [] and rf["kernels_why"].startswith("2 matrix kernels")  # flash_fwd and dq_dk_dv
+
+
+def test_a_trace_of_many_calls_still_has_no_row_roofline() -> None:
+    row = result_to_dict(analyze(H200 / "ctx" / "layout_flash_bhsd.json"))
+    row["attention_calls"] = row["attention_calls"] * 2  # two training calls: one call's bytes model no longer fits
+    assert row_roofline(row) is None

@@ -434,6 +434,15 @@ def test_context_changes_for_a_case_key_on_one_side_only_and_equal_env():
     assert context_changes(a, b) == ["case heads: None → 8", "env driver: 570 → 575"]
 
 
+def test_context_changes_name_a_library_that_imports_on_one_side_only():
+    env = {"torch": "2.11.0", "libraries": {"flashinfer": None, "xformers.ops": "0.0.30"}}
+    a = _doc_s(case={"seq": 1}, env=env)
+    b = _doc_s(case={"seq": 1}, env={**env, "libraries": {"flashinfer": "0.2.5", "xformers.ops": "0.0.30"}})
+    assert context_changes(a, b) == ["env library flashinfer: does not import → 0.2.5"]
+    older = _doc_s(case={"seq": 1}, env={"torch": "2.11.0"})  # written before env.libraries: nothing to compare
+    assert context_changes(older, b) == []
+
+
 def test_a_case_on_one_side_only_is_one_line_not_each_field_against_none():
     case = {"batch": 1, "heads": 2, "seq_q": 128, "head_dim": 32, "dtype": "bf16"}
     a, b = _doc_s(case=case), _doc_s()  # b: a trace's document, no case

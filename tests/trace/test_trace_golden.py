@@ -83,7 +83,7 @@ def test_analyze_output_matches_golden(paths):
         got["document"]["schema_version"] = want["document"].get("schema_version")
     # the new reader may add a note (events its typed decoder refused were read by the safe path)
     assert _without_notes(got["stderr"]) == want["stderr"]
-    want["document"] = _reworded(want["document"])
+    want["document"] = _mode_from_calls(_reworded(want["document"]))
     assert _without_additions(got["document"], want["document"]) == _without_additions(
         want["document"], want["document"]
     )
@@ -97,6 +97,24 @@ REWORDED = {
     "2 FLOP per multiply-add, counted only on kept scores (no mask keeps B·H·Sq·Sk)",
     "forward 4·H·D·(kept score entries), backward": "forward 4·D·(score entries kept, over batch and heads), backward",
 }
+
+
+SHAPE = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "dtype", "causal")
+
+
+def _mode_from_calls(doc: Any) -> Any:
+    """The goldens were written when a case read from a trace was always "fwd"; it is "fwd_bwd" where the trace also
+    holds a backward call of the forward calls' shape (a training step).  Read from the golden's own
+    ``attention_calls``: the golden's row (and its case) in today's mode, every other number as written."""
+    results = doc.get("results") if isinstance(doc, dict) else None
+    for r in results or []:
+        calls = r.get("attention_calls") or []
+        fwd = [tuple(c.get(f) for f in SHAPE) for c in calls if c.get("direction") == "forward"]
+        bwd = {tuple(c.get(f) for f in SHAPE) for c in calls if c.get("direction") == "backward"}
+        if isinstance(r.get("case"), dict) and fwd and fwd[0] in bwd:
+            r["mode"] = "fwd_bwd"
+            r["case"]["mode"] = "fwd_bwd"
+    return doc
 
 
 def _reworded(doc: Any) -> Any:
@@ -127,6 +145,7 @@ ADDED = {
     "peak_basis",  # which ceiling a row's %peak is of (the roofline's bound)
     "steps",  # a trace summary's steps, read from step ranges (ProfilerStep#N in HTA's traces)
     "cuda_graphs",  # a trace summary's CUDA graph replays
+    "cpu_collectives",  # a trace summary's host collectives (gloo), and their time in flight in the per-rank rows
 }
 
 

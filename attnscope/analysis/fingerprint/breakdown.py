@@ -18,6 +18,7 @@ from typing import Any, get_args
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree
 from attnscope.analysis.fingerprint.build import Analysis
+from attnscope.analysis.fingerprint.collectives import cpu_collectives
 from attnscope.analysis.fingerprint.graphs import family_calls as graph_family_calls
 from attnscope.analysis.fingerprint.graphs import summary as graph_summary
 from attnscope.analysis.fingerprint.loop_steps import summary as steps_summary
@@ -390,6 +391,7 @@ def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
     """The ``trace_summary`` section of one analysed trace."""
     att = an.attribution
     total = sum(att.durations)
+    host_span = an.fingerprint.trace_cpu_time_us
     fams = kernel_families(att)
     cats = _categories_of(att)
     return {
@@ -410,4 +412,5 @@ def summarize(trace: Trace, an: Analysis, *, top: int = 15) -> dict[str, Any]:
         "upcasts": top_upcasts(an, top),
         **({"cuda_graphs": graph_summary(att, att.graph, total, top)} if att.graph is not None else {}),
         **({"steps": steps} if (steps := steps_summary(att, fams, trace.annotations)) is not None else {}),
+        **({"cpu_collectives": cc} if (cc := cpu_collectives(trace, att, an.window, host_span)) is not None else {}),
     }

@@ -23,6 +23,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.attribution import OpTree
 from attnscope.analysis.fingerprint.kernels import attention_op_family
+from attnscope.core.case import run_flags
 
 BROADCAST_OPS = frozenset({"aten::repeat_interleave", "aten::repeat"})
 _AUTOGRAD = re.compile(r"Backward\d*$|^torch::autograd::AccumulateGrad$")
@@ -90,11 +91,34 @@ def inside_of(tree: OpTree, i: int) -> str | None:
 
 
 # ---- advice from (kind, inside) ------------------------------------------------------------
-# Every alternative named here was seen on the H200; the evidence is named in the text.
-GQA_SEEN = "seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json"
-LAYOUT_SEEN = "seen on the H200: tests/data/h200/ctx/layout_*.json"
-FLEX_SEEN = "tests/data/h200/flex_compiled.json: one kernel, no copy"
-GQA_SEEN_CPU = "seen on the CPU with torch 2.13 and 2.11: tests/analysis/fingerprint/test_gqa_cpu.py profiles it"
+# Every alternative named here was seen without the copy; docs/fingerprint.md ("Copies seen avoided") lists each
+# with its evidence.  The advice says where it was seen against where the result ran (:func:`seen_on_h200`), and
+# cites the run's own row of the alternative where the case measured it (:func:`measured_without`).
+SEEN_PAGE = "docs/fingerprint.md, 'Copies seen avoided'"
+GQA_PAGE = "docs/results/h200.md, GQA"
+GQA_SEEN_CPU = f"seen on a CPU with torch 2.13 and 2.11: {SEEN_PAGE}"
+
+
+def seen_on_h200(r: dict[str, Any], page: str) -> str:
+    """A fact seen on an H200, with its ``page``, said against where ``r`` ran: on a CPU or another GPU the
+    advice says the fact is the H200's, not this device's."""
+    kind, name = r.get("device_kind"), str(r.get("device_name") or "")
+    if kind == "cpu":
+        return f"seen on an H200 GPU, not on this CPU: {page}"
+    if kind == "gpu" and name and "H200" not in name:
+        return f"seen on an H200, not on this {name}: {page}"
+    return f"seen on an H200: {page}"
+
+
+def measured_without(peers: list[dict[str, Any]] | None, r: dict[str, Any], variant: str, what: str) -> str | None:
+    """ "VARIANT ran this case here without it" where ``peers`` (the results of ``r``'s case) hold an ok row of
+    ``variant`` with no hidden copy (``what``: "copy") or no upcast (``what``: "upcast"); None otherwise."""
+    for p in peers or []:
+        if p is r or p.get("variant") != variant or p.get("status") != "ok":
+            continue
+        if (what == "copy" and not p.get("hidden_copies")) or (what == "upcast" and not p.get("upcasts")):
+            return f"{variant} ran this case here without it (no hidden {what} in its row)"
+    return None
 
 
 def _gqa_without_copy(r: dict[str, Any], one: str, two: str) -> str:
@@ -102,7 +126,7 @@ def _gqa_without_copy(r: dict[str, Any], one: str, two: str) -> str:
     verb for one backend and for two)."""
     if r.get("device_kind") == "cpu":
         return f"SDPA's CPU flash kernel {one} ({GQA_SEEN_CPU})"
-    return f"flash and cuDNN {two} ({GQA_SEEN})"
+    return f"flash and cuDNN {two} ({seen_on_h200(r, GQA_PAGE)})"
 
 
 _SLICING = re.compile(r"^(Slice|Select|Index|Narrow|Split|Unbind)\w*Backward\d*$")
@@ -126,8 +150,11 @@ def _passes_gqa(r: dict[str, Any]) -> bool:
     return any(c.get("enable_gqa") is True for c in r.get("attention_calls") or [])
 
 
-def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str | None:
-    """Advice chosen from where the copy happened and what kind it is; None: the op-based advice applies."""
+def copy_advice(
+    kind: str | None, inside: str | None, r: dict[str, Any], peers: list[dict[str, Any]] | None = None
+) -> str | None:
+    """Advice chosen from where the copy happened and what kind it is; None: the op-based advice applies.
+    ``peers``: the results of ``r``'s case, whose rows of an alternative are cited where they measured it."""
     if inside is None:
         if kind == "gather":
             return (
@@ -164,21 +191,26 @@ def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str 
             alt = _gqa_without_copy(r, "takes enable_gqa=True without a copy", "take enable_gqa=True without a copy")
             return f"{where}: it repeats K/V itself for GQA; {alt}"
         if r.get("device_kind") == "cpu":
-            return f"{where}; SDPA's CPU flash backend runs without it (tests/data/cpu/run_all.json: one op, no copy)"
-        return f"{where}; a fused backend (flash, cuDNN, efficient) runs without it (tests/data/h200/sdpa_*.json)"
+            here = measured_without(peers, r, "sdpa_flash", "copy")
+            return f"{where}; SDPA's CPU flash backend runs without it ({here or 'seen on a CPU: ' + SEEN_PAGE})"
+        return (
+            f"{where}; a fused backend (flash, cuDNN, efficient) runs without it (one kernel, no copy, "
+            f"{seen_on_h200(r, SEEN_PAGE)})"
+        )
     if fam == "flex":
-        return f"{where}; torch.compile(flex_attention) runs without it ({FLEX_SEEN}; GQA {GQA_SEEN})"
+        return f"{where}; torch.compile(flex_attention) runs without it ({_compiled_flex_seen(r, peers, 'copy')})"
     if fam in ("flash", "efficient") and "backward" in inside and kind == "layout":
         return (
             f"{where}: contiguous() of (B, S, H, D) views of (B, H, S, D) tensors. A layout that avoids it: q, k, v "
             "and the incoming gradient as (B, H, S, D) views of (B, S, H, D) tensors (x.view(B, S, H, D)"
             ".transpose(1, 2), what a projection before attention gives); cuDNN copied in neither layout "
-            f"({LAYOUT_SEEN})"
+            f"({seen_on_h200(r, SEEN_PAGE)})"
         )
     if inside == "torch::autograd::AccumulateGrad" and kind == "layout":
         return (
             f"{where}: the gradient arrives in another layout than the tensor it accumulates into; with the "
-            f"efficient backend, inputs as (B, H, S, D) views of (B, S, H, D) tensors avoided it ({LAYOUT_SEEN})"
+            "efficient backend, inputs as (B, H, S, D) views of (B, S, H, D) tensors avoided it "
+            f"({seen_on_h200(r, SEEN_PAGE)})"
         )
     if _SLICING.search(inside):
         return (
@@ -188,13 +220,30 @@ def copy_advice(kind: str | None, inside: str | None, r: dict[str, Any]) -> str 
     return f"{where}; no backend or layout that avoids it has been verified on the GPU"
 
 
-def upcast_advice(insides: list[str | None], r: dict[str, Any]) -> str | None:
-    """Advice for fp32 upcasts that all happened inside one kind of library op; None: the generic advice."""
+def _compiled_flex_seen(r: dict[str, Any], peers: list[dict[str, Any]] | None, what: str) -> str:
+    """Where compiled flex was seen without the copy or upcast: this case's own flex_compiled row where it ran
+    here, else the H200's (one kernel, also with GQA), said against where ``r`` ran."""
+    here = measured_without(peers, r, "flex_compiled", what)
+    if here:
+        return here
+    also = ", also with GQA" if what == "copy" else ""
+    seen = seen_on_h200(r, SEEN_PAGE)
+    case = r.get("case")
+    if "not on this" in seen and isinstance(case, dict) and r.get("source") == "run":
+        seen += f"; attnscope run --variants flex_compiled {run_flags(case)} measures it here"
+    return f"one kernel, no {what}{also}; {seen}"
+
+
+def upcast_advice(
+    insides: list[str | None], r: dict[str, Any], peers: list[dict[str, Any]] | None = None
+) -> str | None:
+    """Advice for fp32 upcasts that all happened inside one kind of library op; None: the generic advice.
+    ``peers``: the results of ``r``'s case (a measured alternative is cited from them)."""
     kinds = {attention_op_family(i) if i else None for i in insides}
     if kinds == {"flex"}:
         return (
             "this is internal to flex_attention's eager (unfused) path, which computes in fp32; "
-            f"torch.compile(flex_attention) stays in 16-bit in one kernel ({FLEX_SEEN})"
+            f"torch.compile(flex_attention) stays in 16-bit ({_compiled_flex_seen(r, peers, 'upcast')})"
         )
     nodes = {i for i in insides if i and _AUTOGRAD.search(i)}
     if nodes and len(nodes) == len(set(insides)):

@@ -159,7 +159,8 @@ ATTENTION_HELPER = re.compile(
 # Nsight Compute's tensor-pipe counters on the H200 (matrix MMA = HMMA minus HFMA2.MMA, wgmma
 # included) for every kernel the variants launch in bf16, fp16 and fp32, forward and backward:
 # tests/data/ncu/h200_tensor_pipe.csv, pinned row by row in tests/analysis/fingerprint/test_tensor_cores_ncu.py.
-NCU_EVIDENCE = "ncu tensor-pipe counters on the H200, tests/data/ncu/h200_tensor_pipe.csv"
+# Said to the user, so it names a page of the docs rather than the test data behind it (docs/fingerprint.md cites both).
+NCU_EVIDENCE = "ncu tensor-pipe counters read on an H200: docs/fingerprint.md, 'Kernel categories and tensor cores'"
 TENSOR_CORE_RULES: tuple[tuple[re.Pattern[str], bool, str], ...] = (
     (
         ATTENTION_HELPER,
@@ -249,7 +250,7 @@ def classify_cpu(op_name: str) -> Category:
 
 # Rows whose verdict depends on the launching op's input dtype (Kineto's "Input type"), tried after
 # the name table for matrix kernels: (pattern, dtype, uses tensor cores, why).
-NCU_EVIDENCE_REST = "ncu tensor-pipe counters on the H200, tests/data/ncu/h200_tensor_pipe_rest.csv"
+NCU_EVIDENCE_REST = NCU_EVIDENCE
 TENSOR_CORE_DTYPE_RULES: tuple[tuple[re.Pattern[str], str, bool | None, str], ...] = (
     (
         re.compile(r"triton_tem_fused_flex_attention", _I),

@@ -31,7 +31,15 @@ def rank_row(variant: str, s: dict[str, Any]) -> dict[str, Any]:
         "communication_share_pct": _share(s, "communication"),
         "hidden_copy_bytes": s["hidden_copies"]["bytes"],
         "num_upcasts": s["upcasts"]["num"],
+        # collectives run on the host (gloo): no kernel, so communication_share_pct is 0; their time in flight
+        "cpu_collectives": _cpu_collectives(s.get("cpu_collectives")),
     }
+
+
+def _cpu_collectives(c: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not c:
+        return None
+    return {k: c.get(k) for k in ("backend", "num", "in_flight_us", "in_flight_pct")}
 
 
 def _spread(rows: list[dict[str, Any]], key: str) -> dict[str, Any] | None:

@@ -348,7 +348,9 @@ def attention_time_us(tree: OpTree, launcher: list[int], dur_us: list[float]) ->
 
 
 def case_of(calls: list[AttentionCall]) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """The one shape all forward calls share (else all calls), as Case fields, or None and why per field."""
+    """The one shape all forward calls share (else all calls), as Case fields, or None and why per field; the mode
+    is ``fwd_bwd`` where the trace also holds a backward call of that shape, as a training step does (a trace of
+    backward calls alone keeps the default: no mode names a backward alone)."""
     if not calls:
         return None, {"case": "no attention op (SDPA, its backends, flex) in the trace"}
     fwd = [c for c in calls if c.direction == "forward"] or calls
@@ -372,6 +374,9 @@ def case_of(calls: list[AttentionCall]) -> tuple[dict[str, Any] | None, dict[str
     }
     if v["seq_kv"] != v["seq_q"]:
         case["mask"] = c.mask()  # Sq != Sk: the alignment must be stated
+    key = c.shape_key()
+    if c.direction == "forward" and any(x.direction == "backward" and x.shape_key() == key for x in calls):
+        case["mode"] = "fwd_bwd"  # the backward of this shape ran too (a training step): the FLOPs count both
     return case, {}
 
 

@@ -21,7 +21,8 @@ from attnscope.analysis.rules.row_kernels import (
     names,
     read_once,
 )
-from attnscope.analysis.rules.ties import tied
+from attnscope.analysis.rules.ties import overlaps, tied
+from attnscope.core.case import run_flags
 from attnscope.core.types import Insight, NotChecked
 
 MIB = 1024 * 1024
@@ -82,12 +83,59 @@ INPLACE_OPS = frozenset(
 LAYOUT_COPY_OPS = frozenset("reshape contiguous flatten to clone expand_as view_as".split())
 
 
-def _inplace_slower(r: dict[str, Any], peers: Peers) -> dict[str, Any] | None:
-    """Evidence that the case measured naive_inplace slower than ``r`` beyond the noise; None otherwise."""
+def _inplace_measured(r: dict[str, Any], peers: Peers) -> dict[str, Any]:
+    """What the case measured of naive_inplace against ``r``: ``verdict`` "slower", "faster" or "tied" (beyond the
+    noise, their interquartile ranges apart, or not) with both times and their ratio (naive_inplace's over
+    ``r``'s), or "not_measured" (with naive_inplace's ``status`` where it ran without a time to compare), and the
+    ``command`` that would measure it."""
     mine, other = peers.row_of(r), peers.row_named("naive_inplace")
-    if mine is None or other is None or other[0] is r or other[1] <= mine[1] or tied(mine, other):
-        return None
-    return {"naive_inplace_us": r1(other[1]), "this_us": r1(mine[1]), "ratio": round(other[1] / mine[1], 2)}
+    if mine is not None and other is not None and other[0] is not r:
+        out = {"naive_inplace_us": r1(other[1]), "this_us": r1(mine[1]), "ratio": round(other[1] / mine[1], 2)}
+        # the noise alone decides: the two launch the same compute kernels, the copy being the difference measured
+        verdict = "tied" if overlaps(mine[2], other[2]) else "slower" if other[1] > mine[1] else "faster"
+        return {"verdict": verdict, **out}
+    ran = next((p for p in peers.results if p.get("variant") == "naive_inplace"), None)
+    case = r.get("case")
+    flags = run_flags(case) if isinstance(case, dict) else ""
+    got: dict[str, Any] = {
+        "verdict": "not_measured",
+        "command": f"attnscope run --variants naive,naive_inplace {flags}".rstrip() if flags else None,
+    }
+    if ran is not None:
+        got["status"] = ran.get("status")
+    return got
+
+
+def _inplace_advice(r: dict[str, Any], fused: str, m: dict[str, Any]) -> str:
+    """The masked_fill advice from what the case measured of naive_inplace (:func:`_inplace_measured`)."""
+    v = m["verdict"]
+    if v == "slower":
+        return (
+            f"use {fused}; naive_inplace measured {m['naive_inplace_us']:,.1f} µs here, {m['ratio']:.2f}× slower "
+            f"than {r['variant']} ({m['this_us']:,.1f} µs): the in-place fill does not pay at this case"
+        )
+    if v == "faster":
+        return (
+            f"use the in-place masked_fill_ on the scores: naive_inplace measured {m['naive_inplace_us']:,.1f} µs "
+            f"here, {m['this_us'] / m['naive_inplace_us']:.2f}× faster than {r['variant']} ({m['this_us']:,.1f} µs); "
+            f"or {fused}"
+        )
+    if v == "tied":
+        return (
+            f"use {fused}; the in-place masked_fill_ saves the copy's memory but not time here: naive_inplace "
+            f"measured {m['naive_inplace_us']:,.1f} µs, tied within the noise with {r['variant']} "
+            f"({m['this_us']:,.1f} µs)"
+        )
+    ran = f" (naive_inplace ran here: {m['status']}, no time to compare)" if m.get("status") else ""
+    how = (
+        f"{m['command']} measures it"
+        if m.get("command")
+        else "attnscope run --variants naive,naive_inplace with the case's shape flags measures it"
+    )
+    return (
+        f"use {fused}, or the in-place masked_fill_ on the scores; whether in place is faster is not measured "
+        f"here{ran}: {how}"
+    )
 
 
 def _in_place_readers(r: dict[str, Any], peers: Peers) -> dict[str, Any] | None:
@@ -115,24 +163,22 @@ def _copy_advice(
     r: dict[str, Any],
     kind: str | None = None,
     inside: str | None = None,
-    inplace_slower: dict[str, Any] | None = None,
+    inplace: dict[str, Any] | None = None,
+    peers: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The advice for one group of copies; ``inplace_slower``: the case measured naive_inplace slower than this row
-    (:func:`_inplace_slower`), so the in-place fill is not advised."""
-    ctx = copy_advice(kind, inside, r)  # where the copy happened decides first (analysis/copy_context.py)
+    """The advice for one group of copies; ``inplace``: what the case measured of naive_inplace against this row
+    (:func:`_inplace_measured`; None: nothing was looked at, as for a row alone), which decides whether the
+    in-place fill is advised and on what evidence."""
+    ctx = copy_advice(kind, inside, r, peers)  # where the copy happened decides first (analysis/copy_context.py)
     if ctx is not None:
         return ctx
     if op.startswith("aten::masked_fill"):
         fused = f"a fused SDPA backend ({fused_names(r)}) that never materialises them"
-        s = inplace_slower
-        if s is None:
-            return f"use the in-place masked_fill_ on the scores (naive_inplace), or {fused}"
-        return (
-            f"use {fused}; naive_inplace measured {s['naive_inplace_us']:,.1f} µs here, {s['ratio']:.2f}× slower "
-            f"than {r['variant']} ({s['this_us']:,.1f} µs): the in-place fill does not pay at this case"
-        )
+        if r.get("variant") == "naive_inplace":
+            return f"use {fused}"
+        return _inplace_advice(r, fused, inplace if inplace is not None else _inplace_measured(r, ALONE))
     if "repeat_interleave" in op:  # a repeat in this code, whatever kind the copy was read as
-        advice = str(copy_advice("broadcast", None, r))
+        advice = str(copy_advice("broadcast", None, r, peers))
         if kind is None:  # a document written before copies carried their kind and place
             advice += (
                 "; this document does not say where the repeat happened (it predates that field): "
@@ -212,12 +258,11 @@ def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
         if events and us > 0:
             ev.update(device_event=events[0], copy_us=r1(us), gpu_share_pct=share_pct(us, r))
             msg += f" ({short(events[0])}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
-        slower = None
+        inplace = None
         if op.startswith("aten::masked_fill") and copy_advice(kind, inside, r) is None:
-            slower = _inplace_slower(r, peers)
-        if slower is not None:
-            ev["naive_inplace_measured"] = slower
-        advice = _copy_advice(op, r, kind, inside, slower)
+            inplace = _inplace_measured(r, peers)
+            ev["naive_inplace_measured"] = inplace
+        advice = _copy_advice(op, r, kind, inside, inplace, peers.results)
         readers = _in_place_readers(r, peers) if kind == "gather" and inside is None else None
         if readers is not None:
             ev["in_place_readers_measured"] = readers
@@ -304,7 +349,8 @@ def _cuda_core_advice(dts: list[str], names: tuple[str, ...] = ()) -> str:
     )
 
 
-def fp32_upcast(r: dict[str, Any]) -> Out:
+def fp32_upcast(r: dict[str, Any], peers: Peers = ALONE) -> Out:
+    """fp32 upcasts and where they happened; ``peers``: the row's case, whose rows of an alternative are cited."""
     ups = r.get("upcasts") or []
     if not ups:
         return []
@@ -325,7 +371,7 @@ def fp32_upcast(r: dict[str, Any]) -> Out:
         msg += f"; {gpu_text}"
     math = any("math" in o for o in ops)
     stays = "stays in 16-bit on tensor cores" if on_gpu(r) else f"stays in {src}"
-    advice = upcast_advice([u.get("inside") for u in ups], r) or (
+    advice = upcast_advice([u.get("inside") for u in ups], r, peers.results) or (
         "the math backend upcasts to fp32 by design (it is the reference implementation): use a fused "
         f"backend ({fused_names(r)}) that {stays}"
         if math

@@ -16,6 +16,7 @@ from attnscope.analysis.rules.insights import (
     short,
 )
 from attnscope.analysis.rules.occupancy import not_the_question
+from attnscope.analysis.rules.peers import ALONE, Peers
 from attnscope.core.types import Insight, Severity
 
 # Share of the tensor pipe's peak (Nsight Compute, sm__pipe_tensor_cycles_active) at or above which a
@@ -124,7 +125,7 @@ def _occupancy_verdict(
     )
 
 
-def low_occupancy(r: dict[str, Any]) -> Out:
+def low_occupancy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
     k = main_kernel(r) if on_gpu(r) else None
     if k is None or k.get("theoretical_occupancy_pct") is None or k.get("tensor_cores") is False:
         return []  # fp32 CUDA-core kernels: fp32_upcast / no_tensor_cores tell the real story
@@ -143,7 +144,7 @@ def low_occupancy(r: dict[str, Any]) -> Out:
     hit = _ncu_kernel(r, k)
     head = f"{short(k['name'], 50)}: {ev['theoretical_occupancy_pct']:.1f}% theoretical occupancy, limited by {lim}"
     head += _achieved_text(hit, ev)
-    elsewhere = not_the_question(r, k, head)  # only a compute-bound kernel is judged on its occupancy
+    elsewhere = not_the_question(r, k, head, peers.results)  # only a compute-bound kernel is judged on its occupancy
     if elsewhere is not None:
         return [elsewhere]
     rid, sev, msg, advice = _occupancy_verdict(head, ev, r, hit)

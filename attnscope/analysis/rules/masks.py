@@ -136,6 +136,9 @@ def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
         "backend": r.get("sdpa_backend"),
     }
     gpu = r.get("device_kind") == "gpu"
+    cc, name = r.get("compute_capability"), str(r.get("device_name") or "")
+    # torch's order is the H100's and H200's (sm90) fact: said only of a row that ran on one
+    hopper = list(cc)[:1] == [9] if isinstance(cc, list | tuple) and cc else ("H100" in name or "H200" in name)
     ran = f"torch ran {ev['backend']}" if ev["backend"] else "the chosen backend"
     msg = (
         f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({ev['mask_mib']:.1f} MiB)"
@@ -145,7 +148,7 @@ def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
             # sm90 anyway, so flash's refusal is not why it ran.
             if gpu and not r.get("backend") and ev["backend"] not in ("cudnn", "flash")
             else f"; {ran}"
-            + (" (first in torch's SDPA order on Hopper, mask or not)" if ev["backend"] == "cudnn" else "")
+            + (" (first in torch's SDPA order on Hopper, mask or not)" if ev["backend"] == "cudnn" and hopper else "")
             + ", which"
         )
         + f" computes all {ev['scores_computed']:,} scores and reads the mask"

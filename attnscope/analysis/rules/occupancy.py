@@ -6,7 +6,9 @@ own limit is said instead:
 - ``shape_cannot_fill_gpu``: the grid has fewer blocks than the GPU has SMs; no tiling fixes that.
 - ``latency_bound``: the call is under :data:`attnscope.analysis.roofline.LATENCY_US`.
 - ``memory_bound``: intensity below the ridge; near the bandwidth ceiling there is nothing to gain from
-  more resident warps.
+  more resident warps.  Below it the advice names a backend to compare that fits the row: cuDNN where the row is
+  not cuDNN already, FlashInfer only where it is known to import where the row ran
+  (:func:`attnscope.analysis.rules.libraries.importable`); elsewhere what to install.
 - ``masked_scores``: under a dense mask the kernel computes every score while the FLOP count keeps only
   the mask's share, so a low rate is the mask's waste, not the kernel's.
 """
@@ -17,7 +19,9 @@ from typing import Any
 
 from attnscope.analysis.roofline import grid_blocks, row_roofline
 from attnscope.analysis.rules.insights import r1, short
+from attnscope.analysis.rules.libraries import importable
 from attnscope.core.gpus import lookup
+from attnscope.core.libraries import FLASHINFER
 from attnscope.core.types import Insight
 
 # % of the spec bandwidth at or above which a memory-bound kernel is "near the ceiling": the H200's own
@@ -42,8 +46,67 @@ def _kept_pct(r: dict[str, Any]) -> float | None:
     return kept(case) if isinstance(case, dict) else None
 
 
-def not_the_question(r: dict[str, Any], k: dict[str, Any], head: str) -> Insight | None:
-    """The insight that replaces a low-occupancy verdict when the roofline says the limit is elsewhere."""
+def _flashinfer_variant(case: Any) -> str | None:
+    """The FlashInfer variant that measures ``case``: the paged wrappers on a serving cache, the single-request
+    functions at batch 1 (decode for one query); None for a dense batch, which FlashInfer takes only as a paged
+    cache."""
+    if not isinstance(case, dict):
+        return None
+    if case.get("page_size") is not None or case.get("kv_lens") is not None:
+        return "paged_flashinfer"
+    if case.get("batch") == 1:
+        return "flashinfer_decode" if case.get("seq_q") == 1 else "flashinfer_prefill"
+    return None
+
+
+def faster_backends(r: dict[str, Any], k: dict[str, Any], peers: list[dict[str, Any]], ev: dict[str, Any]) -> str:
+    """What a memory-bound kernel with bandwidth left unused is compared with, fitted to the row: cuDNN unless the
+    row is cuDNN (or the run's torch has no cuDNN), FlashInfer where it imports where the row ran, and what to
+    install where it does not or the document does not say.  Records what it read in ``ev``."""
+    name = str(k.get("name") or "").lower()
+    variant = str(r.get("variant") or "")
+    is_cudnn = "cudnn" in name or r.get("sdpa_backend") == "cudnn" or variant in ("sdpa_cudnn", "cudnn_frontend")
+    is_fi = variant in FLASHINFER.variants or any(s in name for s in ("flashinfer", "batchdecodewith", "batchprefill"))
+    raw = r.get("env")
+    env: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    no_cudnn = "cudnn" in env and env.get("cudnn") is None  # the run's torch said it has no cuDNN
+    fi, how = importable(FLASHINFER, r, peers)
+    ev["flashinfer_imports"], ev["flashinfer_known_from"] = fi, how
+    fv = _flashinfer_variant(r.get("case"))
+    run = f", then attnscope run --variants {fv}" if fv else ""
+    ran = next(
+        (p["variant"] for p in peers if p.get("status") == "ok" and p is not r and p.get("sdpa_backend") == "cudnn"),
+        None,
+    )
+    cudnn = "cuDNN (SDPA's cuDNN backend" + (f"; {ran} ran it on this case)" if ran else ")")
+    named = [] if is_cudnn or no_cudnn else [cudnn]
+    fi_ran = next(
+        (p["variant"] for p in peers if p.get("status") == "ok" and p.get("variant") in FLASHINFER.variants), None
+    )
+    if fi and not is_fi:
+        cite = f"{fi_ran} ran on this case" if fi_ran else f"attnscope run --variants {fv}" if fv else ""
+        named.append(f"FlashInfer, which imports where this ran{f' ({cite})' if cite else ''}")
+    tail = ""
+    if fi is False and not is_fi:
+        tail = f"FlashInfer does not import where this ran: pip install {FLASHINFER.install} to compare it{run}"
+    elif fi is None and not is_fi:
+        tail = (
+            f"FlashInfer{' too' if named else ''} where it imports (pip install {FLASHINFER.install}{run}): the "
+            f"{'trace' if r.get('source') == 'trace' else 'document'} does not record whether it imports where this ran"
+        )
+    text = "bandwidth is left unused"
+    if named:
+        text += ": compare a backend that streams K and V faster, " + " or ".join(named)
+    elif not tail:
+        text += ": compare another backend on this case"
+    return text + (f"; {tail}" if tail else "")
+
+
+def not_the_question(
+    r: dict[str, Any], k: dict[str, Any], head: str, peers: list[dict[str, Any]] | None = None
+) -> Insight | None:
+    """The insight that replaces a low-occupancy verdict when the roofline says the limit is elsewhere
+    (``peers``: the results of the same case, which may say whether a library imports where this ran)."""
     rf = _kernel_roofline(r, k)
     if rf is None:  # no case or time: the grid alone can still say the shape is too small
         spec = lookup(r.get("device_name"))
@@ -110,7 +173,7 @@ def not_the_question(r: dict[str, Any], k: dict[str, Any], head: str) -> Insight
             + ("; near the bandwidth ceiling, occupancy is not the question" if near else ""),
             "nothing to fix in occupancy: only fewer bytes help (a smaller KV cache: GQA, fp8)"
             if near
-            else "bandwidth is left unused: compare a backend that streams K and V faster (cuDNN, FlashInfer)",
+            else faster_backends(r, k, peers or [], ev),
             ev,
         )
     return None

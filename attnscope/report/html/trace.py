@@ -18,7 +18,7 @@ from attnscope.report.html.run import (
     traces_block,
 )
 from attnscope.report.html.timeline import CATEGORY_COLOURS
-from attnscope.report.text.summary import STEP_COLUMNS, graph_lines, step_cells, steps_note
+from attnscope.report.text.summary import STEP_COLUMNS, collective_lines, graph_lines, step_cells, steps_note
 
 MIB = 1024 * 1024
 
@@ -159,6 +159,7 @@ def graphs_block(graphs: dict[str, Any] | None) -> Markup:
 
 
 def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
+    hosts = collective_lines(s.get("cpu_collectives"))  # gloo's: on the CPU, said as the terminal says them
     return join(
         [
             tag("h3", f"{name}: {fmt_us(s.get('gpu_time_us'))} of GPU events, {s.get('num_gpu_events', 0):,} events"),
@@ -171,6 +172,7 @@ def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
             steps_block(s.get("steps")),
             tag("h4", "CUDA graphs"),
             graphs_block(s.get("cuda_graphs")),
+            *([tag("h4", "Collectives on the CPU"), join([tag("p", line.strip()) for line in hosts])] if hosts else []),
             tag("h4", "GPU idle time"),
             idle_block(s.get("idle")),
             tag("h4", "Hidden copies"),

@@ -253,6 +253,7 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     console.print(_grid(make, _top_cells(s["top_kernels"][:top]), console))
     render_steps(s.get("steps"), console, v, top)
     lines = _launch_lines(s["launch"], s["attribution"]) + graph_lines(s.get("cuda_graphs"))
+    lines += collective_lines(s.get("cpu_collectives"))
     for line in lines + _idle_lines(s["idle"]) + _offender_lines(s, 5):
         console.print(bullet(console, "  • ", line), highlight=False)
 
@@ -264,6 +265,37 @@ def _grid(make: Any, cells: list[list[str]], console: Console) -> Any:
     if words_fit(table, console, console.options):
         return plain_table(make, cells, console)
     return Blocks(table)
+
+
+def _comm_cell(p: dict[str, Any]) -> str:
+    """The communication kernels' share of GPU time, and beside it a host backend's collectives in flight."""
+    cell = f"{p['communication_share_pct']:.1f}%"
+    c = p.get("cpu_collectives")
+    if c and c.get("in_flight_pct") is not None:
+        cell += f" GPU; {c['backend']} on CPU {c['in_flight_pct']:.1f}%"
+    return cell
+
+
+def collective_lines(c: dict[str, Any] | None) -> list[str]:
+    """What a trace's host collectives (gloo) did: each op, their time in flight, the device copies that staged
+    them (analysis/fingerprint/collectives.py)."""
+    if not c:
+        return []
+    ops = ", ".join(f"{o['count']:,} {o['op']} ({fmt_us(o['host_us'])})" for o in c["ops"])
+    span = (
+        f", {c['in_flight_pct']:.1f}% of the host span {fmt_us(c['host_span_us'])}"
+        if c.get("in_flight_pct") is not None
+        else ""
+    )
+    d = c["device_copies"]
+    copies = ", ".join(f"{x['count']:,}× {x['name']}" for x in d["by_name"]) or "none"
+    share = f", {d['memcpy_share_pct']:.1f}% of the memcpy time" if d.get("memcpy_share_pct") is not None else ""
+    return [
+        f"collectives: {c['backend']} runs them on the CPU ({c['num']:,} on {c['threads']} worker thread(s), backend "
+        f"from {c['backend_source']}): {ops}; in flight {fmt_us(c['in_flight_us'])}{span}; timing: {c['timing']}",
+        f"   no communication kernel on the device: the copies that stage them through host memory are counted as "
+        f"memcpy: {copies}, {fmt_us(d['time_us'])}{share}",
+    ]
 
 
 def render_overall(o: dict[str, Any], console: Console) -> None:
@@ -288,7 +320,7 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
             fmt_us(p["busy_us"]),
             f"{p['idle_pct']:.1f}%" if p.get("idle_pct") is not None else "—",
             f"{p['attention_share_pct']:.1f}%",
-            f"{p['communication_share_pct']:.1f}%",
+            _comm_cell(p),
             f"{p['hidden_copy_bytes'] / MIB:,.1f} MiB",
             f"{p['num_upcasts']:,}",
         )
@@ -304,6 +336,18 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
                 f"GPU busy time per {unit}: {fmt_us(b['min'])} ({unit} {b['min_rank']}) to {fmt_us(b['max'])} "
                 f"({unit} {b['max_rank']}), spread {b['spread_pct']:.1f}% of the mean"
                 + ("" if ranks else " (a load imbalance only if these are ranks of one job)"),
+            ),
+            highlight=False,
+        )
+    hosts = sorted({c["backend"] for p in o["per_rank"] if (c := p.get("cpu_collectives"))})
+    if hosts:
+        console.print(
+            bullet(
+                console,
+                "  • ",
+                f"comm.: communication kernels' share of GPU time; {', '.join(hosts)} runs its collectives on the "
+                "CPU (no kernel: the copies that stage them are in memcpy), so beside it: the share of the host span "
+                "with a collective in flight (the union of its gloo:<op> ranges, host wall time)",
             ),
             highlight=False,
         )

@@ -161,7 +161,7 @@ def test_a_trace_without_an_sdpa_call_names_transformers_switch_beside_enable_gq
     assert adv == (
         "GQA: K and V are materialised once per query head for an attention that is no SDPA call in this trace "
         "(matmul, softmax); SDPA with enable_gqa=True keeps them at their KV heads, and flash and cuDNN then run "
-        "without any copy (seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json); in a "
+        "without any copy (seen on an H200: docs/results/h200.md, GQA); in a "
         'transformers model the repeat is its repeat_kv, and the switch is attn_implementation="sdpa", which '
         "passes enable_gqa=True where no attention mask is needed"
     )

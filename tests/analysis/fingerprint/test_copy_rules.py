@@ -10,7 +10,6 @@ import pytest
 
 from attnscope.analysis.fingerprint.attribution import build_op_tree
 from attnscope.analysis.fingerprint.copy_context import (
-    GQA_SEEN,
     contiguous_strides,
     copy_advice,
     copy_kind,
@@ -120,6 +119,11 @@ def test_describe(inside, text):
     assert describe(inside) == text
 
 
+# a row of no known device (``{}``): where a fact was seen is said without comparing devices
+GQA_SEEN = "seen on an H200: docs/results/h200.md, GQA"
+SEEN = "seen on an H200: docs/fingerprint.md, 'Copies seen avoided'"
+
+
 def _where(inside: str) -> str:
     return f"this is internal to {describe(inside)}, not a call in this code"
 
@@ -141,8 +145,7 @@ DEFAULT = "; no backend or layout that avoids it has been verified on the GPU"
 LAYOUT_TAIL = (
     ": contiguous() of (B, S, H, D) views of (B, H, S, D) tensors. A layout that avoids it: q, k, v and the "
     "incoming gradient as (B, H, S, D) views of (B, S, H, D) tensors (x.view(B, S, H, D).transpose(1, 2), what "
-    "a projection before attention gives); cuDNN copied in neither layout (seen on the H200: "
-    "tests/data/h200/ctx/layout_*.json)"
+    f"a projection before attention gives); cuDNN copied in neither layout ({SEEN})"
 )
 
 
@@ -151,9 +154,9 @@ LAYOUT_TAIL = (
     [
         ("broadcast", MATH, f": it repeats K/V itself for GQA; flash and cuDNN take enable_gqa=True without a copy "
                             f"({GQA_SEEN})"),
-        ("value", MATH, "; a fused backend (flash, cuDNN, efficient) runs without it (tests/data/h200/sdpa_*.json)"),
-        ("layout", FLEX, "; torch.compile(flex_attention) runs without it (tests/data/h200/flex_compiled.json: one "
-                         f"kernel, no copy; GQA {GQA_SEEN})"),
+        ("value", MATH, f"; a fused backend (flash, cuDNN, efficient) runs without it (one kernel, no copy, {SEEN})"),
+        ("layout", FLEX, "; torch.compile(flex_attention) runs without it (one kernel, no copy, also with GQA; "
+                         f"{SEEN})"),
         ("layout", FLASH_BWD, LAYOUT_TAIL),
         ("layout", EFF_BWD, LAYOUT_TAIL),
         ("value", FLASH_BWD, DEFAULT),  # only a layout copy has the layout advice
@@ -162,8 +165,7 @@ LAYOUT_TAIL = (
             "layout",
             ACC,
             ": the gradient arrives in another layout than the tensor it accumulates into; with the efficient "
-            "backend, inputs as (B, H, S, D) views of (B, S, H, D) tensors avoided it (seen on the H200: "
-            "tests/data/h200/ctx/layout_*.json)",
+            f"backend, inputs as (B, H, S, D) views of (B, S, H, D) tensors avoided it ({SEEN})",
         ),
         ("value", ACC, DEFAULT),
         ("layout", "MmBackward0", DEFAULT),
@@ -183,8 +185,7 @@ def test_upcast_advice():
     flex = upcast_advice([FLEX, FLEX], {})
     assert flex == (
         "this is internal to flex_attention's eager (unfused) path, which computes in fp32; "
-        "torch.compile(flex_attention) stays in 16-bit in one kernel (tests/data/h200/flex_compiled.json: one "
-        "kernel, no copy)"
+        f"torch.compile(flex_attention) stays in 16-bit (one kernel, no upcast; {SEEN})"
     )
     tail = (
         ": autograd casts the gradient back through the forward pass's casts; removing the cast from the forward "

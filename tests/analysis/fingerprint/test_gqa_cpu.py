@@ -37,7 +37,7 @@ def test_a_copy_inside_the_math_backend_on_the_cpu_points_to_the_cpu_flash_backe
     advice = copy_advice("value", "aten::_scaled_dot_product_attention_math", {"device_kind": "cpu"})
     assert advice == (
         "this is internal to SDPA's math backend (aten::_scaled_dot_product_attention_math), not a call in this "
-        "code; SDPA's CPU flash backend runs without it (tests/data/cpu/run_all.json: one op, no copy)"
+        "code; SDPA's CPU flash backend runs without it (seen on a CPU: docs/fingerprint.md, 'Copies seen avoided')"
     )
 
 
@@ -46,5 +46,5 @@ def test_a_k_v_repeat_inside_the_math_backend_on_the_cpu_names_the_cpu_flash_ker
     assert advice == (
         "this is internal to SDPA's math backend (aten::_scaled_dot_product_attention_math), not a call in this "
         "code: it repeats K/V itself for GQA; SDPA's CPU flash kernel takes enable_gqa=True without a copy "
-        "(seen on the CPU with torch 2.13 and 2.11: tests/analysis/fingerprint/test_gqa_cpu.py profiles it)"
+        "(seen on a CPU with torch 2.13 and 2.11: docs/fingerprint.md, 'Copies seen avoided')"
     )

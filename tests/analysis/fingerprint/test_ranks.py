@@ -46,13 +46,13 @@ def test_ranks_are_combined_by_hand():
     assert out["per_rank"] == [
         {"rank": 0, "variant": "naive", "num_gpu_events": 10, "gpu_time_us": 100.0, "busy_us": 100.0,
          "span_us": 200.0, "idle_pct": 50.0, "attention_share_pct": 20.0, "communication_share_pct": 0.0,
-         "hidden_copy_bytes": 0, "num_upcasts": 0},
+         "hidden_copy_bytes": 0, "num_upcasts": 0, "cpu_collectives": None},
         {"rank": 1, "variant": "sdpa_flash", "num_gpu_events": 30, "gpu_time_us": 300.0, "busy_us": 300.0,
          "span_us": 400.0, "idle_pct": 25.0, "attention_share_pct": 50.0, "communication_share_pct": 16.67,
-         "hidden_copy_bytes": 1024, "num_upcasts": 1},
+         "hidden_copy_bytes": 1024, "num_upcasts": 1, "cpu_collectives": None},
         {"rank": None, "variant": "x", "num_gpu_events": 5, "gpu_time_us": 100.0, "busy_us": None,
          "span_us": None, "idle_pct": None, "attention_share_pct": 0.0, "communication_share_pct": 0.0,
-         "hidden_copy_bytes": 0, "num_upcasts": 0},
+         "hidden_copy_bytes": 0, "num_upcasts": 0, "cpu_collectives": None},
     ]  # fmt: skip
     # busy 100 (rank 0) and 300 (rank 1), the rank without one left out: mean 200, spread 200/200
     assert out["busy_us"] == {

@@ -926,6 +926,20 @@ def test_case_of_takes_the_forward_calls_else_all() -> None:
     assert shape.case_of(_calls_s([_bwd(16, 100, 2)])) == ({**fwd8, "seq_q": 16}, {})
 
 
+def test_case_of_a_forward_with_its_backward_is_fwd_bwd() -> None:
+    """A training step: the forward and the backward of one shape make the case fwd_bwd; a backward of another
+    shape does not (test_case_of_takes_the_forward_calls_else_all)."""
+    fwd16 = shape.case_of(_calls_s([_bwd(16, 100, 2)]))[0]
+    assert fwd16 is not None
+    fwd = [c for c in _calls_s([_flash([1, 2, 16, 64], [1, 2, 16, 64])])]
+    bwd = _calls_s([_bwd(16, 100, 2)])
+    assert fwd[0].shape_key() == bwd[0].shape_key()
+    assert shape.case_of(fwd + bwd) == ({**fwd16, "mode": "fwd_bwd"}, {})
+    other = _calls_s([_bwd(32, 100, 2)])  # a backward of another shape first, then this shape's
+    assert shape.case_of(fwd + other + bwd + bwd) == ({**fwd16, "mode": "fwd_bwd"}, {})
+    assert "mode" not in (shape.case_of(fwd)[0] or {})
+
+
 def test_case_of_says_why_per_field() -> None:
     (flex,) = _real(H200 / "flex.json")
     assert shape.case_of([flex]) == (

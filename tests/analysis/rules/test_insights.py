@@ -292,20 +292,23 @@ NVJET = "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN"
 CAST = "void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda>"
 SOFTMAX = "void at::native::cunn_SoftMaxForward<8, float, float, float, at::native::SoftMaxForwardEpilogue>"
 
+# a row alone, of no known case: naive_inplace was not measured beside it, so in place is not claimed faster
 MASKED_FILL_GPU = (
-    "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend "
-    "(flash, cuDNN, efficient) that never materialises them"
+    "use a fused SDPA backend (flash, cuDNN, efficient) that never materialises them, or the in-place "
+    "masked_fill_ on the scores; whether in place is faster is not measured here: attnscope run --variants "
+    "naive,naive_inplace with the case's shape flags measures it"
 )
 MASKED_FILL_CPU = (
-    "use the in-place masked_fill_ on the scores (naive_inplace), or a fused SDPA backend (flash) that never "
-    "materialises them"
+    "use a fused SDPA backend (flash) that never materialises them, or the in-place masked_fill_ on the scores; "
+    "whether in place is faster is not measured here: attnscope run --variants naive,naive_inplace with the "
+    "case's shape flags measures it"
 )
 # a repeat_interleave in this code (no place recorded): the broadcast advice of analysis/copy_context.py; a copy
 # of no recorded kind comes from a document older than the copy's kind and place, and says so
 REPEAT_IN_CODE = (
     "GQA: pass enable_gqa=True to SDPA instead of materialising K and V once per query head "
     "(repeat_interleave, expand+reshape); flash and cuDNN then run without any copy "
-    "(seen on the H200 with enable_gqa=True: docs/results/raw/h200_gqa.json)"
+    "(seen on an H200: docs/results/h200.md, GQA)"
 )
 REPEAT = (
     REPEAT_IN_CODE + "; this document does not say where the repeat happened (it predates that field): "
@@ -520,6 +523,7 @@ def test_copy_of_exactly_one_mib_is_a_warning_in_mib_with_its_gpu_share():
                 "device_event": DTOD,
                 "copy_us": 10.0,
                 "gpu_share_pct": 2.5,
+                "naive_inplace_measured": {"verdict": "not_measured", "command": None},
             },
             kernels=(DTOD,),
             ops=("aten::masked_fill", "aten::copy_"),
@@ -742,7 +746,8 @@ def test_copy_whose_place_is_its_own_op_does_not_repeat_it():
     )
     assert i.advice == (
         "this is internal to SDPA's math backend (aten::_scaled_dot_product_attention_math), not a call in this "
-        "code; a fused backend (flash, cuDNN, efficient) runs without it (tests/data/h200/sdpa_*.json)"
+        "code; a fused backend (flash, cuDNN, efficient) runs without it (one kernel, no copy, seen on an H200: "
+        "docs/fingerprint.md, 'Copies seen avoided')"
     )
 
 
@@ -1059,8 +1064,8 @@ def test_flex_eager_upcast_takes_the_flex_advice():
     (i,) = fp32_upcast(_gpu("flex", upcasts=[_up(flex, "c10::BFloat16", MIB_s, flex)]))
     assert i.advice == (
         "this is internal to flex_attention's eager (unfused) path, which computes in fp32; "
-        "torch.compile(flex_attention) stays in 16-bit in one kernel (tests/data/h200/flex_compiled.json: one kernel, "
-        "no copy)"
+        "torch.compile(flex_attention) stays in 16-bit (one kernel, no upcast; seen on an H200: docs/fingerprint.md, "
+        "'Copies seen avoided')"
     )
     assert i.evidence["inside"] == [flex]
 
