@@ -103,9 +103,10 @@ def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
     linked = sum(att.values()) - att.get("none", 0)
     return [
         f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
-        f"(correlation {att.get('correlation', 0):,}, by time on the thread {att.get('time', 0):,}, "
-        f"External id {att.get('external_id', 0):,}"
-        + (f", the op of a CUDA graph's capture {att['graph']:,}" if att.get("graph") else "")
+        f"({att.get('correlation', 0):,} by their launch call's External id, "
+        f"{att.get('time', 0):,} by the op around the launch call on its thread, "
+        f"{att.get('external_id', 0):,} by their own External id"
+        + (f", {att['graph']:,} by the op of a CUDA graph's capture" if att.get("graph") else "")
         + ")",
         f"runtime calls: {fmt_us(launch['runtime_total_us'])} in all; {apis}",
         f"launch → kernel start: median {fmt_us(d['p50_us'])}, p95 {fmt_us(d['p95_us'])}, max {fmt_us(d['max_us'])}; "
