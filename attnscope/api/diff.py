@@ -191,12 +191,29 @@ def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple
 ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver", "host_cores")
 
 
+def _as_read(d: dict[str, Any]) -> dict[str, Any]:
+    """A document's case as the case it stands for: a field an older document left out takes its default
+    (``alibi`` False, ``mode`` fwd), ``kv_heads`` and ``seq_kv`` left to follow ``heads`` and ``seq_q`` are
+    those numbers, and a mask left to ``causal`` is named (``causal`` or ``none``); so two documents differ
+    only where their cases do.  A case that cannot be read is compared as written."""
+    from attnscope.core.case import FIELDS, Case
+
+    try:
+        c = Case.from_dict(d)
+    except (TypeError, ValueError):
+        return d
+    out = {f.json_key: getattr(c, f.name) for f in FIELDS if f.json_key in d or getattr(c, f.name) is not None}
+    out.update(kv_heads=c.num_kv_heads, seq_kv=c.num_seq_kv, mask=c.mask or ("causal" if c.causal else "none"))
+    return {**{k: v for k, v in d.items() if k not in out}, **out}
+
+
 def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     """What differs besides the code under test: the case and the environment.  A time change
     across these is not a regression of the same workload, so the reader is told first."""
     out = []
     ca, cb = doc_a.get("case") or {}, doc_b.get("case") or {}
     if ca and cb:
+        ca, cb = _as_read(ca), _as_read(cb)
         for k in sorted(set(ca) | set(cb)):
             if ca.get(k) != cb.get(k):
                 out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")

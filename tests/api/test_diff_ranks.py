@@ -498,3 +498,29 @@ def test_model_rows_pair_by_mode_and_point_and_compare_their_step_time():
     regressions = [(r["variant"], r["metric"]) for r in d["regressions"]]
     assert regressions == [("eager prefill batch=1 seq=128", "step_time_us")]
     assert d["only_in_a"] == [] and d["only_in_b"] == []
+
+
+def test_an_older_documents_case_is_compared_as_the_case_it_stands_for():
+    """The H200 run document (schema 1) names no alibi, mask, mode or softcap and leaves kv_heads and seq_kv to
+    follow heads and seq_q: spelled out with those defaults it is the same case (no line), and against the H100
+    paged decode document only the fields whose values differ are said, each as a number or a mask name (the
+    expected lines read off the two files' case objects by hand), never 'alibi: None → False'."""
+    old = json.loads((H200 / "run.json").read_text())
+    assert old["case"] == {"batch": 4, "heads": 16, "seq_q": 2048, "head_dim": 64, "dtype": "bf16", "causal": True,
+                           "kv_heads": None, "seq_kv": None, "device": "cuda"}  # fmt: skip
+    spelled = {**old, "case": {**old["case"], "kv_heads": 16, "seq_kv": 2048, "mask": "causal", "alibi": False,
+                               "mode": "fwd", "softcap": None}}  # fmt: skip
+    assert context_changes(old, spelled) == []
+    paged = json.loads((H200.parent / "h100" / "paged_decode_run.json").read_text())
+    assert [line for line in context_changes(old, paged) if line.startswith("case ")] == [
+        "case batch: 4 → 8",
+        "case causal: True → False",
+        "case head_dim: 64 → 128",
+        "case heads: 16 → 32",
+        "case kv_heads: 16 → 8",
+        "case kv_lens: None → uniform:512..4096@0",
+        "case mask: causal → none",
+        "case page_size: None → 16",
+        "case seq_kv: 2048 → 3970",
+        "case seq_q: 2048 → 1",
+    ]
