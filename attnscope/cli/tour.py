@@ -128,13 +128,15 @@ def load_answers(path: str) -> dict[str, str]:
 
 
 def _interactive(console: Any) -> Any:
+    from rich.markup import escape
+
     from attnscope.core.answers import AnswerError, read_answer
 
     def ask(step: Any, q: Any, items: tuple[str, ...]) -> tuple[str | None, str]:
         hint = f" [{', '.join(items)}]" if q.answer == "ranking" or q.judge == "winner" else ""
         for _ in range(3):
             try:
-                text = console.input(f"  [bold]?[/bold] {q.prompt}{hint} ")
+                text = console.input(f"  [bold]?[/bold] {escape(q.prompt)}{escape(hint)} ")  # [a, b]: no tag
             except EOFError:
                 return None, "skipped"
             if not text.strip():
@@ -143,7 +145,7 @@ def _interactive(console: Any) -> Any:
                 read_answer(q, text, items)
                 return text.strip(), "typed"
             except AnswerError as e:
-                console.print(f"    could not read {text.strip()!r}: {e}")
+                console.print(f"    could not read {text.strip()!r}: {e}", markup=False)  # the user's own text
         return None, "skipped"
 
     return ask
@@ -202,11 +204,14 @@ def cmd_tour(args: argparse.Namespace) -> int:
         from attnscope.api.modeling import check_config
 
         check_config(model)
+    from rich.markup import escape
+
     console = common.console(markup=True)  # the tour's text escapes every name it prints
     answer = _answer_fn(args, console, gpu)
     console.print(
         "[bold]attnscope tour[/bold]: the attention study replayed here. Guess first, then look for what does "
-        f"not match. Device {device}, {size} sizes; the transcript is saved to {args.out} after every step."
+        f"not match. Device {escape(device)}, {size} sizes; the transcript is saved to {escape(args.out)} after every "
+        "step."
     )
     sess = Session(device, size, answer, Path(args.out), console.print, model=model)
     sess.start(resume)
@@ -228,10 +233,10 @@ def cmd_tour(args: argparse.Namespace) -> int:
     busy = host_line(transcript.get("host"))
     if busy:
         console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
-    console.print(f"  transcript written to {args.out}")
+    console.print(f"  transcript written to {args.out}", markup=False)
     if args.html:
         from attnscope.report.html.tour import write_tour_html
 
         write_tour_html(transcript, args.html)
-        console.print(f"  HTML page written to {args.html}")
+        console.print(f"  HTML page written to {args.html}", markup=False)
     return 0
