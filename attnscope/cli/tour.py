@@ -127,6 +127,24 @@ def load_answers(path: str) -> dict[str, str]:
     return out
 
 
+def hanging_say(console: Any) -> Any:
+    """The tour's ``say``: a line of markup whose continuation, where the terminal is narrower than the line, goes
+    under its own text (after its leading spaces), not back at column 0."""
+    from rich.text import Text
+
+    from attnscope.report.text.terminal import bullet
+
+    def say(line: str) -> None:
+        body = line.lstrip("\n")
+        for _ in range(len(line) - len(body)):  # a step's heading starts with a blank line
+            console.print()
+        text = body.lstrip(" ")
+        indent = len(body) - len(text)
+        console.print(bullet(console, " " * indent, Text.from_markup(text)) if indent else Text.from_markup(text))
+
+    return say
+
+
 def _interactive(console: Any) -> Any:
     from rich.markup import escape
 
@@ -213,7 +231,8 @@ def cmd_tour(args: argparse.Namespace) -> int:
         f"not match. Device {escape(device)}, {size} sizes; the transcript is saved to {escape(args.out)} after every "
         "step."
     )
-    sess = Session(device, size, answer, Path(args.out), console.print, model=model)
+    say = hanging_say(console)
+    sess = Session(device, size, answer, Path(args.out), say, model=model)
     sess.start(resume)
     sess.transcript["model"] = model
     from attnscope.cli import stop
@@ -227,7 +246,7 @@ def cmd_tour(args: argparse.Namespace) -> int:
             return stop.interrupted(e, "nothing measured yet")
         return stop.interrupted(e, f"the steps done are saved in {args.out}; continue with --resume")
     stop.restore(old)
-    show_end(transcript, console.print)
+    show_end(transcript, say)
     from attnscope.core.host_line import host_line
 
     busy = host_line(transcript.get("host"))

@@ -58,3 +58,20 @@ def test_an_out_path_with_brackets_is_printed_as_written(tmp_path, monkeypatch, 
     assert f"the transcript is saved to {out} after every step" in text
     assert f"transcript written to {out}" in text
     assert Path(out).parent == folder
+
+
+def test_the_tours_lines_wrap_under_their_own_text_at_80_columns():
+    """At 80 columns a reveal line went on at column 0 ('you \\nsaid memory (study) → miss'): each line now wraps
+    under its own first character, its markup read, no line past the width."""
+    out = io.StringIO()
+    say = tour_cli.hanging_say(Console(file=out, width=80, color_system=None))
+    words = " ".join(f"word{i}" for i in range(40))
+    say(f"  [bold]Compute-bound or overhead-bound?[/bold] you said memory (study) → {words}")
+    say("\n[bold]Step 2/9: The in-place fix[/bold]  [dim](measuring takes about 2 s)[/dim]")
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("  Compute-bound or overhead-bound? you said memory")  # no '[bold]' left
+    first_blank = lines.index("")
+    assert first_blank >= 3 and all(line.startswith("  ") and line[2] != " " for line in lines[1:first_blank])
+    assert all(len(line) <= 80 for line in lines)
+    assert " ".join(w for line in lines[:first_blank] for w in line.split()).endswith(words)
+    assert lines[first_blank + 1] == "Step 2/9: The in-place fix  (measuring takes about 2 s)"
