@@ -248,10 +248,11 @@ def cmd_tour(args: argparse.Namespace) -> int:
     stop.restore(old)
     show_end(transcript, say)
     from attnscope.core.host_line import host_line
+    from attnscope.report.text.terminal import indented
 
     busy = host_line(transcript.get("host"))
     if busy:
-        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
+        indented(console, f"  {busy}", style="yellow")
     console.print(f"  transcript written to {args.out}", markup=False)
     if args.html:
         from attnscope.report.html.tour import write_tour_html
