@@ -185,10 +185,18 @@ def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: in
 def steps_note(s: dict[str, Any], more: str = "") -> str:
     """What the steps table shows and how its columns add up."""
     kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
+    specs = sorted(
+        {
+            str(rf.get("spec_source"))
+            for st in s["steps"]
+            if (rf := st.get("roofline") or {}).get("pct_bandwidth_spec") is not None
+        }
+    )
+    spec = f"; %spec: TB/s over the device's spec memory bandwidth ({'; '.join(specs)})" if specs else ""
     return (
         f"steps by kind: {kinds}{more}; GPU time launched outside any step: {fmt_us(s['outside_steps_us'])}; "
         "attention + rest + unattr. = the step's GPU time; TB/s: the attention calls' bytes (Q, K, V read, O "
-        "written) over the step's attention time"
+        f"written) over the step's attention time{spec}"
     )
 
 
