@@ -135,8 +135,8 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
             cells = [
                 r["variant"],
                 _status(r),
-                str(r["num_kernels"]),
-                f"{r['num_memcpy']}/{r['num_memset']}",
+                f"{r['num_kernels']:,}",
+                f"{r['num_memcpy']:,}/{r['num_memset']:,}",
                 _yn(bool(copies), _size(sum(c["bytes"] for c in copies))),
                 _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
                 _yn(r.get("tensor_cores"), _tc_yes(r)),
