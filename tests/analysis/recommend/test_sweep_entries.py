@@ -616,3 +616,21 @@ def test_conjunctions_keep_the_first_of_two_with_the_same_points():
         ((0, 1), 0b00000011),
         ((1, 2), 0b00010011),
     ]
+
+
+def test_a_serving_case_says_why_sdpa_default_has_no_row():
+    """The H100 paged decode document (page size 16, ragged lengths): sdpa_default takes one dense K and V, so it
+    has no row there; 'was not run' read as if the user should have run it.  A dense case still says 'not run'."""
+    import json
+
+    from tests.rawtrace import DATA
+
+    doc = json.loads((DATA / "h100" / "paged_decode_run.json").read_text())
+    assert {r["variant"] for r in doc["results"]} == {"paged_gather_sdpa", "paged_flex_compiled", "paged_flashinfer"}
+    rec = recommend(doc["results"])
+    assert default_summary_text(rec) == (
+        "sdpa_default has no row at these points: it takes one dense K and V for the whole batch, not a paged or "
+        "ragged KV cache (the serving variants are compared instead)"
+    )
+    dense = recommend([row_b("sdpa_flash", s, 10, 9, 11) for s in (128, 256)])
+    assert default_summary_text(dense) == "sdpa_default was not run: PyTorch's own choice cannot be compared"
