@@ -72,6 +72,11 @@ def _analyze(args: argparse.Namespace) -> int:
                 f"{t}: a result file attnscope wrote (a document or a sweep's rows), not a Kineto trace: "
                 "attnscope report, diff or recommend read it"
             )
+    from attnscope.api.batch import results_in
+
+    for t in args.traces:  # in a folder, attnscope's own files are passed over (api.batch.expand), and said
+        for f in results_in(Path(t)) if Path(t).is_dir() else ():
+            print(f"attnscope: note: {f}: a result file attnscope wrote, not a trace: passed over", file=sys.stderr)
     # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
     if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
         from attnscope.api.batch import read_ahead
