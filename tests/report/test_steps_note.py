@@ -20,3 +20,21 @@ def test_the_spec_bandwidth_is_named_where_a_step_has_a_percent_of_it():
 
 def test_no_percent_no_spec_words():
     assert "%spec" not in steps_note(_steps({"tbps": None, "pct_bandwidth_spec": None}, {}))
+
+
+def test_families_note_says_why_they_count_more_than_the_attention_row():
+    """The Llama training trace: the cuDNN family holds 640 GPU events (32,739.4 µs), the attention row 480
+    (32,615.3 µs): 160 memsets ran inside the attention ops (160 = 640 − 480, read off the two tables)."""
+    from attnscope.report.text.summary import families_note
+
+    s = {
+        "attention_families": [{"family": "cudnn", "num_kernels": 640, "time_us": 32739.369}],
+        "categories": [{"category": "attention", "num_kernels": 480, "time_us": 32615.3}],
+    }
+    assert families_note(s) == (
+        "the families count every GPU event launched inside their attention ops: 640, 32,739.4 µs, against the "
+        "category table's attention row (480, 32,615.3 µs): the other 160 ran inside those ops and are counted "
+        "there under their own category"
+    )
+    s["attention_families"][0]["num_kernels"] = 480
+    assert families_note(s) is None

@@ -182,6 +182,22 @@ def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: in
     console.print(bullet(console, "  • ", steps_note(s, more)), highlight=False)
 
 
+def families_note(s: dict[str, Any]) -> str | None:
+    """Why the families' kernels and time exceed the category table's attention row, where they do: a family counts
+    every GPU event its attention ops launched (cuDNN's backward memsets in the Llama trace), which the category
+    table files under their own category."""
+    fams = s.get("attention_families") or []
+    row = next((c for c in s.get("categories") or [] if c["category"] == "attention"), None)
+    n, t = sum(f["num_kernels"] for f in fams), sum(f["time_us"] for f in fams)
+    if row is None or n <= row["num_kernels"]:
+        return None
+    return (
+        f"the families count every GPU event launched inside their attention ops: {n:,}, {fmt_us(t)}, against the "
+        f"category table's attention row ({row['num_kernels']:,}, {fmt_us(row['time_us'])}): the other "
+        f"{n - row['num_kernels']:,} ran inside those ops and are counted there under their own category"
+    )
+
+
 def steps_note(s: dict[str, Any], more: str = "") -> str:
     """What the steps table shows and how its columns add up."""
     kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
@@ -258,6 +274,9 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     if s["attention_families"]:
         make = partial(_folded_of, FAMILY_COLUMNS, f"{v}: attention")
         console.print(_grid(make, _family_cells(s["attention_families"]), console))
+        note = families_note(s)
+        if note:
+            console.print(bullet(console, "  • ", note), highlight=False)
     make = partial(_folded_of, TOP_COLUMNS, f"{v}: top kernels and their launching ops")
     console.print(_grid(make, _top_cells(s["top_kernels"][:top]), console))
     render_steps(s.get("steps"), console, v, top)
