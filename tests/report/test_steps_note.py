@@ -38,3 +38,16 @@ def test_families_note_says_why_they_count_more_than_the_attention_row():
     )
     s["attention_families"][0]["num_kernels"] = 480
     assert families_note(s) is None
+
+
+def test_the_page_says_it_under_the_families_too(tmp_path):
+    """The Llama trace's page: the same note under 'Attention by family'."""
+    from attnscope.api import analyze_traces
+    from attnscope.report.html.page import render_html
+    from tests.rawtrace import DATA
+
+    doc, errors = analyze_traces([str(DATA / "llama_train_sdpa.json.gz")], jobs=1)
+    assert not errors
+    html = render_html([doc])
+    at = html.index("Attention by family")
+    assert "the other 160 ran inside those ops" in html[at : html.index("Top kernels and the ops", at)]
