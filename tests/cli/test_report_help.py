@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
 from attnscope.cli.main import main
 from tests.rawtrace import DATA
 
 
 def test_help_names_traces(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")
-    with pytest.raises(SystemExit):
-        main(["report", "--help"])
+    assert main(["report", "--help"]) == 0
     assert "run/analyze/model JSON documents, sweep JSONL files or Kineto traces (sniffed)" in capsys.readouterr().out
 
 
