@@ -176,13 +176,14 @@ CPU_ONLY_TRACE = {
 
 def test_load_side_analyses_a_trace_without_gpu_events(tmp_path):
     """A trace of one CPU op and no kernel is still analysed (the GPU is not required): one result, named
-    after the file stem 't', with no kernels, and no env (a trace has none)."""
+    after the file stem 't', its one op (aten::mm, recorded without shapes: a leaf compute op) the unit of work,
+    and no env (a trace has none)."""
     p = tmp_path / "t.json"
     p.write_text(json.dumps(CPU_ONLY_TRACE))
     doc = load_side(p)
     assert doc["env"] is None
     (r,) = doc["results"]
-    assert r["variant"] == "t" and r["kernels"] == []
+    assert r["variant"] == "t" and [(k["name"], k["device"]) for k in r["kernels"]] == [("aten::mm", "cpu")]
 
 
 def test_load_side_takes_a_gz_name_as_a_trace_even_when_its_head_lacks_trace_events(tmp_path):
@@ -192,7 +193,7 @@ def test_load_side_takes_a_gz_name_as_a_trace_even_when_its_head_lacks_trace_eve
     p.write_bytes(gzip.compress(json.dumps({"padding": "x" * 70_000, **CPU_ONLY_TRACE}).encode()))
     assert b'"traceEvents"' not in head(p)
     (r,) = load_side(p)["results"]
-    assert r["variant"] == "p" and r["kernels"] == []
+    assert r["variant"] == "p" and [k["name"] for k in r["kernels"]] == ["aten::mm"]
 
 
 # ---------------------------------------------------------------- _norm
