@@ -55,7 +55,8 @@ def _analyze(args: argparse.Namespace) -> int:
     check_html(args)
     capture = getattr(args, "capture", None)
     if capture is not None and not Path(capture).is_file():
-        print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
+        why = "a directory: name the capture's trace file" if Path(capture).is_dir() else "no such file"
+        print(f"attnscope: error: --capture {capture}: {why}", file=sys.stderr)
         return EXIT_USAGE
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
     check_outputs(
@@ -64,6 +65,8 @@ def _analyze(args: argparse.Namespace) -> int:
     )
     from attnscope.document.load import written_by_attnscope
 
+    if capture is not None and written_by_attnscope(Path(capture)):
+        raise UsageError(f"--capture {capture}: a result file attnscope wrote, not the Kineto trace of a capture")
     for t in args.traces:  # what attnscope wrote is read by the readers of results, never as a trace
         if not Path(t).exists():  # before any trace is read: one missing among several too
             raise UsageError(f"{t}: no such file")
