@@ -154,6 +154,7 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
 
 
 HOST_SIDE = ("context manager",)  # notes about host-side costs kept out of the timings: --verbose
+LOST_NOTE = " malformed trace events skipped"  # a trace's events not read (analysis/fingerprint/build.py): never brief
 
 
 def fitted_table(doc: dict[str, Any], title: str | None, console: Console) -> tuple[Table, list[str]]:
@@ -224,7 +225,8 @@ def footnotes(
         # Hidden copies, upcasts, masks and SDPA's choice are told by the insights, with evidence.
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
-        for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])] if not brief else []:
+        notes = [*(r.get("notes") or []), *(r.get("run_notes") or [])]
+        for n in notes if not brief else [n for n in notes if n.endswith(LOST_NOTE)]:  # events lost: always said
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
     lines += case_lines(doc)
