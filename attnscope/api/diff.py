@@ -135,6 +135,19 @@ def _categories(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"category": c, **_delta(ta.get(c, 0.0), tb.get(c, 0.0))} for c in cats if ta.get(c) or tb.get(c)]
 
 
+def _one_is_a_trace(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One side read from a trace, the other measured: their CPU µs are not one measurement (the traced region's
+    host span, one sample with the profiler's overhead, against the median host time per call)."""
+    return (a.get("source") == "trace") != (b.get("source") == "trace")
+
+
+TRACE_AGAINST_RUN = (
+    "timings: one side is a trace, the other a run: CPU µs is the traced region's host span (one sample, profiler "
+    "overhead included) against the median host time per call, so it is shown, not compared (no change, no "
+    "regression); GPU µs is one traced call against the run's median"
+)
+
+
 def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     flags = {f: {"a": a.get(f), "b": b.get(f)} for f in FLAGS if a.get(f) != b.get(f)}
     if _copies(a) != _copies(b):
@@ -144,7 +157,9 @@ def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {
         "variant": a["variant"] if a["variant"] == b["variant"] else f"{a['variant']} → {b['variant']}",
         "gpu_time_us": _delta(a.get("gpu_time_us"), b.get("gpu_time_us")),
-        "cpu_time_us": _delta(a.get("cpu_time_us"), b.get("cpu_time_us")),
+        "cpu_time_us": _delta(a.get("cpu_time_us"), b.get("cpu_time_us"))
+        if not _one_is_a_trace(a, b)
+        else {"a": a.get("cpu_time_us"), "b": b.get("cpu_time_us"), "delta": None, "delta_pct": None},
         # a model's row: wall time per step (median), its one time
         "step_time_us": _delta(a.get("step_time_us"), b.get("step_time_us")),
         "peak_memory_bytes": _delta(a.get("peak_memory_bytes"), b.get("peak_memory_bytes")),
@@ -247,7 +262,8 @@ def diff(
     return {
         "env_a": doc_a.get("env"),
         "env_b": doc_b.get("env"),
-        "context_changes": context_changes(doc_a, doc_b),
+        "context_changes": context_changes(doc_a, doc_b)
+        + ([TRACE_AGAINST_RUN] if any(_one_is_a_trace(a, b) for a, b in pairs) else []),
         "threshold_pct": threshold_pct,
         "variants": variants,
         "only_in_a": only_a,

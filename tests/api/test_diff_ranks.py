@@ -525,3 +525,21 @@ def test_an_older_documents_case_is_compared_as_the_case_it_stands_for():
         "case seq_kv: 2048 → 3970",
         "case seq_q: 2048 → 1",
     ]
+
+
+def test_a_trace_against_a_run_shows_cpu_time_without_comparing_it(tmp_path):
+    """The H200 run's naive row (CPU µs 196.0, the median per call) against naive's trace (the traced region's
+    host span, one sample with the profiler's overhead: 4,180.6 µs): --threshold 5 read +2,033% as a regression
+    and exited 1; the GPU µs (2,259.7 → 2,273.5, +0.6%) stays compared."""
+    run = json.loads((H200 / "run.json").read_text())
+    naive = next(r for r in run["results"] if r["variant"] == "naive")
+    out = tmp_path / "d.json"
+    assert main(["diff", str(H200 / "run.json"), str(H200 / "naive.json"), "--threshold", "5", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    (v,) = [v for v in d["variants"] if v["variant"] == "naive"]
+    assert v["cpu_time_us"]["a"] == naive["cpu_time_us"] and v["cpu_time_us"]["b"] is not None
+    assert v["cpu_time_us"]["delta_pct"] is None and d["regressions"] == []
+    assert v["gpu_time_us"]["delta_pct"] is not None and abs(v["gpu_time_us"]["delta_pct"]) < 5
+    assert any(c.startswith("timings: one side is a trace, the other a run") for c in d["context_changes"])
+    both_runs = diff(run, run, threshold_pct=5)
+    assert not any(c.startswith("timings:") for c in both_runs["context_changes"])
