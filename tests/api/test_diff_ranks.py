@@ -539,6 +539,7 @@ def test_a_trace_against_a_run_shows_cpu_time_without_comparing_it(tmp_path):
     (v,) = [v for v in d["variants"] if v["variant"] == "naive"]
     assert v["cpu_time_us"]["a"] == naive["cpu_time_us"] and v["cpu_time_us"]["b"] is not None
     assert v["cpu_time_us"]["delta_pct"] is None and d["regressions"] == []
+    assert "numerics_ok" not in v["flags"]  # a trace cannot say (it holds no output): unknown, not a change
     assert v["gpu_time_us"]["delta_pct"] is not None and abs(v["gpu_time_us"]["delta_pct"]) < 5
     assert any(c.startswith("timings: one side is a trace, the other a run") for c in d["context_changes"])
     both_runs = diff(run, run, threshold_pct=5)
