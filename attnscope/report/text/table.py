@@ -256,8 +256,17 @@ def footnotes(
             lines.append("from a trace: " + "; ".join(parts))
     cpu_rows = [r for r in ok if r.get("device_kind") == "cpu"]
     if cpu_rows:
+        traced = [r.get("source") == "trace" for r in cpu_rows]  # a trace may be a GPU job's, its kernels unrecorded
+        why = "; ".join(
+            w
+            for w, on in (
+                ("no device kernels exist", not all(traced)),
+                ("a trace without GPU events holds no device kernel", any(traced)),
+            )
+            if on
+        )
         parts = [
-            *(["'ops' counts leaf compute aten ops (no device kernels exist)"] if has("ops") else []),
+            *([f"'ops' counts leaf compute aten ops ({why})"] if has("ops") else []),
             *(["CPU µs is wall time per call"] if any(r.get("source") == "run" for r in cpu_rows) else []),
         ]
         if parts:
