@@ -208,6 +208,11 @@ def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple
 ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver", "host_cores")
 
 
+def _said(v: Any) -> str:
+    """A value of a case or an environment as the tables say it: '—' where there is none (not Python's None)."""
+    return "—" if v is None else str(v)
+
+
 def _as_read(d: dict[str, Any]) -> dict[str, Any]:
     """A document's case as the case it stands for: a field an older document left out takes its default
     (``alibi`` False, ``mode`` fwd), ``kv_heads`` and ``seq_kv`` left to follow ``heads`` and ``seq_q`` are
@@ -233,14 +238,14 @@ def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
         ca, cb = _as_read(ca), _as_read(cb)
         for k in sorted(set(ca) | set(cb)):
             if ca.get(k) != cb.get(k):
-                out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+                out.append(f"case {k}: {_said(ca.get(k))} → {_said(cb.get(k))}")
     elif ca or cb:  # one line, not every field "→ None": a trace's document names no case
         has, lacks = ("A", "B") if ca else ("B", "A")
         out.append(f"case: only {has} names one ({lacks} is a trace or names none): the cases could not be compared")
     ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
     for k in ENV_KEYS:
         if ea and eb and ea.get(k) != eb.get(k):
-            out.append(f"env {k}: {ea.get(k)} → {eb.get(k)}")
+            out.append(f"env {k}: {_said(ea.get(k))} → {_said(eb.get(k))}")
     return out
 
 

@@ -123,7 +123,7 @@ def test_diff_says_when_case_or_environment_differ():
     assert diff(a, b)["context_changes"] == [
         "case seq_q: 512 → 2048",
         "env torch: 2.11.0 → 2.13.0",
-        "env device_name: NVIDIA H200 → None",
+        "env device_name: NVIDIA H200 → —",
     ]
 
 
@@ -430,9 +430,9 @@ def test_context_changes_for_a_case_key_on_one_side_only_and_equal_env():
     env = {"torch": "2.11.0", "cuda": "12.8", "cudnn": 91000, "device_name": "H200", "driver": "570", "host_cores": 16}
     a = _doc_s(case={"seq": 1}, env=env)
     b = _doc_s(case={"seq": 1, "heads": 8}, env=dict(env))
-    assert context_changes(a, b) == ["case heads: None → 8"]
+    assert context_changes(a, b) == ["case heads: — → 8"]
     b["env"]["driver"] = "575"
-    assert context_changes(a, b) == ["case heads: None → 8", "env driver: 570 → 575"]
+    assert context_changes(a, b) == ["case heads: — → 8", "env driver: 570 → 575"]
 
 
 def test_a_case_on_one_side_only_is_one_line_not_each_field_against_none():
@@ -505,7 +505,8 @@ def test_an_older_documents_case_is_compared_as_the_case_it_stands_for():
     """The H200 run document (schema 1) names no alibi, mask, mode or softcap and leaves kv_heads and seq_kv to
     follow heads and seq_q: spelled out with those defaults it is the same case (no line), and against the H100
     paged decode document only the fields whose values differ are said, each as a number or a mask name (the
-    expected lines read off the two files' case objects by hand), never 'alibi: None → False'."""
+    expected lines read off the two files' case objects by hand, a field one side lacks as '—', not Python's
+    None), never 'alibi: None → False'."""
     old = json.loads((H200 / "run.json").read_text())
     assert old["case"] == {"batch": 4, "heads": 16, "seq_q": 2048, "head_dim": 64, "dtype": "bf16", "causal": True,
                            "kv_heads": None, "seq_kv": None, "device": "cuda"}  # fmt: skip
@@ -519,9 +520,9 @@ def test_an_older_documents_case_is_compared_as_the_case_it_stands_for():
         "case head_dim: 64 → 128",
         "case heads: 16 → 32",
         "case kv_heads: 16 → 8",
-        "case kv_lens: None → uniform:512..4096@0",
+        "case kv_lens: — → uniform:512..4096@0",
         "case mask: causal → none",
-        "case page_size: None → 16",
+        "case page_size: — → 16",
         "case seq_kv: 2048 → 3970",
         "case seq_q: 2048 → 1",
     ]
