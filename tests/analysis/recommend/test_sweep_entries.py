@@ -634,3 +634,23 @@ def test_a_serving_case_says_why_sdpa_default_has_no_row():
     )
     dense = recommend([row_b("sdpa_flash", s, 10, 9, 11) for s in (128, 256)])
     assert default_summary_text(dense) == "sdpa_default was not run: PyTorch's own choice cannot be compared"
+
+
+def test_the_tie_rule_says_what_it_means_for_a_traced_row():
+    """The H200 traces (one traced call each: p25 = p75 = the one time) have no interquartile range to overlap; the
+    rule's words said 'interquartile ranges (p25–p75 of the timed calls)' alone.  A run's rows keep those words."""
+    import json
+
+    from tests.rawtrace import DATA
+
+    run = json.loads((DATA / "h200" / "run.json").read_text())
+    assert recommend(run["results"])["tie_rule"] == (
+        "tied when the interquartile ranges (p25–p75 of the timed calls) overlap, or both ran the same compute "
+        "kernels (the run recommendation's rule)"
+    )
+    traced = [dict(r, source="trace", gpu_time={**r["gpu_time"], "num_samples": 1}) for r in run["results"]
+              if r.get("gpu_time")]  # fmt: skip
+    assert recommend(traced)["tie_rule"].endswith(
+        "; a row from a trace is one sample, its quartiles its one time, its noise not known: two traced rows tie "
+        "only at equal times or by the same kernels"
+    )
