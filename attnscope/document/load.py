@@ -205,7 +205,8 @@ def load(path: str | Path) -> Source:
     """A result file as a Source: a document, a sweep's rows, or (kind "trace") a Kineto trace left to the API."""
     p = Path(path)
     if p.exists() and not p.is_file():
-        raise DocumentError(f"{p}: not a file")
+        why = "a directory: name a result file or a trace in it" if p.is_dir() else "not a file"
+        raise DocumentError(f"{p}: {why}")
     if p.is_file() and is_trace(p):
         return Source("trace", {}, p)
     return load_source(p)

@@ -163,7 +163,7 @@ def _doc_s(*results, **top):
 
 
 def test_load_side_of_a_directory_says_not_a_file(tmp_path):
-    with pytest.raises(DocumentError, match=r": not a file$"):
+    with pytest.raises(DocumentError, match=r": a directory: name a result file or a trace in it$"):
         load_side(tmp_path)
     with pytest.raises(DocumentError, match=r"nope\.json: no such file$"):
         load_side(tmp_path / "nope.json")

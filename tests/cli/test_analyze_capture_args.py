@@ -26,3 +26,9 @@ def test_a_document_attnscope_wrote(capsys):
 def test_a_missing_file_still_says_so(tmp_path, capsys):
     assert main(["analyze", TRACE, "--capture", str(tmp_path / "none.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_an_input_flag_given_a_folder_says_so(tmp_path, capsys):
+    """run --guess FOLDER (an input flag's file): 'a directory: name a file in it', not 'not a file'."""
+    assert main(["run", "--guess", str(tmp_path), "--seq", "64"]) == 2
+    assert f"--guess {tmp_path}: a directory: name a file in it" in capsys.readouterr().err
