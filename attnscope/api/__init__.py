@@ -69,6 +69,8 @@ def _analyze(
     tr = load_trace(path)
     if tr.num_events == 0:
         raise TraceError(f"{path}: the trace holds no events")
+    if tr.num_skipped == tr.num_events:  # every event malformed: nothing was read, a fingerprint would be empty
+        raise TraceError(f"{path}: none of its {tr.num_events:,} events could be read (each lacks a field it needs)")
     if require_gpu and not tr.has_gpu:
         raise TraceError(
             f"{path}: no GPU events (kernel, gpu_memcpy, gpu_memset): profile with ProfilerActivity.CUDA,"

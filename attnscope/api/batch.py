@@ -16,14 +16,19 @@ _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 
 
 def expand(paths: list[str]) -> list[Path]:
-    """Files as given; a directory becomes its ``.json``/``.json.gz`` files, sorted.  A file reached twice (named
-    twice, by a link, or named and inside a directory given) is refused: each trace is one rank, read once."""
+    """Files as given; a directory becomes its ``.json``/``.json.gz`` files, sorted, less the result files attnscope
+    wrote there (:func:`results_in`: a run's ``--json`` beside its ``--trace-dir`` traces is no trace).  A file
+    reached twice (named twice, by a link, or named and inside a directory given) is refused: each trace is one
+    rank, read once."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            files = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            ours = set(results_in(p))
+            found = [f for f in files if f not in ours]
             if not found:
-                raise TraceError(f"{p}: directory holds no .json or .json.gz trace files")
+                why = f" (only {len(ours)} result file(s) attnscope wrote: report, diff or recommend read them)"
+                raise TraceError(f"{p}: directory holds no .json or .json.gz trace files" + (why if ours else ""))
             out += found
         else:
             out.append(p)
@@ -34,6 +39,15 @@ def expand(paths: list[str]) -> list[Path]:
             same = "given twice" if str(first) == str(p) else f"the same file as {first}"
             raise TraceError(f"{p}: {same}: each trace is one rank, read once")
     return out
+
+
+def results_in(folder: Path) -> list[Path]:
+    """The ``.json``/``.json.gz`` files of ``folder`` that attnscope wrote (documents, a sweep's rows), sorted."""
+    from attnscope.document.load import written_by_attnscope
+
+    return sorted(
+        f for f in folder.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES) and written_by_attnscope(f)
+    )
 
 
 def _one(path: Path, require_gpu: bool, capture: str | None = None) -> Result | str:

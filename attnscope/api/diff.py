@@ -135,8 +135,23 @@ def _categories(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"category": c, **_delta(ta.get(c, 0.0), tb.get(c, 0.0))} for c in cats if ta.get(c) or tb.get(c)]
 
 
+def _one_is_a_trace(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One side read from a trace, the other measured: their CPU µs are not one measurement (the traced region's
+    host span, one sample with the profiler's overhead, against the median host time per call)."""
+    return (a.get("source") == "trace") != (b.get("source") == "trace")
+
+
+TRACE_AGAINST_RUN = (
+    "timings: one side is a trace, the other a run: CPU µs is the traced region's host span (one sample, profiler "
+    "overhead included) against the median host time per call, so it is shown, not compared (no change, no "
+    "regression); GPU µs is one traced call against the run's median"
+)
+
+
 def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     flags = {f: {"a": a.get(f), "b": b.get(f)} for f in FLAGS if a.get(f) != b.get(f)}
+    if _one_is_a_trace(a, b):
+        flags.pop("numerics_ok", None)  # a trace holds no output to check: unknown there, not changed
     if _copies(a) != _copies(b):
         flags["hidden_copies"] = {"a": _copies(a), "b": _copies(b)}
     if len(a.get("upcasts") or []) != len(b.get("upcasts") or []):
@@ -144,7 +159,9 @@ def compare_results(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {
         "variant": a["variant"] if a["variant"] == b["variant"] else f"{a['variant']} → {b['variant']}",
         "gpu_time_us": _delta(a.get("gpu_time_us"), b.get("gpu_time_us")),
-        "cpu_time_us": _delta(a.get("cpu_time_us"), b.get("cpu_time_us")),
+        "cpu_time_us": _delta(a.get("cpu_time_us"), b.get("cpu_time_us"))
+        if not _one_is_a_trace(a, b)
+        else {"a": a.get("cpu_time_us"), "b": b.get("cpu_time_us"), "delta": None, "delta_pct": None},
         # a model's row: wall time per step (median), its one time
         "step_time_us": _delta(a.get("step_time_us"), b.get("step_time_us")),
         "peak_memory_bytes": _delta(a.get("peak_memory_bytes"), b.get("peak_memory_bytes")),
@@ -191,22 +208,44 @@ def pair(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> tuple[list[tuple
 ENV_KEYS = ("torch", "cuda", "cudnn", "device_name", "driver", "host_cores")
 
 
+def _said(v: Any) -> str:
+    """A value of a case or an environment as the tables say it: '—' where there is none (not Python's None)."""
+    return "—" if v is None else str(v)
+
+
+def _as_read(d: dict[str, Any]) -> dict[str, Any]:
+    """A document's case as the case it stands for: a field an older document left out takes its default
+    (``alibi`` False, ``mode`` fwd), ``kv_heads`` and ``seq_kv`` left to follow ``heads`` and ``seq_q`` are
+    those numbers, and a mask left to ``causal`` is named (``causal`` or ``none``); so two documents differ
+    only where their cases do.  A case that cannot be read is compared as written."""
+    from attnscope.core.case import FIELDS, Case
+
+    try:
+        c = Case.from_dict(d)
+    except (TypeError, ValueError):
+        return d
+    out = {f.json_key: getattr(c, f.name) for f in FIELDS if f.json_key in d or getattr(c, f.name) is not None}
+    out.update(kv_heads=c.num_kv_heads, seq_kv=c.num_seq_kv, mask=c.mask or ("causal" if c.causal else "none"))
+    return {**{k: v for k, v in d.items() if k not in out}, **out}
+
+
 def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     """What differs besides the code under test: the case and the environment.  A time change
     across these is not a regression of the same workload, so the reader is told first."""
     out = []
     ca, cb = doc_a.get("case") or {}, doc_b.get("case") or {}
     if ca and cb:
+        ca, cb = _as_read(ca), _as_read(cb)
         for k in sorted(set(ca) | set(cb)):
             if ca.get(k) != cb.get(k):
-                out.append(f"case {k}: {ca.get(k)} → {cb.get(k)}")
+                out.append(f"case {k}: {_said(ca.get(k))} → {_said(cb.get(k))}")
     elif ca or cb:  # one line, not every field "→ None": a trace's document names no case
         has, lacks = ("A", "B") if ca else ("B", "A")
         out.append(f"case: only {has} names one ({lacks} is a trace or names none): the cases could not be compared")
     ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
     for k in ENV_KEYS:
         if ea and eb and ea.get(k) != eb.get(k):
-            out.append(f"env {k}: {ea.get(k)} → {eb.get(k)}")
+            out.append(f"env {k}: {_said(ea.get(k))} → {_said(eb.get(k))}")
     la, lb = ea.get("libraries"), eb.get("libraries")
     if isinstance(la, dict) and isinstance(lb, dict):  # both recorded (a document before the field has none)
         for m in sorted(set(la) | set(lb)):
@@ -235,7 +274,8 @@ def diff(
     return {
         "env_a": doc_a.get("env"),
         "env_b": doc_b.get("env"),
-        "context_changes": context_changes(doc_a, doc_b),
+        "context_changes": context_changes(doc_a, doc_b)
+        + ([TRACE_AGAINST_RUN] if any(_one_is_a_trace(a, b) for a, b in pairs) else []),
         "threshold_pct": threshold_pct,
         "variants": variants,
         "only_in_a": only_a,

@@ -55,7 +55,8 @@ def _analyze(args: argparse.Namespace) -> int:
     check_html(args)
     capture = getattr(args, "capture", None)
     if capture is not None and not Path(capture).is_file():
-        print(f"attnscope: error: --capture {capture}: no such file", file=sys.stderr)
+        why = "a directory: name the capture's trace file" if Path(capture).is_dir() else "no such file"
+        print(f"attnscope: error: --capture {capture}: {why}", file=sys.stderr)
         return EXIT_USAGE
     # A trace without GPU events is fingerprinted by its CPU ops: detected, no flag needed (--cpu is kept, harmless).
     check_outputs(
@@ -64,6 +65,8 @@ def _analyze(args: argparse.Namespace) -> int:
     )
     from attnscope.document.load import written_by_attnscope
 
+    if capture is not None and written_by_attnscope(Path(capture)):
+        raise UsageError(f"--capture {capture}: a result file attnscope wrote, not the Kineto trace of a capture")
     for t in args.traces:  # what attnscope wrote is read by the readers of results, never as a trace
         if not Path(t).exists():  # before any trace is read: one missing among several too
             raise UsageError(f"{t}: no such file")
@@ -72,6 +75,11 @@ def _analyze(args: argparse.Namespace) -> int:
                 f"{t}: a result file attnscope wrote (a document or a sweep's rows), not a Kineto trace: "
                 "attnscope report, diff or recommend read it"
             )
+    from attnscope.api.batch import results_in
+
+    for t in args.traces:  # in a folder, attnscope's own files are passed over (api.batch.expand), and said
+        for f in results_in(Path(t)) if Path(t).is_dir() else ():
+            print(f"attnscope: note: {f}: a result file attnscope wrote, not a trace: passed over", file=sys.stderr)
     # one trace file: a second core may read its first part (trace/parallel.py, off unless ATTNSCOPE_READ_CORES asks)
     if len(args.traces) == 1 and os.environ.get("ATTNSCOPE_READ_CORES") in ("2", "auto"):
         from attnscope.api.batch import read_ahead

@@ -226,7 +226,7 @@ def check_input_file(path: str, flag: str) -> None:
     if not p.exists():
         raise UsageError(f"{flag} {p}: no such file")
     if not p.is_file():
-        raise UsageError(f"{flag} {p}: not a file")
+        raise UsageError(f"{flag} {p}: " + ("a directory: name a file in it" if p.is_dir() else "not a file"))
 
 
 def check_html(args: Any) -> None:  # args: the parsed flags (html, assets)

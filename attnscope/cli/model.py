@@ -270,6 +270,7 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
     from attnscope.cli.common import say_unwritten, write_outputs
     from attnscope.core.host_line import host_line
     from attnscope.report.text.model import render, render_decode_steps, render_layers
+    from attnscope.report.text.terminal import indented
 
     rows, env = doc["results"], doc["env"]
     unwritten = write_outputs(args, doc)  # --json, then --html (a full disk: said after the tables, exit 74)
@@ -283,7 +284,7 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
     render_decode_steps(doc, out)
     render_layers(doc, out)
     if host_line(doc["host"]):
-        out.print(f"  {host_line(doc['host'])}", style="yellow", highlight=False, markup=False)
+        indented(out, f"  {host_line(doc['host'])}", style="yellow")
     if args.out:
         out.print(f"  rows in {args.out}")
     if args.json and "--json" not in unwritten:

@@ -13,7 +13,9 @@ from attnscope.core.units import fmt_bytes
 
 def add_parser(sub: Any, text: str) -> None:
     rp = sub.add_parser("report", help=text)
-    rp.add_argument("files", nargs="+", help="run/analyze/model JSON documents or sweep JSONL files (sniffed)")
+    rp.add_argument(
+        "files", nargs="+", help="run/analyze/model JSON documents, sweep JSONL files or Kineto traces (sniffed)"
+    )
     rp.add_argument("-o", "--out", required=True, metavar="PATH", help="the HTML file to write")
     add_assets_arg(rp, with_html=False)
     rp.set_defaults(func=cmd_report)

@@ -235,7 +235,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from attnscope.api.sweeping import recommendation
     from attnscope.cli.common import Progress, stopping, store_in_flag_words
     from attnscope.core.files import lock_store
-    from attnscope.report.text.terminal import console
+    from attnscope.report.text.terminal import console, indented
 
     check_output_file(args.out, "--out")  # its own one-line refusals come before the lock's
     with lock_store(args.out, "--out"):
@@ -245,7 +245,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         def shown(event: Any) -> None:
             if isinstance(event, Planned):  # after the lock, before the first job
                 for line in header(args, req, event):
-                    out.print(line, highlight=False, markup=False)
+                    indented(out, line)
             bar(event)
 
         with store_in_flag_words(), stopping(), bar:
@@ -290,15 +290,16 @@ def render_sweep(args: argparse.Namespace, new: Any, rows: list[dict[str, Any]],
     from attnscope.document.schema import result_to_dict
     from attnscope.report.text.sweep import render
     from attnscope.report.text.sweep_summary import summary_lines
+    from attnscope.report.text.terminal import indented
 
     for line in summary_lines([result_to_dict(r) for r in new], rows, args.out, new.elapsed_s if new else None):
-        out.print(line, highlight=False, markup=False)
+        indented(out, line)
     if not rec["best"] and not rec.get("unresolved"):
         out.print("recommendation: no row to compare yet (one needs status ok, numerics within tolerance, a time)")
     else:
         out.print(render(rec), highlight=False)
     if host_line(rec["host"]):
-        out.print(f"  {host_line(rec['host'])}", style="yellow", highlight=False, markup=False)
+        indented(out, f"  {host_line(rec['host'])}", style="yellow")
     unwritten = _write_files(args, rec, out)  # a full disk: each file tried, each failure said after (exit 74)
     if args.trace_dir:
         unwritten.update(traces_not_kept([result_to_dict(r) for r in new], args.trace_dir))

@@ -127,7 +127,27 @@ def load_answers(path: str) -> dict[str, str]:
     return out
 
 
+def hanging_say(console: Any) -> Any:
+    """The tour's ``say``: a line of markup whose continuation, where the terminal is narrower than the line, goes
+    under its own text (after its leading spaces), not back at column 0."""
+    from rich.text import Text
+
+    from attnscope.report.text.terminal import bullet
+
+    def say(line: str) -> None:
+        body = line.lstrip("\n")
+        for _ in range(len(line) - len(body)):  # a step's heading starts with a blank line
+            console.print()
+        text = body.lstrip(" ")
+        indent = len(body) - len(text)
+        console.print(bullet(console, " " * indent, Text.from_markup(text)) if indent else Text.from_markup(text))
+
+    return say
+
+
 def _interactive(console: Any) -> Any:
+    from rich.markup import escape
+
     from attnscope.cli.common import answer_reader
     from attnscope.core.answers import AnswerError, read_answer
 
@@ -138,7 +158,7 @@ def _interactive(console: Any) -> Any:
         hint = f" [{', '.join(items)}]" if q.answer == "ranking" or q.judge == "winner" else ""
         for _ in range(3):
             try:
-                text = typed(f"  [bold]?[/bold] {q.prompt}{hint} ")
+                text = typed(f"  [bold]?[/bold] {escape(q.prompt)}{escape(hint)} ")  # [a, b]: no tag
             except EOFError:
                 return None, "skipped"
             if not text.strip():
@@ -147,7 +167,7 @@ def _interactive(console: Any) -> Any:
                 read_answer(q, text, items)
                 return text.strip(), "typed"
             except AnswerError as e:
-                console.print(f"    could not read {text.strip()!r}: {e}")
+                console.print(f"    could not read {text.strip()!r}: {e}", markup=False)  # the user's own text
         return None, "skipped"
 
     return ask
@@ -206,13 +226,17 @@ def cmd_tour(args: argparse.Namespace) -> int:
         from attnscope.api.modeling import check_config
 
         check_config(model)
+    from rich.markup import escape
+
     console = common.console(markup=True)  # the tour's text escapes every name it prints
     answer = _answer_fn(args, console, gpu)
     console.print(
         "[bold]attnscope tour[/bold]: the attention study replayed here. Guess first, then look for what does "
-        f"not match. Device {device}, {size} sizes; the transcript is saved to {args.out} after every step."
+        f"not match. Device {escape(device)}, {size} sizes; the transcript is saved to {escape(args.out)} after every "
+        "step."
     )
-    sess = Session(device, size, answer, Path(args.out), console.print, model=model)
+    say = hanging_say(console)
+    sess = Session(device, size, answer, Path(args.out), say, model=model)
     sess.start(resume)
     sess.transcript["model"] = model
     from attnscope.cli import stop
@@ -226,16 +250,17 @@ def cmd_tour(args: argparse.Namespace) -> int:
             return stop.interrupted(e, "nothing measured yet")
         return stop.interrupted(e, f"the steps done are saved in {args.out}; continue with --resume")
     stop.restore(old)
-    show_end(transcript, console.print)
+    show_end(transcript, say)
     from attnscope.core.host_line import host_line
+    from attnscope.report.text.terminal import indented
 
     busy = host_line(transcript.get("host"))
     if busy:
-        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
-    console.print(f"  transcript written to {args.out}")
+        indented(console, f"  {busy}", style="yellow")
+    console.print(f"  transcript written to {args.out}", markup=False)
     if args.html:
         from attnscope.report.html.tour import write_tour_html
 
         write_tour_html(transcript, args.html)
-        console.print(f"  HTML page written to {args.html}")
+        console.print(f"  HTML page written to {args.html}", markup=False)
     return 0

@@ -44,6 +44,11 @@ def kind_of(doc: dict[str, Any], where: str) -> Kind:
         raise DocumentError(f"{where}: a diff document (what attnscope diff writes), not results")
     if doc.get("kind") == "recommend" or ("best" in doc and "policy" in doc and "results" not in doc):
         raise DocumentError(f"{where}: a recommendation (what attnscope recommend writes), not result rows")
+    if doc.get("kind") == "tour" and "steps" in doc:
+        raise DocumentError(
+            f"{where}: a tour transcript (what attnscope tour writes), not result rows: the tour draws its own page "
+            "(a finished transcript resumed with an HTML path measures nothing more)"
+        )
     results = doc.get("results")
     if not isinstance(results, list) or "schema_version" not in doc:
         raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
@@ -200,7 +205,8 @@ def load(path: str | Path) -> Source:
     """A result file as a Source: a document, a sweep's rows, or (kind "trace") a Kineto trace left to the API."""
     p = Path(path)
     if p.exists() and not p.is_file():
-        raise DocumentError(f"{p}: not a file")
+        why = "a directory: name a result file or a trace in it" if p.is_dir() else "not a file"
+        raise DocumentError(f"{p}: {why}")
     if p.is_file() and is_trace(p):
         return Source("trace", {}, p)
     return load_source(p)

@@ -176,6 +176,13 @@ def default_summary_text(rec: dict[str, Any]) -> str:
     s = rec["default_summary"]
     n = sum(s[k] for k in SUMMARY_KEYS)
     if not n or s["not_run"] == n:
+        cases = [b.get("case") or {} for b in rec.get("best") or []]
+        if cases and all(c.get("page_size") is not None or c.get("kv_lens") is not None for c in cases):
+            # a paged or ragged cache: sdpa_default reads contiguous K and V only, so it has no row to run
+            return (
+                f"{DEFAULT} has no row at these points: it takes one dense K and V for the whole batch, not a paged "
+                "or ragged KV cache (the serving variants are compared instead)"
+            )
         return f"{DEFAULT} was not run: PyTorch's own choice cannot be compared"
     ran = rec.get("default_ran") or {}
     m = n - s["not_run"] - s["not_usable"]

@@ -86,7 +86,30 @@ def load_trace(path: str | Path) -> Trace:
             cache.store(p, tr)
     for note in tr.notes:
         print(f"attnscope: note: {note}", file=sys.stderr)
+    launched = launches_without_gpu_events(tr)
+    if launched:
+        print(f"attnscope: note: {p}: {launched}", file=sys.stderr)
     return tr
+
+
+def launches_without_gpu_events(tr: Trace) -> str | None:
+    """What to say of a trace that launched kernels but holds no GPU event (no kernel, memcpy or memset): its GPU
+    side was not recorded (``ProfilerActivity.CPU`` alone) or was recorded as CUPTI profiler ranges, which carry
+    counters, not kernel times.  None for any other trace."""
+    if tr.gpu:
+        return None
+    named: dict[str, int] = {}
+    for r in tr.runtime:
+        if "LaunchKernel" in r.name or "GraphLaunch" in r.name:
+            named[r.name] = named.get(r.name, 0) + 1
+    if not named:
+        return None
+    calls = ", ".join(f"{k} ×{v:,}" for k, v in sorted(named.items(), key=lambda kv: -kv[1]))
+    return (
+        f"{sum(named.values()):,} kernel launch(es) ({calls}) but no GPU kernel, memcpy or memset event: the GPU's "
+        "activity was not recorded (or only as CUPTI profiler ranges, which hold counters, not kernel times), so "
+        "there is no GPU time; the CPU ops are fingerprinted as a CPU trace's"
+    )
 
 
 def _cache_module() -> Any:

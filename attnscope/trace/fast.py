@@ -83,14 +83,14 @@ _RUNTIME_ARGS = _part("RuntimeArgs", Args, ("ext", "correlation"))
 _MEMORY_ARGS = _part("MemoryArgs", Args, ("device_type", "total_allocated", "mem_bytes"))
 _CATEGORIES: tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...] = (
     # (categories, the Event fields read, the args Struct)
-    (("cpu_op",), ("name", "pid", "tid", "ts", "dur"), _CPU_ARGS),
-    (("kernel", "gpu_memcpy", "gpu_memset"), ("name", "ts", "dur"), _GPU_ARGS),
-    (("cuda_runtime", "cuda_driver"), ("name", "pid", "tid", "ts", "dur"), _RUNTIME_ARGS),
+    # (older Kineto versions wrote Operator, Kernel, Memcpy, Memset and Runtime for the same events)
+    (("cpu_op", "Operator"), ("name", "pid", "tid", "ts", "dur"), _CPU_ARGS),
+    (("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"), ("name", "ts", "dur"), _GPU_ARGS),
+    (("cuda_runtime", "cuda_driver", "Runtime"), ("name", "pid", "tid", "ts", "dur"), _RUNTIME_ARGS),
     (("user_annotation", "gpu_user_annotation", "python_function"), ("name", "tid", "ts", "dur"), None),
     (("cpu_instant_event",), ("name", "ts"), _MEMORY_ARGS),
     # read by no analysis: flows, then categories seen in Kineto traces (older ones too)
-    (("ac2g", "fwdbwd", "Trace", "overhead", "cuda_profiler_range", "cuda_sync", "async_gpu", "Runtime", "Kernel"),
-     (), None),
+    (("ac2g", "fwdbwd", "Trace", "overhead", "cuda_profiler_range", "cuda_sync", "async_gpu"), (), None),
 )  # fmt: skip
 _TAGGED_EVENTS = tuple(
     _part(f"Event_{cat}", Event, read, (("args", args | None, None),) if args is not None else (),
@@ -101,7 +101,12 @@ _TAGGED_EVENTS = tuple(
 _TAGGED = msgspec.json.Decoder(list[Union[_TAGGED_EVENTS]], strict=False)  # type: ignore[valid-type]  # noqa: UP007
 _TOP = msgspec.json.Decoder(dict[str, Raw])
 _NO_ARGS = Args()
-_GPU_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_GPU_KIND = {
+    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+    "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset",  # older Kineto's names
+}  # fmt: skip
+_CPU_OP = frozenset(("cpu_op", "Operator"))
+_RUNTIME = frozenset(("cuda_runtime", "cuda_driver", "Runtime"))
 _FLOWS = frozenset(("ac2g", "fwdbwd"))  # flow events (launch → kernel, forward → backward): no analysis reads them
 _SHAPE_KEYS = (b',"Input Dims":', b',"Input type":', b',"Input Strides":', b',"Concrete Inputs":')
 DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
@@ -157,7 +162,7 @@ class Reader:
         op_pid: Any = UNSET
         for e in evs:
             c = e.cat
-            if c == "cpu_op":
+            if c in _CPU_OP:
                 name, ts, dur = e.name, e.ts, e.dur
                 if e.tid != tid_raw:  # a thread's ops come in runs: intern its ids once per run
                     tid_raw = e.tid
@@ -203,7 +208,7 @@ class Reader:
                         a.graph_node,
                     )
                 )
-            elif c == "cuda_runtime" or c == "cuda_driver":
+            elif c in _RUNTIME:
                 name, tid, ts, dur, pid = e.name, e.tid, e.ts, e.dur, e.pid
                 if name is UNSET or tid is UNSET or ts is UNSET:
                     raise Refused(f"a {c} call without name, tid or ts")

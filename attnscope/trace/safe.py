@@ -26,8 +26,13 @@ from attnscope.trace.events import (
 from attnscope.trace.jsonlib import JSONError, loads
 from attnscope.trace.source import SEP
 
-_GPU_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-_RUNTIME_CATS = {"cuda_runtime", "cuda_driver"}
+# (older Kineto versions wrote Operator, Kernel, Memcpy, Memset and Runtime for the same events)
+_GPU_KIND = {
+    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+    "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset",
+}  # fmt: skip
+_RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+_CPU_OP_CATS = {"cpu_op", "Operator"}
 # Categories the analysis reads; everything else (ac2g/fwdbwd flows, python_function,
 # overhead, metadata) is counted and passed over without being parsed.
 _WANTED = frozenset(
@@ -41,6 +46,11 @@ _WANTED = frozenset(
         b"user_annotation",
         b"gpu_user_annotation",
         b"cpu_instant_event",
+        b"Operator",
+        b"Kernel",
+        b"Memcpy",
+        b"Memset",
+        b"Runtime",
     }
 )
 
@@ -121,7 +131,7 @@ def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:
 
 def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
     cat = ev.get("cat")
-    if cat == "cpu_op":
+    if cat in _CPU_OP_CATS:
         a = ev.get("args") or {}
         name = ev["name"]
         tr.cpu_ops.append(

@@ -82,7 +82,7 @@ class Variant:
         if case.is_serving != self.serving:
             return (
                 f"{self.name} takes one dense K and V for the whole batch, not a paged or ragged cache: the serving "
-                "variants (attnscope variants) measure it"
+                "variants (paged_*) measure it"
                 if case.is_serving
                 else f"{self.name} reads a paged or ragged KV cache: give --page-size and/or --kv-lens"
             )

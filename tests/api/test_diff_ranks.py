@@ -123,7 +123,7 @@ def test_diff_says_when_case_or_environment_differ():
     assert diff(a, b)["context_changes"] == [
         "case seq_q: 512 → 2048",
         "env torch: 2.11.0 → 2.13.0",
-        "env device_name: NVIDIA H200 → None",
+        "env device_name: NVIDIA H200 → —",
     ]
 
 
@@ -163,7 +163,7 @@ def _doc_s(*results, **top):
 
 
 def test_load_side_of_a_directory_says_not_a_file(tmp_path):
-    with pytest.raises(DocumentError, match=r": not a file$"):
+    with pytest.raises(DocumentError, match=r": a directory: name a result file or a trace in it$"):
         load_side(tmp_path)
     with pytest.raises(DocumentError, match=r"nope\.json: no such file$"):
         load_side(tmp_path / "nope.json")
@@ -176,13 +176,14 @@ CPU_ONLY_TRACE = {
 
 def test_load_side_analyses_a_trace_without_gpu_events(tmp_path):
     """A trace of one CPU op and no kernel is still analysed (the GPU is not required): one result, named
-    after the file stem 't', with no kernels, and no env (a trace has none)."""
+    after the file stem 't', its one op (aten::mm, recorded without shapes: a leaf compute op) the unit of work,
+    and no env (a trace has none)."""
     p = tmp_path / "t.json"
     p.write_text(json.dumps(CPU_ONLY_TRACE))
     doc = load_side(p)
     assert doc["env"] is None
     (r,) = doc["results"]
-    assert r["variant"] == "t" and r["kernels"] == []
+    assert r["variant"] == "t" and [(k["name"], k["device"]) for k in r["kernels"]] == [("aten::mm", "cpu")]
 
 
 def test_load_side_takes_a_gz_name_as_a_trace_even_when_its_head_lacks_trace_events(tmp_path):
@@ -192,7 +193,7 @@ def test_load_side_takes_a_gz_name_as_a_trace_even_when_its_head_lacks_trace_eve
     p.write_bytes(gzip.compress(json.dumps({"padding": "x" * 70_000, **CPU_ONLY_TRACE}).encode()))
     assert b'"traceEvents"' not in head(p)
     (r,) = load_side(p)["results"]
-    assert r["variant"] == "p" and r["kernels"] == []
+    assert r["variant"] == "p" and [k["name"] for k in r["kernels"]] == ["aten::mm"]
 
 
 # ---------------------------------------------------------------- _norm
@@ -429,9 +430,9 @@ def test_context_changes_for_a_case_key_on_one_side_only_and_equal_env():
     env = {"torch": "2.11.0", "cuda": "12.8", "cudnn": 91000, "device_name": "H200", "driver": "570", "host_cores": 16}
     a = _doc_s(case={"seq": 1}, env=env)
     b = _doc_s(case={"seq": 1, "heads": 8}, env=dict(env))
-    assert context_changes(a, b) == ["case heads: None → 8"]
+    assert context_changes(a, b) == ["case heads: — → 8"]
     b["env"]["driver"] = "575"
-    assert context_changes(a, b) == ["case heads: None → 8", "env driver: 570 → 575"]
+    assert context_changes(a, b) == ["case heads: — → 8", "env driver: 570 → 575"]
 
 
 def test_context_changes_name_a_library_that_imports_on_one_side_only():
@@ -507,3 +508,49 @@ def test_model_rows_pair_by_mode_and_point_and_compare_their_step_time():
     regressions = [(r["variant"], r["metric"]) for r in d["regressions"]]
     assert regressions == [("eager prefill batch=1 seq=128", "step_time_us")]
     assert d["only_in_a"] == [] and d["only_in_b"] == []
+
+
+def test_an_older_documents_case_is_compared_as_the_case_it_stands_for():
+    """The H200 run document (schema 1) names no alibi, mask, mode or softcap and leaves kv_heads and seq_kv to
+    follow heads and seq_q: spelled out with those defaults it is the same case (no line), and against the H100
+    paged decode document only the fields whose values differ are said, each as a number or a mask name (the
+    expected lines read off the two files' case objects by hand, a field one side lacks as '—', not Python's
+    None), never 'alibi: None → False'."""
+    old = json.loads((H200 / "run.json").read_text())
+    assert old["case"] == {"batch": 4, "heads": 16, "seq_q": 2048, "head_dim": 64, "dtype": "bf16", "causal": True,
+                           "kv_heads": None, "seq_kv": None, "device": "cuda"}  # fmt: skip
+    spelled = {**old, "case": {**old["case"], "kv_heads": 16, "seq_kv": 2048, "mask": "causal", "alibi": False,
+                               "mode": "fwd", "softcap": None}}  # fmt: skip
+    assert context_changes(old, spelled) == []
+    paged = json.loads((H200.parent / "h100" / "paged_decode_run.json").read_text())
+    assert [line for line in context_changes(old, paged) if line.startswith("case ")] == [
+        "case batch: 4 → 8",
+        "case causal: True → False",
+        "case head_dim: 64 → 128",
+        "case heads: 16 → 32",
+        "case kv_heads: 16 → 8",
+        "case kv_lens: — → uniform:512..4096@0",
+        "case mask: causal → none",
+        "case page_size: — → 16",
+        "case seq_kv: 2048 → 3970",
+        "case seq_q: 2048 → 1",
+    ]
+
+
+def test_a_trace_against_a_run_shows_cpu_time_without_comparing_it(tmp_path):
+    """The H200 run's naive row (CPU µs 196.0, the median per call) against naive's trace (the traced region's
+    host span, one sample with the profiler's overhead: 4,180.6 µs): --threshold 5 read +2,033% as a regression
+    and exited 1; the GPU µs (2,259.7 → 2,273.5, +0.6%) stays compared."""
+    run = json.loads((H200 / "run.json").read_text())
+    naive = next(r for r in run["results"] if r["variant"] == "naive")
+    out = tmp_path / "d.json"
+    assert main(["diff", str(H200 / "run.json"), str(H200 / "naive.json"), "--threshold", "5", "--json", str(out)]) == 0
+    d = json.loads(out.read_text())
+    (v,) = [v for v in d["variants"] if v["variant"] == "naive"]
+    assert v["cpu_time_us"]["a"] == naive["cpu_time_us"] and v["cpu_time_us"]["b"] is not None
+    assert v["cpu_time_us"]["delta_pct"] is None and d["regressions"] == []
+    assert "numerics_ok" not in v["flags"]  # a trace cannot say (it holds no output): unknown, not a change
+    assert v["gpu_time_us"]["delta_pct"] is not None and abs(v["gpu_time_us"]["delta_pct"]) < 5
+    assert any(c.startswith("timings: one side is a trace, the other a run") for c in d["context_changes"])
+    both_runs = diff(run, run, threshold_pct=5)
+    assert not any(c.startswith("timings:") for c in both_runs["context_changes"])

@@ -182,7 +182,7 @@ def test_analyze_kernels_at_any_width(width, capsys, monkeypatch):
     _check_width(out, width)
     monkeypatch.setattr(T, "NARROW", 10**6 if width < T.NARROW else 0)  # the reference as brief as the output
     wide = _cli_out(argv, 1000, capsys, monkeypatch)
-    # the kernel tables cut a long name to their name column (28 to 48 characters, marked "…"; --json has it)
+    # the kernel tables cut a long name to their name column (20 to 48 characters, marked "…"; --json has it)
     cut = re.compile(r"│ \d+ +│ ([^│]*…) │")
     _check_words(cut.sub("│", out), wide, width)
 

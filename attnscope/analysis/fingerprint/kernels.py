@@ -16,7 +16,8 @@ from attnscope.core.types import Category, KernelRecord
 _I = re.IGNORECASE
 
 # (pattern, category) for GPU kernel names. Order matters: copy kernels are launched
-# through the elementwise templates, so they are matched first.
+# through the elementwise templates, so they are matched first. "gemm" not after "fb": fbgemm_gpu is a library's
+# namespace (its embedding lookups, permutes and quantizers carry it); its matrix kernels are named by cutlass.
 GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     (re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv", _I), "communication"),
     (
@@ -31,7 +32,7 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     ),
     (
         re.compile(
-            r"nvjet|gemm|xmma|cutlass|cublas|gemv|sgemm|hgemm|matmul|triton_mm|"
+            r"nvjet|(?<!fb)gemm|xmma|cutlass|cublas|gemv|sgemm|hgemm|matmul|triton_mm|"
             r"triton_tem_fused_mm|triton_tem_fused_addmm|triton_tem_fused_bmm|Kernel2",
             _I,
         ),

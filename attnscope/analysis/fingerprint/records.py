@@ -104,7 +104,12 @@ def gpu_kernel_records(att: Attribution, limits: ArchLimits | None) -> list[Kern
 
 
 def _is_scalar_op(op: CpuOp) -> bool:
-    dims = op.input_dims or []
+    """Whether every input the op recorded is a scalar (no dims).  Without recorded inputs: an aten op (its trace
+    was made with ``record_shapes=False``) is not known to be one, and counts; any other name (a range such as
+    ``record_param_comms`` or an autograd node, which record no inputs in any trace) is passed over, as before."""
+    dims = op.input_dims
+    if dims is None:
+        return not op.name.startswith("aten::")
     return not any(isinstance(d, list) and len(d) > 0 for d in dims)
 
 

@@ -58,6 +58,11 @@ TIE_RULE = (
     "tied when the interquartile ranges (p25–p75 of the timed calls) overlap, or both ran the same compute "
     "kernels (the run recommendation's rule)"
 )
+# a trace's row is one traced call: its quartiles are its one time (rules/ties.py reads them as a range of zero width)
+ONE_SAMPLE_TIES = (
+    "; a row from a trace is one sample, its quartiles its one time, its noise not known: two traced rows tie only "
+    "at equal times or by the same kernels"
+)
 MARGIN_FORMULA = (
     "runner_up_us / median_us (median time per call of the next implementation, the fastest variant that ran other "
     "kernels than the best, over the best's)"
@@ -112,7 +117,7 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "kind": "recommend",
         "time_source": "; ".join(sources) if sources else None,
         "time_methods": sorted({b["time_method"] for b in best if b["time_method"]}),
-        "tie_rule": TIE_RULE,
+        "tie_rule": TIE_RULE + (ONE_SAMPLE_TIES if any(b.get("one_sample") for b in best) else ""),
         "margin_formula": MARGIN_FORMULA,
         "axes": axes,
         "derived_axes": derived,

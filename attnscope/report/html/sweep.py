@@ -284,7 +284,7 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
         ),
         tag("p", tag("b", "Policy: "), rec["policy_text"]),
         table(
-            ["when (first match applies)", "use", "points", "agree (of which tied)", "exceptions"],
+            ["when (first match applies)", "use", "points", "agree (of which only tied with the best)", "exceptions"],
             rules,
             cls="data policy",
         ),

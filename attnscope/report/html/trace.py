@@ -18,7 +18,14 @@ from attnscope.report.html.run import (
     traces_block,
 )
 from attnscope.report.html.timeline import CATEGORY_COLOURS
-from attnscope.report.text.summary import STEP_COLUMNS, collective_lines, graph_lines, step_cells, steps_note
+from attnscope.report.text.summary import (
+    STEP_COLUMNS,
+    collective_lines,
+    families_note,
+    graph_lines,
+    step_cells,
+    steps_note,
+)
 
 MIB = 1024 * 1024
 
@@ -166,6 +173,7 @@ def summary_block(page: Page, name: str, s: dict[str, Any]) -> Markup:
             categories_figure(page, s.get("categories") or [], "GPU time by category"),
             tag("h4", "Attention by family"),
             families_block(page, s.get("attention_families") or []),
+            *([tag("p", note, class_="dim")] if (note := families_note(s)) else []),
             tag("h4", "Top kernels and the ops that launched them"),
             top_kernels_table(s.get("top_kernels") or []),
             tag("h4", "Steps"),

@@ -106,16 +106,15 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
             console.print(bullet(console, "  • ", line), highlight=False)
     for side, names in (("A", d["only_in_a"]), ("B", d["only_in_b"])):
         if names:
-            console.print(f"  • only in {side}: {', '.join(names)}", highlight=False)
+            console.print(bullet(console, "  • ", f"only in {side}: {', '.join(names)}"), highlight=False)
     if th is not None:
         if d["regressions"]:
             for r in d["regressions"]:
-                console.print(
-                    f"  ✗ {r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} "
-                    f"(+{r['delta_pct']:.1f}% > {th:g}%)",
+                said = Text(
+                    f"{r['variant']}: {r['metric']} {r['a']:,.1f} → {r['b']:,.1f} (+{r['delta_pct']:.1f}% > {th:g}%)",
                     style="bold red",
-                    highlight=False,
                 )
+                console.print(bullet(console, Text("  ✗ ", style="bold red"), said), highlight=False)
         else:
             console.print(f"  ✓ no time regression above {th:g}%", highlight=False)
     if any(v["noisy"] for v in d["variants"]):

@@ -137,8 +137,10 @@ def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool 
             line = Text(note, style="dim")
             console.print(line if console.soft_wrap else _hung(line), highlight=False)
     elif unchecked:
-        console.print(
-            f"  {len(unchecked)} rule(s) not checked on this evidence: --verbose says which and why", style="dim"
+        from attnscope.report.text.terminal import indented
+
+        indented(
+            console, f"  {len(unchecked)} rule(s) not checked on this evidence: --verbose says which and why", "dim"
         )
     rec = doc.get("recommendation")
     if rec:
@@ -148,8 +150,10 @@ def render_explanations(doc: dict[str, Any], console: Console, *, verbose: bool 
         counts = {"hit": 0, "miss": 0, "close": 0, "unknown": 0}
         for v in doc["verdicts"]:
             counts[v["outcome"]] += 1
-        console.print(
+        from attnscope.report.text.terminal import indented
+
+        indented(
+            console,
             f"  {counts['hit']} hit, {counts['miss']} miss, {counts['close']} too close to call, "
             f"{counts['unknown']} not measurable — every miss is an insight",
-            highlight=False,
         )

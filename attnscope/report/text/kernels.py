@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from attnscope.core.units import fmt_us
 from attnscope.report.text.plain_table import plain_table
 from attnscope.report.text.terminal import bullet
 
@@ -27,6 +28,7 @@ COLUMNS = (
     "occ. kineto",
     "launched by",
 )
+NUMERIC = frozenset(("µs", "regs", "smem B", "occ. theor.", "occ. kineto"))
 # Left out in this order while a table is wider than the terminal.
 DROP_ORDER = ("occ. kineto", "launched by", "block", "limiter", "regs", "TC", "smem B", "occ. theor.", "grid")
 
@@ -36,7 +38,7 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
         "#": str(i),
         "name": k["name"].removeprefix("void "),
         "category": k.get("category") or "",
-        "µs": f"{k['duration_us']:.1f}" if k.get("duration_us") is not None else "",
+        "µs": fmt_us(k["duration_us"], unit=False) if k.get("duration_us") is not None else "",
         # a CPU op has no tensor cores to use or not: no cell (not "?", which says a GPU kernel is unknown)
         "TC": ""
         if k.get("device") == "cpu"
@@ -44,7 +46,7 @@ def _cells(i: int, k: dict[str, Any]) -> dict[str, str]:
         "grid": "×".join(map(str, k["grid"])) if k.get("grid") else "",
         "block": "×".join(map(str, k["block"])) if k.get("block") else "",
         "regs": str(k.get("registers_per_thread") or ""),
-        "smem B": str(k.get("shared_memory_bytes") if k.get("shared_memory_bytes") is not None else ""),
+        "smem B": f"{k['shared_memory_bytes']:,}" if k.get("shared_memory_bytes") is not None else "",
         "occ. theor.": f"{k['theoretical_occupancy_pct']:.1f}%"
         if k.get("theoretical_occupancy_pct") is not None
         else "",
@@ -64,8 +66,8 @@ def _table_of(title: str, cols: list[str], name_width: int, rows: list[list[str]
     for col in cols:
         if col == "name":
             t.add_column(col, no_wrap=True, overflow="ellipsis", max_width=name_width)
-        else:
-            t.add_column(col, no_wrap=True)
+        else:  # numbers right-aligned, so that their digits line up
+            t.add_column(col, no_wrap=True, justify="right" if col in NUMERIC else "left")
     for cells in rows:
         t.add_row(*cells)
     return t
@@ -122,7 +124,10 @@ def _fit(r: dict[str, Any], console: Console) -> tuple[Rows, list[str], tuple[st
             proxy = _table("", widest, empty + tuple(order[:n]), name_width)
             if Measurement.get(console, wide, proxy).maximum <= console.width:
                 return rows, order[:n], empty, name_width, True
-    return rows, order, empty, 28, False
+    # every column that can go gone: a shorter name before the numbers are cut (a 60-column terminal keeps every
+    # digit of "1,003.9")
+    fits = Measurement.get(console, wide, _table("", widest, empty + tuple(order), 20)).maximum <= console.width
+    return rows, order, empty, 20, fits
 
 
 def fitted_kernels_table(r: dict[str, Any], console: Console) -> tuple[Table, list[str]]:

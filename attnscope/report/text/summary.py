@@ -103,9 +103,10 @@ def _launch_lines(launch: dict[str, Any], att: dict[str, int]) -> list[str]:
     linked = sum(att.values()) - att.get("none", 0)
     return [
         f"launching op found for {linked:,} of {sum(att.values()):,} GPU events "
-        f"(correlation {att.get('correlation', 0):,}, by time on the thread {att.get('time', 0):,}, "
-        f"External id {att.get('external_id', 0):,}"
-        + (f", the op of a CUDA graph's capture {att['graph']:,}" if att.get("graph") else "")
+        f"({att.get('correlation', 0):,} by their launch call's External id, "
+        f"{att.get('time', 0):,} by the op around the launch call on its thread, "
+        f"{att.get('external_id', 0):,} by their own External id"
+        + (f", {att['graph']:,} by the op of a CUDA graph's capture" if att.get("graph") else "")
         + ")",
         f"runtime calls: {fmt_us(launch['runtime_total_us'])} in all; {apis}",
         f"launch → kernel start: median {fmt_us(d['p50_us'])}, p95 {fmt_us(d['p95_us'])}, max {fmt_us(d['max_us'])}; "
@@ -181,13 +182,37 @@ def render_steps(s: dict[str, Any] | None, console: Console, title: str, top: in
     console.print(bullet(console, "  • ", steps_note(s, more)), highlight=False)
 
 
+def families_note(s: dict[str, Any]) -> str | None:
+    """Why the families' kernels and time exceed the category table's attention row, where they do: a family counts
+    every GPU event its attention ops launched (cuDNN's backward memsets in the Llama trace), which the category
+    table files under their own category."""
+    fams = s.get("attention_families") or []
+    row = next((c for c in s.get("categories") or [] if c["category"] == "attention"), None)
+    n, t = sum(f["num_kernels"] for f in fams), sum(f["time_us"] for f in fams)
+    if row is None or n <= row["num_kernels"]:
+        return None
+    return (
+        f"the families count every GPU event launched inside their attention ops: {n:,}, {fmt_us(t)}, against the "
+        f"category table's attention row ({row['num_kernels']:,}, {fmt_us(row['time_us'])}): the other "
+        f"{n - row['num_kernels']:,} ran inside those ops and are counted there under their own category"
+    )
+
+
 def steps_note(s: dict[str, Any], more: str = "") -> str:
     """What the steps table shows and how its columns add up."""
     kinds = ", ".join(f"{k} {n:,}" for k, n in s["by_kind"].items())
+    specs = sorted(
+        {
+            str(rf.get("spec_source"))
+            for st in s["steps"]
+            if (rf := st.get("roofline") or {}).get("pct_bandwidth_spec") is not None
+        }
+    )
+    spec = f"; %spec: TB/s over the device's spec memory bandwidth ({'; '.join(specs)})" if specs else ""
     return (
         f"steps by kind: {kinds}{more}; GPU time launched outside any step: {fmt_us(s['outside_steps_us'])}; "
         "attention + rest + unattr. = the step's GPU time; TB/s: the attention calls' bytes (Q, K, V read, O "
-        "written) over the step's attention time"
+        f"written) over the step's attention time{spec}"
     )
 
 
@@ -249,6 +274,9 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     if s["attention_families"]:
         make = partial(_folded_of, FAMILY_COLUMNS, f"{v}: attention")
         console.print(_grid(make, _family_cells(s["attention_families"]), console))
+        note = families_note(s)
+        if note:
+            console.print(bullet(console, "  • ", note), highlight=False)
     make = partial(_folded_of, TOP_COLUMNS, f"{v}: top kernels and their launching ops")
     console.print(_grid(make, _top_cells(s["top_kernels"][:top]), console))
     render_steps(s.get("steps"), console, v, top)

@@ -122,7 +122,7 @@ def _crossovers(rec: dict[str, Any]) -> list[RenderableType]:
 
 def _policy(rec: dict[str, Any]) -> RenderableType:
     t = Table(title="Policy over the measured points (the first rule that matches applies)", header_style="bold")
-    for h in ("when", "use", "points", "agree (of which tied)", "exceptions"):
+    for h in ("when", "use", "points", "agree (of which only tied with the best)", "exceptions"):
         t.add_column(h)
     for r in rec["policy"]:
         t.add_row(

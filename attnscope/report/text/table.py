@@ -135,8 +135,8 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
             cells = [
                 r["variant"],
                 _status(r),
-                str(r["num_kernels"]),
-                f"{r['num_memcpy']}/{r['num_memset']}",
+                f"{r['num_kernels']:,}",
+                f"{r['num_memcpy']:,}/{r['num_memset']:,}",
                 _yn(bool(copies), _size(sum(c["bytes"] for c in copies))),
                 _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
                 _yn(r.get("tensor_cores"), _tc_yes(r)),
@@ -154,6 +154,7 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
 
 
 HOST_SIDE = ("context manager",)  # notes about host-side costs kept out of the timings: --verbose
+LOST_NOTE = " malformed trace events skipped"  # a trace's events not read (analysis/fingerprint/build.py): never brief
 
 
 def fitted_table(doc: dict[str, Any], title: str | None, console: Console) -> tuple[Table, list[str]]:
@@ -224,7 +225,8 @@ def footnotes(
         # Hidden copies, upcasts, masks and SDPA's choice are told by the insights, with evidence.
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
-        for n in [*(r.get("notes") or []), *(r.get("run_notes") or [])] if not brief else []:
+        notes = [*(r.get("notes") or []), *(r.get("run_notes") or [])]
+        for n in notes if not brief else [n for n in notes if n.endswith(LOST_NOTE)]:  # events lost: always said
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
     lines += case_lines(doc)
@@ -254,8 +256,17 @@ def footnotes(
             lines.append("from a trace: " + "; ".join(parts))
     cpu_rows = [r for r in ok if r.get("device_kind") == "cpu"]
     if cpu_rows:
+        traced = [r.get("source") == "trace" for r in cpu_rows]  # a trace may be a GPU job's, its kernels unrecorded
+        why = "; ".join(
+            w
+            for w, on in (
+                ("no device kernels exist", not all(traced)),
+                ("a trace without GPU events holds no device kernel", any(traced)),
+            )
+            if on
+        )
         parts = [
-            *(["'ops' counts leaf compute aten ops (no device kernels exist)"] if has("ops") else []),
+            *([f"'ops' counts leaf compute aten ops ({why})"] if has("ops") else []),
             *(["CPU µs is wall time per call"] if any(r.get("source") == "run" for r in cpu_rows) else []),
         ]
         if parts:

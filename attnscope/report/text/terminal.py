@@ -69,6 +69,17 @@ def bullet(console: Any, prefix: Any, body: Any) -> Any:
     return hanging(prefix, body)
 
 
+def indented(console: Any, line: str, style: str | None = None) -> None:
+    """Print ``line`` (plain text) with its leading spaces as a hanging indent: where the terminal is narrower than
+    the line, the rest goes under its own text, not back at column 0."""
+    from rich.text import Text
+
+    body = line.lstrip(" ")
+    pad = len(line) - len(body)
+    said = Text(body, style=style or "")
+    console.print(bullet(console, Text(" " * pad, style=style or ""), said) if pad else said, highlight=False)
+
+
 def hanging(prefix: Any, body: Any, style: str | None = None) -> Any:
     """``prefix`` then ``body``, ``body`` wrapped at word boundaries under its own first column (a hanging
     indent): a bullet or an advice line that needs two lines keeps its shape instead of being cut with "…"."""

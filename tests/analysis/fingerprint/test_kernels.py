@@ -161,3 +161,24 @@ def test_a_name_that_is_not_ascii_is_read_by_the_case_folding_pattern():
     assert K.classify_gpu("nvjet_sm90_tst_ü_TNT") == "gemm"
     assert K.classify_gpu("Memcpy_ü", "memcpy") == "memcpy"
     assert K.classify_gpu("kernel_ü") == "other"
+
+
+def test_fbgemm_namespace_is_not_a_gemm():
+    """``fbgemm_gpu`` names a library, not matrix work: its embedding lookups, permutes and quantizers (names read
+    from HTA's recommender trace with the json module) are no GEMMs, while that trace's cuBLAS/cutlass GEMMs stay
+    GEMMs.  The substring "gemm" in "fbgemm" once put 46 of its kernels (88,802 µs of GPU time, summed from the raw
+    events) in the gemm row."""
+    import gzip
+
+    from tests.rawtrace import DATA
+
+    trace = DATA / "hta/trace_filter_sampled_rank-0.json.gz"
+    names = {e["name"] for e in json.loads(gzip.open(trace).read())["traceEvents"] if e.get("cat") == "kernel"}
+    fbgemm = {n for n in names if "fbgemm" in n.lower() and "cutlass" not in n and "sgemm" not in n}
+    assert len(fbgemm) >= 10  # permute_2D_*, split_embedding_*, _float_to_hfp8_gpu, ...
+    assert {n for n in fbgemm if K.classify_gpu(n) == "gemm"} == set()
+    permute = "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)"
+    assert K.classify_gpu(permute) in ("other", "elementwise")
+    cutlass = {n for n in names if n.startswith("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm")}
+    assert cutlass and {K.classify_gpu(n) for n in cutlass} == {"gemm"}
+    assert K.classify_gpu("ampere_sgemm_32x128_tn") == "gemm"

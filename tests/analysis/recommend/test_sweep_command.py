@@ -81,6 +81,6 @@ def test_cli_bad_paths(tmp_path, capsys):
     assert main(["recommend", str(src), "--json", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        f"attnscope: error: {tmp_path}: not a file",
+        f"attnscope: error: {tmp_path}: a directory: name a result file or a trace in it",
         f"attnscope: error: --json {tmp_path}: is a directory; name a file",
     ]

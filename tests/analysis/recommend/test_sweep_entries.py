@@ -616,3 +616,41 @@ def test_conjunctions_keep_the_first_of_two_with_the_same_points():
         ((0, 1), 0b00000011),
         ((1, 2), 0b00010011),
     ]
+
+
+def test_a_serving_case_says_why_sdpa_default_has_no_row():
+    """The H100 paged decode document (page size 16, ragged lengths): sdpa_default takes one dense K and V, so it
+    has no row there; 'was not run' read as if the user should have run it.  A dense case still says 'not run'."""
+    import json
+
+    from tests.rawtrace import DATA
+
+    doc = json.loads((DATA / "h100" / "paged_decode_run.json").read_text())
+    assert {r["variant"] for r in doc["results"]} == {"paged_gather_sdpa", "paged_flex_compiled", "paged_flashinfer"}
+    rec = recommend(doc["results"])
+    assert default_summary_text(rec) == (
+        "sdpa_default has no row at these points: it takes one dense K and V for the whole batch, not a paged or "
+        "ragged KV cache (the serving variants are compared instead)"
+    )
+    dense = recommend([row_b("sdpa_flash", s, 10, 9, 11) for s in (128, 256)])
+    assert default_summary_text(dense) == "sdpa_default was not run: PyTorch's own choice cannot be compared"
+
+
+def test_the_tie_rule_says_what_it_means_for_a_traced_row():
+    """The H200 traces (one traced call each: p25 = p75 = the one time) have no interquartile range to overlap; the
+    rule's words said 'interquartile ranges (p25–p75 of the timed calls)' alone.  A run's rows keep those words."""
+    import json
+
+    from tests.rawtrace import DATA
+
+    run = json.loads((DATA / "h200" / "run.json").read_text())
+    assert recommend(run["results"])["tie_rule"] == (
+        "tied when the interquartile ranges (p25–p75 of the timed calls) overlap, or both ran the same compute "
+        "kernels (the run recommendation's rule)"
+    )
+    traced = [dict(r, source="trace", gpu_time={**r["gpu_time"], "num_samples": 1}) for r in run["results"]
+              if r.get("gpu_time")]  # fmt: skip
+    assert recommend(traced)["tie_rule"].endswith(
+        "; a row from a trace is one sample, its quartiles its one time, its noise not known: two traced rows tie "
+        "only at equal times or by the same kernels"
+    )
