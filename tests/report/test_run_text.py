@@ -90,10 +90,10 @@ def test_print_run_styles_its_lines_and_prints_names_as_they_are():
     lines = printed().splitlines()
     yellow = "\x1b[33m"
     check = next(s for s in lines if "error check" in s)
-    assert check.startswith(f"{yellow}  error check (") and "[bold]m[/bold] (1.0e-02 < 8e-02)" in check
-    assert "\x1b[1m" not in check and check.count("\x1b[") == 2  # one colour on, one off: no highlighted numbers
+    assert check.startswith(f"{yellow}  \x1b[0m{yellow}error check (") and "[bold]m[/bold] (1.0e-02 < 8e-02)" in check
+    assert "\x1b[1m" not in check and check.count("\x1b[") == 4  # the indent's colour and the text's: no highlights
     host = next(s for s in lines if "host loaded" in s)
-    assert host.startswith(f"{yellow}  host loaded: load 3.1.")
+    assert host.startswith(f"{yellow}  \x1b[0m{yellow}host loaded: load 3.1.")
     assert "[red]mine[/red]" in printed()  # the variant's name in the table as written, not as markup
     plain, kernels, verbose = printed(), printed(kernels=True), printed(verbose=True)
     assert "paged_gather_sdpa: kernels" in kernels and "paged_gather_sdpa: kernels" not in plain
@@ -120,4 +120,21 @@ def test_print_run_leaves_a_seen_modifier_unstyled_and_prints_decode_loops_as_wr
     assert loop.startswith("  [b]mine[/b]: decode loop of ") and "\x1b[" not in loop
     assert sum("decode loop of" in s for s in lines) == len(loops) >= 1
     host = next(s for s in lines if "host loaded" in s)
-    assert "host loaded: [b]3[/b] tasks." in host and host.count("\x1b[") == 2
+    assert "host loaded: [b]3[/b] tasks." in host and host.count("\x1b[") == 4
+
+
+def test_the_lines_under_the_table_wrap_under_their_own_text():
+    """At 60 columns the error check's line goes on under its own first column, not back at column 0."""
+    checks = [{"modifier": m, "difference": 0.5, "tolerance": 0.02, "needed": 0.08, "visible": True}
+              for m in ("scale", "mask", "softcap", "alibi")]  # fmt: skip
+    doc = json.loads((DATA / "h100" / "paged_decode_run.json").read_text())
+    doc["results"][0]["modifier_checks"] = checks
+    buf = io.StringIO()
+    print_run(doc, Console(file=buf, width=60, color_system=None))
+    lines = buf.getvalue().splitlines()
+    first = next(i for i, s in enumerate(lines) if s.startswith("  error check ("))
+    rest = lines[first + 1 : first + 4]
+    assert all(s.startswith("  ") and not s.startswith("   ") for s in rest), rest
+    assert all(len(s.rstrip()) <= 60 for s in lines[first : first + 4])
+    words = " ".join(s.strip() for s in lines[first:]).split(" alibi (5.0e-01)")[0]
+    assert words.endswith("softcap (5.0e-01),") and "sees scale (5.0e-01), mask (5.0e-01)," in words

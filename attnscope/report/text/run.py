@@ -53,14 +53,15 @@ def print_run(doc: dict[str, Any], console: Console, *, kernels: bool = False, v
     """The study as ``attnscope run`` prints it, before the files written and the exit status."""
     from attnscope.report.text.serving import decode_loop_lines
     from attnscope.report.text.table import render
+    from attnscope.report.text.terminal import indented
 
     render(doc, console, kernels=kernels, title=run_title(doc), verbose=verbose)
     rows = doc.get("results") or []
     checked = modifier_line(rows)
-    if checked:
-        console.print(f"  {checked}", style="yellow" if "BLIND" in checked else None, highlight=False, markup=False)
+    if checked:  # each line under its own text where the terminal is narrower (not back at column 0)
+        indented(console, f"  {checked}", style="yellow" if "BLIND" in checked else None)
     for line in decode_loop_lines(doc):
-        console.print(f"  {line}", highlight=False, markup=False)
+        indented(console, f"  {line}")
     busy = host_line(doc.get("host"))
     if busy:
-        console.print(f"  {busy}", style="yellow", highlight=False, markup=False)
+        indented(console, f"  {busy}", style="yellow")
