@@ -202,8 +202,12 @@ def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> No
 
 
 def render_layers(doc: dict[str, Any], console: Any) -> None:
+    """The split per layer of every row that has one; nothing where none has (a decode loop's rows are split per
+    step instead): a table of headers alone says nothing."""
     from rich.table import Table
 
+    if not any(r.get("layers") for r in doc["results"]):
+        return
     t = Table(title=f"per layer ({_units(doc['results'])})", header_style="bold")
     for c in ("impl", "mode", "layer", "total", "attention", "kernel", "proj", "around", "mlp"):
         t.add_column(c, justify="left" if c in ("impl", "mode", "layer") else "right")
