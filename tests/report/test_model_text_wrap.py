@@ -77,3 +77,16 @@ def test_no_per_layer_table_without_layers():
     out = io.StringIO()
     render_layers(doc, console(width=200, file=out, color_system=None))
     assert "per layer" in out.getvalue() and "1,500.0" in out.getvalue()
+
+
+def test_a_decode_loops_dashes_point_to_its_table():
+    """A decode loop's row shows '—' for every share (its split is per step): a line says where the split is."""
+    doc = _doc()
+    doc["results"].append(
+        {"impl": "sdpa", "mode": "decode", "status": "ok", "steps": {"num_steps": 4, "replay": "eager"}}
+    )
+    out = io.StringIO()
+    render(doc, console(width=300, file=out, color_system=None), title="attnscope model")
+    text = out.getvalue()
+    assert "  sdpa decode: a decode loop, split per step (decode over a growing static cache, below)" in text
+    assert "a decode loop" not in "\n".join(_lines(300))  # no loop, no line

@@ -92,6 +92,15 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
         prof = (r.get("breakdown") or {}).get("profile") or {}
         if prof.get("scaled"):
             _say(console, "  ", f"{r['impl']} {r['mode']}: {prof['method']}")
+    loops = [
+        f"{r['impl']} {r['mode']}" for r in doc["results"] if r["status"] == "ok" and isinstance(r.get("steps"), dict)
+    ]
+    if loops:  # their shares are '—' in the table above: said per step in the table below
+        _say(
+            console,
+            "  ",
+            f"{', '.join(loops)}: a decode loop, split per step (decode over a growing static cache, below)",
+        )
     if any((r.get("breakdown") or {}).get("step") for r in doc["results"]):
         _say(
             console,
