@@ -63,3 +63,30 @@ def test_skip_reason_and_insight_wrap_under_their_text_at_80_columns():
     assert lines[arrow + 1].startswith(" " * 8) and lines[arrow + 1][8] != " "
     wide = _lines(400)  # the same words, unwrapped
     assert f"  ! eager prefill [repeat_kv_copy] {MESSAGE}" in wide and f"      → {ADVICE}" in wide
+
+
+def test_no_per_layer_table_without_layers():
+    """A decode loop's rows are split per step, not per layer: 'per layer' was drawn as a table of headers alone."""
+    from attnscope.report.text.model import render_layers
+
+    out = io.StringIO()
+    render_layers(_doc(), console(width=80, file=out, color_system=None))
+    assert out.getvalue() == ""
+    doc = _doc()
+    doc["results"][1]["layers"] = [{"layer": 0, "total_us": 1500.0, "attention_us": 700.0}]
+    out = io.StringIO()
+    render_layers(doc, console(width=200, file=out, color_system=None))
+    assert "per layer" in out.getvalue() and "1,500.0" in out.getvalue()
+
+
+def test_a_decode_loops_dashes_point_to_its_table():
+    """A decode loop's row shows '—' for every share (its split is per step): a line says where the split is."""
+    doc = _doc()
+    doc["results"].append(
+        {"impl": "sdpa", "mode": "decode", "status": "ok", "steps": {"num_steps": 4, "replay": "eager"}}
+    )
+    out = io.StringIO()
+    render(doc, console(width=300, file=out, color_system=None), title="attnscope model")
+    text = out.getvalue()
+    assert "  sdpa decode: a decode loop, split per step (decode over a growing static cache, below)" in text
+    assert "a decode loop" not in "\n".join(_lines(300))  # no loop, no line

@@ -92,6 +92,15 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
         prof = (r.get("breakdown") or {}).get("profile") or {}
         if prof.get("scaled"):
             _say(console, "  ", f"{r['impl']} {r['mode']}: {prof['method']}")
+    loops = [
+        f"{r['impl']} {r['mode']}" for r in doc["results"] if r["status"] == "ok" and isinstance(r.get("steps"), dict)
+    ]
+    if loops:  # their shares are '—' in the table above: said per step in the table below
+        _say(
+            console,
+            "  ",
+            f"{', '.join(loops)}: a decode loop, split per step (decode over a growing static cache, below)",
+        )
     if any((r.get("breakdown") or {}).get("step") for r in doc["results"]):
         _say(
             console,
@@ -202,8 +211,12 @@ def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> No
 
 
 def render_layers(doc: dict[str, Any], console: Any) -> None:
+    """The split per layer of every row that has one; nothing where none has (a decode loop's rows are split per
+    step instead): a table of headers alone says nothing."""
     from rich.table import Table
 
+    if not any(r.get("layers") for r in doc["results"]):
+        return
     t = Table(title=f"per layer ({_units(doc['results'])})", header_style="bold")
     for c in ("impl", "mode", "layer", "total", "attention", "kernel", "proj", "around", "mlp"):
         t.add_column(c, justify="left" if c in ("impl", "mode", "layer") else "right")
