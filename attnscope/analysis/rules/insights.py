@@ -173,7 +173,7 @@ def _copy_advice(
     if ctx is not None:
         return ctx
     if op.startswith("aten::masked_fill"):
-        fused = f"a fused SDPA backend ({fused_names(r)}) that never materialises them"
+        fused = f"a fused SDPA backend ({fused_names(r)}) that never materialises the scores"
         if r.get("variant") == "naive_inplace":
             return f"use {fused}"
         return _inplace_advice(r, fused, inplace if inplace is not None else _inplace_measured(r, ALONE))

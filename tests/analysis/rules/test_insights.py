@@ -294,12 +294,12 @@ SOFTMAX = "void at::native::cunn_SoftMaxForward<8, float, float, float, at::nati
 
 # a row alone, of no known case: naive_inplace was not measured beside it, so in place is not claimed faster
 MASKED_FILL_GPU = (
-    "use a fused SDPA backend (flash, cuDNN, efficient) that never materialises them, or the in-place "
+    "use a fused SDPA backend (flash, cuDNN, efficient) that never materialises the scores, or the in-place "
     "masked_fill_ on the scores; whether in place is faster is not measured here: attnscope run --variants "
     "naive,naive_inplace with the case's shape flags measures it"
 )
 MASKED_FILL_CPU = (
-    "use a fused SDPA backend (flash) that never materialises them, or the in-place masked_fill_ on the scores; "
+    "use a fused SDPA backend (flash) that never materialises the scores, or the in-place masked_fill_ on the scores; "
     "whether in place is faster is not measured here: attnscope run --variants naive,naive_inplace with the "
     "case's shape flags measures it"
 )

@@ -120,7 +120,7 @@ def test_masked_fill_advice_cites_naive_inplace_where_it_measured_faster() -> No
     faster = {"results": [_decode("naive", 100.0, hidden_copies=[MASKED_FILL]), _decode("naive_inplace", 50.0)]}
     assert _advice(faster, "naive", "hidden_copy") == (
         "use the in-place masked_fill_ on the scores: naive_inplace measured 50.0 µs here, 2.00× faster than naive "
-        "(100.0 µs); or a fused SDPA backend (flash, cuDNN, efficient) that never materialises them"
+        "(100.0 µs); or a fused SDPA backend (flash, cuDNN, efficient) that never materialises the scores"
     )
 
 
