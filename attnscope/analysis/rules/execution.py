@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from attnscope.analysis.fingerprint.kernels import attention_op_family
 from attnscope.analysis.rules.insights import Out, by_launching_op, on_gpu, r1, short
 from attnscope.analysis.rules.low_occupancy import _ncu_kernel
 from attnscope.analysis.rules.occupancy import waits_on_device
@@ -72,7 +73,13 @@ def opaque_library(r: dict[str, Any]) -> Out:
     cudnn = {n for n in read_once(r, names) if "cudnn" in n.lower()}
     if not cudnn:
         return []
-    ks = [k for k in compute_kernels(r) if k["name"] in cudnn]
+    # only cuDNN's attention: its convolutions and GEMMs (a CNN's trace) sit under their own aten op, no attention
+    # moved out of view, and there is no attention backend to weigh them against
+    every = compute_kernels(r)
+    held = bool(r.get("attention_calls")) or any(k.get("category") == "attention" for k in every)
+    ks = [k for k in every if k["name"] in cudnn and _in_attention(k, held)]
+    if not ks:
+        return []
     k = max(ks, key=lambda x: x["duration_us"])
     main = [x for x in ks if "cudnn_generated" in x["name"]] or [k]
     helpers = sorted({x["name"] for x in ks} - {x["name"] for x in main})
@@ -140,6 +147,15 @@ def opaque_library(r: dict[str, Any]) -> Out:
             ops=ops,
         )
     ]
+
+
+def _in_attention(k: dict[str, Any], held: bool) -> bool:
+    """Whether a cuDNN kernel is attention work: classed so by its name, launched by an attention op, or (a helper
+    of the same library call) launched by no recorded op where the result holds attention (``held``)."""
+    if k.get("category") == "attention":
+        return True
+    op = k.get("launched_by")
+    return attention_op_family(str(op)) is not None if op else held
 
 
 def _inside_text(hit: dict[str, Any], ev: dict[str, Any]) -> str:

@@ -72,11 +72,15 @@ def _occupancy_verdict(
     if r.get("source") == "trace" and ev.get("category") != "attention":
         # a trace's FLOPs count its attention calls only: their rate says nothing of a GEMM or other kernel
         ev["by_design"] = None
+        why = (
+            "the trace's FLOP count covers its attention calls, not this kernel"
+            if r.get("attention_calls")
+            else "no FLOP count covers this kernel (a trace's FLOPs are counted for attention calls, and it holds none)"
+        )
         return (
             "low_occupancy",
             "info",
-            head + "; by design or hurting cannot be told: the trace's FLOP count covers its attention calls, not "
-            "this kernel",
+            head + "; by design or hurting cannot be told: " + why,
             f"Nsight Compute gives {short(str(ev['kernel']), 56)}'s achieved occupancy and throughput",
         )
     if pct is not None and rate is not None:

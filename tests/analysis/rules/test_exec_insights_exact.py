@@ -426,7 +426,8 @@ def test_without_flops_the_rate_is_what_is_missing() -> None:
 
 def test_a_traces_gemm_kernel_is_not_judged_by_the_attention_rate() -> None:
     k = {**_kernel(name="nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", us=900.0), "category": "gemm"}
-    got = _one(low_occupancy(_row(k, source="trace", pct_of_peak=30.0)))
+    call = {"op": "aten::scaled_dot_product_attention", "family": "flash", "direction": "forward"}
+    got = _one(low_occupancy(_row(k, source="trace", pct_of_peak=30.0, attention_calls=[call])))
     assert got.message == (
         "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT: 12.5% theoretical occupancy, limited by registers; by design "
         "or hurting cannot be told: the trace's FLOP count covers its attention calls, not this kernel"
