@@ -79,8 +79,31 @@ INPLACE_OPS = frozenset(
     "masked_fill add sub mul div pow clamp clamp_min clamp_max relu sigmoid tanh exp log neg abs sqrt rsqrt "
     "fill zero addcmul addcdiv lerp index_fill index_copy scatter scatter_add copy silu gelu".split()
 )
-# ops that copy only when their input's layout forbids a view
-LAYOUT_COPY_OPS = frozenset("reshape contiguous flatten to clone expand_as view_as".split())
+# ops whose copy is about a tensor's layout, each with why it copied and what avoids the copy (``{op}``: its name)
+_REWRITE = (
+    "make the producer write contiguous output, or keep the strided layout for the consumer, so no copy is needed"
+)
+_RESHAPED = ("{op} made a copy because its input's strides allow no view of the new shape", _REWRITE)
+_VIEW_ONLY = (
+    "{op} returns a view and copies nothing itself: the copy recorded under it is of the tensor it was given",
+    "make that tensor in the layout it is used in, so no copy is needed",
+)
+LAYOUT_COPY_ADVICE: dict[str, tuple[str, str]] = {
+    "reshape": _RESHAPED,
+    "flatten": _RESHAPED,
+    "contiguous": ("{op} made a copy because its input was not contiguous", _REWRITE),
+    "to": (
+        "{op} made a copy: a change of dtype, device or memory format (or copy=True) is never a view",
+        "make the tensor in the dtype, device and memory format it is used in, so no conversion is needed",
+    ),
+    "clone": (
+        "{op} made a copy, as a clone always does",
+        "drop the clone where neither tensor is changed in place afterwards",
+    ),
+    "expand_as": _VIEW_ONLY,
+    "view_as": _VIEW_ONLY,
+}
+LAYOUT_COPY_OPS = frozenset(LAYOUT_COPY_ADVICE)
 
 
 def _inplace_measured(r: dict[str, Any], peers: Peers) -> dict[str, Any]:
@@ -208,10 +231,8 @@ def _copy_advice(
         )
     base = op.removeprefix("aten::")
     if base in LAYOUT_COPY_OPS:
-        return (
-            f"{base} copied because its input was not laid out as a view allows: make the producer write "
-            "contiguous output, or keep the strided layout for the consumer, so no copy is needed"
-        )
+        why, fix = LAYOUT_COPY_ADVICE[base]
+        return f"{why.format(op=op)}: {fix}"
     if base.endswith("_backward"):
         return (
             f"autograd's {base} materialises a full-size gradient: slicing or indexing fewer, larger tensors "

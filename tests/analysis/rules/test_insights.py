@@ -444,13 +444,13 @@ def test_math_backend_or_bare_gemms_are_not_fused_but_an_attention_kernel_is():
         ),
         (
             "aten::reshape",
-            "reshape copied because its input was not laid out as a view allows: make the producer write contiguous "
-            "output, or keep the strided layout for the consumer, so no copy is needed",
+            "aten::reshape made a copy because its input's strides allow no view of the new shape: make the producer "
+            "write contiguous output, or keep the strided layout for the consumer, so no copy is needed",
         ),
         (
             "aten::contiguous",
-            "contiguous copied because its input was not laid out as a view allows: make the producer write "
-            "contiguous output, or keep the strided layout for the consumer, so no copy is needed",
+            "aten::contiguous made a copy because its input was not contiguous: make the producer write contiguous "
+            "output, or keep the strided layout for the consumer, so no copy is needed",
         ),
         (
             "aten::slice_backward",
@@ -578,8 +578,8 @@ def test_small_copy_in_kib_without_kind_place_or_dims():
             severity="info",
             message="aten::clone copies a full tensor: 1× via aten::copy_, 500.0 KiB in all",
             advice=(
-                "clone copied because its input was not laid out as a view allows: make the producer write contiguous "
-                "output, or keep the strided layout for the consumer, so no copy is needed"
+                "aten::clone made a copy, as a clone always does: drop the clone where neither tensor is changed in "
+                "place afterwards"
             ),
             evidence={
                 "op": "aten::clone",
