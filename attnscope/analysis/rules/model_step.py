@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnscope.analysis.rules.ties import overlaps
+from attnscope.analysis.rules.ties import MAX_TIE_RATIO, UNRESOLVED_ADVICE, disturbed, overlaps
 from attnscope.core.units import fmt_bytes
 
 MIB = 1024 * 1024
@@ -213,10 +213,30 @@ def share(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
         advice = f"the fastest implementation measured for {row['mode']}"
         if pct < 20:
             advice += f"; attention is {pct}% of the step, so the rest (see the split) is where time goes"
+        wide = _disturbed_by(row, step.others)
+        if wide is not None:  # the point is unresolved (the recommendation's reading of the same quartiles)
+            ev.update(step_us=row["step_time"]["median_us"], unresolved_with=wide[0], median_ratio=wide[1])
+            advice += (
+                f"; but unresolved: {wide[0]}'s interquartile range overlaps this one although its median is "
+                f"{wide[1]:.1f}× slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so no implementation "
+                f"is named best; {UNRESOLVED_ADVICE}"
+            )
         return _insight("attention_share", "info", msg, advice, **ev)
     mine, theirs = row["step_time"], best["step_time"]
     saved = mine["median_us"] - theirs["median_us"]
     ev.update(step_us=mine["median_us"], best_step_us=theirs["median_us"], saved_us=round(saved, 3))
+    if disturbed(mine["median_us"], theirs["median_us"], mine, theirs):
+        # quartiles that overlap across over MAX_TIE_RATIO× in median: the recommendation calls the point
+        # unresolved, so this is no tie ("within the noise") and no saving either
+        ratio = max(mine["median_us"], theirs["median_us"]) / min(mine["median_us"], theirs["median_us"])
+        slower = row["impl"] if mine["median_us"] > theirs["median_us"] else best["impl"]
+        ev.update(median_ratio=round(ratio, 4))
+        advice = (
+            f"unresolved against {best['impl']}: their interquartile ranges overlap although {slower}'s median is "
+            f"{ratio:.1f}× slower (over {MAX_TIE_RATIO:g}×): the timings were disturbed, so they are neither tied "
+            f"nor told apart; {UNRESOLVED_ADVICE}"
+        )
+        return _insight("attention_share", "info", msg, advice, **ev)
     if overlaps(mine, theirs):
         advice = f"{best['impl']} is within the noise of it for {row['mode']} (interquartile ranges overlap)"
         return _insight("attention_share", "info", msg, advice, **ev)
@@ -233,6 +253,25 @@ def share(row: dict[str, Any], step: Step = ALONE) -> dict[str, Any] | None:
     if mine.get("noisy") or theirs.get("noisy"):
         advice += "; one of the two timings is noisy (IQR/median > 10%): confirm with a larger --budget"
     return _insight("attention_share", "warning", msg, advice, **ev)
+
+
+def _disturbed_by(row: dict[str, Any], others: list[dict[str, Any]]) -> tuple[str, float] | None:
+    """(the slowest other implementation whose quartiles overlap ``row``'s across over ``MAX_TIE_RATIO``× in
+    median, that ratio) where ``row`` is the faster; None where there is none."""
+    mine = row.get("step_time") or {}
+    if not mine.get("median_us"):
+        return None
+    wide = [
+        o
+        for o in others
+        if (t := o.get("step_time"))
+        and t["median_us"] >= mine["median_us"]
+        and disturbed(mine["median_us"], t["median_us"], mine, t)
+    ]
+    if not wide:
+        return None
+    o = max(wide, key=lambda x: x["step_time"]["median_us"])
+    return o["impl"], round(o["step_time"]["median_us"] / mine["median_us"], 4)
 
 
 def _step_parts(row: dict[str, Any]) -> dict[str, float]:

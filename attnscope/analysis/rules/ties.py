@@ -70,6 +70,13 @@ def choose_best(rows: list[Row]) -> tuple[Row, Row | None]:
     return fastest, None
 
 
+def disturbed(a_us: float, b_us: float, a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two timings (medians ``a_us``, ``b_us``; quartiles in ``a``, ``b``) overlap across more than
+    ``MAX_TIE_RATIO``× in median: the timings were disturbed, so the two are neither tied nor told apart."""
+    lo, hi = sorted((a_us, b_us))
+    return lo > 0 and hi > MAX_TIE_RATIO * lo and overlaps(a, b)
+
+
 def unresolved_tie(rows: list[Row]) -> tuple[Row, Row] | None:
     """(the fastest row, the slowest row whose quartiles overlap it) when their medians are more than
     ``MAX_TIE_RATIO``× apart: such a point has no trustworthy best.  Variants that ran the fastest's kernels
@@ -80,7 +87,7 @@ def unresolved_tie(rows: list[Row]) -> tuple[Row, Row] | None:
     slow = [
         r
         for r in rows[1:]
-        if r[1] > MAX_TIE_RATIO * fastest[1] and overlaps(fastest[2], r[2]) and not same_kernels(fastest[0], r[0])
+        if r[1] >= fastest[1] and disturbed(fastest[1], r[1], fastest[2], r[2]) and not same_kernels(fastest[0], r[0])
     ]
     if not slow:
         return None
