@@ -56,3 +56,23 @@ def test_quartiles_apart_at_three_times_are_a_saving_not_unresolved() -> None:
     eager = _row("eager", _timing(3_000, 2_900, 3_100))
     s = share(eager, Step(others=[sdpa], best=sdpa))
     assert s["advice"].startswith("switching eager → sdpa saves 2.00 ms per step") and s["severity"] == "warning"
+
+
+def test_the_printed_model_page_says_unresolved_and_no_tie() -> None:
+    """What `attnscope model` prints for the point: the recommendation and each row's advice, none of them a tie."""
+    import io
+
+    from attnscope.report.text.model import render
+    from attnscope.report.text.terminal import console
+
+    rows = [_row("eager", _timing(3_000, 2_000, 3_200)), _row("sdpa", _timing(1_000, 900, 3_100))]
+    recs = annotate_rows(rows)
+    for r in rows:  # what the page's footnote reads of the split; the rows' rest of the step: none (all attention)
+        r["breakdown"]["method"] = "profiled"
+        r["rest"] = {"time_us": 0.0, "parts": {}}
+    out = io.StringIO()
+    doc = {"case": {}, "results": rows, "recommendations": recs}
+    render(doc, console(width=200, file=out, color_system=None), title="attnscope model")
+    text = out.getvalue()
+    assert "within the noise" not in text
+    assert text.count("unresolved") >= 3, text  # the recommendation and both rows' advice
