@@ -68,6 +68,15 @@ def fused_names(r: dict[str, Any]) -> str:
     return "flash, cuDNN, efficient" if on_gpu(r) else "flash"
 
 
+def holds_attention(r: dict[str, Any]) -> bool:
+    """Whether a result holds attention, so that advice naming attention variants fits it: every result of a run
+    (each is an attention variant), or a trace with an attention call, an attention family, an attention kernel,
+    or a softmax (the eager form: matmul, softmax).  A CNN's trace holds none of them."""
+    if r.get("source") != "trace" or r.get("attention_calls") or r.get("family"):
+        return True
+    return any(k.get("category") in ("attention", "softmax") for k in r.get("kernels") or [])
+
+
 def _share_text(us: float, pct: float | None) -> str:
     return f"{us:.1f} µs, {pct:.1f}% of GPU time" if pct is not None else f"{us:.1f} µs"
 
@@ -195,7 +204,7 @@ def _copy_advice(
     ctx = copy_advice(kind, inside, r, peers)  # where the copy happened decides first (analysis/copy_context.py)
     if ctx is not None:
         return ctx
-    if op.startswith("aten::masked_fill"):
+    if op.startswith("aten::masked_fill") and holds_attention(r):  # else: the in-place form, as for any op
         fused = f"a fused SDPA backend ({fused_names(r)}) that never materialises the scores"
         if r.get("variant") == "naive_inplace":
             return f"use {fused}"
@@ -210,6 +219,8 @@ def _copy_advice(
             )
         return advice
     if op == "unknown":  # no launching op was recorded for the copy
+        if not holds_attention(r):
+            return "the trace records no op that asked for this copy, so no call in this code can be named for it"
         return (
             "the trace records no op that asked for this copy: a fused or compiled variant "
             "(e.g. flex_compiled, an SDPA backend) does the step without materialising the tensor"
@@ -280,7 +291,7 @@ def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
             ev.update(device_event=events[0], copy_us=r1(us), gpu_share_pct=share_pct(us, r))
             msg += f" ({short(events[0])}, {_share_text(ev['copy_us'], ev['gpu_share_pct'])})"
         inplace = None
-        if op.startswith("aten::masked_fill") and copy_advice(kind, inside, r) is None:
+        if op.startswith("aten::masked_fill") and holds_attention(r) and copy_advice(kind, inside, r) is None:
             inplace = _inplace_measured(r, peers)
             ev["naive_inplace_measured"] = inplace
         advice = _copy_advice(op, r, kind, inside, inplace, peers.results)

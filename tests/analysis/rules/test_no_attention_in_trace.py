@@ -84,3 +84,31 @@ def test_the_alexnet_trace_gets_no_attention_advice() -> None:
     for i in insights:
         text = f"{i['message']} {i['advice']}"
         assert "flash" not in text and "attnscope run" not in text and "whole attention" not in text, i
+
+
+def _copy_row(op: str, kernels: list[dict[str, Any]], calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    r = _trace_row(kernels, calls)
+    r["hidden_copies"] = [{"op": op, "copy_op": "aten::copy_", "bytes": 1 << 20, "kind": "value"}]
+    return r
+
+
+def test_copies_in_a_trace_without_attention_name_no_attention_variant() -> None:
+    from attnscope.analysis.rules.insights import hidden_copy
+
+    (fill,) = hidden_copy(_copy_row("aten::masked_fill", _conv_kernels()))
+    # the advice any op with an in-place twin gets; no SDPA backend, no naive_inplace measured
+    assert fill.advice == (
+        "use the in-place form (masked_fill_) where the input is not needed afterwards, or a fused variant that "
+        "does the step inside one kernel"
+    )
+    assert "naive_inplace_measured" not in fill.evidence
+    (lost,) = hidden_copy(_copy_row("unknown", _conv_kernels()))
+    assert lost.advice == (
+        "the trace records no op that asked for this copy, so no call in this code can be named for it"
+    )
+    # the eager form of attention (matmul, softmax, no attention op): the attention advice stays
+    soft = {"name": "void at::native::cunn_SoftMaxForward<8>", "category": "softmax", "duration_us": 40.0}
+    (eager,) = hidden_copy(_copy_row("aten::masked_fill", [soft]))
+    assert "a fused SDPA backend (flash, cuDNN, efficient) that never materialises the scores" in eager.advice
+    (eager_lost,) = hidden_copy(_copy_row("unknown", [soft]))
+    assert "flex_compiled, an SDPA backend" in eager_lost.advice
