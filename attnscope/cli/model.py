@@ -268,9 +268,8 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
 
     from attnscope.api.report import traces_not_kept
     from attnscope.cli.common import say_unwritten, write_outputs
-    from attnscope.core.host_line import host_line
     from attnscope.report.text.model import render, render_decode_steps, render_layers
-    from attnscope.report.text.terminal import indented
+    from attnscope.report.text.terminal import host_caveat
 
     rows, env = doc["results"], doc["env"]
     unwritten = write_outputs(args, doc)  # --json, then --html (a full disk: said after the tables, exit 74)
@@ -283,8 +282,7 @@ def render_model(args: argparse.Namespace, grid: Any, doc: dict[str, Any], out: 
     render(doc, out, title=title)
     render_decode_steps(doc, out)
     render_layers(doc, out)
-    if host_line(doc["host"]):
-        indented(out, f"  {host_line(doc['host'])}", style="yellow")
+    host_caveat(out, doc["host"])
     if args.out:
         out.print(f"  rows in {args.out}")
     if args.json and "--json" not in unwritten:

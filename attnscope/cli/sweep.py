@@ -286,11 +286,10 @@ def _rows(out: str) -> list[dict[str, Any]]:
 def render_sweep(args: argparse.Namespace, new: Any, rows: list[dict[str, Any]], rec: dict[str, Any], out: Any) -> int:
     """The summary, the recommendation, the host's verdict, the --json and --html files; the exit status."""
     from attnscope.api.report import traces_not_kept
-    from attnscope.core.host_line import host_line
     from attnscope.document.schema import result_to_dict
     from attnscope.report.text.sweep import render
     from attnscope.report.text.sweep_summary import summary_lines
-    from attnscope.report.text.terminal import indented
+    from attnscope.report.text.terminal import host_caveat, indented
 
     for line in summary_lines([result_to_dict(r) for r in new], rows, args.out, new.elapsed_s if new else None):
         indented(out, line)
@@ -298,8 +297,7 @@ def render_sweep(args: argparse.Namespace, new: Any, rows: list[dict[str, Any]],
         out.print("recommendation: no row to compare yet (one needs status ok, numerics within tolerance, a time)")
     else:
         out.print(render(rec), highlight=False)
-    if host_line(rec["host"]):
-        indented(out, f"  {host_line(rec['host'])}", style="yellow")
+    host_caveat(out, rec["host"])
     unwritten = _write_files(args, rec, out)  # a full disk: each file tried, each failure said after (exit 74)
     if args.trace_dir:
         unwritten.update(traces_not_kept([result_to_dict(r) for r in new], args.trace_dir))

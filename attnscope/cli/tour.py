@@ -130,17 +130,13 @@ def load_answers(path: str) -> dict[str, str]:
 def hanging_say(console: Any) -> Any:
     """The tour's ``say``: a line of markup whose continuation, where the terminal is narrower than the line, goes
     under its own text (after its leading spaces), not back at column 0."""
-    from rich.text import Text
-
-    from attnscope.report.text.terminal import bullet
+    from attnscope.report.text.terminal import indented
 
     def say(line: str) -> None:
         body = line.lstrip("\n")
         for _ in range(len(line) - len(body)):  # a step's heading starts with a blank line
             console.print()
-        text = body.lstrip(" ")
-        indent = len(body) - len(text)
-        console.print(bullet(console, " " * indent, Text.from_markup(text)) if indent else Text.from_markup(text))
+        indented(console, body, markup=True)
 
     return say
 
@@ -251,12 +247,9 @@ def cmd_tour(args: argparse.Namespace) -> int:
         return stop.interrupted(e, f"the steps done are saved in {args.out}; continue with --resume")
     stop.restore(old)
     show_end(transcript, say)
-    from attnscope.core.host_line import host_line
-    from attnscope.report.text.terminal import indented
+    from attnscope.report.text.terminal import host_caveat
 
-    busy = host_line(transcript.get("host"))
-    if busy:
-        indented(console, f"  {busy}", style="yellow")
+    host_caveat(console, transcript.get("host"))
     console.print(f"  transcript written to {args.out}", markup=False)
     if args.html:
         from attnscope.report.html.tour import write_tour_html

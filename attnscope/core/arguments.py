@@ -185,7 +185,7 @@ def variant_names(text: str) -> list[str]:
 
 def check_variants_once(names: list[str]) -> None:
     """A list of variants names each once (each row keeps its own trace file): given as text or as a Python list."""
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = sorted(n for n, _ in repeats(names))
     if dupes:
         raise UsageError(f"variants names {', '.join(dupes)} more than once", fields=("variants",))
 

@@ -9,13 +9,7 @@ from rich.text import Text
 
 from attnscope.core.scopes import AROUND_PARTS
 from attnscope.core.units import fmt_us
-from attnscope.report.text.terminal import bullet, fit
-
-
-def _say(console: Any, prefix: str, body: str, style: str | None = None) -> None:
-    """``prefix`` then ``body`` as written (no markup), ``body`` wrapped under its own first character where the
-    terminal is narrower than the line (a note, a split's row, an insight): never back at column 0."""
-    console.print(bullet(console, Text(prefix, style=style or ""), Text(body, style=style or "")), highlight=False)
+from attnscope.report.text.terminal import fit, hung
 
 
 def _pct(part: float, whole: float) -> str:
@@ -84,25 +78,25 @@ def render(doc: dict[str, Any], console: Any, *, title: str) -> None:
         re.sub(r"median of \d+", "median", r["step_time"]["method"]) for r in doc["results"] if r.get("step_time")
     }
     for m in sorted(methods):
-        _say(console, "  ", f"step µs: {m}; ~ marks a noisy timing (IQR/median > 10%)")
+        hung(console, "  ", f"step µs: {m}; ~ marks a noisy timing (IQR/median > 10%)")
     splits = {r["breakdown"]["method"] for r in doc["results"] if r.get("breakdown")}
     for m in sorted(splits):
-        _say(console, "  ", f"shares: {m}")
+        hung(console, "  ", f"shares: {m}")
     for r in doc["results"]:
         prof = (r.get("breakdown") or {}).get("profile") or {}
         if prof.get("scaled"):
-            _say(console, "  ", f"{r['impl']} {r['mode']}: {prof['method']}")
+            hung(console, "  ", f"{r['impl']} {r['mode']}: {prof['method']}")
     loops = [
         f"{r['impl']} {r['mode']}" for r in doc["results"] if r["status"] == "ok" and isinstance(r.get("steps"), dict)
     ]
     if loops:  # their shares are '—' in the table above: said per step in the table below
-        _say(
+        hung(
             console,
             "  ",
             f"{', '.join(loops)}: a decode loop, split per step (decode over a growing static cache, below)",
         )
     if any((r.get("breakdown") or {}).get("step") for r in doc["results"]):
-        _say(
+        hung(
             console,
             "  ",
             "% of the profiled step: attn + rest + unattr + idle (GPU waiting inside the step) + cpu-only (host "
@@ -134,13 +128,13 @@ def _render_around(doc: dict[str, Any], console: Any) -> None:
     for r in rows:
         parts = r["attention"]["parts"]
         bits = [f"{p} {parts[p]:,.1f}" for p in AROUND_PARTS if parts.get(p, 0) > 0]
-        _say(console, f"  {r['impl']:<16} {r['mode']:<8} ", ", ".join(bits) or "none")
+        hung(console, f"  {r['impl']:<16} {r['mode']:<8} ", ", ".join(bits) or "none")
 
 
 def _render_skips(doc: dict[str, Any], console: Any) -> None:
     for r in doc["results"]:
         if r["status"] != "ok":
-            _say(console, "  ", f"{r['impl']} {r['mode']}: {r['status']} — {r['reason']}", style="dim")
+            hung(console, "  ", f"{r['impl']} {r['mode']}: {r['status']} — {r['reason']}", style="dim")
 
 
 def _render_insights(doc: dict[str, Any], console: Any) -> None:
@@ -150,8 +144,8 @@ def _render_insights(doc: dict[str, Any], console: Any) -> None:
     console.print("Insights")
     for r, i in found:
         mark = "!" if i["severity"] == "warning" else "·"
-        _say(console, f"  {mark} ", f"{r['impl']} {r['mode']} [{i['id']}] {i['message']}")
-        _say(console, "      → ", i["advice"])
+        hung(console, f"  {mark} ", f"{r['impl']} {r['mode']} [{i['id']}] {i['message']}")
+        hung(console, "      → ", i["advice"])
 
 
 def _sample(n: int, most: int) -> list[int]:
@@ -198,11 +192,11 @@ def render_decode_steps(doc: dict[str, Any], console: Any, most: int = 12) -> No
             )
     console.print(t)
     for m in sorted({r["steps"]["time_method"] for r in rows}):
-        _say(console, "  ", f"step µs: each step's median over its passes; {m}")
+        hung(console, "  ", f"step µs: each step's median over its passes; {m}")
     for m in sorted({r["steps"]["split_method"] for r in rows}):
-        _say(console, "  ", f"shares: {m}; of the profiled step's total (attention + rest + unattributed)")
+        hung(console, "  ", f"shares: {m}; of the profiled step's total (attention + rest + unattributed)")
     if modules:
-        _say(
+        hung(
             console,
             "  ",
             "attn module %: the attention modules' share of the eager step (projections, rotary and K/V copies"
@@ -247,7 +241,7 @@ def render_split(r: dict[str, Any], console: Any) -> None:
         ),
         highlight=False,
     )
-    _say(
+    hung(
         console,
         "  ",
         f"attention {_pct(a['time_us'], total)}% of {total:,.1f} µs: kernel {_pct(a['kernel_us'], total)}%, "
@@ -255,12 +249,12 @@ def render_split(r: dict[str, Any], console: Any) -> None:
         f"({', '.join(f'{k} {v:,.1f} µs' for k, v in a['parts'].items() if v > 0 and k in AROUND_PARTS) or 'none'})",
     )
     parts = ", ".join(f"{k} {_pct(v, total)}%" for k, v in rest["parts"].items() if v > 0)
-    _say(console, "  ", f"the rest {_pct(rest['time_us'], total)}%: {parts}")
+    hung(console, "  ", f"the rest {_pct(rest['time_us'], total)}%: {parts}")
     if not sc.get("backward"):
         console.print("  the module ranges cover the forward pass only: backward time counts as backward_other")
     if "model_split_insights" not in r:
         console.print("  insights: not in this document (written before they were stored)")
     for i in r.get("model_split_insights") or []:
         mark = "!" if i["severity"] == "warning" else "·"
-        _say(console, f"  {mark} ", f"[{i['id']}] {i['message']}")
-        _say(console, "      → ", i["advice"])
+        hung(console, f"  {mark} ", f"[{i['id']}] {i['message']}")
+        hung(console, "      → ", i["advice"])

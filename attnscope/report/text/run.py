@@ -9,7 +9,6 @@ from typing import Any
 from rich.console import Console
 
 from attnscope.core.case import Case
-from attnscope.core.host_line import host_line
 
 
 def run_title(doc: dict[str, Any]) -> str:
@@ -53,7 +52,7 @@ def print_run(doc: dict[str, Any], console: Console, *, kernels: bool = False, v
     """The study as ``attnscope run`` prints it, before the files written and the exit status."""
     from attnscope.report.text.serving import decode_loop_lines
     from attnscope.report.text.table import render
-    from attnscope.report.text.terminal import indented
+    from attnscope.report.text.terminal import host_caveat, indented
 
     render(doc, console, kernels=kernels, title=run_title(doc), verbose=verbose)
     rows = doc.get("results") or []
@@ -62,6 +61,4 @@ def print_run(doc: dict[str, Any], console: Console, *, kernels: bool = False, v
         indented(console, f"  {checked}", style="yellow" if "BLIND" in checked else None)
     for line in decode_loop_lines(doc):
         indented(console, f"  {line}")
-    busy = host_line(doc.get("host"))
-    if busy:
-        indented(console, f"  {busy}", style="yellow")
+    host_caveat(console, doc.get("host"))

@@ -69,15 +69,38 @@ def bullet(console: Any, prefix: Any, body: Any) -> Any:
     return hanging(prefix, body)
 
 
-def indented(console: Any, line: str, style: str | None = None) -> None:
-    """Print ``line`` (plain text) with its leading spaces as a hanging indent: where the terminal is narrower than
-    the line, the rest goes under its own text, not back at column 0."""
+def hung(console: Any, prefix: str, body: str, style: str | None = None, *, markup: bool = False) -> None:
+    """Print ``prefix`` then ``body`` (plain text, or rich markup with ``markup``: the tour's, whose names are
+    escaped), ``body`` wrapped under its own first column where the terminal is narrower than the line (a hanging
+    indent), never back at column 0."""
+    from rich.text import Text
+
+    said = Text.from_markup(body, style=style or "") if markup else Text(body, style=style or "")
+    console.print(bullet(console, Text(prefix, style=style or ""), said), highlight=False)
+
+
+def indented(console: Any, line: str, style: str | None = None, *, markup: bool = False) -> None:
+    """Print ``line`` with its leading spaces as a hanging indent (:func:`hung`): where the terminal is narrower
+    than the line, the rest goes under its own text, not back at column 0."""
     from rich.text import Text
 
     body = line.lstrip(" ")
     pad = len(line) - len(body)
-    said = Text(body, style=style or "")
-    console.print(bullet(console, Text(" " * pad, style=style or ""), said) if pad else said, highlight=False)
+    if pad:
+        hung(console, " " * pad, body, style, markup=markup)
+    else:
+        said = Text.from_markup(body, style=style or "") if markup else Text(body, style=style or "")
+        console.print(said, highlight=False)
+
+
+def host_caveat(console: Any, host: Any) -> None:
+    """The one line a loaded host gets (:func:`attnscope.core.host_line.host_line`), in yellow and indented, under
+    what a command printed; nothing for a quiet or unassessed host."""
+    from attnscope.core.host_line import host_line
+
+    busy = host_line(host)
+    if busy:
+        indented(console, f"  {busy}", style="yellow")
 
 
 def hanging(prefix: Any, body: Any, style: str | None = None) -> Any:
