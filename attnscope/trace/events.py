@@ -230,6 +230,16 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
+# The categories the readers take each record from, as Kineto names them (older Kineto versions wrote Operator,
+# Kernel, Memcpy, Memset and Runtime for the same events): both readers (fast.py, safe.py) read these
+CPU_OP_CATS = frozenset(("cpu_op", "Operator"))
+RUNTIME_CATS = frozenset(("cuda_runtime", "cuda_driver", "Runtime"))
+GPU_KIND = {
+    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+    "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset",
+}  # fmt: skip
+
+
 # Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes), attention
 # ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores) and the causal-mask
 # builders and converters (analysis/fingerprint/mask_ops.py reads a materialised mask's shape and diagonal).

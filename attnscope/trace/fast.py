@@ -19,7 +19,18 @@ from typing import Any, Union
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
-from attnscope.trace.events import SHAPES_READ, Annotation, CpuOp, GpuEvent, MemEvent, RuntimeCall, Trace
+from attnscope.trace.events import (
+    CPU_OP_CATS,
+    GPU_KIND,
+    RUNTIME_CATS,
+    SHAPES_READ,
+    Annotation,
+    CpuOp,
+    GpuEvent,
+    MemEvent,
+    RuntimeCall,
+    Trace,
+)
 
 
 class Args(Struct, gc=False):
@@ -83,10 +94,9 @@ _RUNTIME_ARGS = _part("RuntimeArgs", Args, ("ext", "correlation"))
 _MEMORY_ARGS = _part("MemoryArgs", Args, ("device_type", "total_allocated", "mem_bytes"))
 _CATEGORIES: tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...] = (
     # (categories, the Event fields read, the args Struct)
-    # (older Kineto versions wrote Operator, Kernel, Memcpy, Memset and Runtime for the same events)
-    (("cpu_op", "Operator"), ("name", "pid", "tid", "ts", "dur"), _CPU_ARGS),
-    (("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"), ("name", "ts", "dur"), _GPU_ARGS),
-    (("cuda_runtime", "cuda_driver", "Runtime"), ("name", "pid", "tid", "ts", "dur"), _RUNTIME_ARGS),
+    (tuple(sorted(CPU_OP_CATS)), ("name", "pid", "tid", "ts", "dur"), _CPU_ARGS),
+    (tuple(GPU_KIND), ("name", "ts", "dur"), _GPU_ARGS),
+    (tuple(sorted(RUNTIME_CATS)), ("name", "pid", "tid", "ts", "dur"), _RUNTIME_ARGS),
     (("user_annotation", "gpu_user_annotation", "python_function"), ("name", "tid", "ts", "dur"), None),
     (("cpu_instant_event",), ("name", "ts"), _MEMORY_ARGS),
     # read by no analysis: flows, then categories seen in Kineto traces (older ones too)
@@ -101,12 +111,6 @@ _TAGGED_EVENTS = tuple(
 _TAGGED = msgspec.json.Decoder(list[Union[_TAGGED_EVENTS]], strict=False)  # type: ignore[valid-type]  # noqa: UP007
 _TOP = msgspec.json.Decoder(dict[str, Raw])
 _NO_ARGS = Args()
-_GPU_KIND = {
-    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
-    "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset",  # older Kineto's names
-}  # fmt: skip
-_CPU_OP = frozenset(("cpu_op", "Operator"))
-_RUNTIME = frozenset(("cuda_runtime", "cuda_driver", "Runtime"))
 _FLOWS = frozenset(("ac2g", "fwdbwd"))  # flow events (launch → kernel, forward → backward): no analysis reads them
 _SHAPE_KEYS = (b',"Input Dims":', b',"Input type":', b',"Input Strides":', b',"Concrete Inputs":')
 DecodeErrors = (msgspec.DecodeError, msgspec.ValidationError)
@@ -162,7 +166,7 @@ class Reader:
         op_pid: Any = UNSET
         for e in evs:
             c = e.cat
-            if c in _CPU_OP:
+            if c in CPU_OP_CATS:
                 name, ts, dur = e.name, e.ts, e.dur
                 if e.tid != tid_raw:  # a thread's ops come in runs: intern its ids once per run
                     tid_raw = e.tid
@@ -182,7 +186,7 @@ class Reader:
                     add_op(CpuOp(got[0], op_tid, ts, dur, a.ext, op_pid, _shape_text(a) if got[1] else None))
             elif c in _FLOWS:  # a third of a training step's events: passed over at once
                 pass
-            elif c in _GPU_KIND:
+            elif c in GPU_KIND:
                 name, ts, dur = e.name, e.ts, e.dur
                 if name is UNSET or ts is UNSET or dur is UNSET:
                     raise Refused(f"a {c} event without name, ts or dur")
@@ -190,7 +194,7 @@ class Reader:
                 grid, block = a.grid, a.block
                 add_gpu(
                     GpuEvent(
-                        _GPU_KIND[c],
+                        GPU_KIND[c],
                         setdefault(name, name),
                         ts,
                         dur,
@@ -208,7 +212,7 @@ class Reader:
                         a.graph_node,
                     )
                 )
-            elif c in _RUNTIME:
+            elif c in RUNTIME_CATS:
                 name, tid, ts, dur, pid = e.name, e.tid, e.ts, e.dur, e.pid
                 if name is UNSET or tid is UNSET or ts is UNSET:
                     raise Refused(f"a {c} call without name, tid or ts")

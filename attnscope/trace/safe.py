@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.trace.events import (
+    CPU_OP_CATS,
+    GPU_KIND,
+    RUNTIME_CATS,
     Annotation,
     CpuOp,
     GpuEvent,
@@ -26,32 +29,11 @@ from attnscope.trace.events import (
 from attnscope.trace.jsonlib import JSONError, loads
 from attnscope.trace.source import SEP
 
-# (older Kineto versions wrote Operator, Kernel, Memcpy, Memset and Runtime for the same events)
-_GPU_KIND = {
-    "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
-    "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset",
-}  # fmt: skip
-_RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
-_CPU_OP_CATS = {"cpu_op", "Operator"}
 # Categories the analysis reads; everything else (ac2g/fwdbwd flows, python_function,
 # overhead, metadata) is counted and passed over without being parsed.
 _WANTED = frozenset(
-    {
-        b"cpu_op",
-        b"kernel",
-        b"gpu_memcpy",
-        b"gpu_memset",
-        b"cuda_runtime",
-        b"cuda_driver",
-        b"user_annotation",
-        b"gpu_user_annotation",
-        b"cpu_instant_event",
-        b"Operator",
-        b"Kernel",
-        b"Memcpy",
-        b"Memset",
-        b"Runtime",
-    }
+    c.encode()
+    for c in (*CPU_OP_CATS, *GPU_KIND, *RUNTIME_CATS, "user_annotation", "gpu_user_annotation", "cpu_instant_event")
 )
 
 
@@ -131,7 +113,7 @@ def trace_from_doc(doc: dict[str, Any], path: str = "<memory>") -> Trace:
 
 def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
     cat = ev.get("cat")
-    if cat in _CPU_OP_CATS:
+    if cat in CPU_OP_CATS:
         a = ev.get("args") or {}
         name = ev["name"]
         tr.cpu_ops.append(
@@ -148,9 +130,9 @@ def _add_event(tr: Trace, ev: dict[str, Any], names: dict[str, str]) -> None:
                 a.get("Concrete Inputs"),
             )
         )
-    elif cat in _GPU_KIND:
-        _add_gpu(tr, ev, _GPU_KIND[cat], names)
-    elif cat in _RUNTIME_CATS:
+    elif cat in GPU_KIND:
+        _add_gpu(tr, ev, GPU_KIND[cat], names)
+    elif cat in RUNTIME_CATS:
         a = ev.get("args") or {}
         name = ev["name"]
         tr.runtime.append(
