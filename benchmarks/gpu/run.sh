@@ -41,6 +41,14 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   done
   export PYTHONPATH=/tmp/attnscope-site
 fi
+# A wheel too large to travel beside the tree goes as an xz tarball of its unpacked files (FlashInfer's: 34 MB as a
+# wheel, 11 MB so):  mkdir u && (cd u && unzip -q ../W.whl) && tar -C u -cf - . | xz -9 > .whl/NAME.tar.xz
+for t in .whl/*.tar.xz; do
+  [ -f "$t" ] || continue
+  mkdir -p /tmp/attnscope-site && tar -C /tmp/attnscope-site -xJf "$t" && echo "unpacked $(basename "$t")" >>"$W/pip.txt" \
+    || echo "FAILED $(basename "$t"); going on" >>"$W/pip.txt"
+  export PYTHONPATH=/tmp/attnscope-site
+done
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 KINETO_LOG_LEVEL=6
 export ATTNSCOPE="python3 -m attnscope.cli.main"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
