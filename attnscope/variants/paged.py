@@ -52,6 +52,9 @@ class Server:
     # None: call() reads lengths from device tensors only, so a CUDA graph of it replays for any lengths up to its
     # capacity; else why a graph per bucket would not serve (the decode loop's graph series says it and skips)
     graph_refusal: str | None = None
+    # True: a graph series captures call() once and runs plan() on the host before every replay (FlashInfer's
+    # use_cuda_graph wrappers: plan() writes the step's page table into fixed device buffers the graph reads)
+    plans_each_replay = False
 
     def __init__(self, case: Case, x: Inputs) -> None:
         self.case, self.x, self.cache = case, x, x.cache
@@ -78,6 +81,10 @@ class Server:
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
+
+    def for_graphs(self) -> Server:
+        """The server a graph series captures: this one, or one built for capture on the same cache."""
+        return self
 
 
 def _slots(server: Server, capacity: int) -> Any:
@@ -335,24 +342,49 @@ class Varlen(Server):
 
 class FlashInferPaged(Server):
     """FlashInfer's paged wrappers on the pool (NHD): ``plan()`` takes the page indices, their offsets per sequence
-    and the last page's fill, on the host: redone whenever the lengths change (every decode step)."""
+    and the last page's fill, on the host: redone whenever the lengths change (every decode step).  For a graph
+    series (decode only) a second wrapper is built with ``use_cuda_graph=True`` on fixed device buffers sized for
+    the cache's allocation: captured once, its ``plan()`` rewrites those buffers on the host before every replay,
+    as serving engines run it."""
 
     rebuild = "flashinfer_plan"
-    graph_refusal = "plan() reads the lengths on the host each step (its use_cuda_graph wrappers are not measured)"
 
-    def __init__(self, case: Case, x: Inputs) -> None:
+    def __init__(self, case: Case, x: Inputs, graphs: bool = False) -> None:
         import torch
 
         super().__init__(case, x)
         fi = lib("flashinfer")
         self.ws = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=x.q.device)
         self.decode = case.seq_q == 1
+        self.graphs = graphs
+        self.graph_refusal = (
+            None
+            if self.decode
+            else "its use_cuda_graph wrappers are measured at decode (one query per sequence) only; this case has "
+            f"{case.seq_q} queries per sequence"
+        )
         if self.decode:
-            self.w = fi.BatchDecodeWithPagedKVCacheWrapper(self.ws, kv_layout="NHD")
+            kw: dict[str, Any] = {}
+            if graphs:
+                c = x.cache
+                assert c is not None and c.page_size is not None
+                i32: dict[str, Any] = {"dtype": torch.int32, "device": x.q.device}
+                pages = sum(-(-n // c.page_size) for n in c.alloc_lengths)  # every page the loop's last step reads
+                kw = {
+                    "use_cuda_graph": True,
+                    "paged_kv_indptr_buffer": torch.zeros(case.batch + 1, **i32),
+                    "paged_kv_indices_buffer": torch.zeros(pages, **i32),
+                    "paged_kv_last_page_len_buffer": torch.zeros(case.batch, **i32),
+                }
+                self.plans_each_replay = True
+            self.w = fi.BatchDecodeWithPagedKVCacheWrapper(self.ws, kv_layout="NHD", **kw)
             self.q = x.q[:, :, 0].contiguous()  # [B, H, D], once
         else:
             self.w = fi.BatchPrefillWithPagedKVCacheWrapper(self.ws, kv_layout="NHD")
             self.q = x.q.transpose(1, 2).reshape(-1, case.heads, case.head_dim).contiguous()
+
+    def for_graphs(self) -> Server:
+        return FlashInferPaged(self.case, self.x, graphs=True) if self.decode and not self.graphs else self
 
     def _plan(self, capacity: int) -> None:
         import torch

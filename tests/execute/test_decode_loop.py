@@ -34,6 +34,29 @@ def test_summary_arithmetic_by_hand():
     assert summarise(eager, slow, "gather_index")["graph"]["pays"] is False
 
 
+def test_a_plan_before_every_replay_counts_in_the_replayed_step():
+    """Planned on the host before each replay (FlashInfer's graph wrappers), captured once at step 0 (its plan inside
+    the capture: 0 in plan_ms).  Replays of 2 ms, plans of 1.5 ms on steps 1..3: plan median of [0, 1.5, 1.5, 1.5] =
+    1.5, a replayed step 2 + 1.5 = 3.5 ms.  Against eager steps of 5 ms a step saves 1.5 ms, so a 10 ms capture pays
+    back after 10 / 1.5 = 6.67 steps; over these 4 steps a step costs (10 + 4·2 + 3·1.5) / 4 = 5.625 ms > 5: graphs
+    do not pay.  Against eager steps of 10 ms: saved 6.5 ms, back after 10 / 6.5 steps, 5.625 < 10: they pay."""
+    eager = [{"plan_ms": 1.0, "call_ms": 4.0, "step_ms": 5.0, "repeat_ms": 4.0}] * 4
+    graph = [{"rebuild_ms": 10.0, "replay_ms": 2.0, "plan_ms": 0.0}] + [
+        {"rebuild_ms": 0.0, "replay_ms": 2.0, "plan_ms": 1.5}
+    ] * 3
+    g = summarise(eager, graph, "flashinfer_plan")["graph"]
+    assert g["plan_ms_per_replay_median"] == 1.5 and g["captures"] == 1
+    assert g["saved_ms_per_step"] == 1.5 and g["break_even_steps_per_capture"] == pytest.approx(10 / 1.5)
+    assert g["step_ms_with_captures"] == 5.625 and g["pays"] is False
+    slow_eager = [{**e, "step_ms": 10.0} for e in eager]
+    g = summarise(slow_eager, graph, "flashinfer_plan")["graph"]
+    assert g["saved_ms_per_step"] == 6.5 and g["break_even_steps_per_capture"] == pytest.approx(10 / 6.5)
+    assert g["pays"] is True
+    # a bucketed series has no plan per replay: its replayed step is the replay alone, as before
+    plain = [{k: v for k, v in s.items() if k != "plan_ms"} for s in graph]
+    assert summarise(eager, plain, "create_block_mask")["graph"]["plan_ms_per_replay_median"] is None
+
+
 def test_bucket_rounds_up():
     assert [bucket_of(n, 256) for n in (1, 256, 257, 1000)] == [256, 256, 512, 1024]
 

@@ -56,6 +56,7 @@ def serving_recommendation(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
                 "why": None if g else loop.get("graph_refused"),
                 "eager_step_ms": e.get("step_ms_median"),
                 "replay_ms": g.get("replay_ms_median") if g else None,
+                "plan_ms_per_replay": g.get("plan_ms_per_replay_median") if g else None,
                 "break_even_steps_per_capture": g.get("break_even_steps_per_capture") if g else None,
                 "rebuild_ms_per_1000_steps": e.get("rebuild_ms_per_1000_steps"),
                 "rebuild": loop["summary"].get("rebuild"),

@@ -43,9 +43,16 @@ def decode_loop_lines(doc: dict[str, Any]) -> list[str]:
             out.append(f"  graph replay: {loop.get('graph_refused')}")
         else:
             be = g["break_even_steps_per_capture"]
+            plan = g.get("plan_ms_per_replay_median")
+            where = (
+                "one capture for the loop" if plan is not None else f"bucket {loop['bucket']} tokens"
+            )  # a server planned before every replay is captured once
+            err = loop.get("graph_last_step_rel_error")
             out.append(
-                f"  graph replay (bucket {loop['bucket']} tokens): {_ms(g['replay_ms_median'])} median (CUDA events); "
-                f"{g['captures']} capture(s), {_ms(g['capture_ms_per_step'])} per step, "
+                f"  graph replay ({where}): {_ms(g['replay_ms_median'])} median (CUDA events)"
+                + (f" + plan() {_ms(plan)} median before each replay (host, synchronised)" if plan is not None else "")
+                + (f"; last replay's error {err:.1e} against fp64" if err is not None else "")
+                + f"; {g['captures']} capture(s), {_ms(g['capture_ms_per_step'])} per step, "
                 f"{_ms(g['capture_ms_per_1000_steps'])} per 1,000 steps; graphs {'pay' if g['pays'] else 'do not pay'}"
                 + (f" (a capture pays back after {be:.1f} steps)" if be is not None else " (a replay is not faster)")
             )

@@ -54,3 +54,20 @@ def test_decode_loop_lines_say_each_number_and_its_method():
     assert "1.000 ms per step, 1,000.000 ms per 1,000 steps" in text
     assert "graphs pay (a capture pays back after 3.3 steps)" in text
     assert "CUDA events" in text and "one sample per step" in text
+
+
+def test_a_loop_planned_before_every_replay_says_the_plan_and_the_replays_error():
+    """A server captured once and planned on the host before each replay (FlashInfer's graph wrappers): the line
+    names one capture for the loop (not a bucket), the plan's median beside the replay's, and the last replay's
+    error; a bucketed loop says neither."""
+    g = {**LOOP["summary"]["graph"], "plan_ms_per_replay_median": 0.25}
+    loop = {**LOOP, "summary": {**LOOP["summary"], "graph": g}, "graph_last_step_rel_error": 2.5e-3}
+    text = "\n".join(decode_loop_lines({"results": [{"variant": "paged_flashinfer", "extra": {"decode_loop": loop}}]}))
+    assert "graph replay (one capture for the loop): 2.000 ms median (CUDA events)" in text
+    assert "+ plan() 0.250 ms median before each replay (host, synchronised)" in text
+    assert "last replay's error 2.5e-03 against fp64" in text
+    plain = "\n".join(decode_loop_lines({"results": [{"variant": "paged_flex", "extra": {"decode_loop": LOOP}}]}))
+    assert "graph replay (bucket 256 tokens): 2.000 ms median (CUDA events); 1 capture(s)" in plain
+    assert "plan()" not in plain and "last replay's error" not in plain
+    rec = serving_recommendation([_row("paged_flashinfer", 16, 900.0, loop)])
+    assert rec["points"][0]["graphs"]["paged_flashinfer page=16"]["plan_ms_per_replay"] == 0.25
