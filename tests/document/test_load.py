@@ -277,6 +277,7 @@ def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
     from attnscope.document.load import kind_of
     from attnscope.document.schema import SCHEMA_VERSION
 
+    assert SCHEMA_VERSION == 2  # the versions named below
     cases = [
         ({"kind": "diff"}, "x.json: a diff document (what attnscope diff writes), not results"),
         ({"kind": "recommend"}, "x.json: a recommendation (what attnscope recommend writes), not result rows"),
@@ -285,7 +286,8 @@ def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
         ({"schema_version": 1}, "x.json: not an attnscope result document (no schema_version/results)"),
         (
             {"schema_version": SCHEMA_VERSION + 1, "results": []},
-            f"x.json: schema_version {SCHEMA_VERSION + 1} is newer than this attnscope",
+            "x.json: a result document of schema_version 3, newer than this attnscope reads (result documents of "
+            "schema_version 1, 2): a newer attnscope reads it",
         ),
     ]
     for doc, said in cases:
