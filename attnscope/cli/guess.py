@@ -104,8 +104,7 @@ def ask(qs: list[Question], input_fn: Callable[[str], str], print_fn: Callable[[
 def cmd_guess(args: Any) -> int:
     """`attnscope guess`: ask first, then run through the API as `attnscope run` does, the answers as predictions."""
     from attnscope.api.running import check_run, run_checked
-    from attnscope.cli.common import Progress, console, stopping
-    from attnscope.cli.run import render_run, request_of
+    from attnscope.cli.run import measure_and_render, request_of
     from attnscope.core.files import check_trace_names
 
     checked = check_run(request_of(args))  # paths, names and the case's size before the questions, not after them
@@ -128,9 +127,4 @@ def cmd_guess(args: Any) -> int:
             raise PredictionError(f"--save {args.save}: cannot write: {os_error_text(e)}") from None
         print(f"Your {len(preds)} predictions are saved in {args.save} (reuse them with `attnscope run --guess`).")
     print("Now measuring…", flush=True)
-    out = console()
-    with stopping(), Progress(bar=False, lines=False) as bar:
-        doc = run_checked(
-            checked, predictions=preds, on_event=bar, on_note=lambda text: out.print(text, style="yellow")
-        )
-    return render_run(doc, args, out)
+    return measure_and_render(lambda **hooks: run_checked(checked, predictions=preds, **hooks), args)

@@ -4,6 +4,7 @@ checks every value and measures, then what it measured rendered (also what ``gue
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from attnscope.cli.common import EXIT_FAIL, EXIT_OK, Progress, console, say_unwritten, stopping
@@ -64,9 +65,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from attnscope import api
 
     request = request_of(args)
+    return measure_and_render(lambda **hooks: api.run_request(request, **hooks), args)
+
+
+def measure_and_render(measure: Callable[..., Any], args: argparse.Namespace) -> int:
+    """How `run` and `guess` measure: ``measure(on_event=, on_note=)``, their one API call, under a spinner with the
+    elapsed time (no bar, no line per variant), stopped by SIGTERM or SIGHUP as by Ctrl-C (:func:`stopping`), each
+    note the API has for the user printed in yellow as it comes; then the study rendered (:func:`render_run`), whose
+    exit status it returns."""
     out = console()
     with stopping(), Progress(bar=False, lines=False) as bar:
-        doc = api.run_request(request, on_event=bar, on_note=lambda text: out.print(text, style="yellow"))
+        doc = measure(on_event=bar, on_note=lambda text: out.print(text, style="yellow"))
     return render_run(doc, args, out)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from attnscope.document.schema import SCHEMA_VERSION, DocumentError
+from attnscope.document.schema import DocumentError, check_version
 
 Kind = Literal["run", "analyze", "sweep", "model", "trace"]  # a trace: doc is {}, path names it
 
@@ -37,7 +37,8 @@ def _is_row(d: Any) -> bool:
 
 
 def kind_of(doc: dict[str, Any], where: str) -> Kind:
-    """run, analyze or model, from the document's own fields."""
+    """run, analyze or model, from the document's own fields; a document of no kind named in it has its
+    schema_version checked for the kind it is read as (:func:`attnscope.document.schema.check_version`)."""
     if doc.get("kind") in ("run", "analyze", "model", "sweep"):
         return doc["kind"]  # type: ignore[no-any-return]
     if doc.get("kind") == "diff":
@@ -52,14 +53,15 @@ def kind_of(doc: dict[str, Any], where: str) -> Kind:
     results = doc.get("results")
     if not isinstance(results, list) or "schema_version" not in doc:
         raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
-    if isinstance(doc["schema_version"], int) and doc["schema_version"] > SCHEMA_VERSION:
-        raise DocumentError(f"{where}: schema_version {doc['schema_version']} is newer than this attnscope")
     rows = [r for r in results if isinstance(r, dict)]
     if "model" in doc or "config" in doc or any("impl" in r for r in rows):
-        return "model"
-    if rows and all(r.get("source") == "trace" for r in rows):
-        return "analyze"
-    return "run"
+        kind: Kind = "model"
+    elif rows and all(r.get("source") == "trace" for r in rows):
+        kind = "analyze"
+    else:
+        kind = "run"
+    check_version(doc, where, model=kind == "model")
+    return kind
 
 
 def parse_json(data: bytes | str) -> Any:
@@ -254,7 +256,7 @@ def load_source(path: str | Path) -> Source:
         elif kind == "model":
             from attnscope.document.model_rows import model_document_problem, with_generic_rows
 
-            _check_model_version(doc, str(p))
+            check_version(doc, str(p), model=True)
             problem = model_document_problem(doc)
             if problem is None:
                 doc = with_generic_rows(doc)  # written before its rows carried their point: read as one written now
@@ -270,22 +272,6 @@ def load_source(path: str | Path) -> Source:
     if rows and all(is_model_row(r) for r in rows):  # `model --out` rows
         return Source("model", model_document(rows), p, notes)
     return Source("sweep", {"rows": rows}, p, notes)
-
-
-def _check_model_version(doc: dict[str, Any], where: str) -> None:
-    """A model document of a version this attnscope reads (:data:`attnscope.document.schema.MODEL_SCHEMA_VERSION`
-    and before), else a DocumentError naming its version and the versions read."""
-    from attnscope.document.schema import MODEL_SCHEMA_VERSION
-
-    v = doc.get("schema_version")
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise DocumentError(f"{where}: schema_version must be a positive integer, got {v!r}"[:300])
-    if v > MODEL_SCHEMA_VERSION:
-        read = ", ".join(str(n) for n in range(1, MODEL_SCHEMA_VERSION + 1))
-        raise DocumentError(
-            f"{where}: a model document of schema_version {v}, newer than this attnscope reads (model documents "
-            f"of schema_version {read}): a newer attnscope reads it"
-        )
 
 
 def load_document(path: str | Path) -> dict[str, Any]:

@@ -182,17 +182,29 @@ def _check_fields(r: dict[str, Any], where: str, strict: bool = False) -> None:
         raise DocumentError(f"{where}: {problem}"[:300])
 
 
+def check_version(doc: dict[str, Any], where: str, model: bool = False) -> None:
+    """The one check of a document's ``schema_version``: a positive integer, of a version this attnscope reads
+    (:data:`SCHEMA_VERSION` and before for a run or analyze document, :data:`MODEL_SCHEMA_VERSION` and before for a
+    model document); else a DocumentError naming its version and, for a newer one, the versions read."""
+    v = doc.get("schema_version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise DocumentError(f"{where}: schema_version must be a positive integer, got {v!r}"[:300])
+    newest, what = (MODEL_SCHEMA_VERSION, "model document") if model else (SCHEMA_VERSION, "result document")
+    if v > newest:
+        read = ", ".join(str(n) for n in range(1, newest + 1))
+        raise DocumentError(
+            f"{where}: a {what} of schema_version {v}, newer than this attnscope reads ({what}s of schema_version "
+            f"{read}): a newer attnscope reads it"
+        )
+
+
 def check_document(doc: Any, where: str, strict: bool = False) -> None:
     """The shape every reader of a document relies on; a DocumentError names what is off.  ``strict``: a document
     file as loaded for the page and diff, whose records must also hold the fields those index
     (:data:`attnscope.document.codec.INDEXED`)."""
     if not isinstance(doc, dict) or "schema_version" not in doc or "results" not in doc:
         raise DocumentError(f"{where}: not an attnscope result document (no schema_version/results)")
-    v = doc["schema_version"]
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise DocumentError(f"{where}: schema_version must be a positive integer, got {v!r}")
-    if v > SCHEMA_VERSION:
-        raise DocumentError(f"{where}: schema_version {v} is newer than this attnscope ({SCHEMA_VERSION})")
+    check_version(doc, where)
     results = doc["results"]
     if not isinstance(results, list):
         raise DocumentError(f"{where}: results must be a list, got {type(results).__name__}")

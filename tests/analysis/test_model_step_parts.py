@@ -122,3 +122,56 @@ def test_real_llama_step_parts_add_up(name):
     assert parts + s["cpu_only_us"] == pytest.approx(s["step_us"], abs=0.1)
     if name == "model_sdpa_train":
         assert s["gpu_idle_us"] > 1000  # the idle a GPU-time-only split used to leave out (4.3 ms here)
+
+
+def _gpu(*spans: tuple[float, float]) -> list[Any]:
+    from attnscope.trace import GpuEvent
+
+    return [GpuEvent("kernel", f"k{ts:g}", ts, dur, None, None, 0, s) for s, (ts, dur) in enumerate(spans)]
+
+
+PARTS = {"attention": {"time_us": 40.0}, "rest": {"time_us": 20.0}, "unattributed_us": 5.0, "total_us": 65.0}
+METHOD = "attention + rest + unattributed − overlap + gpu_idle + cpu_only = step (the profiled step's span)"
+
+
+@pytest.mark.parametrize(
+    ("win", "step", "cpu_only"),
+    [
+        # the range starts with the first kernel (nothing before it) and ends 90 µs after the last one (110)
+        ((0.0, 200.0), 200.0, 0.0 + 90.0),
+        # 20 µs of host time before the first kernel as well: 20 + 90
+        ((-20.0, 200.0), 220.0, 20.0 + 90.0),
+        # the range ends before the last kernel does: the step runs to the kernel's end, 110
+        ((0.0, 50.0), 110.0, 0.0),
+        # no range: the first kernel's start to the last one's end
+        (None, 110.0, 0.0),
+    ],
+)
+def test_step_parts_of_hand_made_kernels(win, step, cpu_only):
+    """Kernels [0, 30], [20, 45] (another stream: overlaps the first by 10 µs) and [100, 110]: busy 30 + 25 + 10 = 65,
+    union [0, 45] + [100, 110] = 55, so overlap 65 - 55 = 10 and GPU idle (110 - 0) - 55 = 55."""
+    from attnscope.analysis.fingerprint.model_split import step_parts
+
+    s = step_parts(PARTS, _gpu((20.0, 25.0), (0.0, 30.0), (100.0, 10.0)), win)
+    assert s == {
+        "step_us": step,
+        "attention_us": 40.0,
+        "rest_us": 20.0,
+        "unattributed_us": 5.0,
+        "gpu_idle_us": 55.0,
+        "cpu_only_us": cpu_only,
+        "overlap_us": 10.0,
+        "method": METHOD,
+    }
+    assert 40 + 20 + 5 - 10 + 55 + cpu_only == step  # the parts add up to the step
+
+
+def test_step_parts_on_a_cpu_count_self_time_beyond_the_span_as_overlap():
+    """No GPU events: the step is the document's span (100 µs); attention 50 + rest 40 + unattributed 30 = 120 µs of
+    self time on several threads, 20 beyond the span: the overlap.  Within the span, no overlap."""
+    from attnscope.analysis.fingerprint.model_split import step_parts
+
+    cpu = {"attention": {"time_us": 50.0}, "rest": {"time_us": 40.0}, "unattributed_us": 30.0, "total_us": 100.0}
+    s = step_parts(cpu, [], (0.0, 100.0))
+    assert (s["step_us"], s["overlap_us"], s["gpu_idle_us"], s["cpu_only_us"]) == (100.0, 20.0, 0.0, 0.0)
+    assert step_parts({**cpu, "total_us": 130.0}, [], None)["overlap_us"] == 0.0

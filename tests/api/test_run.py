@@ -71,7 +71,7 @@ def test_run_and_guess_measure_through_the_api():
         assert "attnscope.cli.run.cmd_run" not in got
     assert "attnscope.api.run_request" in _calls(ROOT / "attnscope" / "cli" / "run.py")
     assert "attnscope.api.running.run_checked" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
-    assert "attnscope.cli.run.render_run" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
+    assert "attnscope.cli.run.measure_and_render" in _imports(ROOT / "attnscope" / "cli" / "guess.py")
 
 
 def _calls(path: Path) -> set[str]:

@@ -277,6 +277,7 @@ def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
     from attnscope.document.load import kind_of
     from attnscope.document.schema import SCHEMA_VERSION
 
+    assert SCHEMA_VERSION == 2  # the versions named below
     cases = [
         ({"kind": "diff"}, "x.json: a diff document (what attnscope diff writes), not results"),
         ({"kind": "recommend"}, "x.json: a recommendation (what attnscope recommend writes), not result rows"),
@@ -285,7 +286,8 @@ def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
         ({"schema_version": 1}, "x.json: not an attnscope result document (no schema_version/results)"),
         (
             {"schema_version": SCHEMA_VERSION + 1, "results": []},
-            f"x.json: schema_version {SCHEMA_VERSION + 1} is newer than this attnscope",
+            "x.json: a result document of schema_version 3, newer than this attnscope reads (result documents of "
+            "schema_version 1, 2): a newer attnscope reads it",
         ),
     ]
     for doc, said in cases:
@@ -295,3 +297,22 @@ def test_documents_that_hold_no_results_are_refused_naming_what_they_are():
     # the schema this attnscope writes, and a result list beside "best" and "policy", are results
     assert kind_of({"schema_version": SCHEMA_VERSION, "results": []}, "x.json") == "run"
     assert kind_of({"schema_version": 1, "results": [], "best": {}, "policy": []}, "x.json") == "run"
+
+
+def test_a_kind_named_in_the_document_is_its_kind_and_a_tour_needs_its_kind_and_steps():
+    """``kind`` names run, analyze, model or sweep as it is, even where the fields would say otherwise (a model
+    document whose rows lack ``impl``; a sweep with no results list).  A tour transcript is a document of kind "tour"
+    with its steps, refused in full words; "steps" alone (a run's document carrying a key of that name) is no tour."""
+    from attnscope.document.load import kind_of
+
+    rows = [{"variant": "sdpa", "status": "ok"}]
+    assert kind_of({"kind": "model", "schema_version": 1, "results": rows}, "x.json") == "model"
+    assert kind_of({"schema_version": 1, "results": rows}, "x.json") == "run"  # the same without its kind
+    assert kind_of({"kind": "sweep"}, "x.json") == "sweep"
+    assert kind_of({"schema_version": 2, "results": rows, "steps": 3}, "x.json") == "run"
+    with pytest.raises(DocumentError) as e:
+        kind_of({"kind": "tour", "steps": []}, "t.json")
+    assert str(e.value) == (
+        "t.json: a tour transcript (what attnscope tour writes), not result rows: the tour draws its own page "
+        "(a finished transcript resumed with an HTML path measures nothing more)"
+    )

@@ -12,7 +12,7 @@ import bisect
 import heapq
 from collections import Counter, defaultdict
 from itertools import compress, islice, repeat
-from operator import attrgetter, eq, le
+from operator import add, attrgetter, eq, le
 from typing import Any, get_args
 
 from attnscope.analysis.fingerprint import kernels as K
@@ -22,6 +22,7 @@ from attnscope.analysis.fingerprint.collectives import cpu_collectives
 from attnscope.analysis.fingerprint.graphs import family_calls as graph_family_calls
 from attnscope.analysis.fingerprint.graphs import summary as graph_summary
 from attnscope.analysis.fingerprint.loop_steps import summary as steps_summary
+from attnscope.analysis.fingerprint.spans import runs
 from attnscope.core.types import Category
 from attnscope.trace import GpuEvent, Trace
 
@@ -308,32 +309,24 @@ def _device_idle(dev: int | None, evs: list[GpuEvent], top: int) -> dict[str, An
     if not all(map(le, starts, islice(starts, 1, None))):  # in start order when they come from an Attribution
         evs = sorted(evs, key=_TS)
         starts = list(map(_TS, evs))
-    durs = list(map(_DUR, evs))
     busy = 0.0
     num_gaps = 0
     buckets = [0] * len(GAP_BUCKETS_US)
     heap: list[tuple[float, float, int]] = []  # (gap, start, index of the event after it): the largest ``top``
-    cur_start = starts[0]
-    cur_end = last_end = cur_start + durs[0]
-    for i in range(1, len(starts)):
-        ts = starts[i]
-        end = ts + durs[i]
-        if end > last_end:
-            last_end = end
-        if ts > cur_end:
-            busy += cur_end - cur_start
-            gap = ts - cur_end
+    run_end: float | None = None
+    for i, s, e in runs(zip(starts, map(add, starts, map(_DUR, evs)), strict=True)):
+        busy += e - s
+        if run_end is not None:
+            gap = s - run_end
             num_gaps += 1
             buckets[bisect.bisect_right(GAP_BUCKETS_US, gap)] += 1  # the first bucket whose bound exceeds it
             if len(heap) < top:
-                heapq.heappush(heap, (gap, cur_end, i))
-            elif top > 0 and gap >= heap[0][0] and (gap, cur_end, i) > heap[0]:
-                heapq.heapreplace(heap, (gap, cur_end, i))
-            cur_start, cur_end = ts, end
-        elif end > cur_end:
-            cur_end = end
-    busy += cur_end - cur_start
-    span = last_end - starts[0]  # the latest end: max() of the ends, the first of equal ones
+                heapq.heappush(heap, (gap, run_end, i))
+            elif top > 0 and gap >= heap[0][0] and (gap, run_end, i) > heap[0]:
+                heapq.heapreplace(heap, (gap, run_end, i))
+        run_end = e
+    assert run_end is not None  # a device has events
+    span = run_end - starts[0]  # the last run ends at the latest end
     largest = sorted(heap, reverse=True)  # = heapq.nlargest(top, every gap): the gaps are distinct by index
     return {
         "device": dev,

@@ -21,6 +21,7 @@ from collections import defaultdict
 from typing import Any
 
 from attnscope.analysis.fingerprint.attribution import Attribution
+from attnscope.analysis.fingerprint.spans import union_length
 from attnscope.trace.events import Annotation, Trace
 
 PREFIX = "gloo:"
@@ -28,21 +29,6 @@ TIMING = (
     "host wall time of gloo's gloo:<op> ranges on its worker threads (Kineto user annotations, profiler overhead "
     "included); in flight: their union, since the threads' collectives overlap"
 )
-
-
-def _union(spans: list[tuple[float, float]]) -> float:
-    """The length of the union of ``spans`` (start, end)."""
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(spans):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None and cur_s is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        elif e > cur_e:
-            cur_e = e
-    if cur_e is not None and cur_s is not None:
-        total += cur_e - cur_s
-    return total
 
 
 def _inside(ranges: dict[object, tuple[list[float], list[Annotation]]], tid: object, ts: float) -> bool:
@@ -109,7 +95,7 @@ def cpu_collectives(
             c[1] += g.dur
             c[2] += g.bytes or 0
     lo, hi = window if window is not None else (-math.inf, math.inf)
-    in_flight = _union([(max(a.ts, lo), min(a.ts + a.dur, hi)) for a in anns])  # inside the traced region
+    in_flight = union_length([(max(a.ts, lo), min(a.ts + a.dur, hi)) for a in anns])  # inside the traced region
     memcpy_us = sum(g.dur for g in att.gpu if g.kind == "memcpy")
     staged_us = sum(c[1] for c in copies.values())
     return {

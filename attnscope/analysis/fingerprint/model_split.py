@@ -19,6 +19,7 @@ from typing import Any
 
 from attnscope.analysis.fingerprint.attribution import OpTree, attribute, build_op_tree
 from attnscope.analysis.fingerprint.build import HALF_TYPES, copies_and_upcasts_at
+from attnscope.analysis.fingerprint.spans import union_length
 from attnscope.core.scopes import (
     AROUND_PARTS,
     ATTENTION_PARTS,
@@ -231,14 +232,8 @@ def step_parts(doc: dict[str, Any], gpu: list[GpuEvent], win: tuple[float, float
     attn, rest, unattr = doc["attention"]["time_us"], doc["rest"]["time_us"], doc["unattributed_us"]
     busy = sum(g.dur for g in gpu)
     if gpu:
-        evs = sorted(gpu, key=lambda g: g.ts)
-        first, last = evs[0].ts, max(g.ts + g.dur for g in evs)
-        union, reach = 0.0, first
-        for g in evs:
-            end = g.ts + g.dur
-            if end > reach:
-                union += end - max(g.ts, reach)
-                reach = end
+        first, last = min(g.ts for g in gpu), max(g.ts + g.dur for g in gpu)
+        union = union_length((g.ts, g.ts + g.dur) for g in gpu)
         start = win[0] if win else first
         end_of_step = max(win[1], last) if win else last
         idle = (last - first) - union

@@ -231,6 +231,40 @@ def test_idle_time_sorts_events_given_out_of_start_order():
     assert (d["span_us"], d["busy_us"], d["idle_us"], d["num_gaps"]) == (110, 25, 85, 2)
 
 
+def test_idle_time_sorts_events_whose_last_two_are_out_of_order():
+    """[0, 10], [100, 110], [50, 55]: only the last pair is out of start order (the first start is before both): the
+    same device as sorted, span 110, busy 25, gaps 40 and 45 µs."""
+    from attnscope.analysis.fingerprint.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    evs = [GpuEvent("kernel", f"k{ts:g}", ts, dur, None, None, 0, 7) for ts, dur in ((0, 10), (100, 10), (50, 5))]
+    (d,) = idle_time(evs)["devices"]
+    assert (d["span_us"], d["busy_us"], d["idle_us"], d["num_gaps"]) == (110, 25, 85, 2)
+    gaps = [(g["gap_us"], g["before"], g["next"]) for g in d["largest_gaps"]]
+    assert gaps == [(45, "k50", "k100"), (40, "k0", "k50")]
+
+
+@pytest.mark.parametrize(
+    ("top", "kept"),
+    [
+        (1, [(9.0, 7.0, "k6", "k16")]),
+        (2, [(9.0, 7.0, "k6", "k16"), (7.0, 17.0, "k16", "k24")]),
+        (3, [(9.0, 7.0, "k6", "k16"), (7.0, 17.0, "k16", "k24"), (5.0, 1.0, "k0", "k6")]),
+    ],
+)
+def test_idle_time_keeps_the_largest_gaps_as_they_come(top, kept):
+    """Kernels of 1 µs at 0, 6, 16, 24: gaps of 5 (after 1), 9 (after 7) and 7 µs (after 17), in that order.  The
+    largest ``top`` are kept whichever came first: with one kept, 9 replaces 5; with two, 7 replaces 5 (the smaller
+    kept one), though 7 is below 9."""
+    from attnscope.analysis.fingerprint.breakdown import idle_time
+    from attnscope.trace import GpuEvent
+
+    evs = [GpuEvent("kernel", f"k{t:g}", t, 1.0, None, None, 0, 7) for t in (0.0, 6.0, 16.0, 24.0)]
+    (d,) = idle_time(evs, top=top)["devices"]
+    assert [(g["gap_us"], g["after_us"], g["before"], g["next"]) for g in d["largest_gaps"]] == kept
+    assert (d["span_us"], d["busy_us"], d["num_gaps"]) == (25.0, 4.0, 3)
+
+
 def test_attention_time_refuses_lists_that_do_not_line_up():
     from attnscope.analysis.fingerprint.attribution import build_op_tree
     from attnscope.analysis.fingerprint.shape import attention_time_us

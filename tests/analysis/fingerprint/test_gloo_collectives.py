@@ -187,3 +187,117 @@ def test_c10d_copies_count_as_staging_only_where_cuda_goes_through_gloo(tmp_path
     assert both["in_flight_us"] == pytest.approx(100.0) and both["backend_source"] == "gloo:"
     nccl = _synthetic(tmp_path, "cpu:gloo,cuda:nccl")
     assert {x["name"]: x["count"] for x in nccl["device_copies"]["by_name"]} == {"Memcpy HtoD (Pinned -> Device)": 1}
+
+
+def _ann(name: str, tid: int, ts: float, dur: float) -> dict[str, Any]:
+    from tests import synth
+
+    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": synth.PID, "tid": tid, "ts": ts, "dur": dur}
+
+
+def _collectives(events: list[dict[str, Any]], window: Any, host_span: float | None) -> dict[str, Any] | None:
+    """cpu_collectives on a hand-made trace, its ops attributed as analyze does."""
+    from attnscope.analysis.fingerprint.attribution import attribute, build_op_tree
+    from attnscope.analysis.fingerprint.collectives import cpu_collectives
+    from attnscope.trace import trace_from_doc
+    from tests import synth
+
+    tr = trace_from_doc(synth.doc(events))
+    tree = build_op_tree(tr.cpu_ops)
+    assert tree.ops[0].name.startswith("c10d::")  # the op of index 0 launches a staging copy
+    return cpu_collectives(tr, attribute(tree, tr.runtime, tr.gpu), window, host_span)
+
+
+def _hand_made() -> list[dict[str, Any]]:
+    """gloo ranges: all_reduce on thread 7 at 60-160.0004, broadcast on 8 at 120-180, barriers on 9 at 95-100,
+    170-175 and 500-505.0004.  Copies: a DtoH of 10.1234 µs (no byte count) launched by the c10d op itself (0-50, the
+    first op), two HtoD of 8.1234 (1,000 B) and 8 µs (24 B) launched on thread 7 inside the all_reduce range, and a
+    DtoH of 4 µs (7 B) launched by a plain copy_ outside any of them (not staging)."""
+    from tests import synth
+
+    return [
+        synth.op("c10d::allreduce_", 0.0, 50.0, 1),
+        synth.launch(5.0, 11, 1, name="cudaMemcpyAsync"),
+        synth.kernel("Memcpy DtoH (Device -> Pinned)", 30.0, 10.1234, 11, cat="gpu_memcpy"),
+        _ann("gloo:all_reduce", 7, 60.0, 100.0004),
+        _ann("gloo:broadcast", 8, 120.0, 60.0),
+        _ann("gloo:barrier", 9, 95.0, 5.0),
+        _ann("gloo:barrier", 9, 170.0, 5.0),
+        _ann("gloo:barrier", 9, 500.0, 5.0004),
+        synth.op("aten::copy_", 100.0, 20.0, 3, tid=7),
+        synth.launch(105.0, 12, 3, tid=7, name="cudaMemcpyAsync"),
+        synth.kernel("Memcpy HtoD (Pinned -> Device)", 200.0, 8.1234, 12, cat="gpu_memcpy", bytes=1000),
+        synth.op("aten::copy_", 130.0, 10.0, 4, tid=7),
+        synth.launch(132.0, 13, 4, tid=7, name="cudaMemcpyAsync"),
+        synth.kernel("Memcpy HtoD (Pinned -> Device)", 220.0, 8.0, 13, cat="gpu_memcpy", bytes=24),
+        synth.op("aten::copy_", 300.0, 10.0, 5),
+        synth.launch(302.0, 15, 5, name="cudaMemcpyAsync"),
+        synth.kernel("Memcpy DtoH (Device -> Pinned)", 400.0, 4.0, 15, cat="gpu_memcpy", bytes=7),
+    ]
+
+
+# staged: DtoH 10.1234 µs, HtoD 8.1234 + 8 = 16.1234 µs (1,000 + 24 B); all memcpys 26.2468 + 4 = 30.2468 µs
+COPIES = {
+    "num": 3,
+    "time_us": 26.247,
+    "bytes": 1024,
+    "memcpy_share_pct": round(100 * 26.2468 / 30.2468, 2),  # 86.78
+    "by_name": [
+        {"name": "Memcpy HtoD (Pinned -> Device)", "count": 2, "time_us": 16.123},
+        {"name": "Memcpy DtoH (Device -> Pinned)", "count": 1, "time_us": 10.123},
+    ],
+}
+
+
+def test_cpu_collectives_of_a_hand_made_trace_over_the_whole_trace():
+    """Every range: 5 on 3 threads; per op, most host time first (all_reduce 100.0004, broadcast 60, barrier 15.0004,
+    shown to 3 decimals); summed 175.0008; in flight, the union [60, 180] (the barriers at 95 and 170 inside it) and
+    [500, 505.0004]: 125.0004; its share of a host span of 1,000.1234 µs."""
+    got = _collectives(_hand_made(), None, 1000.1234)
+    assert got is not None
+    assert {k: v for k, v in got.items() if k != "timing"} == {
+        "backend": "gloo",
+        "backend_source": "gloo:",
+        "runs_on": "cpu",
+        "num": 5,
+        "threads": 3,
+        "ops": [
+            {"op": "all_reduce", "count": 1, "host_us": 100.0},
+            {"op": "broadcast", "count": 1, "host_us": 60.0},
+            {"op": "barrier", "count": 3, "host_us": 15.0},
+        ],
+        "host_us_summed": 175.001,
+        "in_flight_us": 125.0,
+        "host_span_us": 1000.123,
+        "in_flight_pct": round(100 * 125.0004 / 1000.1234, 2),  # 12.5
+        "device_copies": COPIES,
+    }
+    none = _collectives(_hand_made(), None, None)
+    assert none is not None and none["host_span_us"] is None and none["in_flight_pct"] is None
+
+
+def test_cpu_collectives_within_a_window_take_the_ranges_that_overlap_it_clipped_to_it():
+    """Window 100-170: all_reduce (60-160.0004) and broadcast (120-180) overlap it; the barrier ending at 100 and the
+    one starting at 170 only touch it, the one at 500 lies after it: 2 ranges.  In flight inside the window: [100,
+    160.0004] ∪ [120, 170] = 70.  The copies inside the all_reduce range and the c10d op are staging as before."""
+    got = _collectives(_hand_made(), (100.0, 170.0), 1000.1234)
+    assert got is not None
+    assert (got["num"], got["threads"], got["host_us_summed"], got["in_flight_us"]) == (2, 2, 160.0, 70.0)
+    assert [o["op"] for o in got["ops"]] == ["all_reduce", "broadcast"]
+    assert got["device_copies"] == COPIES
+
+
+@pytest.mark.parametrize(("memcpy_us", "share"), [(None, None), (0.5, 100.0)])
+def test_the_staging_share_of_memcpy_time_needs_memcpy_time(memcpy_us, share):
+    """One gloo range and a c10d op; with no memcpy there is no share (not a division by zero), with one staging copy
+    of 0.5 µs it is all of the memcpy time."""
+    from tests import synth
+
+    events = [synth.op("c10d::allreduce_", 0.0, 50.0, 1), _ann("gloo:all_reduce", 7, 60.0, 10.0)]
+    if memcpy_us is not None:
+        events += [
+            synth.launch(5.0, 11, 1, name="cudaMemcpyAsync"),
+            synth.kernel("Memcpy DtoH (Device -> Pinned)", 30.0, memcpy_us, 11, cat="gpu_memcpy"),
+        ]
+    got = _collectives(events, None, None)
+    assert got is not None and got["device_copies"]["memcpy_share_pct"] == share
