@@ -106,9 +106,16 @@ def test_copies_in_a_trace_without_attention_name_no_attention_variant() -> None
     assert lost.advice == (
         "the trace records no op that asked for this copy, so no call in this code can be named for it"
     )
-    # the eager form of attention (matmul, softmax, no attention op): the attention advice stays
+    # a softmax alone (a classifier's head, an MoE router) is no attention: the same advice as the CNN's
     soft = {"name": "void at::native::cunn_SoftMaxForward<8>", "category": "softmax", "duration_us": 40.0}
-    (eager,) = hidden_copy(_copy_row("aten::masked_fill", [soft]))
+    (head,) = hidden_copy(_copy_row("aten::masked_fill", [soft]))
+    assert head.advice == fill.advice
+    (head_lost,) = hidden_copy(_copy_row("unknown", [soft]))
+    assert head_lost.advice == lost.advice
+    # the eager form of attention (matmul, softmax, matmul on the scores' shape; no attention op): the attention
+    # advice stays
+    chain = {"ops": ["aten::matmul", "aten::softmax", "aten::matmul"], "scores_dims": [4, 16, 2048, 2048]}
+    (eager,) = hidden_copy({**_copy_row("aten::masked_fill", [soft]), "eager_attention": [chain]})
     assert "a fused SDPA backend (flash, cuDNN, efficient) that never materialises the scores" in eager.advice
-    (eager_lost,) = hidden_copy(_copy_row("unknown", [soft]))
+    (eager_lost,) = hidden_copy({**_copy_row("unknown", [soft]), "eager_attention": [chain]})
     assert "flex_compiled, an SDPA backend" in eager_lost.advice
