@@ -18,6 +18,7 @@ ops inside ``aten::linear`` are not read).  A trace without ``record_shapes`` sh
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -34,6 +35,7 @@ PRODUCT_OPS: dict[str, tuple[int, int]] = {
 }
 # ops whose inner products multiply by a weight, not by another activation (and an op's own inner products)
 _HIDES_PRODUCTS = frozenset({"aten::linear", "aten::addmm", *PRODUCT_OPS})
+NEAR = 8  # products looked at on each side of a softmax: the scores' product and the values' are the nearest
 
 
 def _dims(x: Any) -> list[int] | None:
@@ -79,39 +81,51 @@ def _in_attention_op(tree: OpTree, i: int) -> bool:
 def chains(tree: OpTree) -> tuple[dict[str, Any], ...]:
     """Every matmul → softmax → matmul chain outside attention ops (an SDPA math call holds its own), grouped by
     the scores' dims and the three ops' names: ``{"ops", "scores_dims", "num_chains"}``, in order of first
-    appearance.  Empty, after one scan of the names, for a trace with no softmax op."""
-    soft = set(tree.indices_named(SOFTMAX_OPS))
+    appearance.  Each softmax is linked to the nearest products before and after it on its thread (within
+    :data:`NEAR` products each way), so only those ops' shapes are read: nothing but a scan of the names for a
+    trace with no softmax op, a few ops per softmax for one with."""
+    soft = tree.indices_named(SOFTMAX_OPS)
     if not soft:
         return ()
     parent, names = tree.parent, tree.op_names
+    prods = tree.indices_named(PRODUCT_OPS.keys())
     found: dict[tuple[Any, ...], dict[str, Any]] = {}
-    thread: tuple[Any, Any] | None = None
-    made: dict[tuple[int, int, int], int] = {}  # the scores' (Sq, Sk, elements) -> the product that made them
-    weighed: dict[tuple[int, int, int], tuple[int, int, list[int]]] = {}  # -> (product, softmax, its dims)
-    for i in tree.indices_named(SOFTMAX_OPS | PRODUCT_OPS.keys()):
-        op = tree.ops[i]
-        if (op.pid, op.tid) != thread:  # a thread's ops are together in tree.ops, in time
-            thread, made, weighed = (op.pid, op.tid), {}, {}
+    for i in soft:
         p = parent[i]
-        if p >= 0 and (names[p] in _HIDES_PRODUCTS or names[p] in SOFTMAX_OPS):
-            continue  # inside another product (matmul's bmm), a linear, or a softmax (softmax's _softmax)
-        if i in soft:
-            x = _dims((op.input_dims or [None])[0])
-            if x is not None and _key(x) in made and _over_last_dim(tree, i, len(x)):
-                weighed[_key(x)] = (made[_key(x)], i, x)
+        if (p >= 0 and names[p] in SOFTMAX_OPS) or _in_attention_op(tree, i):
+            continue  # softmax's own _softmax; a softmax inside an attention op is that call's
+        x = _dims((tree.ops[i].input_dims or [None])[0])
+        if x is None or not _over_last_dim(tree, i, len(x)):
             continue
-        got = _operands(tree, i)
-        if got is None:
+        k = bisect.bisect_left(prods, i)
+        made = _near(tree, prods[max(0, k - NEAR) : k][::-1], i, _key(x), made=True)
+        if made is None:
             continue
-        left, right = got
-        hit = weighed.pop(_key(left), None)
-        if hit is not None and not _in_attention_op(tree, i):
-            first, sm, x = hit
-            key = (names[first], names[sm], names[i], tuple(x))
-            row = found.setdefault(key, {"ops": list(key[:3]), "scores_dims": list(x), "num_chains": 0})
-            row["num_chains"] += 1
-        made[_out_key(left, right)] = i
+        weighed = _near(tree, prods[k : k + NEAR], i, _key(x), made=False)
+        if weighed is None:
+            continue
+        key = (names[made], names[i], names[weighed], tuple(x))
+        row = found.setdefault(key, {"ops": list(key[:3]), "scores_dims": list(x), "num_chains": 0})
+        row["num_chains"] += 1
     return tuple(found.values())
+
+
+def _near(tree: OpTree, candidates: list[int], i: int, scores: tuple[int, int, int], *, made: bool) -> int | None:
+    """The first product of ``candidates`` (nearest first) on ``i``'s thread, outside another product or a linear,
+    that ``made`` the ``scores`` (its output has their key: :func:`_key`) or else weighs by them (its left operand
+    has it); None if none does."""
+    thread = (tree.ops[i].pid, tree.ops[i].tid)
+    parent, names = tree.parent, tree.op_names
+    for j in candidates:
+        if (tree.ops[j].pid, tree.ops[j].tid) != thread:
+            continue
+        p = parent[j]
+        if p >= 0 and names[p] in _HIDES_PRODUCTS:
+            continue  # inside another product (matmul's bmm) or a linear (a weight, not an activation)
+        got = _operands(tree, j)
+        if got is not None and (_out_key(*got) if made else _key(got[0])) == scores:
+            return j
+    return None
 
 
 def holds_attention(r: dict[str, Any]) -> bool:
