@@ -462,7 +462,7 @@ def safe_softmax_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def safe_softmax(r: dict[str, Any]) -> Out:
-    ks = safe_softmax_kernels(r)
+    ks = safe_softmax_kernels(r) if holds_attention(r) else []  # no attention: no scores to guard
     if not ks:
         return []
     us = sum(k["duration_us"] for k in ks)
