@@ -223,6 +223,7 @@ def run_channel(spec: dict[str, Any], counts: Counter[str], bad: list[dict[str, 
 def sweep_channel(specs: list[dict[str, Any]], counts: Counter[str], bad: list[dict[str, Any]]) -> None:
     """``attnscope.api.sweep`` over the valid cases of ``specs``: every planned job in the file exactly once."""
     from attnscope.api import sweep
+    from attnscope.core.cases import mask_at_shape
     from attnscope.execute.job import job_key
     from attnscope.execute.store import Store
 
@@ -232,7 +233,8 @@ def sweep_channel(specs: list[dict[str, Any]], counts: Counter[str], bad: list[d
             c = _build_case(s)
         except ValueError:
             continue
-        if c not in cases and not c.mask_mod:
+        # one case once: a mask spelled with an alignment where seq_q == seq_kv is the case without it
+        if mask_at_shape(c) not in {mask_at_shape(x) for x in cases} and not c.mask_mod:
             cases.append(c)
     if not cases:
         return

@@ -90,6 +90,7 @@ def sweep(
     if twice:  # each case is measured once: its rows would share their keys in the store
         case, n = twice[0]
         raise UsageError(f"cases lists {case.label()} {times(n)}: give each case once", fields=("cases",))
+    _one_mask_once(cases)
     for device in dict.fromkeys(c.device for c in cases):  # a GPU case without a GPU: refused, not crashed rows
         check_device(device, "case.device")
     if executor == "ray":
@@ -106,6 +107,23 @@ def sweep(
             cases, variants, opts, Path(out), resume, force, executor, devices, timeout_s, ray_address, workers,
             on_result, on_event, resume_with,
         )  # fmt: skip
+
+
+def _one_mask_once(cases: list[Case]) -> None:
+    """Two cases whose masks are one mask at their shapes (an alignment where seq_q == seq_kv) are one case measured
+    twice: refused in one line, as a case listed twice is (:func:`attnscope.core.cases.grid` measures such masks
+    once and says so)."""
+    from attnscope.core.arguments import UsageError
+    from attnscope.core.cases import SAME_MASK_WHERE, mask_at_shape
+
+    seen: dict[Case, Case] = {}
+    for c in cases:
+        first = seen.setdefault(mask_at_shape(c), c)
+        if first is not c:
+            raise UsageError(
+                f"cases lists {first.label()} and {c.label()}, one mask where {SAME_MASK_WHERE}: give each case once",
+                fields=("cases",),
+            )
 
 
 def _measure(

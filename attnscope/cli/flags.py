@@ -67,12 +67,15 @@ def _typed(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def listed_once(flag: str, read: Callable[[str], list[Any]]) -> Callable[[str], str]:
+def listed_once(
+    flag: str, read: Callable[[str], list[Any]], typed: Callable[[Any], str] | None = None
+) -> Callable[[str], str]:
     """An argparse ``type=`` for a comma-list flag whose values are each measured once (a sweep's axis, model's
     --batch, --seq, --impl, …): a value listed twice, as typed or once through a range or an alias (``64..256+64,128``,
     ``bf16,bfloat16``), is refused in one line naming the flag and the value (``argument --seq: 64 is listed twice in
     '64,64'``), before any work.  The text is kept as given; one that ``read`` refuses is left to the check that reads
-    it, whose words name the value."""
+    it, whose words name the value.  ``typed``: a value as the flag takes it, where that is not :func:`_typed`'s plain
+    spelling (a list of KV lengths is ``list:4,4`` on ``--kv-lens``)."""
 
     def parse(text: str) -> str:
         try:
@@ -82,7 +85,8 @@ def listed_once(flag: str, read: Callable[[str], list[Any]]) -> Callable[[str], 
         twice = repeats(values)
         if twice:
             v, n = twice[0]
-            raise argparse.ArgumentTypeError(f"{_typed(v)} is listed {times(n)} in {text!r}: give each value once")
+            shown = typed(v) if typed is not None else _typed(v)
+            raise argparse.ArgumentTypeError(f"{shown} is listed {times(n)} in {text!r}: give each value once")
         return text
 
     parse.__name__ = flag.removeprefix("--").replace("-", "_")
@@ -119,7 +123,7 @@ def add_flags(group: Any, command: str, names: Iterable[str] | None = None) -> N
             if flag.read is not None:
                 options["type"] = argparse_type(flag.read, flag.name.removeprefix("--").replace("-", "_"))
             elif command != "run" and f.axis is not None and flag.name == f.flag:  # a sweep's axis
-                options["type"] = listed_once(flag.name, f.axis)
+                options["type"] = listed_once(flag.name, f.axis, f.typed)
             target.add_argument(flag.name, help=flag.help, **options)
 
 

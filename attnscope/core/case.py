@@ -252,6 +252,7 @@ class CaseField:
     coerce: Callable[[Any], Any] | None = None  # a value given to make_case → the Case's (an alias → its name)
     json_key: str = ""  # "" : the name
     omit_none: bool = False  # left out of the JSON when None (fields added after documents were written)
+    typed: Callable[[Any], str] | None = None  # a value of its axis as its sweep flag takes it (None: as written)
 
     def __post_init__(self) -> None:
         if not self.json_key:
@@ -436,6 +437,7 @@ FIELDS: tuple[CaseField, ...] = (
         label=lambda c: f" kv_lens={c.kv_lens}" if c.kv_lens is not None else "",
         file=lambda c: serving.kv_lens_file_part(c.kv_lens) if c.kv_lens is not None else "",
         axis=serving.parse_kv_lens_axis, short="kv_lens", symbol="L_kv", policy_rank=16, omit_none=True,
+        typed=serving.kv_lens_typed,
         excludes=("seq_kv", "kv_lens sets each sequence's KV length (seq_kv is the longest): give one of them"),
     ),
     CaseField(

@@ -10,6 +10,7 @@ from typing import Any
 
 from attnscope.core.arguments import MAX_BUDGET_TOKENS, UsageError, check_once, check_whole, fields_of
 from attnscope.core.case import AXIS_FIELDS, FIELD, Case, default_fields
+from attnscope.core.masks import parse_mask
 
 MAX_JOBS = 100_000  # far beyond a day on one GPU: a larger grid is a typo
 
@@ -86,10 +87,54 @@ def _point_text(point: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def grid(axes: Axes, device: str) -> list[Case]:
+class Grid(list[Case]):
+    """A sweep's cases, with the masks that were measured once for several spellings (``same_masks``: each
+    ``{"measured", "same", "points", "where"}``, :func:`one_per_mask`)."""
+
+    def __init__(self, cases: list[Case], same_masks: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(cases)
+        self.same_masks = same_masks or []
+
+
+def mask_at_shape(c: Case) -> Case:
+    """``c`` with its mask spelled as its shapes make it (:meth:`attnscope.core.masks.MaskSpec.at_shape`): two
+    cases that differ only in an alignment where Sq == Sk give the same case here."""
+    if c.mask is None or c.seq_q != c.num_seq_kv:
+        return c
+    spec = parse_mask(c.mask)
+    bare = spec.at_shape(c.seq_q, c.num_seq_kv)
+    return c if bare == spec else replace(c, mask=bare.canonical)
+
+
+SAME_MASK_WHERE = "seq_q == seq_kv (there top-left and lower-right put each query at the same keys)"
+
+
+def one_per_mask(cases: list[Case]) -> Grid:
+    """``cases`` less those whose mask is, at their shape, the mask of an earlier case (the same point otherwise):
+    at Sq == Sk ``causal``, ``causal@top_left`` and ``causal_lower_right`` are one mask, and the variants run the
+    same code for each, so it is measured once, under the spelling listed first.  ``same_masks`` says which
+    spellings were measured as which, at how many points."""
+    first: dict[Case, Case] = {}
+    merged: dict[Case, list[str]] = {}
+    for c in cases:
+        kept = first.setdefault(mask_at_shape(c), c)
+        if kept is not c and c.mask not in merged.setdefault(kept, []):
+            merged[kept].append(str(c.mask))
+    groups: dict[tuple[str, tuple[str, ...]], int] = {}
+    for kept, same in merged.items():
+        if same:
+            key = (str(kept.mask), tuple(same))
+            groups[key] = groups.get(key, 0) + 1
+    said = [{"measured": m, "same": list(s), "points": n, "where": SAME_MASK_WHERE} for (m, s), n in groups.items()]
+    return Grid(list(first.values()), said)
+
+
+def grid(axes: Axes, device: str) -> Grid:
     """Every combination, in the table's order (the last axis varies fastest); a combination that is not a
     valid case is an error naming it, and so is an axis that lists a value twice (each point is measured once).  A
-    mask sets causal itself: with masks given, the causal axis is left out."""
+    mask sets causal itself: with masks given, the causal axis is left out.  Masks that are one mask at a point's
+    shapes (alignments where seq_q == seq_kv) are measured once there (:func:`one_per_mask`: ``same_masks`` says
+    which)."""
     for f in AXIS_FIELDS:
         check_once(f.dest, axes.values[f.dest])
     lists = {f.name: list(axes.values[f.dest]) for f in AXIS_FIELDS}
@@ -118,7 +163,7 @@ def grid(axes: Axes, device: str) -> list[Case]:
         except ValueError as e:
             raise UsageError(f"the grid point {_point_text(point)}: {e}", fields=fields_of(e)) from None
         cases.append(c)
-    return list(dict.fromkeys(cases))
+    return one_per_mask(list(dict.fromkeys(cases)))
 
 
 def axes_from(args: Any) -> Axes:

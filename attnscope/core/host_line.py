@@ -11,3 +11,11 @@ def host_line(host: Any) -> str | None:
     if not isinstance(host, dict) or not host.get("loaded"):
         return None
     return f"host loaded: {host.get('why')}. Timings and rankings may be wrong: measure again on a quiet machine"
+
+
+def host_line_ahead(host: Any, stop: str) -> str | None:
+    """The caveat for a host found loaded before the first measurement (its load, read then), said while the user
+    can still stop the command (``stop``: how, and what stopping keeps); None when it is not loaded."""
+    if not isinstance(host, dict) or not host.get("loaded"):
+        return None
+    return f"host loaded before the first measurement: {host.get('why')}. The timings to come may be wrong: {stop}"

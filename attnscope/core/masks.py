@@ -90,6 +90,12 @@ class MaskSpec:
             return MaskSpec(self.kind, prefix=seq_kv, align=self.align)
         return self
 
+    def at_shape(self, seq_q: int, seq_kv: int) -> MaskSpec:
+        """The mask as the shapes make it: without its alignment where Sq == Sk, where top-left and lower-right put
+        every query at the same key position (offset 0), so ``causal``, ``causal@top_left`` and
+        ``causal_lower_right`` are one mask there."""
+        return MaskSpec(self.kind, self.window, self.prefix, self.lengths) if seq_q == seq_kv else self
+
     def is_top_left_causal(self, seq_q: int, seq_kv: int) -> bool:
         """Exactly what SDPA's is_causal=True computes."""
         return self.kind == "causal" and (seq_q == seq_kv or self.align != "lower_right")

@@ -116,6 +116,11 @@ def parse_kv_lens_axis(text: str) -> list[str]:
     return [parse_kv_lens(e).canonical for e in entries]
 
 
+def kv_lens_typed(canonical: str) -> str:
+    """A sweep axis' entry as ``--kv-lens`` takes it: a list after ``list:`` (``list:4,4``), a distribution as it is."""
+    return canonical if parse_kv_lens(canonical).dist is not None else f"list:{canonical}"
+
+
 def kv_lens_file_part(canonical: str) -> str:
     """A trace file name's part: the distribution as written, a list by its length and a short digest."""
     if ":" in canonical:

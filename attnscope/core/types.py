@@ -165,6 +165,9 @@ class Fingerprint:
     # such as a split-KV combine are not matrix work), None if unknown: decided by the analysis
     # (analysis/fingerprint/kernels.py's is_matrix_kernel) and stored, so a document keeps it.
     tensor_cores: bool | None = None
+    # Each matmul → softmax → matmul chain outside attention ops (attention written out as ops, linked by shape and
+    # order: analysis/fingerprint/eager_attention.py), grouped by the scores' dims: ops, scores_dims, num_chains.
+    eager_attention: tuple[dict[str, Any], ...] = field(default=())
 
     @property
     def upcast_fp32(self) -> bool:

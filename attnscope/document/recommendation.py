@@ -218,3 +218,15 @@ def real_crossovers(rec: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
 
 def noise_changes_text(n: int) -> str:
     return f"{n} more change{'s' * (n != 1)} within the noise: see --json" if n else ""
+
+
+def same_masks_text(entry: dict[str, Any]) -> str:
+    """One line for the masks a sweep measured once for several spellings (``same_masks``, from
+    :func:`attnscope.core.cases.one_per_mask`): 'mask causal@top_left and causal_lower_right: the same mask as
+    causal where seq_q == seq_kv (…); measured once, as causal, at 4 points'."""
+    same, n = entry["same"], entry["points"]
+    names = " and ".join(same) if len(same) < 3 else ", ".join(same[:-1]) + f" and {same[-1]}"
+    return (
+        f"mask {names}: the same mask as {entry['measured']} where {entry['where']}; measured once, as "
+        f"{entry['measured']}, at {n} point{'' if n == 1 else 's'}"
+    )

@@ -101,6 +101,8 @@ class Session:
         """Every step not yet in the transcript, saved after each; Ctrl-C saves and re-raises."""
         steps = self.steps()
         todo = [s for s in steps if s.id not in self.done_ids()]
+        if todo:
+            self.warn_if_loaded()
         try:
             for i, step in enumerate(todo, len(steps) - len(todo) + 1):
                 rec = self.run_step(step, i)
@@ -118,6 +120,18 @@ class Session:
         self.transcript["complete"] = True
         self.save()
         return self.transcript
+
+    def warn_if_loaded(self) -> None:
+        """Before the first step measures: the load read at the start, judged alone, and said where it is high, so
+        the tour can be stopped before its timings are spent on a busy host (the end says it again, with them)."""
+        from attnscope.api.campaign import host_verdict
+        from attnscope.core.host_line import host_line_ahead
+
+        stop = "Ctrl-C stops the tour and keeps the steps done; the same command with --resume continues it once the "
+        stop += "machine is quiet"
+        line = host_line_ahead(host_verdict(self._load, []), stop)
+        if line:
+            self.say(f"[yellow]  {escape(line)}[/yellow]")
 
     def host(self) -> dict[str, Any]:
         """Was the host busy enough to distort the timings? (attnscope.api.campaign.host_verdict): the load read

@@ -241,12 +241,13 @@ GPU_KIND = {
 
 
 # Ops whose recorded inputs a GPU trace's analysis reads: copies (kind, bytes, dtypes), attention
-# ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores) and the causal-mask
-# builders and converters (analysis/fingerprint/mask_ops.py reads a materialised mask's shape and diagonal).
+# ops (the case), matmul ops (the input dtype of a matrix kernel on CUDA cores; with the softmax ops, attention
+# written out as matmul, softmax, matmul: analysis/fingerprint/eager_attention.py) and the causal-mask builders and
+# converters (analysis/fingerprint/mask_ops.py reads a materialised mask's shape and diagonal).
 # A CPU-only trace keeps every op's shapes (its leaf ops are counted by their dims).
 SHAPES_READ = re.compile(
     r"copy_|attention|Attention|scaled_dot_product|flash_attn|triton_tem_fused_flex|"
-    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|ones|ones_like|tril|triu|where|index_select)$"
+    r"^aten::(mm|bmm|addmm|baddbmm|addbmm|matmul|linear|_addmm_activation|_scaled_mm|softmax|_softmax|_safe_softmax|ones|ones_like|tril|triu|where|index_select)$"
 )
 
 

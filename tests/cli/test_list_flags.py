@@ -32,6 +32,11 @@ SWEEP = [
     ("--alibi", "both,yes", "yes", "twice"),
     ("--mode", "fwd,fwd", "fwd", "twice"),
     ("--page-size", "0,16,0", "0", "twice"),
+    # a list of KV lengths is said as the flag takes it (list:4,4), a distribution as written; a first entry that
+    # starts with a number is a list too
+    ("--kv-lens", "list:4,4,list:4,4", "list:4,4", "twice"),
+    ("--kv-lens", "4,4,list:4,4", "list:4,4", "twice"),
+    ("--kv-lens", "uniform:4..8@1,list:4,uniform:4..8@1", "uniform:4..8@1", "twice"),
 ]
 
 

@@ -67,6 +67,7 @@ FINGERPRINT = Fingerprint(
     notes=("a trace note",),
     mask_builds=({"op": "aten::tril", "count": 2},),
     tensor_cores=False,
+    eager_attention=({"ops": ["aten::bmm", "aten::softmax", "aten::bmm"], "scores_dims": [2, 8, 8], "num_chains": 1},),
 )
 
 

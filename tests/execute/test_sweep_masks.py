@@ -152,3 +152,67 @@ def test_a_tiny_masked_sweep_end_to_end(tmp_path):
             "naive-b1-h1-s16-d16-fp32-mask-document_6_10-cap30-fwd.json",
         ]
     )
+
+
+SAME = {
+    "measured": "causal",
+    "same": ["causal@top_left", "causal_lower_right"],
+    "where": "seq_q == seq_kv (there top-left and lower-right put each query at the same keys)",
+}
+
+
+def test_three_spellings_of_one_mask_at_seq_eq_seq_kv_are_one_case_said_so():
+    """At Sq == Sk top-left and lower-right give query i keys 0..i both (offset Sk - Sq = 0): one mask, one case per
+    point, under the spelling listed first; the others said with the number of points (2 heads × 2 seqs = 4)."""
+    axes = Axes(seq=[16, 32], heads=[1, 2], mask=["causal", "causal_top_left", "causal_lower_right"])
+    cases = grid(axes, "cpu")
+    assert [(c.heads, c.seq_q, c.mask) for c in cases] == [(h, s, "causal") for h in (1, 2) for s in (16, 32)]
+    assert cases.same_masks == [{**SAME, "points": 4}]
+    # listed the other way round: the first listed is the one measured
+    cases = grid(Axes(seq=[16], mask=["causal_lower_right", "causal"]), "cpu")
+    assert [c.mask for c in cases] == ["causal_lower_right"]
+    assert cases.same_masks == [{**SAME, "measured": "causal_lower_right", "same": ["causal"], "points": 1}]
+    # a window and a prefix by their alignment too; masks that are not one mask stay apart
+    cases = grid(Axes(seq=[16], mask=["sliding:4@lower_right", "sliding:4", "sliding:8", "none"]), "cpu")
+    assert [c.mask for c in cases] == ["sliding:4@lower_right", "sliding:8", "none"]
+    assert [(e["measured"], e["same"]) for e in cases.same_masks] == [("sliding:4@lower_right", ["sliding:4"])]
+
+
+def test_where_seq_ne_seq_kv_the_alignments_differ_and_each_is_measured():
+    """Sq=16, Sk=32: top-left gives query 0 key 0, lower-right keys 0..16: two masks.  At Sq = Sk = 32 one."""
+    cases = grid(Axes(seq=[16, 32], seq_kv=[32], mask=["causal_top_left", "causal_lower_right"]), "cpu")
+    assert [(c.seq_q, c.mask) for c in cases] == [
+        (16, "causal@top_left"),
+        (16, "causal_lower_right"),
+        (32, "causal@top_left"),
+    ]
+    assert cases.same_masks == [{**SAME, "measured": "causal@top_left", "same": ["causal_lower_right"], "points": 1}]
+    assert grid(Axes(seq=[16], seq_kv=[32], mask=["causal_top_left", "causal_lower_right"]), "cpu").same_masks == []
+
+
+def test_the_library_refuses_one_mask_given_as_two_cases(tmp_path):
+    from attnscope.api import sweep
+
+    base = {"batch": 1, "heads": 1, "seq_q": 16, "head_dim": 16, "dtype": "fp32"}
+    with pytest.raises(ValueError, match=r"^cases lists .* causal on cpu and .* causal_lower_right on cpu, one mask"):
+        sweep([Case(**base, mask="causal"), Case(**base, mask="causal_lower_right")], ["naive"], out=tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_sweep_measures_one_mask_once_and_says_so_under_the_grid(tmp_path, capsys):
+    import json
+
+    out, doc = tmp_path / "s.jsonl", tmp_path / "rec.json"
+    argv = ["sweep", *TINY, *FAST, "--seq", "16", "--mask", "causal,causal_top_left,causal_lower_right"]
+    rc = main([*argv, "--variants", "naive", "--executor", "inline", "--out", str(out), "--json", str(doc)])
+    assert rc == 0
+    rows = Store(out).rows()
+    assert [r["case"]["mask"] for r in rows] == ["causal"]  # one row: one case × one variant
+    said = (
+        "mask causal@top_left and causal_lower_right: the same mask as causal where seq_q == seq_kv (there top-left "
+        "and lower-right put each query at the same keys); measured once, as causal, at 1 point"
+    )
+    text = " ".join(capsys.readouterr().out.split())
+    assert said in text
+    assert text.index("Best implementation per case") < text.index(said) < text.index("Policy over")
+    assert json.loads(doc.read_text())["same_masks"] == [{**SAME, "points": 1}]

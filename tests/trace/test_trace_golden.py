@@ -146,6 +146,7 @@ ADDED = {
     "steps",  # a trace summary's steps, read from step ranges (ProfilerStep#N in HTA's traces)
     "cuda_graphs",  # a trace summary's CUDA graph replays
     "cpu_collectives",  # a trace summary's host collectives (gloo), and their time in flight in the per-rank rows
+    "eager_attention",  # a row's matmul → softmax → matmul chains (attention written out as ops)
 }
 
 

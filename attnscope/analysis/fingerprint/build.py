@@ -15,6 +15,7 @@ from attnscope.analysis.fingerprint import graphs as G
 from attnscope.analysis.fingerprint import kernels as K
 from attnscope.analysis.fingerprint.attribution import Attribution, OpTree, attribute, build_op_tree
 from attnscope.analysis.fingerprint.copy_context import copy_kind, inside_of, library_op
+from attnscope.analysis.fingerprint.eager_attention import chains as eager_chains
 from attnscope.analysis.fingerprint.mask_ops import describe as describe_mask
 from attnscope.analysis.fingerprint.mask_ops import find as find_masks
 from attnscope.analysis.fingerprint.occupancy import ArchLimits, arch_limits
@@ -318,6 +319,7 @@ def analyse(trace: Trace, capture: Trace | None = None) -> Analysis:
         notes=tuple(notes),
         mask_builds=builds,
         tensor_cores=K.any_tensor_cores(records),
+        eager_attention=eager_chains(tree),
     )
     upcast_us = [sum(g.dur for g in by_op[i]) if i in by_op else None for i in upcast_at]
     return Analysis(fp, att, upcast_us, win)

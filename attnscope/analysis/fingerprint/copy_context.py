@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from attnscope.analysis.fingerprint.attribution import OpTree
+from attnscope.analysis.fingerprint.eager_attention import holds_attention
 from attnscope.analysis.fingerprint.kernels import attention_op_family
 from attnscope.core.case import run_flags
 
@@ -164,6 +165,11 @@ def copy_advice(
             )
         if kind != "broadcast":
             return None
+        if not holds_attention(r):  # no attention here: no K/V to keep at their heads
+            return (
+                "the copy materialises a broadcast (a repeat, or an expanded view made contiguous): where the op "
+                "that reads it broadcasts by itself, pass it the smaller tensor and the copy goes"
+            )
         if _passes_gqa(r):
             return (
                 "K/V are repeated in this code before an SDPA call that already passes enable_gqa=True: "

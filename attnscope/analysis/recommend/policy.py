@@ -181,6 +181,23 @@ def policy(best: list[dict[str, Any]], points: list[Point], axes: list[str]) -> 
         out.append(_rule(best, points, [], fallback(rem)[0], rem))
         if len(out) == 1:
             out[0]["text"] = "everywhere measured"
+    if n == 2 and any(r["exceptions"] for r in out):
+        return _each_point(best, points, axes) or out
+    return out
+
+
+def _each_point(best: list[dict[str, Any]], points: list[Point], axes: list[str]) -> list[dict[str, Any]]:
+    """Two points whose bests no one variant shares: each point's best, under the one condition that names that
+    point alone (its value of the first axis they differ on).  A rule needs ``MIN_GAIN`` points it puts right, so
+    no rule can be drawn from two points; "X everywhere measured" with the other point as its exception would
+    claim a rule that one point cannot make.  Empty where no condition tells the two apart."""
+    conds = [c for c in conditions(points, axes) if c.op == "="]
+    out = []
+    for i in range(2):
+        cond = next((c for c in conds if c.mask == 1 << i), None)
+        if cond is None:
+            return []
+        out.append(_rule(best, points, [cond], best[i]["variant"], 1 << i))
     return out
 
 

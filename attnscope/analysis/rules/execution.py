@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from attnscope.analysis.fingerprint.eager_attention import holds_attention
 from attnscope.analysis.fingerprint.kernels import attention_op_family
 from attnscope.analysis.rules.insights import Out, by_launching_op, on_gpu, r1, short
 from attnscope.analysis.rules.low_occupancy import _ncu_kernel
@@ -76,7 +77,7 @@ def opaque_library(r: dict[str, Any]) -> Out:
     # only cuDNN's attention: its convolutions and GEMMs (a CNN's trace) sit under their own aten op, no attention
     # moved out of view, and there is no attention backend to weigh them against
     every = compute_kernels(r)
-    held = bool(r.get("attention_calls")) or any(k.get("category") == "attention" for k in every)
+    held = holds_attention(r)
     ks = [k for k in every if k["name"] in cudnn and _in_attention(k, held)]
     if not ks:
         return []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from attnscope.analysis.fingerprint.copy_context import copy_advice, upcast_advice
+from attnscope.analysis.fingerprint.eager_attention import holds_attention
 from attnscope.analysis.fingerprint.kernels import is_matrix_kernel
 from attnscope.analysis.rules.peers import ALONE, Peers
 from attnscope.analysis.rules.row_kernels import (
@@ -66,15 +67,6 @@ def fused_names(r: dict[str, Any]) -> str:
     """The fused SDPA backends that exist where this result ran: flash, cuDNN and efficient on NVIDIA
     GPUs; only flash on the CPU (torch's CPU SDPA has flash and math)."""
     return "flash, cuDNN, efficient" if on_gpu(r) else "flash"
-
-
-def holds_attention(r: dict[str, Any]) -> bool:
-    """Whether a result holds attention, so that advice naming attention variants fits it: every result of a run
-    (each is an attention variant), or a trace with an attention call, an attention family, an attention kernel,
-    or a softmax (the eager form: matmul, softmax).  A CNN's trace holds none of them."""
-    if r.get("source") != "trace" or r.get("attention_calls") or r.get("family"):
-        return True
-    return any(k.get("category") in ("attention", "softmax") for k in r.get("kernels") or [])
 
 
 def _share_text(us: float, pct: float | None) -> str:
@@ -470,7 +462,7 @@ def safe_softmax_kernels(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def safe_softmax(r: dict[str, Any]) -> Out:
-    ks = safe_softmax_kernels(r)
+    ks = safe_softmax_kernels(r) if holds_attention(r) else []  # no attention: no scores to guard
     if not ks:
         return []
     us = sum(k["duration_us"] for k in ks)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnscope.analysis.fingerprint.eager_attention import holds_attention
 from attnscope.analysis.rules.insights import (
     BACKEND_NAMES,
     Out,
@@ -21,7 +22,7 @@ from attnscope.core.types import Insight
 
 
 def mask_rebuilt(r: dict[str, Any]) -> Out:
-    if not r.get("mask_rebuilt"):
+    if not r.get("mask_rebuilt") or not holds_attention(r):  # a tril where no attention runs masks no attention
         return []
     taken = [b for b in r.get("mask_builds") or [] if b.get("taken_by") and b.get("mask")]
     if taken:

@@ -19,6 +19,7 @@ from attnscope.report.html.run import (
 )
 from attnscope.report.html.timeline import CATEGORY_COLOURS
 from attnscope.report.text.summary import (
+    FAMILY_COLUMNS,
     STEP_COLUMNS,
     collective_lines,
     families_note,
@@ -75,7 +76,7 @@ def families_block(page: Page, fams: list[dict[str, Any]]) -> Markup:
         ]
         for f in fams
     ]
-    heads = ["family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel"]
+    heads = list(FAMILY_COLUMNS)
     data = [
         {
             "type": "bar",

@@ -24,7 +24,9 @@ def _short(name: str, n: int = 90) -> str:
 
 
 CATEGORY_COLUMNS = (("category", "left"), ("kernels", "right"), ("GPU time", "right"), ("share", "right"))
-FAMILY_COLUMNS = ("family", "implementation", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel")
+# "kernel kinds": each kind of kernel the family ran, several where it ran several (attention_families'
+# implementations: a named implementation's kernels, a helper kernel, or generic kernels an op decomposed into)
+FAMILY_COLUMNS = ("family", "kernel kinds", "kernels", "fwd/bwd calls", "GPU time", "share", "main kernel")
 TOP_COLUMNS = ("kernel", "category", "calls", "GPU time", "share", "launched by")
 
 

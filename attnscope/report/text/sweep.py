@@ -27,6 +27,7 @@ from attnscope.document.recommendation import (
     noise_changes_text,
     real_crossovers,
     rule_variant_text,
+    same_masks_text,
 )
 from attnscope.report.text.terminal import fit
 
@@ -228,7 +229,8 @@ def render(rec: dict[str, Any]) -> RenderableType:
         )
     if any(b["noisy"] for b in rec["best"]):
         notes.append(Text("~ noisy timing (IQR/median > 10%): confirm with a larger --budget", style="dim"))
-    parts: list[RenderableType] = [head, *notes, best_grid(rec), *_crossovers(rec), _policy(rec)]
+    same = [Text(same_masks_text(e), style="dim") for e in rec.get("same_masks") or []]  # the sweep's own key
+    parts: list[RenderableType] = [head, *notes, best_grid(rec), *same, *_crossovers(rec), _policy(rec)]
     parts.append(Text.assemble(("Policy: ", "bold"), rec["policy_text"]))
     parts += _defaults(rec)
     parts += _excluded(rec)

@@ -153,10 +153,12 @@ def test_backward_ops_on_autograd_thread_are_in_the_call() -> None:
 
 def test_a_trace_without_an_sdpa_call_names_transformers_switch_beside_enable_gqa() -> None:
     # a transformers Llama trained with attn_implementation="eager" (H100): 160 expand+reshape copies of K and V,
-    # and attention as matmul + softmax, no SDPA op anywhere in the trace
+    # and attention as matmul + softmax + matmul (8 layers, 10 steps: 80 chains on [4, 16, 2048, 2048] scores), no
+    # SDPA op anywhere in the trace
     from attnscope.analysis.fingerprint.copy_context import copy_advice
 
-    trace = {"source": "trace", "attention_calls": [], "device_kind": "cuda"}
+    chain = {"ops": ["aten::matmul", "aten::softmax", "aten::matmul"], "scores_dims": [4, 16, 2048, 2048]}
+    trace = {"source": "trace", "attention_calls": [], "device_kind": "cuda", "eager_attention": [chain]}
     adv = copy_advice("broadcast", None, trace)
     assert adv == (
         "GQA: K and V are materialised once per query head for an attention that is no SDPA call in this trace "
@@ -168,3 +170,9 @@ def test_a_trace_without_an_sdpa_call_names_transformers_switch_beside_enable_gq
     # a measured run of code that repeats K/V itself keeps the plain advice
     run = {"source": "run", "attention_calls": [], "device_kind": "cuda"}
     assert str(copy_advice("broadcast", None, run)).startswith("GQA: pass enable_gqa=True to SDPA")
+    # a trace with no attention at all (a softmax alone, or none): no K/V, no GQA, no SDPA named
+    alone = {"source": "trace", "attention_calls": [], "device_kind": "cuda", "eager_attention": []}
+    assert copy_advice("broadcast", None, alone) == (
+        "the copy materialises a broadcast (a repeat, or an expanded view made contiguous): where the op that reads "
+        "it broadcasts by itself, pass it the smaller tensor and the copy goes"
+    )

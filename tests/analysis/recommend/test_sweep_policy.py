@@ -566,3 +566,35 @@ def test_exception_text_shows_three_then_counts_the_rest():
     assert exception_text(rule, 4) == first3 + "; S=1024: naive best (sdpa_flash 2.00× slower)"
     assert exception_text({"variant": "sdpa_flash", "exceptions": e[:3]}) == first3  # exactly three: no "… 0 more"
     assert exception_text({"variant": "sdpa_flash", "exceptions": []}) == "none"
+
+
+# ------------------------------------------------------------------------------------------- two points
+
+
+def test_two_points_with_two_winners_say_each_point_plainly():
+    """S=128: flash 10 [9, 11] beats cuDNN 20 [19, 21]; S=256 the reverse.  No variant is best at both, and a rule
+    needs 2 points it puts right (MIN_GAIN), so no rule can be drawn: each point's winner, named by its S."""
+    rec = recommend(
+        winners({("fwd", 128, 64): "sdpa_flash", ("fwd", 256, 64): "sdpa_cudnn"}, ["sdpa_flash", "sdpa_cudnn"])
+    )
+    assert [(r["text"], r["variant"], r["points"], r["agree"], r["exceptions"]) for r in rec["policy"]] == [
+        ("S = 128", "sdpa_flash", 1, 1, []),
+        ("S = 256", "sdpa_cudnn", 1, 1, []),
+    ]
+    assert rec["policy_text"] == "S = 128 → sdpa_flash; S = 256 → sdpa_cudnn"
+    assert "everywhere" not in rec["policy_text"]
+    # the points told apart by the mode alone
+    rec = recommend(
+        winners({("fwd", 128, 64): "sdpa_flash", ("fwd_bwd", 128, 64): "sdpa_cudnn"}, ["sdpa_flash", "sdpa_cudnn"])
+    )
+    assert rec["policy_text"] == "mode = fwd → sdpa_flash; mode = fwd_bwd → sdpa_cudnn"
+
+
+def test_two_points_with_one_winner_stay_everywhere_measured():
+    """flash best at both S: one variant is right everywhere, said so."""
+    rec = recommend(
+        winners({("fwd", 128, 64): "sdpa_flash", ("fwd", 256, 64): "sdpa_flash"}, ["sdpa_flash", "sdpa_cudnn"])
+    )
+    assert rec["policy_text"] == "sdpa_flash everywhere measured"
+    (rule,) = rec["policy"]
+    assert (rule["points"], rule["agree"], rule["exceptions"]) == (2, 2, [])

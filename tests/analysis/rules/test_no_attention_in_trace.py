@@ -106,9 +106,41 @@ def test_copies_in_a_trace_without_attention_name_no_attention_variant() -> None
     assert lost.advice == (
         "the trace records no op that asked for this copy, so no call in this code can be named for it"
     )
-    # the eager form of attention (matmul, softmax, no attention op): the attention advice stays
+    # a softmax alone (a classifier's head, an MoE router) is no attention: the same advice as the CNN's
     soft = {"name": "void at::native::cunn_SoftMaxForward<8>", "category": "softmax", "duration_us": 40.0}
-    (eager,) = hidden_copy(_copy_row("aten::masked_fill", [soft]))
+    (head,) = hidden_copy(_copy_row("aten::masked_fill", [soft]))
+    assert head.advice == fill.advice
+    (head_lost,) = hidden_copy(_copy_row("unknown", [soft]))
+    assert head_lost.advice == lost.advice
+    # the eager form of attention (matmul, softmax, matmul on the scores' shape; no attention op): the attention
+    # advice stays
+    chain = {"ops": ["aten::matmul", "aten::softmax", "aten::matmul"], "scores_dims": [4, 16, 2048, 2048]}
+    (eager,) = hidden_copy({**_copy_row("aten::masked_fill", [soft]), "eager_attention": [chain]})
     assert "a fused SDPA backend (flash, cuDNN, efficient) that never materialises the scores" in eager.advice
-    (eager_lost,) = hidden_copy(_copy_row("unknown", [soft]))
+    (eager_lost,) = hidden_copy({**_copy_row("unknown", [soft]), "eager_attention": [chain]})
     assert "flex_compiled, an SDPA backend" in eager_lost.advice
+
+
+def test_a_tril_or_a_guard_where_no_attention_runs_is_no_mask_and_no_safe_softmax() -> None:
+    """A tril (a cumulative-sum mask, a triangular solve's setup) and isneginf/where passes in a trace with no
+    attention op, kernel or matmul → softmax → matmul chain: nothing to say of attention masks or a softmax's guard;
+    the same ops beside an eager attention keep their insights."""
+    from attnscope.analysis.rules.insights import safe_softmax
+    from attnscope.analysis.rules.mask_build import mask_rebuilt
+
+    tril = {"name": "void at::native::triu_tril_kernel<bool, int, false, 4, true>", "category": "elementwise",
+            "duration_us": 3.0, "launched_by": "aten::tril"}  # fmt: skip
+    guard = [
+        {"name": "void at::native::isneginf_kernel", "category": "elementwise", "duration_us": 2.0,
+         "launched_by": "aten::isneginf"},
+        {"name": "void at::native::where_kernel", "category": "elementwise", "duration_us": 2.0,
+         "launched_by": "aten::where"},
+    ]  # fmt: skip
+    row = {**_trace_row([*_conv_kernels(), tril, *guard]), "mask_rebuilt": True, "mask_ops": ["aten::tril"]}
+    assert mask_rebuilt(row) == [] and safe_softmax(row) == []
+    chain = {"ops": ["aten::matmul", "aten::softmax", "aten::matmul"], "scores_dims": [1, 8, 64, 64]}
+    eager = {**row, "eager_attention": [chain]}
+    (built,) = mask_rebuilt(eager)
+    assert built.evidence["mask_ops"] == ["aten::tril"] and built.evidence["num_mask_kernels"] == 1
+    (guarded,) = safe_softmax(eager)
+    assert guarded.evidence["num_guard_kernels"] == 2 and guarded.evidence["ops"] == ["aten::isneginf", "aten::where"]
