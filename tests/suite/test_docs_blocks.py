@@ -282,3 +282,84 @@ def test_pointers_in_help_and_messages_resolve():
     readme = (ROOT / "examples" / "plugin" / "README.md").read_text()
     assert "section" not in readme.lower() or any(h in readme for h in headings)
     assert not broken, "\n".join(broken)
+
+
+# The CPU tables the pages show as `attnscope run`'s output, compared with a run of the same case here: the cells
+# that do not depend on timing or load (status, ops, hidden copy, upcast, mem MiB, error) and the FLOPs footnote,
+# where the page shows it. A table recorded by an older attnscope (an op more, other memory) fails until the page
+# shows what the tool prints now.
+STABLE_COLUMNS = ("status", "ops", "hidden copy", "upcast", "mem MiB", "error")
+CPU_HEADER = re.compile(r"attnscope run — (?P<case>.+) on cpu — (?P<machine>\S+) — torch (?P<torch>\S+)")
+
+
+def _table(text: str) -> tuple[str, dict[str, dict[str, str]]]:
+    """The header's case and the table's rows (variant → column → cell) of one printed `attnscope run`."""
+    lines = text.splitlines()
+    header = next(m for m in map(CPU_HEADER.search, lines) if m)
+    names = [c.strip() for c in next(line for line in lines if line.startswith("┃")).strip("┃").split("┃")]
+    rows = {}
+    for line in lines:
+        if line.startswith("│"):
+            cells = dict(zip(names, (c.strip() for c in line.strip().strip("│").split("│")), strict=True))
+            rows[cells["variant"]] = {k: cells[k] for k in STABLE_COLUMNS}
+    return header.group("case"), rows
+
+
+def _footnote(text: str, start: str) -> str | None:
+    """The footnote beginning `• <start>`, its wrapped lines joined, or None where the page leaves it out."""
+    m = re.search(rf"^ *• {re.escape(start)}(.*?)(?=^ *[•→]|^\S)", text, re.M | re.S)
+    return None if m is None else " ".join(m.group(0).split())
+
+
+def cpu_tables() -> list[tuple[str, str]]:
+    """(page, block) of every text block that shows a CPU run's table."""
+    return [
+        (str(p.relative_to(ROOT)), body)
+        for p in PAGES
+        for lang, body in _blocks(p)
+        if lang == "text" and CPU_HEADER.search(body) and "┃ variant" in body
+    ]
+
+
+def test_the_pages_show_cpu_tables():
+    """The README's study output and fingerprint.md's excerpt are CPU tables this check reads (a page that stops
+    showing one, or a header this check no longer parses, would silently leave nothing compared)."""
+    pages = {page for page, _ in cpu_tables()}
+    assert {"README.md", "docs/fingerprint.md"} <= pages
+    case, rows = _table(dict(cpu_tables())["README.md"])
+    assert case == "B=1 H=8 S=512 D=64 bf16 causal"
+    assert rows["naive"] == {
+        "status": "ok", "ops": "5", "hidden copy": "4.0 MiB", "upcast": "no", "mem MiB": "8.6", "error": "3.6e-03 ✓"
+    }  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_cpu_tables_of_the_pages_are_what_the_tool_prints(scratch, capsys):
+    """`bash scripts/study.sh` is `attnscope run` with the default case: run it here (a brief timing, no matmul peak:
+    neither changes a compared cell) and compare every page's table with it, on the torch the page names."""
+    import torch
+
+    from attnscope.cli.main import main
+
+    tables = [
+        (page, body)
+        for page, body in cpu_tables()
+        if re.search(rf"on cpu — .* — torch {re.escape(torch.__version__)}(?!\S)", body)
+    ]
+    if not tables:
+        pytest.skip(f"the pages' CPU tables were printed by another torch than {torch.__version__}")
+    assert main(["run", "--device", "cpu", *FAST["run"]]) == 0
+    printed = capsys.readouterr().out
+    case, rows = _table(printed)
+    wrong = []
+    for page, body in tables:
+        page_case, page_rows = _table(body)
+        if page_case != case:
+            wrong.append(f"{page}: the case {page_case!r}, the tool's default {case!r}")
+        for variant, cells in page_rows.items():
+            if cells != rows.get(variant):
+                wrong.append(f"{page}: {variant} {cells}, printed {rows.get(variant)}")
+        shown = _footnote(body, "FLOPs:")
+        if shown is not None and shown != _footnote(printed, "FLOPs:"):
+            wrong.append(f"{page}: the FLOPs footnote {shown!r}, printed {_footnote(printed, 'FLOPs:')!r}")
+    assert not wrong, "\n".join(wrong)
