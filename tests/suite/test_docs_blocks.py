@@ -129,6 +129,30 @@ PY_REWRITE = {
     "timing_budget_s=0.2": "timing_budget_s=0.02",
 }
 
+# appended to a block whose page says what it does when used: the plugin example, given the reader's my_attention,
+# is a variant that runs (its note under the row) and skips a soft-capped case with check's reason
+PY_APPEND = {
+    "python:docs/plugins.md:2": """
+import torch.nn.functional as F
+
+import attnscope
+from attnscope.core.cases import make_case
+from attnscope.plugin import register
+
+
+def my_attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+for variant in VARIANTS:
+    register(variant)
+(row,) = attnscope.run(make_case("cpu", seq_q=64), variants="my_attention", timing_budget_s=0.02).results
+assert (row.status, row.numerics_ok, row.notes) == ("ok", True, ("shown under the row",)), row
+(row,) = attnscope.run(make_case("cpu", seq_q=64, softcap=30.0), variants="my_attention").results
+assert (row.status, row.reason) == ("skipped", "no soft-capping"), row
+""",
+}
+
 
 def _blocks(page: Path) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w*)\n(.*?)```", page.read_text(), re.S)]
@@ -245,6 +269,7 @@ def test_the_documented_python_runs_as_a_script_on_the_cpu(key, body, scratch):
     job, so a block without its ``if __name__ == "__main__":`` guard fails here as it fails its reader."""
     for old, new in PY_REWRITE.items():
         body = body.replace(old, new)
+    body += PY_APPEND.get(key, "")
     script = scratch / "block.py"
     script.write_text(body)
     env = dict(os.environ, PYTHONPATH=str(ROOT), KINETO_LOG_LEVEL="6")
