@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,6 @@ NOT_RUN = {
     "attnscope tour --auto": "long",
     "attnscope tour --resume --out t.json": "synopsis",
     "attnscope report out.json [sweep.jsonl ...] -o report.html": "synopsis",
-    "python:docs/model.md:4": "yours",
 }
 PY_REWRITE = {
     '"cuda")': '"cpu")',
@@ -129,6 +129,25 @@ PY_REWRITE = {
     "timing_budget_s=0.2": "timing_budget_s=0.02",
 }
 
+# put before a block that uses the reader's own objects: here a tiny Llama and its training step (transformers)
+PY_PREPEND = {
+    "python:docs/model.md:4": """
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+model = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, vocab_size=256))
+ids = torch.randint(0, 256, (1, 32))
+opt = torch.optim.AdamW(model.parameters())
+
+
+def train_step():
+    model(ids, labels=ids).loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+""",
+}
 # appended to a block whose page says what it does when used: the plugin example, given the reader's my_attention,
 # is a variant that runs (its note under the row) and skips a soft-capped case with check's reason
 PY_APPEND = {
@@ -150,6 +169,13 @@ for variant in VARIANTS:
 assert (row.status, row.numerics_ok, row.notes) == ("ok", True, ("shown under the row",)), row
 (row,) = attnscope.run(make_case("cpu", seq_q=64, softcap=30.0), variants="my_attention").results
 assert (row.status, row.reason) == ("skipped", "no soft-capping"), row
+""",
+    # the annotated step's trace gives analyze the model's split, attention against the rest (model.md)
+    "python:docs/model.md:4": """
+import attnscope
+
+split = attnscope.analyze("step.json").model_split
+assert split is not None and 0 < split["attention"]["share"] < 1, split
 """,
 }
 
@@ -267,6 +293,9 @@ def test_the_documented_commands_run_on_the_cpu(scratch, capsys):
 def test_the_documented_python_runs_as_a_script_on_the_cpu(key, body, scratch):
     """Each block saved as a script and run by a fresh Python: a sweep's process executor re-imports it in every
     job, so a block without its ``if __name__ == "__main__":`` guard fails here as it fails its reader."""
+    if key in PY_PREPEND:
+        pytest.importorskip("transformers")
+    body = PY_PREPEND.get(key, "") + textwrap.dedent(body)  # a block inside a list item is indented on its page
     for old, new in PY_REWRITE.items():
         body = body.replace(old, new)
     body += PY_APPEND.get(key, "")
