@@ -417,3 +417,56 @@ def test_the_cpu_tables_of_the_pages_are_what_the_tool_prints(scratch, capsys):
         if shown is not None and shown != _footnote(printed, "FLOPs:"):
             wrong.append(f"{page}: the FLOPs footnote {shown!r}, printed {_footnote(printed, 'FLOPs:')!r}")
     assert not wrong, "\n".join(wrong)
+
+
+# Names that are not Python: the profiler ranges attnscope writes into traces (attnscope.step[decode] N, ...).
+RANGE_NAMES = {"attnscope.step", "attnscope.model", "attnscope.rebuild"}
+
+
+def python_names(text: str) -> list[tuple[str, bool]]:
+    """The dotted `attnscope.…` names a page gives in code, each with whether it is written as a call; mutmut's mutant
+    names (`…__mutmut_*`) are not Python names."""
+    out = []
+    for span in re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", text, flags=re.S)):
+        for m in re.finditer(r"\battnscope(?:\.\w+)+(?P<call>\()?", span):
+            name = m.group(0).rstrip("(")
+            if name not in RANGE_NAMES and "__mutmut_" not in name:
+                out.append((name, bool(m.group("call"))))
+    return out
+
+
+def _resolve(name: str) -> object | None:
+    """The object a dotted name stands for: the longest importable module, then attributes; None if none."""
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return None
+            obj = getattr(obj, attr)
+        return obj
+    return None
+
+
+def test_the_python_names_a_page_gives_exist_and_a_call_names_a_callable():
+    wrong = []
+    for page in PAGES:
+        for name, call in python_names(page.read_text()):
+            obj = _resolve(name)
+            if obj is None or (call and not callable(obj)):
+                wrong.append(f"{page.relative_to(ROOT)}: {name}{'(...)' if call else ''}")
+    assert not wrong, "\n".join(sorted(set(wrong)))
+
+
+def test_a_module_written_as_a_call_is_found():
+    """module_ranges is a module, its annotate the context manager (model.md once named the module as a call)."""
+    names = python_names("`attnscope.workloads.hf.module_ranges(model)` and `attnscope.step[decode] 3`")
+    assert names == [("attnscope.workloads.hf.module_ranges", True)]
+    assert not callable(_resolve("attnscope.workloads.hf.module_ranges"))
+    assert callable(_resolve("attnscope.workloads.hf.module_ranges.annotate"))
+    assert _resolve("attnscope.api.modeling.NoSuchName") is None
