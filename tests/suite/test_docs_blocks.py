@@ -10,6 +10,7 @@ folder, so torch is imported once.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -470,3 +471,41 @@ def test_a_module_written_as_a_call_is_found():
     assert not callable(_resolve("attnscope.workloads.hf.module_ranges"))
     assert callable(_resolve("attnscope.workloads.hf.module_ranges.annotate"))
     assert _resolve("attnscope.api.modeling.NoSuchName") is None
+
+
+# Flags the pages name that belong to other tools: ruff's, mutmut's, and the word a sentence uses for any flag.
+FOREIGN_FLAGS = {"--check": "ruff format --check", "--all": "mutmut results --all", "--flag": "a flag, in words"}
+
+
+def _command_flags() -> dict[str, set[str]]:
+    from attnscope.cli.main import LAZY_COMMANDS, build_parser
+
+    out = {}
+    for name in ("run", "guess", *LAZY_COMMANDS):
+        sub = next(a for a in build_parser([name])._actions if isinstance(a, argparse._SubParsersAction))
+        out[name] = {o for a in sub.choices[name]._actions for o in a.option_strings}
+    return out
+
+
+def test_every_flag_a_page_names_exists_and_an_inline_command_has_its_flags():
+    """A `--flag` anywhere on a page is a flag of an attnscope command, of a benchmark script (its source spells it),
+    or of another tool named in FOREIGN_FLAGS; in an inline `attnscope CMD ...`, each flag is CMD's own."""
+    flags = _command_flags()
+    every = set().union(*flags.values()) | {"--version"}
+    scripts = "\n".join(p.read_text() for p in (ROOT / "benchmarks").rglob("*.py"))
+    wrong = []
+    for page in PAGES:
+        text = page.read_text()
+        for f in set(re.findall(r"(?<![\w/.-])--[a-z][\w-]*", text)):
+            if f not in every and f not in FOREIGN_FLAGS and f'"{f}"' not in scripts:
+                wrong.append(f"{page.relative_to(ROOT)}: {f} is no flag")
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        for span in re.findall(r"`(attnscope (\w+)[^`]*)`", prose):
+            cmd, name = " ".join(span[0].split()), span[1]
+            if name in flags:
+                wrong += [
+                    f"{page.relative_to(ROOT)}: `{cmd}`: {name} has no {f}"
+                    for f in re.findall(r"(?<![\w/.-])--[a-z][\w-]*", cmd)
+                    if f not in flags[name]
+                ]
+    assert not wrong, "\n".join(sorted(wrong))
