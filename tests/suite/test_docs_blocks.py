@@ -509,3 +509,29 @@ def test_every_flag_a_page_names_exists_and_an_inline_command_has_its_flags():
                     if f not in flags[name]
                 ]
     assert not wrong, "\n".join(sorted(wrong))
+
+
+GPU_BLOCKS = [(key, body) for key, body in ALL_PYTHON if '"cuda"' in body and key not in NOT_RUN]
+
+
+def test_some_block_is_written_for_a_gpu():
+    assert [key for key, _ in GPU_BLOCKS] == ["python:docs/sweep.md:3"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("key", "body"), GPU_BLOCKS, ids=lambda x: str(x)[:40])
+def test_a_gpu_block_run_as_written_on_a_cpu_stops_in_one_line_before_any_work(key, body, scratch):
+    """What a reader without a GPU sees from a block written for one: the library's one-line UsageError naming the
+    device (the last line of the traceback), before anything is measured or written."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the block runs")
+    script = scratch / "block.py"
+    script.write_text(body)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KINETO_LOG_LEVEL="6")
+    p = subprocess.run([sys.executable, str(script)], cwd=scratch, env=env, capture_output=True, text=True, timeout=120)
+    last = p.stderr.strip().splitlines()[-1]
+    assert p.returncode == 1 and last.startswith("attnscope.core.arguments.UsageError: case.device cuda: "), last
+    assert "sees no CUDA GPU here" in last
+    assert sorted(f.name for f in scratch.iterdir()) == ["block.py", "docs", "examples", "tests"]  # nothing written
