@@ -47,6 +47,8 @@ PLACEHOLDERS = {
 }
 # added to every run and sweep: a brief timing, no matmul peak, one quick variant unless the page names some
 FAST = {"run": ["--budget", "0.02", "--no-peak"], "sweep": ["--budget", "0.02", "--executor", "inline"]}
+# added to every model command: a brief timing per row, in this process (the tiny preset's rows take seconds)
+MODEL_FAST = ["--budget", "0.05", "--executor", "inline"]
 QUICK_VARIANTS = "naive,sdpa_flash"
 
 # A serving case (a paged or ragged cache) keeps its query count (1 decode, 2-8 verification, more a chunk), and
@@ -91,7 +93,6 @@ NOT_RUN = {
     "cuDNN 91900": "output",
     "attnscope analyze TRACE... [--capture TRACE] [--json OUT] [--top N] [--jobs N] [--kernels] [--cpu]": "synopsis",
     "attnscope diff A B [--threshold PCT] [--metrics gpu,cpu] [--json OUT]": "synopsis",
-    "attnscope run": "long",  # the default case and every default variant (tests/cli/test_cli.py runs it small)
     "attnscope guess": "interactive",
     "attnscope run --mode fwd_bwd ...": "synopsis",
     "attnscope run --ncu ...": "gpu",
@@ -106,7 +107,6 @@ NOT_RUN = {
     "attnscope report trace.json -o trace.html": "synopsis",
     "attnscope report h200.jsonl -o h200.html": "synopsis",
     "attnscope run --seq 8192 --mask sliding:1024 --softcap 50 --variants naive,flex_compiled": "long",
-    "attnscope model": "long",
     "attnscope model --config path/to/config.json": "synopsis",
     "attnscope model --config mixtral --layers 1": "long",
     "attnscope model --config llama-3-8b --layers 2 --batch 2 --seq 2048 --mode prefill,decode,train "
@@ -231,6 +231,8 @@ def rewrite(command: str) -> list[str]:
         out.append(PLACEHOLDERS.get(a, a))
         i += 1
     cmd = out[0] if out else ""
+    if cmd == "model":
+        out += MODEL_FAST
     if cmd in FAST:
         out += FAST[cmd]
         if "--variants" not in out and "--guess" not in out:  # a guess file names the variants it needs
@@ -255,6 +257,9 @@ def test_the_rewrite_makes_gpu_sizes_cpu_sizes():
         "--budget", "0.02", "--executor", "inline", "--variants", QUICK_VARIANTS, "--device", "cpu",
     ]  # fmt: skip
     assert rewrite("attnscope diff A.json B.json [--threshold 5]")[1:] == [PLACEHOLDERS["A.json"]] * 2
+    decode = ["model", "--mode", "decode", "--steps", "4", *MODEL_FAST]
+    assert rewrite("attnscope model --mode decode --steps 64") == decode
+    assert rewrite("attnscope run") == ["run", *FAST["run"], "--variants", QUICK_VARIANTS, "--device", "cpu"]
 
 
 RUN = [(page, c) for page, c in ALL_COMMANDS if c not in NOT_RUN]
