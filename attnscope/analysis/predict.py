@@ -217,7 +217,8 @@ def measured_value(kind: str, expected: Any, r: dict[str, Any], by_name: dict[st
     if mine is None or theirs is None:
         return None
     ratio = theirs[0] / mine[0] if kind == "faster_than" else mine[0] / theirs[0]
-    return round(ratio, 2)
+    # two decimals, and below 0.1 two significant digits: 20 µs against 20,000 µs is 0.001, never 0.0
+    return round(ratio, 2) if ratio == 0 or abs(ratio) >= 0.1 else float(f"{ratio:.2g}")
 
 
 def matches(expected: Any, measured: Any, kind: str) -> bool:
@@ -285,8 +286,8 @@ def judge(expected: Any, kind: str, band: tuple[float, float]) -> str:
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:,.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    if isinstance(v, float):  # below 0.1, two significant digits: a ratio of 0.0012 never reads as 0.00
+        return f"{v:,.1f}" if abs(v) >= 10 else f"{v:.2f}" if v == 0 or abs(v) >= 0.1 else f"{v:.2g}"
     if isinstance(v, list):
         return f"{_fmt(v[0])}–{_fmt(v[1])}"
     if isinstance(v, dict):
@@ -403,7 +404,7 @@ def check_predictions(preds: list[Prediction], results: list[dict[str, Any]]) ->
         if p.kind in TIMED:
             band = noise_band(p.kind, p.expected, r, by_name)
             outcome = judge(p.expected, p.kind, band)
-            shown += f" (noise band {_fmt(round(band[0], 2))}–{_fmt(round(band[1], 2))}{'×' if ratio else ''})"
+            shown += f" (noise band {_fmt(float(band[0]))}–{_fmt(float(band[1]))}{'×' if ratio else ''})"
         else:
             outcome = "hit" if matches(p.expected, m, p.kind) else "miss"
         if outcome == "hit":

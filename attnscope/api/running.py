@@ -359,7 +359,9 @@ def check_run(req: RunRequest) -> CheckedRun:
         steps=req.steps,
         bucket=req.bucket,
     )
-    chosen = chosen_names(with_user_variants(case, req.variants))  # unknown names fail first
+    # unknown names fail first; without names, the default set of this case's kind, the one measured (a dense case
+    # never lists the serving variants, nor a serving case the dense ones)
+    chosen = chosen_names(with_user_variants(case, req.variants), serving=case.is_serving)
     check_case_fits(case, chosen, explicit=req.variants is not None)
     check_trace_names(req.trace_dir, (f"{n}.json" for n in chosen), [("json", req.json), ("html", req.html)])
     preds = load_predictions(req.guess, chosen, known_variants()) if req.guess else None

@@ -1,8 +1,7 @@
 """Thin command line: parse → call → render.  torch is imported only by commands that run."""
 
-# (The docstring above is the top-level --help.)  This module assembles the parser and dispatches; each command is
-# a module of this package that parses its arguments, calls one function of attnscope.api and prints or writes what
-# it returns.
+# This module assembles the parser and dispatches; each command is a module of this package that parses its
+# arguments, calls one function of attnscope.api and prints or writes what it returns.
 
 from __future__ import annotations
 
@@ -19,6 +18,12 @@ from attnscope.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_WRITE,
 from attnscope.cli.flags import positive_int, seconds, timeout_seconds
 from attnscope.core.arguments import MAX_BUCKET, MAX_STEPS
 from attnscope.core.files import WriteError
+
+# The top-level --help's description: what the tool does, for its user (the docstring above is for its developers).
+DESCRIPTION = (
+    "What attention implementations really do on the hardware in front of you: run every variant on one case, "
+    "sweep a grid, measure inside a transformers model, fingerprint traces captured anywhere, compare, recommend."
+)
 
 
 def _cmd_guess(args: argparse.Namespace) -> int:
@@ -95,7 +100,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; the commands of LAZY_COMMANDS get their full parser only when argv runs them."""
     from attnscope import __version__
 
-    p = Parser(prog="attnscope", description=__doc__)
+    p = Parser(prog="attnscope", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"attnscope {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -116,7 +121,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.epilog = (
         "exit status: 0 measured (or done); 1 a regression, a --strict miss, or nothing could be measured (with the "
         "reason); 2 bad input; 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP) after saving; 141 the output pipe "
-        "closed (| head). Each command's --help says which apply; docs/cli.md"
+        "closed (| head); 74 a file could not be written after the work (a full disk). Each command's --help says "
+        "which apply; docs/cli.md"
     )
     return p
 

@@ -17,7 +17,8 @@ def add_parser(sub: Any, text: str) -> None:
     rc.add_argument(
         "files",
         nargs="+",
-        help="sweep JSONL files or run --json documents (a later row of the same variant, case and mode stands)",
+        help="sweep JSONL files, run --json documents, or model documents and --out stores (a later row of the same "
+        "variant, case and mode stands)",
     )
     rc.add_argument("--json", help="write the recommendation as JSON here")
     rc.set_defaults(func=cmd_recommend)

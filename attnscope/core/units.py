@@ -15,6 +15,12 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def fmt_mib(n: float) -> str:
+    """``n`` bytes in MiB with one decimal from 1 MiB up (never GiB: the sizes one message compares stay in one unit);
+    below, :func:`fmt_bytes` (KiB or B), so a small size never reads 0.0 MiB."""
+    return f"{n / MIB:.1f} MiB" if abs(n) >= MIB else fmt_bytes(n)
+
+
 def fmt_us(us: float | None, unit: bool = True) -> str:
     """A time in µs with one decimal and thousands separators (never switched to ms, so one column keeps one unit);
     "—" for None.  ``unit``: False in a column whose header already names µs."""

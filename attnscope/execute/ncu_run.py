@@ -36,11 +36,11 @@ def _reason_from(stderr: str, stdout: str, rc: int) -> str:
 
 def profile(case: Case, variants: list[str], timeout_s: float = TIMEOUT_S) -> tuple[dict[str, Any], str | None]:
     """ncu's kernels per variant (plain dicts via ``ncu.NcuKernel``), or {} and the reason."""
+    if not case.device.startswith("cuda"):  # first: on a CPU, installing ncu would change nothing
+        return {}, "Nsight Compute profiles CUDA kernels: this run is on the CPU"
     exe = shutil.which("ncu")
     if exe is None:
         return {}, "ncu (Nsight Compute) is not on the PATH"
-    if not case.device.startswith("cuda"):
-        return {}, "Nsight Compute profiles CUDA kernels: this run is on the CPU"
     args = ["--case", json.dumps(case.to_dict()), "--variants", ",".join(variants)]
     cmd = ncu.build_command(exe, sys.executable, args)
     try:

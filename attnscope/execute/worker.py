@@ -307,6 +307,8 @@ def _measure(v: Variant, job: AttentionJob) -> Result:
             r = replace(r, modifier_checks=checks[0], notes=r.notes + tuple(checks[1])) if checks else r
         except Exception as e:  # noqa: BLE001
             r = failure(job, e, "")
+        if r.status == "ok" and "rebuild" in r.extra:
+            r = replace(r, notes=(rebuild_note(r.extra, looped=bool(opts.steps)), *r.notes))
         if r.status == "ok" and opts.steps and case.is_serving:
             r = _with_decode_loop(r, job, path.stem)
         if opts.trace_dir and r.status == "ok":
@@ -316,6 +318,15 @@ def _measure(v: Variant, job: AttentionJob) -> Result:
             free_after(case)
         # gc and the CUDA cache: paid by every job that ran
         return replace(r, cost_s={**(r.cost_s or {}), "cleanup": time.perf_counter() - t0})
+
+
+def rebuild_note(extra: dict[str, Any], *, looped: bool) -> str:
+    """A serving variant's per-shape work, done once before timing; where the row has no decode loop, what measures
+    one (never where the user already asked for it)."""
+    head = f"per-shape work ({extra['rebuild']}) done once before timing: {extra['plan_ms']:.2f} ms host; "
+    if looped:
+        return head + "the decode loop below redoes it at each new shape"
+    return head + "a decode loop redoes it per new shape (run --steps)"
 
 
 def _keep_trace(r: Result, path: Path, trace_dir: Path, name: str) -> Result:

@@ -86,9 +86,14 @@ class Variant:
                 if case.is_serving
                 else f"{self.name} reads a paged or ragged KV cache: give --page-size and/or --kv-lens"
             )
+        elsewhere = f"{self.name} declares devices {', '.join(self.devices)} only, not {kind}"
+        if kind not in self.devices and self.requires:
+            # what it needs beyond torch is no reason where its device is missing: no install hint on a CPU for a
+            # library that needs a GPU (torch's own variants keep their check's words: 'no CPU kernel in torch')
+            return elsewhere
         reason = self.check(case)
         if reason is None and kind not in self.devices:
-            reason = f"{self.name} declares devices {', '.join(self.devices)} only, not {kind}"
+            reason = elsewhere
         return reason
 
 

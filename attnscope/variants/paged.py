@@ -569,10 +569,7 @@ def _prepare(name: str, what: str) -> Callable[[Case, Inputs], Prepared]:
             msg = " ".join(str(e).split())[:500] or type(e).__name__
             raise Unsupported(f"{what} refused: {type(e).__name__}: {msg}") from e
         first = time.perf_counter() - t0
-        notes += [
-            f"per-shape work ({s.rebuild}) done once before timing: {1e3 * s.plan_s[-1]:.2f} ms host; "
-            "a decode loop redoes it per new shape (run --steps)"
-        ]
+        # the per-shape work's note (plan_ms, rebuild in extra) is the worker's: it knows whether a decode loop ran
         if isinstance(s, GatherSdpa):
             nbytes = 2 * s.index.numel() * s.k_rows[0].numel() * s.k_rows.element_size()
             notes.append(f"the gather copies K and V of every sequence's pages each call: {nbytes:,} B")

@@ -991,3 +991,16 @@ def test_an_unknown_kind_is_a_key_error_even_with_insights():
     r = row("a", insights=[ins("hidden_copy", "warning", "H")])
     with pytest.raises(KeyError, match="bogus"):
         explain_miss(Prediction("a", "bogus", 1), r, {"a": r})
+
+
+def test_a_ratio_far_below_one_keeps_two_significant_digits():
+    """A tiny case where flex's eager path takes 20,000 µs and sdpa 20 µs: 'sdpa faster_than flex by 1' reads flex's
+    time ÷ sdpa's = 20,000 / 20 = 1,000 (a hit); the reverse, sdpa's time ÷ flex's = 20 / 20,000 = 0.001, a miss
+    whose value and band (CPU floor ±10%: sdpa 20/1.1 … 22, flex 20,000/1.1 … 22,000 → 18.18/22,000 = 0.00083 …
+    22/18,181.8 = 0.00121) must not read as 0.00×."""
+    a = timed("sdpa", 20.0, None, device="cpu")
+    b = timed("flex", 20_000.0, None, device="cpu")
+    p = Prediction("flex", "faster_than", {"variant": "sdpa", "by": 1.0})
+    (v,) = check_predictions([p], [a, b])
+    assert v.outcome == "miss" and v.measured == pytest.approx(0.001)
+    assert v.text == "sdpa's time ÷ flex's: predicted ≥ 1.00×, measured 0.001× (noise band 0.00083–0.0012×)"

@@ -285,3 +285,19 @@ def test_the_traces_not_kept_are_counted_from_the_rows_notes():
     assert traces_not_kept([{"notes": ["trace not kept"]}], "out") == {
         "trace_dir": "1 trace(s) not kept in out: trace not kept"
     }
+
+
+def test_the_checked_variants_are_those_of_the_cases_kind_as_measured(tmp_path):
+    """Without variants, a dense case's checked variants are the dense default set and a serving case's the
+    serving one: `attnscope guess` prints them as the variants the run measures, and a guess file is checked
+    against them. Read from each variant's own `serving` flag."""
+    from attnscope.variants import REGISTRY
+
+    dense = check_run(_request(variants=None)).variants
+    serving = check_run(_request(variants=None, case=SERVING)).variants
+    assert "naive" in dense and not any(REGISTRY[n].serving for n in dense)
+    assert "paged_gather_sdpa" in serving and all(REGISTRY[n].serving for n in serving)
+    guess = tmp_path / "g.toml"
+    guess.write_text('[[predict]]\nvariant = "paged_gather_sdpa"\nkernels = 3\n')
+    with pytest.raises(ValueError, match="predictions name paged_gather_sdpa, which this run does not include"):
+        check_run(_request(variants=None, guess=str(guess)))

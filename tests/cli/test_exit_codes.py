@@ -134,3 +134,13 @@ def test_variants_0_2():
     pytest.importorskip("torch")
     assert _rc(["variants", "--device", "cpu"]) == 0
     assert _rc(["variants", "--device", "tpu"]) == 2
+
+
+def test_the_top_level_help_says_what_the_tool_does_and_every_status(capsys):
+    """`attnscope --help` opens with what the tool does (it opened with the module's developer note, 'Thin command
+    line: parse → call → render') and names every status docs/cli.md lists, 74 (a full disk) included."""
+    assert main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "What attention implementations really do" in out and "parse → call → render" not in out
+    for status in ("0 measured", "1 a regression", "2 bad input", "130/143/129", "141", "74 a file could not be"):
+        assert status in out, status

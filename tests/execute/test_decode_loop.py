@@ -121,3 +121,22 @@ def test_steps_refused_in_one_line_before_any_work(capsys):
     assert "--seq 1" in capsys.readouterr().err
     assert main(["run", "--device", "cpu", "--seq", "1", "--kv-lens", "5,6"]) == 2
     assert "batch of 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_per_shape_note_points_to_steps_only_where_none_were_asked_for():
+    """A paged row says its per-shape work and, without --steps, that run --steps measures the loop that redoes it;
+    with --steps the loop is in the row, so the note points to it instead of asking for the flag again."""
+    from attnscope.core.cases import make_case
+    from attnscope.execute.job import Options
+    from tests.inline import run
+
+    case = make_case("cpu", batch=2, heads=2, kv_heads=1, head_dim=16, seq_q=1, kv_lens="24,40", page_size=16)
+    notes = {}
+    for steps in (0, 2):
+        (r,) = run(case, "paged_gather_sdpa", Options(timing_budget_s=0.02, measure_peak=False, steps=steps)).results
+        assert r.status == "ok", r.reason
+        notes[steps] = [n for n in r.notes if n.startswith("per-shape work (gather_index) done once before timing: ")]
+    assert len(notes[0]) == 1 and notes[0][0].endswith("; a decode loop redoes it per new shape (run --steps)")
+    assert len(notes[2]) == 1 and notes[2][0].endswith("; the decode loop below redoes it at each new shape")
+    assert not any("--steps" in n for n in notes[2])

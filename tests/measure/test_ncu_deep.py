@@ -94,6 +94,16 @@ def test_on_the_cpu_the_reason_is_clear(path_with) -> None:
     assert "CPU" in (ncu_run.profile(Case(1, 8, 128, 64), ["sdpa_flash"])[1] or "")
 
 
+def test_on_the_cpu_without_ncu_the_reason_is_the_device_not_the_path(monkeypatch) -> None:
+    """`attnscope run --ncu` on a CPU where no ncu is installed: installing it would change nothing, so the note says
+    the device (it said 'ncu (Nsight Compute) is not on the PATH')."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert ncu_run.profile(Case(1, 8, 128, 64), ["sdpa_flash"]) == (
+        {},
+        "Nsight Compute profiles CUDA kernels: this run is on the CPU",
+    )
+
+
 def test_a_good_run_joins_into_the_result_and_the_occupancy_insight(path_with) -> None:
     # The fake ncu prints a marker line and the recorded deep CSV with a marker row before flash's kernel.
     rows = list(csv.reader(io.StringIO((NCU / "h200_deep.csv").read_text())))

@@ -160,3 +160,24 @@ def test_cudnn_band_uses_the_first_spelling_the_frontend_accepts():
     # none accepted: the last TypeError, for the variant to turn into a skipped row
     with pytest.raises(TypeError):
         nv._cudnn_sdpa(_FakeGraph(set()), cudnn, "q", "k", "v", 0.125, dict(kw))
+
+
+@pytest.mark.parametrize("variant", [*sorted(MODULES), "paged_flashinfer"])
+def test_on_a_cpu_a_gpu_library_is_refused_for_its_device_never_with_an_install_hint(variant):
+    """Each library variant declares devices ('cuda',): on a CPU the row says so, whether or not the library is
+    installed, and never 'pip install …' (installing it would not make it run on this machine); on a GPU the
+    missing library is the reason, as before."""
+    v = REGISTRY[variant]
+    assert v.devices == ("cuda",)
+    kv = {"kv_lens": "16,16", "page_size": 8} if v.serving else {}
+    cpu = v.refusal(Case(2, 2, 1 if v.serving else 64, 64, seq_kv=16 if v.serving else None, device="cpu", **kv))
+    assert cpu == f"{variant} declares devices cuda only, not cpu"
+    if _missing(MODULES.get(variant, "flashinfer")):
+        gpu = v.refusal(Case(2, 2, 1 if v.serving else 64, 64, seq_kv=16 if v.serving else None, device="cuda", **kv))
+        assert "No module named" in gpu
+
+
+def test_torch_own_variants_keep_their_words_on_a_cpu():
+    """sdpa_efficient also declares ('cuda',), but torch's own variants need nothing installed: their check's
+    reason stays (no CPU kernel in torch), not the bare device line."""
+    assert "no CPU kernel" in REGISTRY["sdpa_efficient"].refusal(Case(1, 2, 64, 64, device="cpu"))

@@ -240,7 +240,8 @@ def test_failures_are_rows_and_never_stop_the_run(monkeypatch):
     seen = []
     rep = run(TINY, ["fake_oom", "fake_crash", "naive"], FAST, on_result=lambda r: seen.append(r.variant))
     rows = {r.variant: r for r in rep.results}
-    assert rows["fake_oom"].status == "oom" and "64.00 GiB" in rows["fake_oom"].reason
-    assert rows["fake_crash"].status == "error" and "kernel exploded" in rows["fake_crash"].reason
-    assert rows["naive"].status == "ok"
+    got = {name: (r.status, r.reason) for name, r in rows.items()}  # said on failure: each row's status and why
+    assert rows["fake_oom"].status == "oom" and "64.00 GiB" in rows["fake_oom"].reason, got
+    assert rows["fake_crash"].status == "error" and "kernel exploded" in rows["fake_crash"].reason, got
+    assert rows["naive"].status == "ok", got
     assert seen == ["fake_oom", "fake_crash", "naive"]  # each row handed over as soon as it exists

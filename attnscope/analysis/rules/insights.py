@@ -25,6 +25,7 @@ from attnscope.analysis.rules.row_kernels import (
 from attnscope.analysis.rules.ties import overlaps, tied
 from attnscope.core.case import run_flags
 from attnscope.core.types import Insight, NotChecked
+from attnscope.core.units import fmt_mib
 
 MIB = 1024 * 1024
 LOW_OCCUPANCY_PCT = 25.0  # at or below: "low" (flash on Hopper sits at 12.5% by design)
@@ -389,7 +390,7 @@ def fp32_upcast(r: dict[str, Any], peers: Peers = ALONE) -> Out:
         "fp32_bytes": written,
         "fp32_mib": r1(written / MIB),
     }
-    msg = f"{len(ups)} {src}→fp32 upcast(s) inside {', '.join(ops)} ({ev['fp32_mib']:.1f} MiB written in fp32)"
+    msg = f"{len(ups)} {src}→fp32 upcast(s) inside {', '.join(ops)} ({fmt_mib(written)} written in fp32)"
     gpu_text, kernels = _fp32_gpu_part(r, ev) if on_gpu(r) else ("", ())
     if gpu_text:
         msg += f"; {gpu_text}"

@@ -22,6 +22,7 @@ from attnscope.analysis.rules.peers import ALONE, Peers
 from attnscope.analysis.rules.row_kernels import compute_kernels, names, read_once
 from attnscope.analysis.rules.ties import Row, tied
 from attnscope.core.types import DTYPE_BYTES, Insight, NotChecked
+from attnscope.core.units import fmt_mib
 
 MIB = 1024 * 1024
 # A combine/merge kernel finishes what a split-KV attention kernel started, each pair seen on the H200 at decode:
@@ -127,12 +128,13 @@ def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
     kept = _kept_pct(case)
     sq, sk = case["seq_q"], case.get("seq_kv") or case["seq_q"]
     mask_elems = case["batch"] * sq * sk if (case.get("mask") or "").startswith("padding") else sq * sk
+    mask_bytes = mask_elems * (1 if not case.get("alibi") else DTYPE_BYTES[case["dtype"]])
     ev = {
         "mask_form": _x(r, "mask_form"),
         "mask": case.get("mask"),
         "kept_pct": r1(kept) if kept is not None else None,
         "scores_computed": case["batch"] * case["heads"] * sq * sk,
-        "mask_mib": r1(mask_elems * (1 if not case.get("alibi") else DTYPE_BYTES[case["dtype"]]) / MIB),
+        "mask_mib": r1(mask_bytes / MIB),
         "backend": r.get("sdpa_backend"),
     }
     gpu = r.get("device_kind") == "gpu"
@@ -141,7 +143,7 @@ def dense_mask(r: dict[str, Any], peers: Peers = ALONE) -> Out:
     hopper = list(cc)[:1] == [9] if isinstance(cc, list | tuple) and cc else ("H100" in name or "H200" in name)
     ran = f"torch ran {ev['backend']}" if ev["backend"] else "the chosen backend"
     msg = (
-        f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({ev['mask_mib']:.1f} MiB)"
+        f"the {case.get('mask')} mask reaches SDPA as a dense attn_mask ({fmt_mib(mask_bytes)})"
         + (
             f": FlashAttention takes no arbitrary mask, so {ran}, which"
             # PyTorch's own choice; a forced backend was the user's pick.  cuDNN comes first in torch's order on

@@ -10,6 +10,7 @@ from typing import Any
 from attnscope.analysis.rules.insights import MIB, Out, fused_names, r1
 from attnscope.analysis.rules.row_kernels import materialises_scores
 from attnscope.core.types import DTYPE_BYTES, Insight, NotChecked
+from attnscope.core.units import fmt_mib
 
 
 def score_matrix(r: dict[str, Any]) -> Out:
@@ -44,9 +45,9 @@ def score_matrix(r: dict[str, Any]) -> Out:
         "formula": "score = B·H·Sq·Sk·bytes(dtype); minimum (the output) = B·H·Sq·D·bytes(dtype)",
     }
     msg = (
-        f"the S×S score matrix is materialised: peak extra memory {ev['peak_mib']:.1f} MiB = "
-        f"{ev['peak_over_score']:.1f}× one {case['dtype']} score matrix ({ev['score_mib']:.1f} MiB, grows with S²) "
-        f"against the O(S·D) minimum of {ev['minimum_mib']:.1f} MiB ({ev['peak_over_minimum']}×)"
+        f"the S×S score matrix is materialised: peak extra memory {fmt_mib(peak)} = "
+        f"{ev['peak_over_score']:.1f}× one {case['dtype']} score matrix ({fmt_mib(score)}, grows with S²) "
+        f"against the O(S·D) minimum of {fmt_mib(minimum)} ({ev['peak_over_minimum']}×)"
     )
     return [
         Insight(

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.core.units import fmt_mib
+
 SEVERITY_STYLE = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "cyan")}
 OUTCOME_STYLE = {
     "hit": ("hit", "green"),
@@ -39,14 +41,26 @@ def _slower_line(found: list[tuple[str, dict[str, Any]]]) -> str:
     return f"slower than {ev0['best']} ({ev0['best_us']:,.1f} µs, {ev0['basis']}): {each}"
 
 
+# the score_matrix evidence's sizes: (its bytes, its MiB, which an older document may hold alone)
+_SIZES = {
+    "peak": ("peak_memory_bytes", "peak_mib"),
+    "score": ("score_matrix_bytes", "score_mib"),
+    "minimum": ("minimum_bytes", "minimum_mib"),
+}
+
+
+def _size(ev: dict[str, Any], key: str) -> str:
+    """One of the evidence's sizes (KiB below 1 MiB, never 0.0 MiB); from its MiB where the bytes are missing."""
+    nbytes, mib = _SIZES[key]
+    return fmt_mib(ev[nbytes]) if ev.get(nbytes) is not None else f"{ev[mib]:.1f} MiB"
+
+
 def _scores_line(found: list[tuple[str, dict[str, Any]]]) -> str:
     ev0 = found[0][1]["evidence"]
-    each = ", ".join(
-        f"{v} {i['evidence']['peak_mib']:.1f} MiB ({i['evidence']['peak_over_score']:.1f}×)" for v, i in found
-    )
+    each = ", ".join(f"{v} {_size(i['evidence'], 'peak')} ({i['evidence']['peak_over_score']:.1f}×)" for v, i in found)
     return (
-        f"the score matrix is materialised: peak extra memory against one score matrix ({ev0['score_mib']:.1f} MiB, "
-        f"grows with S²; the O(S·D) minimum is {ev0['minimum_mib']:.1f} MiB): {each}"
+        f"the score matrix is materialised: peak extra memory against one score matrix ({_size(ev0, 'score')}, "
+        f"grows with S²; the O(S·D) minimum is {_size(ev0, 'minimum')}): {each}"
     )
 
 

@@ -1085,3 +1085,13 @@ def test_a_copy_no_op_asked_for_is_not_said_to_happen_inside_unknown() -> None:
         "the trace records no op that asked for this copy: a fused or compiled variant (e.g. flex_compiled, an SDPA "
         "backend) does the step without materialising the tensor"
     )
+
+
+def test_a_small_upcast_is_said_in_kib():
+    """Three upcasts of 1·2·64·16 fp32 = 8,192 B each: 24,576 B = 24.0 KiB written in fp32 (it read 0.0 MiB)."""
+    r = _cpu("sdpa_math", upcasts=[_up(MATH, "c10::BFloat16", 8192)] * 3, kernels=[_k("aten::bmm", 50.0, tc=None)])
+    (i,) = fp32_upcast(r)
+    assert i.message == (
+        "3 bf16→fp32 upcast(s) inside aten::_scaled_dot_product_attention_math (24.0 KiB written in fp32)"
+    )
+    assert i.evidence["fp32_bytes"] == 24_576

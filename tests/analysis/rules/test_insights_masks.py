@@ -730,3 +730,16 @@ def test_the_fallback_names_a_band_mask_by_the_cases_own_name() -> None:
     assert got.message == "the sliding:64 mask is rebuilt on every call by aten::tril, aten::triu (0 kernel(s))"
     (got,) = mask_rebuilt({**row, "case": {"mask": "causal@top_left", "seq_q": 512}})
     assert got.message.startswith("the causal mask is rebuilt on every call")
+
+
+def test_score_matrix_at_a_cpu_size_says_kib_not_zero_mib():
+    """B1 H2 S64 D16 bf16: score 1·2·64·64·2 = 16,384 B (16.0 KiB); output 1·2·64·16·2 = 4,096 B (4.0 KiB); K+V
+    2·1·2·64·16·2 = 8,192 B, below the score.  Peak 51,200 B (50.0 KiB): /score 3.125 → 3.1, /output 12.5 → 12.
+    In MiB every size read 0.0."""
+    c = _case_s(batch=1, heads=2, seq_q=64, head_dim=16, device="cpu")
+    [i] = score_matrix(_mem_row(c, 51_200))
+    assert i.message == (
+        "the S×S score matrix is materialised: peak extra memory 50.0 KiB = 3.1× one bf16 score matrix (16.0 KiB, "
+        "grows with S²) against the O(S·D) minimum of 4.0 KiB (12×)"
+    )
+    assert (i.evidence["peak_mib"], i.evidence["score_mib"], i.evidence["minimum_mib"]) == (0.0, 0.0, 0.0)
