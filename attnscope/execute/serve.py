@@ -253,17 +253,9 @@ def decode_loop(
         last = server.call()
         _sync(cuda)
         err, bad = relative_error(last, serving_reference(case, x))
-        graph = None
-        graph_err: float | None = None
-        graph_bad = False
+        graph, graph_err, graph_bad = None, None, False
         if why_no_graph is None:
-            runner = GraphRunner(server.for_graphs(), case, bucket)
-            graph = graph_series(runner, steps)
-            # the last replay's output against the same fp64 reference: a graph replays what it captured, so a
-            # stale length or page table would show here and not in the eager check
-            graph_err, graph_bad = relative_error(runner.out, serving_reference(case, x))
-            server.cache.set_lengths(list(case.kv_lengths))
-            runner.graph = None  # the traced pass below captures afresh
+            graph, graph_err, graph_bad, why_no_graph = replayed(server, case, x, steps, bucket)
         if trace_dir is not None:
             traces = _trace_loops(
                 server, case, min(steps, TRACE_STEPS), bucket, trace_dir, trace_stem, graph is not None
@@ -300,6 +292,27 @@ def decode_loop(
         "rebuild_range": REBUILD_RANGE,
         "torch": torch.__version__,
     }
+
+
+def replayed(
+    server: Server, case: Case, x: Any, steps: int, bucket: int
+) -> tuple[list[dict[str, float]] | None, float | None, bool, str | None]:
+    """The graph series and its last replay's error against the fp64 reference (a graph replays what it captured,
+    so a stale length or page table shows here and not in the eager check); a series that fails is said, never the
+    eager series' loss: (series, error, non-finite, None) or (None, None, False, why)."""
+    from attnscope.measure.timing import relative_error
+    from attnscope.workloads.paged_cache import serving_reference
+
+    try:
+        runner = GraphRunner(server.for_graphs(), case, bucket)
+        graph = graph_series(runner, steps)
+        err, bad = relative_error(runner.out, serving_reference(case, x))
+    except Exception as e:  # noqa: BLE001 - the eager series stands
+        text = " ".join(str(e).split())[:300] or type(e).__name__
+        return None, None, False, f"the graph series failed: {type(e).__name__}: {text}"
+    finally:
+        server.cache.set_lengths(list(case.kv_lengths))
+    return graph, err, bad, None
 
 
 def _trace_loops(

@@ -140,3 +140,26 @@ def test_the_per_shape_note_points_to_steps_only_where_none_were_asked_for():
     assert len(notes[0]) == 1 and notes[0][0].endswith("; a decode loop redoes it per new shape (run --steps)")
     assert len(notes[2]) == 1 and notes[2][0].endswith("; the decode loop below redoes it at each new shape")
     assert not any("--steps" in n for n in notes[2])
+
+
+def test_a_graph_series_that_fails_is_said_and_the_cache_read_as_the_case_again():
+    """A capture that raises (a library's graph wrapper refusing, a device error) leaves no series and says why in
+    one line; the cache's lengths are the case's again for what follows (the traced pass, the next variant)."""
+    from attnscope.core.cases import make_case
+    from attnscope.execute.serve import replayed
+    from attnscope.variants.paged import make_server
+    from attnscope.workloads.paged_cache import make_serving_inputs
+
+    case = make_case("cpu", batch=2, heads=4, kv_heads=2, head_dim=16, seq_q=1, kv_lens="30,17", page_size=16)
+    x = make_serving_inputs(case, seed=1, extra_steps=4)
+    server = make_server("paged_gather_sdpa", case, x)
+
+    def refuse() -> None:
+        x.cache.set_lengths([33, 20])  # as a series would leave them, part way
+        raise RuntimeError("capture refused:\n  the wrapper's buffers are too small")
+
+    server.for_graphs = refuse  # type: ignore[method-assign]
+    graph, err, bad, why = replayed(server, case, x, steps=4, bucket=256)
+    assert (graph, err, bad) == (None, None, False)
+    assert why == "the graph series failed: RuntimeError: capture refused: the wrapper's buffers are too small"
+    assert x.cache.lengths == (30, 17)
