@@ -168,6 +168,9 @@ def check(args: argparse.Namespace) -> Request:
         if "all" in names and len(names) > 1:
             raise UsageError("--variants: 'all' stands alone")
     device, devices = _device(args)
+    from attnscope.api.running import cpu_timing_notes
+
+    notes = (*notes, *cpu_timing_notes(args.flush_l2, device))  # said under the header: a setting with no effect
     if devices and args.workers:
         raise UsageError("--workers is for CPU workers; with --devices there is one worker per GPU")
     if args.executor == "inline" and ((devices and len(devices) > 1) or (args.workers or 1) > 1):
