@@ -24,7 +24,9 @@ __all__ = [
     "check_config",
     "config_of",
     "graph_refusal",
+    "mode_refusal",
     "model",
+    "modes_for",
     "positions",
     "size_over",
     "trace_names",
@@ -55,6 +57,11 @@ class ModelGrid:
         lists = {"impls": self.impls, "modes": self.modes, "points": self.points, "replays": self.replays}
         for what, values in lists.items():
             check_once(what, values or ())
+        why = mode_refusal(self.cfg, self.modes)
+        if why:
+            from attnscope.core.arguments import UsageError
+
+            raise UsageError(f"modes {','.join(self.modes)}: {why}", fields=("modes",))
 
     @classmethod
     def build(
@@ -71,11 +78,12 @@ class ModelGrid:
         replays: list[str] | None = None,
     ) -> ModelGrid:
         """The grid of a config (a preset, a config.json path or a transformers model type): its spec read and
-        its transformers config built (``layers`` overrides the depth).  ``points``: (batch, seq) pairs (default
-        one point, batch 1 and 128 tokens)."""
+        its transformers config built (``layers`` overrides the depth).  ``modes``: default every mode that applies
+        to the config (:func:`modes_for`: an encoder has no decode).  ``points``: (batch, seq) pairs (default one
+        point, batch 1 and 128 tokens)."""
         spec, cfg = config_of(config, layers)
-        return cls(spec, cfg, impls, list(modes or MODES), list(points or [(1, 128)]), dtype, device, layers, steps,
-                   replays)  # fmt: skip
+        return cls(spec, cfg, impls, list(modes or modes_for(cfg)), list(points or [(1, 128)]), dtype, device, layers,
+                   steps, replays)  # fmt: skip
 
 
 class ModelDocument(dict[str, Any]):
@@ -193,6 +201,26 @@ def config_of(config: str, layers: int | None) -> tuple[Any, Any]:
     spec = resolve(config)
     require_transformers()
     return spec, build_config(spec, layers=layers)
+
+
+def modes_for(cfg: Any) -> list[str]:
+    """The modes that apply to a config (its ``model_type``): all of them for a decoder; prefill and train for an
+    encoder, which has no KV cache and so no decode step."""
+    from attnscope.workloads.hf.config import is_encoder_type
+
+    encoder = is_encoder_type(str(getattr(cfg, "model_type", "")))
+    return [m for m in MODES if not (encoder and m == "decode")]
+
+
+def mode_refusal(cfg: Any, modes: list[str]) -> str | None:
+    """Why ``modes`` cannot be measured on this config (None: they can): decode asked of an encoder."""
+    applies = modes_for(cfg)
+    if any(m not in applies for m in modes if m in MODES):
+        return (
+            f"{getattr(cfg, 'model_type', 'this model')} is an encoder (no KV cache): it has no decode step; "
+            f"choose from {', '.join(applies)}"
+        )
+    return None
 
 
 def check_config(config: str) -> None:

@@ -249,10 +249,22 @@ def _measure(
         host=measured.host,
         **(user_mods or {}),  # mask_mod, score_mod: the user's functions and what they were checked equal to
         **({"equivalent_case": same} if same else {}),
+        **({"notes": notes} if (notes := cpu_timing_notes(opts.flush_l2, case.device)) else {}),
     )
     if annotated:  # once: insights, the recommendation and the predictions' verdicts in one pass
         doc = annotate(doc, predictions)
     return RunDocument(doc, rep, measured.in_document)
+
+
+def cpu_timing_notes(flush_l2: bool, device: str) -> list[str]:
+    """What a GPU-only timing setting asked on a CPU did: nothing, said once in the document's ``notes`` (the run's
+    and a sweep's), so that a reader never takes its timings for cold-cache ones."""
+    if flush_l2 and not device.startswith("cuda"):
+        return [
+            "flush_l2 (--flush-l2) asked: it flushes a GPU's L2 cache before each timed call; on a CPU it has no "
+            "effect, the timings are as without it"
+        ]
+    return []
 
 
 # ------------------------------------------------------------------------------------ what attnscope run is asked

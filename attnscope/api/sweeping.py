@@ -73,6 +73,7 @@ def sweep(
     from attnscope.execute.job import Options
     from attnscope.measure.env import check_device
 
+    merged = dict(getattr(cases, "merged", None) or {})  # a grid's masks measured once for several spellings
     cases = list(cases)
     if executor not in EXECUTORS:
         raise UsageError(f"executor {executor!r}: use one of {', '.join(EXECUTORS)}")
@@ -105,7 +106,7 @@ def sweep(
     with lock_store(out, "out") if lock else contextlib.nullcontext():
         return _measure(
             cases, variants, opts, Path(out), resume, force, executor, devices, timeout_s, ray_address, workers,
-            on_result, on_event, resume_with,
+            on_result, on_event, resume_with, merged,
         )  # fmt: skip
 
 
@@ -141,6 +142,7 @@ def _measure(
     on_result: Callable[[Result], None] | None,
     on_event: Callable[[Event], None] | None,
     resume_with: str | None,
+    merged: dict[Case, list[str]],
 ) -> SweepResults:
     from attnscope.api.campaign import measure_jobs, open_store, record_settings, resume_settings
     from attnscope.document.schema import result_to_dict
@@ -169,10 +171,17 @@ def _measure(
 
         return env_mod.collect(cases[0].device) if cases else None
 
+    def row(r: Result) -> dict[str, Any]:
+        """The row as the store keeps it; a case measured for several mask spellings names the others in
+        ``same_masks`` (recommend and report read them back from the rows)."""
+        d = result_to_dict(r)
+        same = merged.get(r.case) if r.case is not None else None
+        return {**d, "same_masks": list(same)} if same else d
+
     measured = measure_jobs(
         jobs,
         ex,
-        row=result_to_dict,
+        row=row,
         store=store,
         on_event=on_event,
         on_result=on_result,

@@ -37,6 +37,7 @@ PARAMETERS = {
     "json": "--json",
     "html": "--html",
     "config": "--config",
+    "modes": "--mode",
 }
 # a value as repr() gives it: a quote that no letter precedes (the apostrophe of "sequence's" opens nothing)
 _QUOTED = re.compile(r"""((?<!\w)'(?:[^'\\]|\\.)*'|(?<!\w)"(?:[^"\\]|\\.)*")""")

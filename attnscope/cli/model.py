@@ -40,8 +40,8 @@ def add_parser(sub: Any, help_text: str) -> None:
     m.add_argument(
         "--mode",
         type=listed_once("--mode", comma_items),
-        default="prefill,decode,train",
-        help="comma list of prefill, decode, train (default: all)",
+        help="comma list of prefill, decode, train (default: every one that applies: an encoder such as bert-base "
+        "has no decode step)",
     )
     m.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available, else cpu)")
     m.add_argument(
@@ -179,10 +179,10 @@ def _check_size(
 
 def prepare(args: argparse.Namespace) -> Any:
     """Everything checked before any model is built (bad input is one line and exit 2): the grid to measure."""
-    from attnscope.api.modeling import config_of, positions
+    from attnscope.api.modeling import config_of, mode_refusal, modes_for, positions
 
     impls = _split(args.impl, IMPLS, "impl")
-    modes = _split(args.mode, MODES, "mode") or list(MODES)
+    given_modes = _split(args.mode, MODES, "mode")
     if args.dtype not in DTYPES:
         raise ValueError(f"--dtype: expected one of {', '.join(DTYPES)}, got {args.dtype!r}")
     # the numbers first, before any config is read or model library imported (--budget, --timeout and
@@ -193,6 +193,10 @@ def prepare(args: argparse.Namespace) -> Any:
         raise ValueError(f"--seq must be ≥ 2 (a step predicts the next token), got {args.seq}")
     _check_paths(args)
     spec, cfg = config_of(args.config, args.layers)
+    why = mode_refusal(cfg, given_modes or [])
+    if why:
+        raise ValueError(f"--mode {args.mode}: {why}")
+    modes = given_modes or modes_for(cfg)
     device = _device(args.device)
     cuda = device.startswith("cuda")
     if args.devices and device != "cuda":

@@ -101,7 +101,6 @@ class Request:
     options: dict[str, Any]
     left_out: str | None = None  # the line saying which default variants cannot run on this device
     notes: tuple[str, ...] = ()  # lines said once under the header (where Ray runs)
-    same_masks: tuple[dict[str, Any], ...] = ()  # masks measured once for several spellings (core.cases.one_per_mask)
 
 
 def _device(args: argparse.Namespace) -> tuple[str, list[str] | None]:
@@ -168,6 +167,9 @@ def check(args: argparse.Namespace) -> Request:
         if "all" in names and len(names) > 1:
             raise UsageError("--variants: 'all' stands alone")
     device, devices = _device(args)
+    from attnscope.api.running import cpu_timing_notes
+
+    notes = (*notes, *cpu_timing_notes(args.flush_l2, device))  # said under the header: a setting with no effect
     if devices and args.workers:
         raise UsageError("--workers is for CPU workers; with --devices there is one worker per GPU")
     if args.executor == "inline" and ((devices and len(devices) > 1) or (args.workers or 1) > 1):
@@ -199,8 +201,7 @@ def check(args: argparse.Namespace) -> Request:
     where = f"GPU(s) {','.join(devices)}" if devices else device
     workers = f"{args.executor} executor, {n} worker(s) on {where}" + (f", --timeout {timeout:g} s" if timeout else "")
     return Request(
-        cases, args.variants, len(variants), devices, timeout, workers, options, left_out, notes,
-        tuple(cases.same_masks),
+        cases, args.variants, len(variants), devices, timeout, workers, options, left_out, notes
     )  # fmt: skip
 
 
@@ -258,9 +259,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 executor=args.executor, devices=req.devices, timeout_s=req.timeout, ray_address=args.ray_address,
                 workers=args.workers, on_event=shown, resume_with=_resume_command(args), **req.options,
             )  # fmt: skip
-        rec = recommendation(rows := _rows(args.out))
-        said = {"same_masks": list(req.same_masks)} if req.same_masks else {}
-        return render_sweep(args, new, rows, {**rec, "host": new.host, **said}, out)
+        rec = recommendation(rows := _rows(args.out))  # its same_masks read from the rows, as recommend reads them
+        return render_sweep(args, new, rows, {**rec, "host": new.host}, out)
 
 
 def header(args: argparse.Namespace, req: Request, planned: Any) -> list[str]:

@@ -4,6 +4,7 @@ given fields on it, and a sweep's axes and their product."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from dataclasses import replace
 from typing import Any
@@ -89,11 +90,19 @@ def _point_text(point: dict[str, Any]) -> str:
 
 class Grid(list[Case]):
     """A sweep's cases, with the masks that were measured once for several spellings (``same_masks``: each
-    ``{"measured", "same", "points", "where"}``, :func:`one_per_mask`)."""
+    ``{"measured", "same", "points", "where"}``, :func:`one_per_mask`) and, per case measured, the spellings it
+    stands for (``merged``: written into each of its rows as ``same_masks``, so a later reader of the rows sees the
+    merge)."""
 
-    def __init__(self, cases: list[Case], same_masks: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        cases: list[Case],
+        same_masks: list[dict[str, Any]] | None = None,
+        merged: dict[Case, list[str]] | None = None,
+    ) -> None:
         super().__init__(cases)
         self.same_masks = same_masks or []
+        self.merged = merged or {}
 
 
 def mask_at_shape(c: Case) -> Case:
@@ -126,7 +135,23 @@ def one_per_mask(cases: list[Case]) -> Grid:
             key = (str(kept.mask), tuple(same))
             groups[key] = groups.get(key, 0) + 1
     said = [{"measured": m, "same": list(s), "points": n, "where": SAME_MASK_WHERE} for (m, s), n in groups.items()]
-    return Grid(list(first.values()), said)
+    return Grid(list(first.values()), said, {kept: same for kept, same in merged.items() if same})
+
+
+def same_masks_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``same_masks`` entries (as :func:`one_per_mask` gives them) that rows recorded: each row measured for
+    several spellings carries them in its ``same_masks`` (the other spellings, its case's ``mask`` the one
+    measured); ``points`` counts the distinct cases."""
+    points: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for r in rows:
+        same, case = r.get("same_masks"), r.get("case")
+        if not same or not isinstance(same, list) or not isinstance(case, dict) or not case.get("mask"):
+            continue
+        key = (str(case["mask"]), tuple(str(s) for s in same))
+        points.setdefault(key, set()).add(json.dumps(case, sort_keys=True, default=str))  # one point per case
+    return [
+        {"measured": m, "same": list(s), "points": len(p), "where": SAME_MASK_WHERE} for (m, s), p in points.items()
+    ]
 
 
 def grid(axes: Axes, device: str) -> Grid:

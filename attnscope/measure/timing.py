@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from attnscope.core.types import GraphTiming, Timing
+from attnscope.core.units import fmt_mib
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current L2 (H200: 60 MB)
 
@@ -209,7 +210,7 @@ def relative_error(out: Any, ref: Any, scale: float | None = None) -> tuple[floa
 
 
 def _mib(n: float) -> str:
-    return f"{n / 2**20:,.1f} MiB"
+    return fmt_mib(n, grouped=True)  # the one size formatter: KiB below 1 MiB, never 0.0 MiB
 
 
 def rotation_copies(

@@ -183,3 +183,47 @@ def test_a_resume_whose_store_holds_every_row_of_the_grid_measures_none(tmp_path
         ("sdpa", "error", "held before"),
         ("eager", "error", "held before"),
     ]
+
+
+# Each preset's architecture, read from its model card: BERT is the one encoder (bidirectional, no KV cache).
+PRESET_MODES = {
+    "bert-base": ["prefill", "train"],
+    "gpt2": ["prefill", "decode", "train"],
+    "llama-3-8b": ["prefill", "decode", "train"],
+    "mistral-7b": ["prefill", "decode", "train"],
+    "qwen2-7b": ["prefill", "decode", "train"],
+    "gemma-2-9b": ["prefill", "decode", "train"],
+    "tiny": ["prefill", "decode", "train"],
+}
+
+
+def test_every_preset_has_its_modes_listed_here() -> None:
+    from attnscope.workloads.hf.config import preset_names
+
+    assert sorted(PRESET_MODES) == preset_names()
+
+
+@pytest.mark.parametrize(("preset", "modes"), PRESET_MODES.items())
+def test_the_modes_that_apply_to_each_preset(preset: str, modes: list[str]) -> None:
+    from attnscope.api.modeling import modes_for
+    from attnscope.workloads.hf.config import resolve
+
+    cfg = SimpleNamespace(model_type=resolve(preset).model_type)  # the preset's own model_type, no transformers
+    assert modes_for(cfg) == modes
+
+
+def test_the_library_refuses_decode_of_an_encoder() -> None:
+    from attnscope.core.arguments import UsageError
+
+    bert = SimpleNamespace(**{**vars(CFG), "model_type": "bert"})
+    with pytest.raises(UsageError, match=r"^modes prefill,decode: bert is an encoder .*no decode step") as e:
+        ModelGrid(SPEC, bert, None, ["prefill", "decode"], [(1, 64)], "fp32", "cpu")
+    assert e.value.fields == ("modes",)
+    assert ModelGrid(SPEC, bert, None, ["prefill", "train"], [(1, 64)], "fp32", "cpu").modes == ["prefill", "train"]
+    assert ModelGrid(SPEC, CFG, None, ["decode"], [(1, 64)], "fp32", "cpu").modes == ["decode"]  # llama decodes
+
+
+def test_a_grid_built_for_an_encoder_leaves_decode_out() -> None:
+    pytest.importorskip("transformers")
+    assert ModelGrid.build("bert-base", layers=1).modes == ["prefill", "train"]
+    assert ModelGrid.build("gpt2", layers=1).modes == ["prefill", "decode", "train"]

@@ -301,3 +301,17 @@ def test_the_checked_variants_are_those_of_the_cases_kind_as_measured(tmp_path):
     guess.write_text('[[predict]]\nvariant = "paged_gather_sdpa"\nkernels = 3\n')
     with pytest.raises(ValueError, match="predictions name paged_gather_sdpa, which this run does not include"):
         check_run(_request(variants=None, guess=str(guess)))
+
+
+def test_an_l2_flush_asked_on_a_cpu_is_said_once_in_the_document_and_its_notes(tmp_path):
+    pytest.importorskip("torch")
+    from attnscope.report.text.table import footnotes
+
+    doc = run_request(_request(flush_l2=True, timing_budget_s=0.01, json=str(tmp_path / "r.json")))
+    assert doc["results"][0]["status"] == "ok"
+    (note,) = doc["notes"]  # once for the run, not once per variant
+    assert note.startswith("flush_l2 (--flush-l2) asked") and "on a CPU it has no effect" in note
+    assert json.loads((tmp_path / "r.json").read_text())["notes"] == [note]  # in the file a later reader opens
+    assert footnotes(dict(doc)).count(note) == 1  # the terminal's and the page's notes under the table
+    assert all(note not in (r.get("run_notes") or []) for r in doc["results"])
+    assert "notes" not in run_request(_request(timing_budget_s=0.01))  # nothing asked, nothing said

@@ -58,10 +58,32 @@ def test_size_check_passes_with_fewer_layers(monkeypatch, tmp_path):
 
 
 def test_nothing_measured_is_exit_1(capsys):
-    # an encoder has no KV cache: every row is skipped
-    assert main(["model", "--config", "bert-base", "--layers", "1", "--mode", "decode", "--seq", "16"]) == 1
+    # flash_attention_2 runs on CUDA only: its one row is skipped
+    argv = ["model", "--config", "tiny", "--impl", "flash_attention_2", "--mode", "prefill", "--seq", "16"]
+    assert main([*argv, "--device", "cpu", "--executor", "inline"]) == 1
     err = capsys.readouterr().err
-    assert "nothing was measured" in err and "decode" in err
+    assert "nothing was measured" in err and "flash_attention_2 prefill: skipped" in err
+
+
+@pytest.mark.parametrize("modes", ["decode", "prefill,decode"])
+def test_decode_of_an_encoder_is_refused_before_any_model(capsys, modes):
+    # bert has no KV cache, so no decode step: one line, exit 2, no row measured (it skipped every row, exit 1)
+    t0 = time.monotonic()
+    err = _usage(capsys, ["--config", "bert-base", "--layers", "1", "--mode", modes, "--seq", "16"])
+    assert time.monotonic() - t0 < 10
+    assert err == (
+        f"attnscope: error: --mode {modes}: bert is an encoder (no KV cache): it has no decode step; "
+        "choose from prefill, train"
+    )
+
+
+def test_an_encoder_by_default_measures_prefill_and_train_and_a_decoder_all_three():
+    from attnscope.cli.main import build_parser
+    from attnscope.cli.model import prepare
+
+    for config, modes in [("bert-base", ["prefill", "train"]), ("tiny", ["prefill", "decode", "train"])]:
+        argv = ["model", "--config", config, "--layers", "1", "--device", "cpu", "--seq", "16"]
+        assert prepare(build_parser(argv).parse_args(argv)).modes == modes
 
 
 def test_help_lists_the_exit_codes(capsys):

@@ -67,3 +67,13 @@ def test_an_unreadable_settings_file_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "s.jsonl.settings.json").write_text("{not json")
     assert _sweep(tmp_path, "--seq", "16", "--resume") == 2
     assert "unreadable settings" in capsys.readouterr().err
+
+
+def test_an_l2_flush_asked_on_a_cpu_is_said_under_the_sweeps_header(tmp_path):
+    from attnscope.cli.main import build_parser
+    from attnscope.cli.sweep import check
+
+    argv = ["sweep", *BASE, "--seq", "16", "--out", str(tmp_path / "s.jsonl")]
+    assert not [n for n in check(build_parser(argv).parse_args(argv)).notes if "flush" in n]
+    notes = check(build_parser([*argv, "--flush-l2"]).parse_args([*argv, "--flush-l2"])).notes
+    assert [n for n in notes if "--flush-l2" in n and "on a CPU it has no effect" in n]

@@ -216,3 +216,38 @@ def test_the_sweep_measures_one_mask_once_and_says_so_under_the_grid(tmp_path, c
     assert said in text
     assert text.index("Best implementation per case") < text.index(said) < text.index("Policy over")
     assert json.loads(doc.read_text())["same_masks"] == [{**SAME, "points": 1}]
+
+
+def test_the_merge_is_in_the_rows_so_recommend_and_the_page_say_it_later(tmp_path, capsys):
+    import json
+
+    from attnscope.api import recommend
+    from attnscope.api.report import write_html
+
+    out = tmp_path / "s.jsonl"
+    argv = ["sweep", *TINY, *FAST, "--seq", "16,32", "--seq-kv", "32", "--mask", "causal_top_left,causal_lower_right"]
+    assert main([*argv, "--variants", "naive,sdpa_math", "--executor", "inline", "--out", str(out)]) == 0
+    rows = Store(out).rows()
+    # at seq 32 = seq_kv the two alignments are one mask: measured once, as the first, by both variants; at seq 16 the
+    # alignments differ and each is measured (2 seq × 2 masks − 1 merged = 3 cases, × 2 variants = 6 rows)
+    merged = [(r["case"]["seq_q"], r["case"]["mask"], r.get("same_masks")) for r in rows]
+    assert len(rows) == 6 and merged.count((32, "causal@top_left", ["causal_lower_right"])) == 2
+    assert all(same is None for seq, _, same in merged if seq == 16)
+    said = (
+        "mask causal_lower_right: the same mask as causal@top_left where seq_q == seq_kv (there top-left and "
+        "lower-right put each query at the same keys); measured once, as causal@top_left, at 1 point"
+    )
+    assert said in " ".join(capsys.readouterr().out.split())  # the sweep itself
+    # a later reader of the store alone: recommend's dict, its command, the sweep's page
+    assert recommend([out])["same_masks"] == [
+        {**SAME, "measured": "causal@top_left", "same": ["causal_lower_right"], "points": 1}
+    ]
+    assert main(["recommend", str(out)]) == 0
+    assert said in " ".join(capsys.readouterr().out.split())
+    page = tmp_path / "s.html"
+    write_html([str(out)], page)
+    assert said in page.read_text()
+    # a store written before the rows said it: nothing claimed
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "same_masks"}) + "\n" for r in rows))
+    assert recommend([old])["same_masks"] == []

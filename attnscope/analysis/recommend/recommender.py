@@ -52,6 +52,7 @@ from attnscope.analysis.recommend.crossovers import crossovers
 from attnscope.analysis.recommend.points import best_entry, points_of, unresolved_entry
 from attnscope.analysis.recommend.policy import policy
 from attnscope.analysis.recommend.ranges import measured_ranges, point_axes
+from attnscope.core.cases import same_masks_of
 from attnscope.document.recommendation import SUMMARY_KEYS, policy_text
 
 TIE_RULE = (
@@ -137,6 +138,7 @@ def recommend(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "excluded": excluded,
         "unresolved": unresolved,
+        "same_masks": same_masks_of(rows),  # masks a sweep measured once for several spellings, as its rows say
         "counts": {
             "rows": len(rows),
             "by_status": dict(sorted(status.items())),

@@ -9,12 +9,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from attnscope.core.units import fmt_mib
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, table, tag
 from attnscope.report.html.run import env_table, host_banner, insights_block, timing_caption
 from attnscope.report.html.timeline import rel_link
 
-MIB = 1024 * 1024
 # Stack order and colours: attention's own parts in warm colours, the rest of the step in cool ones.
 ATTENTION_PARTS = {
     "kernel": "#b71c1c",
@@ -69,12 +69,12 @@ def results_table(results: list[dict[str, Any]]) -> Markup:
                 _pct(a.get("around_us"), total),
                 _pct(rest.get("time_us"), total),
                 ", ".join(f"{k} {_pct(v, total)}" for k, v in top if v > 0),
-                "—" if mem is None else f"{mem / MIB:,.1f}",
+                "—" if mem is None else fmt_mib(mem, grouped=True),
                 r.get("reason") or "",
             ]
         )
     heads = ["impl", "mode", "status", "step µs", "attention", "kernel", "projections", "around", "rest"]
-    heads += ["top of the rest", "peak MiB", "reason"]
+    heads += ["top of the rest", "peak mem", "reason"]
     return table(heads, rows, cls="data fingerprint")
 
 
@@ -165,8 +165,8 @@ def copies_block(results: list[dict[str, Any]]) -> Markup:
                 agg[key][1] += int(c.get("bytes") or 0)
     if not agg:
         return tag("p", "no copies or upcasts inside attention", class_="dim")
-    rows = [[*k, n, f"{b / MIB:,.2f}"] for k, (n, b) in sorted(agg.items())]
-    return table(["impl · mode", "kind", "part", "op", "count", "MiB"], rows)
+    rows = [[*k, n, fmt_mib(b, grouped=True)] for k, (n, b) in sorted(agg.items())]
+    return table(["impl · mode", "kind", "part", "op", "count", "size"], rows)
 
 
 def _traces(src: Source, results: list[dict[str, Any]], out_dir: Path | None) -> Markup:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from attnscope.core.host_line import host_line
+from attnscope.core.units import fmt_bytes, fmt_mib
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, esc, join, plot_text, short, table, tag
 from attnscope.report.html.timeline import (
@@ -73,7 +74,7 @@ def _cells(r: dict[str, Any]) -> dict[str, Any]:
     return {
         "kernels": r.get("num_kernels"),
         "memcpy/set": f"{r.get('num_memcpy')}/{r.get('num_memset')}",
-        "hidden copy": _yn(bool(copies), f"{sum(c['bytes'] for c in copies) / MIB:,.1f} MiB"),
+        "hidden copy": _yn(bool(copies), fmt_bytes(sum(c["bytes"] for c in copies))),
         "upcast": _yn(r.get("upcast_fp32"), f"yes ×{len(r.get('upcasts') or [])}"),
         "TC": _yn(r.get("tensor_cores")),
         "occupancy": _occ(r),
@@ -81,7 +82,7 @@ def _cells(r: dict[str, Any]) -> dict[str, Any]:
         "GPU µs": _timing(r.get("gpu_time")),
         "TFLOP/s": fmt(r.get("tflops"), ".2f"),
         "% peak": _pct_peak(r),
-        "peak mem MiB": fmt(mem / MIB if mem is not None else None),
+        "peak mem": "—" if mem is None else fmt_mib(mem, grouped=True),
         "error": _error(r),
     }
 

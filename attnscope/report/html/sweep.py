@@ -25,6 +25,7 @@ from attnscope.document.recommendation import (
     noise_changes_text,
     real_crossovers,
     rule_variant_text,
+    same_masks_text,
     tie_text,
     value_order,
 )
@@ -282,6 +283,7 @@ def recommendation_block(rec: dict[str, Any]) -> Markup:
             f"the best; ties: {rec['tie_rule']}. "
             f"Measured: {meas or 'one case'}; the policy says nothing beyond these values.",
         ),
+        *(tag("p", same_masks_text(e), class_="dim") for e in rec.get("same_masks") or []),  # as recommend says
         tag("p", tag("b", "Policy: "), rec["policy_text"]),
         table(
             ["when (first match applies)", "use", "points", "agree (of which only tied with the best)", "exceptions"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attnscope.core.units import fmt_us
+from attnscope.core.units import fmt_mib, fmt_us
 from attnscope.document.load import Source
 from attnscope.report.html.markup import Markup, Page, join, plot_text, short, table, tag
 from attnscope.report.html.run import (
@@ -27,8 +27,6 @@ from attnscope.report.text.summary import (
     step_cells,
     steps_note,
 )
-
-MIB = 1024 * 1024
 
 
 def summary_of(r: dict[str, Any]) -> dict[str, Any] | None:
@@ -131,17 +129,19 @@ def idle_block(idle: dict[str, Any] | None) -> Markup:
 def ranked_block(sec: dict[str, Any] | None, what: str, keys: tuple[str, ...]) -> Markup:
     if not sec or not sec.get("num"):
         return tag("p", f"no {what}", class_="dim")
-    head = tag("p", f"{sec['num']:,} {what}, {sec['bytes'] / MIB:,.1f} MiB, {fmt_us(sec.get('time_us'))} of GPU time")
+    head = tag(
+        "p", f"{sec['num']:,} {what}, {fmt_mib(sec['bytes'], grouped=True)}, {fmt_us(sec.get('time_us'))} of GPU time"
+    )
     rows = [
         [
             *(short(t.get(k)) for k in keys),
             f"{t.get('count', 1):,}",
-            f"{t['bytes'] / MIB:,.1f}",
+            fmt_mib(t["bytes"], grouped=True),
             fmt_us(t.get("time_us")),
         ]
         for t in sec.get("top") or []
     ]
-    return join([head, table([*keys, "count", "MiB", "GPU time"], rows)])
+    return join([head, table([*keys, "count", "size", "GPU time"], rows)])
 
 
 def steps_block(steps: dict[str, Any] | None) -> Markup:

@@ -8,9 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from attnscope.core.units import fmt_mib, fmt_mib_cell
 from attnscope.report.text.terminal import bullet, fit
-
-MIB = 1024 * 1024
 
 
 def _time(d: dict[str, Any], threshold: float | None) -> Text:
@@ -31,7 +30,7 @@ def _time(d: dict[str, Any], threshold: float | None) -> Text:
 def _mem(d: dict[str, Any]) -> str:
     if d["a"] is None and d["b"] is None:
         return "—"
-    f = [f"{v / MIB:,.1f}" if v is not None else "—" for v in (d["a"], d["b"])]
+    f = [fmt_mib_cell(v) if v is not None else "—" for v in (d["a"], d["b"])]
     return f"{f[0]} → {f[1]}"
 
 
@@ -44,7 +43,7 @@ def _flag_value(name: str, v: Any) -> str:
     """A flag's value as a reader says it: hidden copies as their count and size (the JSON's [count, bytes])."""
     if name == "hidden_copies" and isinstance(v, (list, tuple)) and len(v) == 2:
         n, size = v
-        return f"{n} ({size / MIB:,.1f} MiB)" if n else "none"
+        return f"{n} ({fmt_mib(size, grouped=True)})" if n else "none"
     if isinstance(v, bool):
         return "yes" if v else "no"
     return "—" if v is None else str(v)

@@ -71,9 +71,10 @@ def reading_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def case_lines(doc: dict[str, Any]) -> list[str]:
-    """What was measured in place of what was asked: the plain call for a mask that keeps every key, and the
-    built-in a user's mask_mod equals (both stored in the document by the run)."""
-    out = []
+    """What was measured in place of what was asked: the plain call for a mask that keeps every key, the
+    built-in a user's mask_mod equals (both stored in the document by the run), and the document's own notes (a
+    setting that had no effect where it ran)."""
+    out = [str(n) for n in doc.get("notes") or [] if isinstance(n, str)]
     same = doc.get("equivalent_case")
     if isinstance(same, dict) and same.get("asked"):
         out.append(

@@ -12,11 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from attnscope.core.units import fmt_us
+from attnscope.core.units import fmt_mib, fmt_us
 from attnscope.report.text.plain_table import plain_table
 from attnscope.report.text.terminal import Blocks, bullet, fit, words_fit
-
-MIB = 1024 * 1024
 
 
 def _short(name: str, n: int = 90) -> str:
@@ -237,18 +235,22 @@ def _offender_lines(s: dict[str, Any], top: int) -> list[str]:
     out = []
     hc, up = s["hidden_copies"], s["upcasts"]
     if hc["num"]:
-        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {fmt_us(hc['time_us'])} on the GPU")
+        out.append(
+            f"hidden copies: {hc['num']:,}, {fmt_mib(hc['bytes'], grouped=True)}, {fmt_us(hc['time_us'])} on the GPU"
+        )
         for c in hc["top"][:top]:
             out.append(
-                f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {c['bytes'] / MIB:,.1f} MiB, "
+                f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {fmt_mib(c['bytes'], grouped=True)}, "
                 f"{fmt_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
             )
     if up["num"]:
-        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {fmt_us(up['time_us'])}")
+        out.append(
+            f"fp32 upcasts: {up['num']:,}, {fmt_mib(up['bytes'], grouped=True)} written, {fmt_us(up['time_us'])}"
+        )
         for u in up["top"][:top]:
             out.append(
                 f"   {u['count']:,}× {u['src_dtype']} → {u['dst_dtype']} inside {u['op']}: "
-                f"{u['bytes'] / MIB:,.1f} MiB, {fmt_us(u['time_us'])}"
+                f"{fmt_mib(u['bytes'], grouped=True)}, {fmt_us(u['time_us'])}"
             )
     return out
 
@@ -351,7 +353,7 @@ def render_overall(o: dict[str, Any], console: Console) -> None:
             f"{p['idle_pct']:.1f}%" if p.get("idle_pct") is not None else "—",
             f"{p['attention_share_pct']:.1f}%",
             _comm_cell(p),
-            f"{p['hidden_copy_bytes'] / MIB:,.1f} MiB",
+            fmt_mib(p["hidden_copy_bytes"], grouped=True),
             f"{p['num_upcasts']:,}",
         )
     console.print()

@@ -8,12 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from attnscope.core.units import fmt_bytes, fmt_us
+from attnscope.core.units import fmt_bytes, fmt_mib_cell, fmt_us
 from attnscope.report.text.explain import render_explanations
 from attnscope.report.text.notes import case_lines, peak_lines
 from attnscope.report.text.terminal import words_fit
-
-MIB = 1024 * 1024
 
 
 def _fmt_us(t: dict[str, Any] | None) -> Text:
@@ -146,7 +144,7 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
                 f"{r['tflops']:.2f}" if r.get("tflops") is not None else "—",
                 _pct((r.get("peak_basis") or {}).get("pct", r.get("pct_of_peak"))),
                 f"{_energy(r) * 1e3:,.3f}" if _energy(r) is not None else "—",  # type: ignore[operator]
-                f"{r['peak_memory_bytes'] / MIB:,.1f}" if r.get("peak_memory_bytes") is not None else "—",
+                fmt_mib_cell(r["peak_memory_bytes"]) if r.get("peak_memory_bytes") is not None else "—",
                 _err(r),
             ]
         t.add_row(*(c for c, k in zip(cells, keep, strict=True) if k))

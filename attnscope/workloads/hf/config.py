@@ -20,6 +20,11 @@ ENCODER_TYPES = frozenset(
 )
 
 
+def is_encoder_type(model_type: str) -> bool:
+    """An encoder (bidirectional attention, no KV cache): it has no decode step."""
+    return model_type in ENCODER_TYPES
+
+
 def preset_names() -> list[str]:
     return sorted(
         p.name.removesuffix(".json")
@@ -55,7 +60,7 @@ class ModelSpec:
 
     @property
     def is_encoder(self) -> bool:
-        return self.model_type in ENCODER_TYPES
+        return is_encoder_type(self.model_type)
 
 
 def resolve(arg: str) -> ModelSpec:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnscope.core.units import fmt_bytes as _fmt
 from attnscope.workloads.sizing import fits
 
 GATED = {"llama", "mistral", "qwen2", "gemma", "gemma2", "gemma3_text", "mixtral", "phi3", "qwen3"}
@@ -94,13 +95,6 @@ class SizeEstimate:
     def text(self) -> str:
         terms = " + ".join(f"{k} {_fmt(b)}" for k, b in self.parts.items() if b)
         return f"~{_fmt(self.bytes)} ({terms})"
-
-
-def _fmt(n: float) -> str:
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def estimate(cfg: Any, mode: str, *, batch: int, seq: int, dtype: str, impl: str = "sdpa") -> SizeEstimate:
