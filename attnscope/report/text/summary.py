@@ -285,7 +285,18 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     lines = _launch_lines(s["launch"], s["attribution"]) + graph_lines(s.get("cuda_graphs"))
     lines += collective_lines(s.get("cpu_collectives"))
     for line in lines + _idle_lines(s["idle"]) + _offender_lines(s, 5):
-        console.print(bullet(console, "  • ", line), highlight=False)
+        console.print(_line_of(console, line), highlight=False)
+
+
+SUB = "   "  # a line that opens so belongs to the bullet above it (a graph's capture, a gap, a copy's cause)
+
+
+def _line_of(console: Console, line: str) -> Any:
+    """A bullet, or a sub-line under the bullet above: its text indented two past the bullet's, wrapped under
+    itself, with no bullet of its own."""
+    if line.startswith(SUB):
+        return bullet(console, "      ", line.lstrip(" "))
+    return bullet(console, "  • ", line)
 
 
 def _grid(make: Any, cells: list[list[str]], console: Console) -> Any:
