@@ -275,7 +275,7 @@ def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
             size = f"{ev['mib']:.1f} MiB"
         else:
             ev["kib"] = r1(total / 1024)
-            size = f"{ev['kib']:.1f} KiB"
+            size = f"{ev['kib']:.1f} KiB" if total >= 1024 else f"{total} B"  # 16 bytes never read "0.0 KiB"
         what = f"a full tensor ({kind})" if kind else "a full tensor"
         msg = f"{op} copies {what}: {len(cs)}× via {copy_op}, {size} in all"
         if inside and inside != op:

@@ -1095,3 +1095,29 @@ def test_a_small_upcast_is_said_in_kib():
         "3 bf16→fp32 upcast(s) inside aten::_scaled_dot_product_attention_math (24.0 KiB written in fp32)"
     )
     assert i.evidence["fp32_bytes"] == 24_576
+
+
+def test_copy_under_a_kib_is_said_in_bytes():
+    """The flex eager GQA trace's aten::sort makes three copies of [1, 1, 1, 1] tensors, int, long int and int (read
+    from the raw trace's aten::copy_ ops inside aten::sort): 4 + 8 + 4 = 16 bytes, once printed "0.0 KiB in all"."""
+    path = H200 / "context" / "flex_eager_gqa.json"
+    ev = raw_events(path)
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    size = {"int": 4, "long int": 8}
+    total = 0
+    for s in (o for o in ops if o["name"] == "aten::sort"):
+        for o in ops:
+            if o["name"] == "aten::copy_" and o["tid"] == s["tid"] and s["ts"] <= o["ts"] <= s["ts"] + s["dur"]:
+                dims, dtype = o["args"]["Input Dims"][0], o["args"]["Input type"][0]
+                n = 1
+                for d in dims:
+                    n *= d
+                total += n * size[dtype]
+    assert total == 16
+    r = result_to_dict(analyze(path))
+    (msg,) = [i.message for i in hidden_copy(r) if i.evidence["op"] == "aten::sort"]
+    assert f"3× via aten::copy_, {total} B in all" in msg
+    r = _gpu("v", hidden_copies=[_copy("aten::clone", 1023, [1023], kind="value")])
+    assert "1023 B in all" in hidden_copy(r)[0].message
+    r = _gpu("v", hidden_copies=[_copy("aten::clone", 1024, [1024], kind="value")])
+    assert "1.0 KiB in all" in hidden_copy(r)[0].message
