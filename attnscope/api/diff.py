@@ -254,6 +254,23 @@ def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     return out
 
 
+def device_changes(pairs: list[tuple[dict, dict]], doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
+    """The GPUs of paired results where they differ and the documents' environments do not say so (two traces:
+    an analyze document records no environment; each trace names its device): a time change across GPUs is not
+    a regression of the same workload."""
+    ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
+    if ea.get("device_name") and eb.get("device_name"):
+        return []  # the env line says it (context_changes), or the runs share a device
+    out: list[str] = []
+    for a, b in pairs:
+        da, db = a.get("device_name"), b.get("device_name")
+        if da and db and da != db:
+            line = f"device: {da} → {db}"
+            if line not in out:
+                out.append(line)
+    return out
+
+
 def diff(
     doc_a: dict[str, Any],
     doc_b: dict[str, Any],
@@ -275,6 +292,7 @@ def diff(
         "env_a": doc_a.get("env"),
         "env_b": doc_b.get("env"),
         "context_changes": context_changes(doc_a, doc_b)
+        + device_changes(pairs, doc_a, doc_b)
         + ([TRACE_AGAINST_RUN] if any(_one_is_a_trace(a, b) for a, b in pairs) else []),
         "threshold_pct": threshold_pct,
         "variants": variants,
