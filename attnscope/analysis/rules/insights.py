@@ -225,7 +225,7 @@ def _copy_advice(
             return (
                 f"DDP copies each gradient out of its all-reduce bucket ({op}): "
                 "DistributedDataParallel(..., gradient_as_bucket_view=True) makes the gradients views of the "
-                "buckets, so the copy goes"
+                "buckets, so this copy is not made"
             )
         if not any(w in op.lower() for w in ("attention", "sdpa", "flex", "attn")):
             return f"the copy happens inside {op}, not a call in this code: an in-place fix cannot reach it"

@@ -436,7 +436,7 @@ def test_math_backend_or_bare_gemms_are_not_fused_but_an_attention_kernel_is():
             "torch.distributed.ddp.reducer::copy_bucket_to_grad",
             "DDP copies each gradient out of its all-reduce bucket (torch.distributed.ddp.reducer::copy_bucket_to_grad"
             "): DistributedDataParallel(..., gradient_as_bucket_view=True) makes the gradients views of the buckets, "
-            "so the copy goes",
+            "so this copy is not made",
         ),
         (
             "torchvision::roi_align",  # a library op far from attention: no attention variant is offered
