@@ -38,3 +38,21 @@ def test_sub_lines_sit_under_their_bullet():
         gaps = [s for s in lines if s.strip().startswith("gap of")]
         assert len(gaps) == 3 and all(s.startswith("      gap of") for s in gaps)
         assert all(len(s.rstrip()) <= width for s in lines)
+
+
+def test_kernel_names_are_shown_without_their_void_return_type():
+    """Every kernel of the H200 flash trace is named "void pytorch_flash::…" in the raw JSON: at 80 columns the top
+    kernels' heading wrapped after "void", a line holding that word alone; the name opens the line now."""
+    from tests.rawtrace import H200, raw_events
+
+    path = H200 / "sdpa_flash.json"
+    (name,) = {e["name"] for e in raw_events(path) if e.get("cat") == "kernel"}
+    assert name.startswith("void pytorch_flash::flash_fwd_kernel<")
+    buf = io.StringIO()
+    doc, _ = analyze_traces([str(path)], jobs=1)
+    assert doc is not None
+    render_summary(doc["results"][0], Console(file=buf, width=80, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert not [s for s in lines if s.rstrip().endswith(" void")]
+    top = lines.index("sdpa_flash: top kernels and their launching ops")
+    assert lines[top + 1].startswith("• " + name.removeprefix("void ")[:40])

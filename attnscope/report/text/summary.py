@@ -20,6 +20,9 @@ MIB = 1024 * 1024
 
 
 def _short(name: str, n: int = 90) -> str:
+    """A kernel name cut to ``n`` characters, without the return type "void " that most CUDA kernels' names open
+    with (as the insights' names): a narrow terminal wrapped after it, a line holding "void" alone."""
+    name = name.removeprefix("void ")
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
