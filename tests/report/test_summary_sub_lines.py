@@ -56,3 +56,29 @@ def test_kernel_names_are_shown_without_their_void_return_type():
     assert not [s for s in lines if s.rstrip().endswith(" void")]
     top = lines.index("sdpa_flash: top kernels and their launching ops")
     assert lines[top + 1].startswith("• " + name.removeprefix("void ")[:40])
+
+
+def test_a_category_title_wider_than_its_table_is_a_line_of_its_own():
+    """HTA's MI250 trace is named by its file (44 characters): its "…: GPU time by category" title (66) is wider
+    than the four-column table, which rich wrapped to the table's width, ": GPU time by category" on a second
+    line. The width of the table is counted here from its widest cells: 13 + 9 + 10 + 7 and five bars = 44."""
+    from tests.rawtrace import DATA
+
+    path = DATA / "hta/amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+    name = path.name.removesuffix(".json.gz")
+    assert len(name) == 44
+    doc, _ = analyze_traces([str(path)], jobs=1)
+    assert doc is not None
+    for width in (80, 120):
+        buf = io.StringIO()
+        render_summary(doc["results"][0], Console(file=buf, width=width, color_system=None))
+        lines = buf.getvalue().splitlines()
+        at = [s.rstrip() for s in lines].index(f"{name}: GPU time by category")
+        assert lines[at + 1].startswith("┏") and len(lines[at + 1]) == 44
+    # a title that fits its table stays centred above it, as rich draws it
+    flash = DATA / "h200" / "sdpa_flash.json"
+    doc, _ = analyze_traces([str(flash)], jobs=1)
+    assert doc is not None
+    buf = io.StringIO()
+    render_summary(doc["results"][0], Console(file=buf, width=80, color_system=None))
+    assert "     sdpa_flash: GPU time by category" in [s.rstrip() for s in buf.getvalue().splitlines()]

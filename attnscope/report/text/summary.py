@@ -8,7 +8,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -41,7 +43,7 @@ def _category_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     ]
 
 
-def _categories_of(title: str, cells: list[list[str]]) -> Table:
+def _categories_of(title: str | None, cells: list[list[str]]) -> Table:
     t = Table(title=title, header_style="bold")
     for col, j in CATEGORY_COLUMNS:
         t.add_column(col, justify=j)  # type: ignore[arg-type]
@@ -273,9 +275,14 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     )
     # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
     v = r["variant"]
-    console.print(
-        plain_table(partial(_categories_of, f"{v}: GPU time by category"), _category_cells(s["categories"]), console)
-    )
+    cells = _category_cells(s["categories"])
+    title: str | None = f"{v}: GPU time by category"
+    if cell_len(str(title)) > Measurement.get(console, console.options, _categories_of(None, cells)).maximum:
+        # wider than the table (a trace's long file name): a line of its own, as fit() prints a long title; rich
+        # would wrap it to the table's width ("…_kineto" then ": GPU time by category" on a line of its own)
+        console.print(Text(str(title), style="table.title"), highlight=False)
+        title = None
+    console.print(plain_table(partial(_categories_of, title), cells, console))
     if s["attention_families"]:
         make = partial(_folded_of, FAMILY_COLUMNS, f"{v}: attention")
         console.print(_grid(make, _family_cells(s["attention_families"]), console))
