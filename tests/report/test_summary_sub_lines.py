@@ -82,3 +82,27 @@ def test_a_category_title_wider_than_its_table_is_a_line_of_its_own():
     buf = io.StringIO()
     render_summary(doc["results"][0], Console(file=buf, width=80, color_system=None))
     assert "     sdpa_flash: GPU time by category" in [s.rstrip() for s in buf.getvalue().splitlines()]
+
+
+def test_a_copy_under_a_mib_is_said_in_kib_not_as_zero_mib():
+    """The H200 Llama training step's aten::flatten copies one [2, 2047] long int tensor (the raw trace's aten::copy_
+    inside aten::flatten): 2·2047·8 = 32,752 bytes = 31.98 KiB, once listed as "0.0 MiB"."""
+    from attnscope.report.text.summary import _offender_lines
+    from tests.rawtrace import DATA, raw_gz_events
+
+    path = DATA / "h200/model/model_sdpa_train.json.gz"
+    ops = [e for e in raw_gz_events(path) if e.get("cat") == "cpu_op"]
+    copies = [
+        o
+        for f in ops
+        if f["name"] == "aten::flatten"
+        for o in ops
+        if o["name"] == "aten::copy_" and o["tid"] == f["tid"] and f["ts"] <= o["ts"] <= f["ts"] + f["dur"]
+    ]
+    assert [(c["args"]["Input Dims"][0], c["args"]["Input type"][0]) for c in copies] == [([2, 2047], "long int")]
+    nbytes = 2 * 2047 * 8
+    doc, _ = analyze_traces([str(path)], jobs=1)
+    assert doc is not None
+    lines = _offender_lines(doc["results"][0]["trace_summary"], 5)
+    (line,) = [s for s in lines if "caused by aten::flatten" in s]
+    assert f"caused by aten::flatten: {nbytes / 1024:.1f} KiB," in line and "0.0 MiB" not in line

@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from attnscope.core.units import fmt_us
+from attnscope.core.units import fmt_bytes, fmt_us
 from attnscope.report.text.plain_table import plain_table
 from attnscope.report.text.terminal import Blocks, bullet, fit, words_fit
 
@@ -238,22 +238,28 @@ def _idle_lines(idle: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _size(n: float) -> str:
+    """Bytes in MiB from 1 MiB up (thousands separated: the lines of one list keep one unit), below in KiB or bytes
+    (``fmt_bytes``): 32 KiB never reads "0.0 MiB"."""
+    return f"{n / MIB:,.1f} MiB" if n >= MIB else fmt_bytes(n)
+
+
 def _offender_lines(s: dict[str, Any], top: int) -> list[str]:
     out = []
     hc, up = s["hidden_copies"], s["upcasts"]
     if hc["num"]:
-        out.append(f"hidden copies: {hc['num']:,}, {hc['bytes'] / MIB:,.1f} MiB, {fmt_us(hc['time_us'])} on the GPU")
+        out.append(f"hidden copies: {hc['num']:,}, {_size(hc['bytes'])}, {fmt_us(hc['time_us'])} on the GPU")
         for c in hc["top"][:top]:
             out.append(
-                f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {c['bytes'] / MIB:,.1f} MiB, "
+                f"   {c['count']:,}× {c['copy_op']} caused by {c['op']}: {_size(c['bytes'])}, "
                 f"{fmt_us(c['time_us'])}" + (f" ({_short(c['device_event'], 70)})" if c.get("device_event") else "")
             )
     if up["num"]:
-        out.append(f"fp32 upcasts: {up['num']:,}, {up['bytes'] / MIB:,.1f} MiB written, {fmt_us(up['time_us'])}")
+        out.append(f"fp32 upcasts: {up['num']:,}, {_size(up['bytes'])} written, {fmt_us(up['time_us'])}")
         for u in up["top"][:top]:
             out.append(
                 f"   {u['count']:,}× {u['src_dtype']} → {u['dst_dtype']} inside {u['op']}: "
-                f"{u['bytes'] / MIB:,.1f} MiB, {fmt_us(u['time_us'])}"
+                f"{_size(u['bytes'])}, {fmt_us(u['time_us'])}"
             )
     return out
 
