@@ -8,6 +8,10 @@ import io
 from attnscope.api.diff import diff
 from attnscope.report.text.diff import render_diff
 from attnscope.report.text.terminal import console
+from tests.rawtrace import DATA, H200, raw_events
+
+# 64 SDPA calls with an explicit attn_mask tensor, whose pattern a trace does not record: no case is read
+DATA_H100_DECODE = DATA / "h100" / "serving" / "decode_eager.json.gz"
 
 
 def _doc(*variants: str) -> dict[str, object]:
@@ -88,3 +92,26 @@ def test_several_pairs_keep_their_names_on_each_detail_line() -> None:
     other = [dict(r, kernels=[{"name": "k", "category": "gemm", "duration_us": 1.0}]) for r in rows]
     lines = _text(diff({"results": rows}, {"results": other}), width=120).splitlines()
     assert "  • naive: + k (gemm, ×1)" in lines and "  • flex: + k (gemm, ×1)" in lines
+
+
+def test_two_traces_of_different_cases_say_each_field_that_differs() -> None:
+    """The H200 flash study's cuDNN call against the same variant at the large case: the shapes from each raw
+    trace's aten::scaled_dot_product_attention (query [B, H, S, D]); an analyze document has no case at its top,
+    so the 161.8% slower call was said with no word that the two calls solve different problems."""
+    from attnscope.api.diff import diff_files
+    from tests.rawtrace import H200_BIG
+
+    a, b = H200 / "sdpa_cudnn.json", H200_BIG / "sdpa_cudnn.json"
+    shapes = []
+    for p in (a, b):
+        (op,) = [e for e in raw_events(p) if e.get("name") == "aten::scaled_dot_product_attention"]
+        shapes.append(op["args"]["Input Dims"][0])
+    (ba, ha, sa, da), (bb, hb, sb, db) = shapes
+    said = diff_files(a, b)["context_changes"]
+    for key, x, y in (("batch", ba, bb), ("heads", ha, hb), ("seq_q", sa, sb), ("head_dim", da, db)):
+        assert (f"case {key}: {x} → {y}" in said) == (x != y), key
+    assert sum(x != y for x, y in zip(*shapes, strict=True)) == 4  # all four differ here
+    assert not [s for s in said if s.startswith("device")]  # both on the H200
+    # a trace whose calls give no one case against one that does: one line, not each field against nothing
+    one = diff_files(H200 / "decode" / "sdpa_cudnn.json", DATA_H100_DECODE)["context_changes"]
+    assert "case: only A names one (B is a trace or names none): the cases could not be compared" in one
