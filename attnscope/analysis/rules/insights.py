@@ -81,6 +81,8 @@ INPLACE_OPS = frozenset(
     "masked_fill add sub mul div pow clamp clamp_min clamp_max relu sigmoid tanh exp log neg abs sqrt rsqrt "
     "fill zero addcmul addcdiv lerp index_fill index_copy scatter scatter_add copy silu gelu".split()
 )
+# ops that join tensors: always a new tensor, never a view
+JOIN_OPS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 # ops whose copy is about a tensor's layout, each with why it copied and what avoids the copy (``{op}``: its name)
 _REWRITE = (
     "make the producer write contiguous output, or keep the strided layout for the consumer, so no copy is needed"
@@ -247,6 +249,13 @@ def _copy_advice(
             f"use the in-place form ({base}_) where the input is not needed afterwards, "
             "or a fused variant that does the step inside one kernel"
         )
+    if base in JOIN_OPS:  # no view of a concatenation exists: "check whether a view would do" cannot apply
+        return (
+            f"{base} always writes a new tensor: have the producers write into slices of one preallocated tensor "
+            f"({base}'s out=, or each slice's copy_), or fuse the step (torch.compile)"
+        )
+    if base == "copy_":  # the copy this code asked for by name
+        return "an explicit copy_ in this code: drop it where the destination may share the source's memory"
     return f"{base} returns a copy here: check whether a view would do, or fuse the step (torch.compile)"
 
 

@@ -1121,3 +1121,27 @@ def test_copy_under_a_kib_is_said_in_bytes():
     assert "1023 B in all" in hidden_copy(r)[0].message
     r = _gpu("v", hidden_copies=[_copy("aten::clone", 1024, [1024], kind="value")])
     assert "1.0 KiB in all" in hidden_copy(r)[0].message
+
+
+def test_a_join_or_an_explicit_copy_is_not_told_to_check_for_a_view():
+    """HTA's recommender trace (rank 0): Memcpy DtoD events launched inside aten::cat and inside a bare aten::copy_
+    (the innermost op around each launch call on its thread, read from the raw JSON). No view of a concatenation
+    exists, and copy_ is the copy itself: "check whether a view would do" fit neither."""
+    import gzip
+
+    from tests.rawtrace import DATA
+
+    path = DATA / "hta/trace_filter_sampled_rank-0.json.gz"
+    ev = json.loads(gzip.open(path).read())["traceEvents"]
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    calls = {e["args"]["correlation"]: e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    launchers = []
+    for m in (e for e in ev if e.get("cat") == "gpu_memcpy" and "DtoD" in e["name"]):
+        c = calls[m["args"]["correlation"]]
+        around = [o for o in ops if o["tid"] == c["tid"] and o["ts"] <= c["ts"] <= o["ts"] + o["dur"]]
+        launchers.append(min(around, key=lambda o: o["dur"])["name"] if around else None)
+    assert launchers.count("aten::cat") >= 1 and launchers.count("aten::copy_") >= 1
+    r = result_to_dict(analyze(path))
+    advice = {i.evidence["op"]: i.advice for i in hidden_copy(r)}
+    assert advice["aten::cat"].startswith("cat always writes a new tensor") and "view" not in advice["aten::cat"]
+    assert advice["aten::copy_"].startswith("an explicit copy_ in this code") and "view" not in advice["aten::copy_"]
