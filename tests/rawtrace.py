@@ -74,3 +74,35 @@ def raw_mask_kernels(path: Path, dims: list[int]) -> list[dict[str, Any]]:
 
 LLAMA_TRACE = "llama_train_sdpa.json.gz"
 LLAMA = DATA / LLAMA_TRACE  # a Llama training step profiled with SDPA, kept in the repository
+
+
+def raw_gz_events(path: Path) -> list[dict[str, Any]]:
+    """The trace's events, gzipped or not."""
+    import gzip
+
+    text = gzip.open(path, "rt").read() if path.name.endswith(".gz") else path.read_text()
+    return json.loads(text)["traceEvents"]
+
+
+def _end(e: dict[str, Any]) -> float:
+    return e["ts"] + e["dur"]
+
+
+def raw_kernels_with_ops(path: Path) -> list[tuple[dict[str, Any], list[str]]]:
+    """Every kernel event with the names of the cpu_ops on its runtime call's thread whose span holds the call
+    (outermost first): the ops that launched it, read by correlation id and time alone."""
+    ev = raw_gz_events(path)
+    calls = {e["args"]["correlation"]: e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    ops = sorted((e for e in ev if e.get("cat") == "cpu_op"), key=lambda o: (o["ts"], -o["dur"]))
+    out = []
+    for k in ev:
+        if k.get("cat") != "kernel":
+            continue
+        c = calls.get(k["args"].get("correlation"))
+        around = (
+            []
+            if c is None
+            else [o["name"] for o in ops if o["tid"] == c["tid"] and o["ts"] <= c["ts"] <= o["ts"] + o["dur"]]
+        )
+        out.append((k, around))
+    return out

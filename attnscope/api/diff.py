@@ -254,6 +254,25 @@ def context_changes(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
     return out
 
 
+def device_changes(pairs: list[tuple[dict, dict]], doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[str]:
+    """The GPUs and cases of paired results where they differ and the documents do not say so at their top (two
+    traces: an analyze document records no environment and no case; each trace names its device and, from its
+    attention ops' shapes, its case): a time change across them is not a regression of the same workload."""
+    ea, eb = doc_a.get("env") or {}, doc_b.get("env") or {}
+    cases_said = bool(doc_a.get("case") or doc_b.get("case"))
+    out: list[str] = []
+    for a, b in pairs:
+        who = f"{label(a, True)}: " if len(pairs) > 1 else ""
+        da, db = a.get("device_name"), b.get("device_name")
+        lines = []
+        if da and db and da != db and not (ea.get("device_name") and eb.get("device_name")):
+            lines.append(f"device: {da} → {db}")  # else the env line says it, or the runs share a device
+        if not cases_said:
+            lines += context_changes({"case": a.get("case")}, {"case": b.get("case")})
+        out += [who + line for line in lines if who + line not in out]
+    return out
+
+
 def diff(
     doc_a: dict[str, Any],
     doc_b: dict[str, Any],
@@ -275,6 +294,7 @@ def diff(
         "env_a": doc_a.get("env"),
         "env_b": doc_b.get("env"),
         "context_changes": context_changes(doc_a, doc_b)
+        + device_changes(pairs, doc_a, doc_b)
         + ([TRACE_AGAINST_RUN] if any(_one_is_a_trace(a, b) for a, b in pairs) else []),
         "threshold_pct": threshold_pct,
         "variants": variants,

@@ -344,3 +344,36 @@ def test_analyze_page_has_every_step_and_the_graph_replays(tmp_path):
     assert len(re.findall(r"<tr>", steps_part)) == len(steps) + 1  # the header and one row per step
     graphs_part = page.split("<h4>CUDA graphs</h4>", 1)[1].split("<h4>", 1)[0]
     assert f"CUDA graphs: {len(launches):,} graph launch(es)" in graphs_part
+
+
+def test_evidence_with_nothing_recorded_reads_a_dash_not_python_none():
+    """The H200 decode cuDNN trace builds its mask with aten::ones and aten::tril that no other cpu_op encloses
+    (read from the raw trace): the mask_rebuilt evidence's ``built_inside`` is null, and the page printed it as
+    Python's "None"; a nested dict printed as Python's repr."""
+    from attnscope.report.html.run import insights_block
+
+    path = H200 / "decode" / "sdpa_cudnn.json"
+    ops = [e for e in raw_events(path) if e.get("cat") == "cpu_op"]
+
+    def enclosing(o):
+        return [p for p in ops if p is not o and p["tid"] == o["tid"] and p["ts"] <= o["ts"] <= p["ts"] + p["dur"]]
+
+    builds = [o for o in ops if o["name"] in ("aten::ones", "aten::tril")]
+    assert builds and not any(enclosing(o) for o in builds)
+    page = render_html([str(path)])
+    body = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    cells = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", body, flags=re.S)]
+    at = cells.index("built_inside")
+    assert cells[at + 1] == "—" and "None" not in cells
+    evidence = {
+        "inside": None,
+        "dims": [[4, 2048], [4, 2048]],
+        "measured": {"verdict": "not_measured", "command": None},
+    }
+    said = str(
+        insights_block(
+            [{"variant": "v", "insights": [{"id": "x", "severity": "info", "message": "m", "evidence": evidence}]}]
+        )
+    )
+    assert "None" not in said and "{" not in said
+    assert "[4, 2048], [4, 2048]" in said and "verdict: not_measured; command: —" in said

@@ -18,6 +18,9 @@ _I = re.IGNORECASE
 # (pattern, category) for GPU kernel names. Order matters: copy kernels are launched
 # through the elementwise templates, so they are matched first. "gemm" not after "fb": fbgemm_gpu is a library's
 # namespace (its embedding lookups, permutes and quantizers carry it); its matrix kernels are named by cutlass.
+# "Cijk_" opens the GEMM kernels of ROCm's Tensile (hipBLAS/hipBLASLt: C[i,j] = sum over k of A·B), which name no
+# "gemm". "norm" not before "al_": a random normal fill (aten::normal_, randn) is no reduction; "reduce" not before
+# "d_divisor": cuDNN passes a `cudnn::reduced_divisor` to kernels of every kind (its FFT convolutions).
 GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     (re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv", _I), "communication"),
     (
@@ -32,7 +35,7 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     ),
     (
         re.compile(
-            r"nvjet|(?<!fb)gemm|xmma|cutlass|cublas|gemv|sgemm|hgemm|matmul|triton_mm|"
+            r"nvjet|(?<!fb)gemm|^Cijk_|xmma|cutlass|cublas|gemv|sgemm|hgemm|matmul|triton_mm|"
             r"triton_tem_fused_mm|triton_tem_fused_addmm|triton_tem_fused_bmm|Kernel2",
             _I,
         ),
@@ -49,7 +52,7 @@ GPU_CATEGORY_RULES: tuple[tuple[re.Pattern[str], Category], ...] = (
     ),
     (
         re.compile(
-            r"reduce|norm|triton_red_|triton_per_|cub::|scan|argmax|argmin|"
+            r"reduce(?!d_divisor)|norm(?!al_)|triton_red_|triton_per_|cub::|scan|argmax|argmin|"
             r"cross_entropy|nll_loss|sum_kernel",
             _I,
         ),

@@ -81,6 +81,8 @@ INPLACE_OPS = frozenset(
     "masked_fill add sub mul div pow clamp clamp_min clamp_max relu sigmoid tanh exp log neg abs sqrt rsqrt "
     "fill zero addcmul addcdiv lerp index_fill index_copy scatter scatter_add copy silu gelu".split()
 )
+# ops that join tensors: always a new tensor, never a view
+JOIN_OPS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 # ops whose copy is about a tensor's layout, each with why it copied and what avoids the copy (``{op}``: its name)
 _REWRITE = (
     "make the producer write contiguous output, or keep the strided layout for the consumer, so no copy is needed"
@@ -225,7 +227,7 @@ def _copy_advice(
             return (
                 f"DDP copies each gradient out of its all-reduce bucket ({op}): "
                 "DistributedDataParallel(..., gradient_as_bucket_view=True) makes the gradients views of the "
-                "buckets, so the copy goes"
+                "buckets, so this copy is not made"
             )
         if not any(w in op.lower() for w in ("attention", "sdpa", "flex", "attn")):
             return f"the copy happens inside {op}, not a call in this code: an in-place fix cannot reach it"
@@ -247,6 +249,13 @@ def _copy_advice(
             f"use the in-place form ({base}_) where the input is not needed afterwards, "
             "or a fused variant that does the step inside one kernel"
         )
+    if base in JOIN_OPS:  # no view of a concatenation exists: "check whether a view would do" cannot apply
+        return (
+            f"{base} always writes a new tensor: have the producers write into slices of one preallocated tensor "
+            f"({base}'s out=, or each slice's copy_), or fuse the step (torch.compile)"
+        )
+    if base == "copy_":  # the copy this code asked for by name
+        return "an explicit copy_ in this code: drop it where the destination may share the source's memory"
     return f"{base} returns a copy here: check whether a view would do, or fuse the step (torch.compile)"
 
 
@@ -275,7 +284,7 @@ def hidden_copy(r: dict[str, Any], peers: Peers = ALONE) -> Out:
             size = f"{ev['mib']:.1f} MiB"
         else:
             ev["kib"] = r1(total / 1024)
-            size = f"{ev['kib']:.1f} KiB"
+            size = f"{ev['kib']:.1f} KiB" if total >= 1024 else f"{total} B"  # 16 bytes never read "0.0 KiB"
         what = f"a full tensor ({kind})" if kind else "a full tensor"
         msg = f"{op} copies {what}: {len(cs)}× via {copy_op}, {size} in all"
         if inside and inside != op:

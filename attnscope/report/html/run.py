@@ -255,7 +255,15 @@ def insights_block(results: list[dict[str, Any]]) -> Markup:
 
 
 def _evidence(v: Any) -> str:
-    return ", ".join(str(x) for x in v) if isinstance(v, list) else str(v)
+    """An evidence value as the page says it: "—" where there is none (never Python's None), a list's items
+    joined, a dict's keys beside their values."""
+    if v is None:
+        return "—"
+    if isinstance(v, list):
+        return ", ".join(_evidence(x) if isinstance(x, dict) or x is None else str(x) for x in v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_evidence(x)}" for k, x in v.items())
+    return str(v)
 
 
 def _plain(v: Any) -> str:

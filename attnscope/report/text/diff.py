@@ -57,16 +57,17 @@ def _short(name: str, n: int = 80) -> str:
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
-def detail_lines(v: dict[str, Any], top: int = 5) -> list[str]:
+def detail_lines(v: dict[str, Any], top: int = 5, *, named: bool = True) -> list[str]:
+    """The kernels added, removed and renamed and the categories whose GPU time moved; each line opens with the
+    variant's name where the diff has several (``named``), not where the table above holds one row."""
     k = v["kernels"]
-    out = [f"{v['variant']}: + {_short(a['name'])} ({a['category']}, ×{a['count']})" for a in k["added"][:top]]
-    out += [f"{v['variant']}: - {_short(r['name'])} ({r['category']}, ×{r['count']})" for r in k["removed"][:top]]
-    out += [f"{v['variant']}: ~ {_short(r['from'], 60)} → {_short(r['to'], 60)}" for r in k["renamed"][:top]]
+    who = f"{v['variant']}: " if named else ""
+    out = [f"{who}+ {_short(a['name'])} ({a['category']}, ×{a['count']})" for a in k["added"][:top]]
+    out += [f"{who}- {_short(r['name'])} ({r['category']}, ×{r['count']})" for r in k["removed"][:top]]
+    out += [f"{who}~ {_short(r['from'], 60)} → {_short(r['to'], 60)}" for r in k["renamed"][:top]]
     for c in v["categories"]:
         if c["delta_pct"] is not None and abs(c["delta_pct"]) >= 5 and abs(c["delta"] or 0) >= 1:
-            out.append(
-                f"{v['variant']}: {c['category']} GPU time {c['a']:,.1f} → {c['b']:,.1f} µs ({c['delta_pct']:+.1f}%)"
-            )
+            out.append(f"{who}{c['category']} GPU time {c['a']:,.1f} → {c['b']:,.1f} µs ({c['delta_pct']:+.1f}%)")
     return out
 
 
@@ -101,7 +102,7 @@ def render_diff(d: dict[str, Any], console: Console, title: str) -> None:
         said = Text(f"not the same setting: {line}", style="yellow")
         console.print(bullet(console, Text("  ≠ ", style="yellow"), said))
     for v in d["variants"]:
-        for line in detail_lines(v):
+        for line in detail_lines(v, named=len(d["variants"]) > 1):
             console.print(bullet(console, "  • ", line), highlight=False)
     for side, names in (("A", d["only_in_a"]), ("B", d["only_in_b"])):
         if names:

@@ -8,7 +8,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -18,6 +20,9 @@ from attnscope.report.text.terminal import Blocks, bullet, fit, words_fit
 
 
 def _short(name: str, n: int = 90) -> str:
+    """A kernel name cut to ``n`` characters, without the return type "void " that most CUDA kernels' names open
+    with (as the insights' names): a narrow terminal wrapped after it, a line holding "void" alone."""
+    name = name.removeprefix("void ")
     return name if len(name) <= n else name[: n - 3] + "..."
 
 
@@ -36,7 +41,7 @@ def _category_cells(rows: list[dict[str, Any]]) -> list[list[str]]:
     ]
 
 
-def _categories_of(title: str, cells: list[list[str]]) -> Table:
+def _categories_of(title: str | None, cells: list[list[str]]) -> Table:
     t = Table(title=title, header_style="bold")
     for col, j in CATEGORY_COLUMNS:
         t.add_column(col, justify=j)  # type: ignore[arg-type]
@@ -272,9 +277,14 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     )
     # each table as rich draws it, its rows without rich laying out each cell (report/text/plain_table.py)
     v = r["variant"]
-    console.print(
-        plain_table(partial(_categories_of, f"{v}: GPU time by category"), _category_cells(s["categories"]), console)
-    )
+    cells = _category_cells(s["categories"])
+    title: str | None = f"{v}: GPU time by category"
+    if cell_len(str(title)) > Measurement.get(console, console.options, _categories_of(None, cells)).maximum:
+        # wider than the table (a trace's long file name): a line of its own, as fit() prints a long title; rich
+        # would wrap it to the table's width ("…_kineto" then ": GPU time by category" on a line of its own)
+        console.print(Text(str(title), style="table.title"), highlight=False)
+        title = None
+    console.print(plain_table(partial(_categories_of, title), cells, console))
     if s["attention_families"]:
         make = partial(_folded_of, FAMILY_COLUMNS, f"{v}: attention")
         console.print(_grid(make, _family_cells(s["attention_families"]), console))
@@ -287,7 +297,18 @@ def render_summary(r: dict[str, Any], console: Console, *, top: int = 10) -> Non
     lines = _launch_lines(s["launch"], s["attribution"]) + graph_lines(s.get("cuda_graphs"))
     lines += collective_lines(s.get("cpu_collectives"))
     for line in lines + _idle_lines(s["idle"]) + _offender_lines(s, 5):
-        console.print(bullet(console, "  • ", line), highlight=False)
+        console.print(_line_of(console, line), highlight=False)
+
+
+SUB = "   "  # a line that opens so belongs to the bullet above it (a graph's capture, a gap, a copy's cause)
+
+
+def _line_of(console: Console, line: str) -> Any:
+    """A bullet, or a sub-line under the bullet above: its text indented two past the bullet's, wrapped under
+    itself, with no bullet of its own."""
+    if line.startswith(SUB):
+        return bullet(console, "      ", line.lstrip(" "))
+    return bullet(console, "  • ", line)
 
 
 def _grid(make: Any, cells: list[list[str]], console: Console) -> Any:
