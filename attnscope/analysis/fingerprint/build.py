@@ -278,6 +278,13 @@ def analyse(trace: Trace, capture: Trace | None = None) -> Analysis:
         notes.append(f"{trace.num_skipped} malformed trace events skipped")
     if gpu_side and limits is None and cc is not None:
         notes.append(f"no occupancy limits for compute capability {cc[0]}.{cc[1]}")
+    if trace.device_properties and not gpu and not trace.runtime:
+        name = trace.device_properties[0].get("name") or "a GPU"
+        notes.append(
+            f"the trace lists {name} but holds no GPU event and no CUDA runtime call: the profile recorded the CPU "
+            "only, or CUPTI recorded nothing (seen in decode loops' traces profiled around a CUDA graph capture with "
+            "CUDA activity asked for); every figure here is the host's"
+        )
 
     copy_ops = tree.indices_named(_COPY_OP)
     # copies_and_upcasts_at and the DtoD links read the copy_ ops' events alone; gathers_at their own

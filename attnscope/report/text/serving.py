@@ -54,7 +54,13 @@ def decode_loop_lines(doc: dict[str, Any]) -> list[str]:
                 + (f"; last replay's error {err:.1e} against fp64" if err is not None else "")
                 + f"; {g['captures']} capture(s), {_ms(g['capture_ms_per_step'])} per step, "
                 f"{_ms(g['capture_ms_per_1000_steps'])} per 1,000 steps; graphs {'pay' if g['pays'] else 'do not pay'}"
-                + (f" (a capture pays back after {be:.1f} steps)" if be is not None else " (a replay is not faster)")
+                + (
+                    f" (a capture pays back after {be:.1f} steps)"
+                    if be is not None
+                    else " (a replay with its plan is not faster than an eager step)"
+                    if plan is not None
+                    else " (a replay is not faster)"
+                )
             )
         for name, found in (loop.get("trace_rebuilds") or {}).items():
             if found:
