@@ -72,3 +72,17 @@ def test_a_gpu_trace_with_nothing_recorded_on_the_gpu_says_so():
     assert doc_out is not None
     [row] = doc_out["results"]
     assert not [n for n in row["notes"] if "holds no GPU event" in n]
+
+
+def test_the_terminal_says_it_at_80_columns(tmp_path):
+    """A reader of the terminal at 80 columns (brief footnotes, no --verbose) sees it too."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "attnscope.cli.main", "analyze", str(GRAPH)], capture_output=True, text=True, env=env
+    )
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 0 and "holds no GPU event and no CUDA runtime call" in text

@@ -153,6 +153,8 @@ def results_table(doc: dict[str, Any], title: str | None = None, drop: tuple[str
 
 HOST_SIDE = ("context manager",)  # notes about host-side costs kept out of the timings: --verbose
 LOST_NOTE = " malformed trace events skipped"  # a trace's events not read (analysis/fingerprint/build.py): never brief
+# a GPU trace in which nothing was recorded on the GPU (analysis/fingerprint/build.py): every figure is the host's
+NOTHING_ON_GPU = "every figure here is the host's"
 
 
 def fitted_table(doc: dict[str, Any], title: str | None, console: Console) -> tuple[Table, list[str]]:
@@ -224,7 +226,8 @@ def footnotes(
         if r.get("compile_time_s") is not None:
             lines.append(f"{r['variant']}: compile time {r['compile_time_s']:.1f} s (outside the timings)")
         notes = [*(r.get("notes") or []), *(r.get("run_notes") or [])]
-        for n in notes if not brief else [n for n in notes if n.endswith(LOST_NOTE)]:  # events lost: always said
+        # events lost, or a GPU trace with nothing of the GPU: always said
+        for n in notes if not brief else [n for n in notes if n.endswith((LOST_NOTE, NOTHING_ON_GPU))]:
             if verbose or not any(h in n for h in HOST_SIDE):
                 lines.append(f"{r['variant']}: {n}")
     lines += case_lines(doc)
