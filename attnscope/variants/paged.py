@@ -356,7 +356,6 @@ class FlashInferPaged(Server):
         fi = lib("flashinfer")
         self.ws = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=x.q.device)
         self.decode = case.seq_q == 1
-        self.graphs = graphs
         self.graph_refusal = (
             None
             if self.decode
@@ -384,7 +383,8 @@ class FlashInferPaged(Server):
             self.q = x.q.transpose(1, 2).reshape(-1, case.heads, case.head_dim).contiguous()
 
     def for_graphs(self) -> Server:
-        return FlashInferPaged(self.case, self.x, graphs=True) if self.decode and not self.graphs else self
+        # a decode server built for graphs plans before every replay: it is its own
+        return FlashInferPaged(self.case, self.x, graphs=True) if self.decode and not self.plans_each_replay else self
 
     def _plan(self, capacity: int) -> None:
         import torch
