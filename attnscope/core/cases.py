@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -89,20 +90,18 @@ def _point_text(point: dict[str, Any]) -> str:
 
 
 class Grid(list[Case]):
-    """A sweep's cases, with the masks that were measured once for several spellings (``same_masks``: each
-    ``{"measured", "same", "points", "where"}``, :func:`one_per_mask`) and, per case measured, the spellings it
-    stands for (``merged``: written into each of its rows as ``same_masks``, so a later reader of the rows sees the
+    """A sweep's cases and, per case measured, the other spellings of its mask it stands for (``merged``, from
+    :func:`one_per_mask`: written into each of its rows as ``same_masks``, so a later reader of the rows sees the
     merge)."""
 
-    def __init__(
-        self,
-        cases: list[Case],
-        same_masks: list[dict[str, Any]] | None = None,
-        merged: dict[Case, list[str]] | None = None,
-    ) -> None:
+    def __init__(self, cases: list[Case], merged: dict[Case, list[str]] | None = None) -> None:
         super().__init__(cases)
-        self.same_masks = same_masks or []
         self.merged = merged or {}
+
+    @property
+    def same_masks(self) -> list[dict[str, Any]]:
+        """The masks measured once for several spellings: each ``{"measured", "same", "points", "where"}``."""
+        return _grouped((str(kept.mask), tuple(same), kept) for kept, same in self.merged.items())
 
 
 def mask_at_shape(c: Case) -> Case:
@@ -118,40 +117,49 @@ def mask_at_shape(c: Case) -> Case:
 SAME_MASK_WHERE = "seq_q == seq_kv (there top-left and lower-right put each query at the same keys)"
 
 
+def _grouped(found: Iterable[tuple[str, tuple[str, ...], Any]]) -> list[dict[str, Any]]:
+    """(the mask measured, the other spellings, the point) → one entry per mask and spellings, with how many
+    distinct points, in order of first appearance."""
+    points: dict[tuple[str, tuple[str, ...]], set[Any]] = {}
+    for measured, same, point in found:
+        points.setdefault((measured, same), set()).add(point)
+    return [
+        {"measured": m, "same": list(s), "points": len(p), "where": SAME_MASK_WHERE} for (m, s), p in points.items()
+    ]
+
+
 def one_per_mask(cases: list[Case]) -> Grid:
     """``cases`` less those whose mask is, at their shape, the mask of an earlier case (the same point otherwise):
     at Sq == Sk ``causal``, ``causal@top_left`` and ``causal_lower_right`` are one mask, and the variants run the
-    same code for each, so it is measured once, under the spelling listed first.  ``same_masks`` says which
-    spellings were measured as which, at how many points."""
+    same code for each, so it is measured once, under the spelling listed first.  The grid's ``same_masks`` says
+    which spellings were measured as which, at how many points."""
     first: dict[Case, Case] = {}
     merged: dict[Case, list[str]] = {}
     for c in cases:
         kept = first.setdefault(mask_at_shape(c), c)
         if kept is not c and c.mask not in merged.setdefault(kept, []):
             merged[kept].append(str(c.mask))
-    groups: dict[tuple[str, tuple[str, ...]], int] = {}
-    for kept, same in merged.items():
-        if same:
-            key = (str(kept.mask), tuple(same))
-            groups[key] = groups.get(key, 0) + 1
-    said = [{"measured": m, "same": list(s), "points": n, "where": SAME_MASK_WHERE} for (m, s), n in groups.items()]
-    return Grid(list(first.values()), said, {kept: same for kept, same in merged.items() if same})
+    return Grid(list(first.values()), {kept: same for kept, same in merged.items() if same})
 
 
 def same_masks_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ``same_masks`` entries (as :func:`one_per_mask` gives them) that rows recorded: each row measured for
-    several spellings carries them in its ``same_masks`` (the other spellings, its case's ``mask`` the one
-    measured); ``points`` counts the distinct cases."""
-    points: dict[tuple[str, tuple[str, ...]], set[str]] = {}
-    for r in rows:
-        same, case = r.get("same_masks"), r.get("case")
-        if not same or not isinstance(same, list) or not isinstance(case, dict) or not case.get("mask"):
-            continue
-        key = (str(case["mask"]), tuple(str(s) for s in same))
-        points.setdefault(key, set()).add(json.dumps(case, sort_keys=True, default=str))  # one point per case
-    return [
-        {"measured": m, "same": list(s), "points": len(p), "where": SAME_MASK_WHERE} for (m, s), p in points.items()
-    ]
+    """The ``same_masks`` entries (as a :class:`Grid` gives them) that rows recorded: each row measured for several
+    spellings carries them in its ``same_masks`` (the other spellings, its case's ``mask`` the one measured);
+    ``points`` counts the distinct cases."""
+    recorded = [
+        r
+        for r in rows
+        if r.get("same_masks") and isinstance(r["same_masks"], list)
+        and isinstance(r.get("case"), dict) and r["case"].get("mask")
+    ]  # fmt: skip
+    return _grouped(
+        (
+            str(r["case"]["mask"]),
+            tuple(str(s) for s in r["same_masks"]),
+            json.dumps(r["case"], sort_keys=True, default=str),  # one point per case
+        )
+        for r in recorded
+    )
 
 
 def grid(axes: Axes, device: str) -> Grid:
