@@ -43,10 +43,13 @@ def decode_loop_lines(doc: dict[str, Any]) -> list[str]:
             out.append(f"  graph replay: {loop.get('graph_refused')}")
         else:
             be = g["break_even_steps_per_capture"]
-            plan = g.get("plan_ms_per_replay_median")
-            where = (
-                "one capture for the loop" if plan is not None else f"bucket {loop['bucket']} tokens"
-            )  # a server planned before every replay is captured once
+            plan = g.get("plan_ms_per_replay_median")  # a server planned before every replay is captured once
+            where = "one capture for the loop" if plan is not None else f"bucket {loop['bucket']} tokens"
+            replay = (
+                "a replay with its plan is not faster than an eager step"
+                if plan is not None
+                else "a replay is not faster"
+            )
             err = loop.get("graph_last_step_rel_error")
             out.append(
                 f"  graph replay ({where}): {_ms(g['replay_ms_median'])} median (CUDA events)"
@@ -54,13 +57,7 @@ def decode_loop_lines(doc: dict[str, Any]) -> list[str]:
                 + (f"; last replay's error {err:.1e} against fp64" if err is not None else "")
                 + f"; {g['captures']} capture(s), {_ms(g['capture_ms_per_step'])} per step, "
                 f"{_ms(g['capture_ms_per_1000_steps'])} per 1,000 steps; graphs {'pay' if g['pays'] else 'do not pay'}"
-                + (
-                    f" (a capture pays back after {be:.1f} steps)"
-                    if be is not None
-                    else " (a replay with its plan is not faster than an eager step)"
-                    if plan is not None
-                    else " (a replay is not faster)"
-                )
+                + (f" (a capture pays back after {be:.1f} steps)" if be is not None else f" ({replay})")
             )
         for name, found in (loop.get("trace_rebuilds") or {}).items():
             if found:
